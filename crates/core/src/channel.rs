@@ -1,0 +1,161 @@
+//! Channel kinds and the rules each platform imposes on content.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{ContentPolicy, LengthUnit};
+use crate::post::InvalidValue;
+
+/// What a channel publishes to (SPEC §7, "Channel kinds").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelKind {
+    /// A local JSON-lines log, for demos, drills and test posts.
+    Sandbox,
+    /// A JSON POST to a URL.
+    Webhook,
+    /// Threads (Meta).
+    Threads,
+    /// Instagram content publishing (single JPEG image posts).
+    Instagram,
+    /// LinkedIn Posts API.
+    Linkedin,
+    /// WordPress articles through the REST API.
+    Wordpress,
+}
+
+impl ChannelKind {
+    /// Every kind.
+    pub const ALL: [ChannelKind; 6] = [
+        ChannelKind::Sandbox,
+        ChannelKind::Webhook,
+        ChannelKind::Threads,
+        ChannelKind::Instagram,
+        ChannelKind::Linkedin,
+        ChannelKind::Wordpress,
+    ];
+
+    /// The configuration name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Sandbox => "sandbox",
+            ChannelKind::Webhook => "webhook",
+            ChannelKind::Threads => "threads",
+            ChannelKind::Instagram => "instagram",
+            ChannelKind::Linkedin => "linkedin",
+            ChannelKind::Wordpress => "wordpress",
+        }
+    }
+
+    /// Whether test posts are due on this kind (only sandboxes publish them).
+    pub fn publishes_test_posts(self) -> bool {
+        self == ChannelKind::Sandbox
+    }
+
+    /// Whether the publish waits for a platform container to be processed first, which
+    /// a lease must outlast.
+    pub fn polls_containers(self) -> bool {
+        matches!(self, ChannelKind::Threads | ChannelKind::Instagram)
+    }
+
+    /// The platform's own content rules, before the channel's configured ones.
+    pub fn platform_policy(self) -> ContentPolicy {
+        match self {
+            ChannelKind::Sandbox | ChannelKind::Webhook => ContentPolicy::default(),
+            ChannelKind::Threads => ContentPolicy {
+                max_chars: Some(500),
+                unit: LengthUnit::CharsEmojiAsUtf8Bytes,
+                max_media: Some(1),
+                max_links: Some(5),
+                ..ContentPolicy::default()
+            },
+            ChannelKind::Instagram => ContentPolicy {
+                max_chars: Some(2200),
+                require_media: true,
+                max_media: Some(1),
+                jpeg_only: true,
+                max_hashtags: Some(30),
+                max_mentions: Some(20),
+                ..ContentPolicy::default()
+            },
+            ChannelKind::Linkedin => ContentPolicy {
+                max_chars: Some(3000),
+                max_media: Some(0),
+                ..ContentPolicy::default()
+            },
+            ChannelKind::Wordpress => ContentPolicy {
+                require_title: true,
+                ..ContentPolicy::default()
+            },
+        }
+    }
+
+    /// The channel's effective policy: the platform's rules, narrowed by configuration.
+    pub fn policy_with(
+        self,
+        max_chars: Option<usize>,
+        forbidden: Vec<String>,
+        required: Vec<String>,
+    ) -> ContentPolicy {
+        let mut policy = self.platform_policy();
+        policy.max_chars = match (policy.max_chars, max_chars) {
+            (Some(platform), Some(configured)) => Some(platform.min(configured)),
+            (platform, configured) => platform.or(configured),
+        };
+        policy.forbidden = forbidden;
+        policy.required = required;
+        policy
+    }
+}
+
+impl fmt::Display for ChannelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ChannelKind {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ChannelKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| {
+                InvalidValue::new(
+                    "channel kind",
+                    s,
+                    "expected sandbox, webhook, threads, instagram, linkedin or wordpress",
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_length_narrows_but_never_widens_the_platform_limit() {
+        let policy = ChannelKind::Threads.policy_with(Some(280), vec![], vec![]);
+        assert_eq!(policy.max_chars, Some(280));
+        let policy = ChannelKind::Threads.policy_with(Some(900), vec![], vec![]);
+        assert_eq!(policy.max_chars, Some(500));
+        let policy = ChannelKind::Sandbox.policy_with(Some(900), vec![], vec![]);
+        assert_eq!(policy.max_chars, Some(900));
+        assert_eq!(
+            ChannelKind::Threads.platform_policy().unit,
+            LengthUnit::CharsEmojiAsUtf8Bytes
+        );
+    }
+
+    #[test]
+    fn kinds_parse() {
+        for kind in ChannelKind::ALL {
+            assert_eq!(kind.as_str().parse::<ChannelKind>().unwrap(), kind);
+        }
+        assert!("mastodon".parse::<ChannelKind>().is_err());
+    }
+}

@@ -1,0 +1,39 @@
+//! airlock's domain, with no IO: what a post is, how it moves through its states and
+//! who may move it, the approval hash, content policy, quota arithmetic and the
+//! classification of publish outcomes.
+//!
+//! Layout:
+//! - [`status`]: the six states and the transition table of SPEC §3.
+//! - [`actor`]: roles, the actions they allow, and actor names on events.
+//! - [`post`]: post ids, channel names, content, and the stored post.
+//! - [`hash`]: canonical JSON and the SHA-256 approval hash.
+//! - [`policy`]: content policy, with length counted as each platform counts.
+//! - [`channel`]: channel kinds and their platform rules.
+//! - [`quota`]: rolling-window and calendar-day arithmetic as functions of `now`.
+//! - [`outcome`]: what an answer to the irreversible request means.
+//! - [`time`]: durations (`15m`) and `TIME` arguments.
+//!
+//! Callers pass `now`, time zones and limits in; nothing here reads a clock, a file
+//! or the network, so every rule has plain unit tests.
+
+pub mod actor;
+pub mod channel;
+pub mod hash;
+pub mod outcome;
+pub mod policy;
+pub mod post;
+pub mod quota;
+pub mod status;
+pub mod time;
+
+pub use actor::{Action, Actor, Role, RoleSet};
+pub use channel::ChannelKind;
+pub use hash::ContentHash;
+pub use outcome::{Outcome, Published};
+pub use policy::{ContentPolicy, Violation};
+pub use post::{
+    ChannelName, Intent, InvalidValue, Media, NewPost, Post, PostContent, PostDetail, PostEdit,
+    PostEvent, PostId, Reservation, Source,
+};
+pub use status::{IllegalTransition, Mover, PostStatus, Transition};
+pub use time::Span;

@@ -1,0 +1,463 @@
+//! Posts: identifiers, content, the insert shape and the stored shape.
+//!
+//! [`Post`] serializes to the post JSON of SPEC §7 that the CLI, the HTTP API and
+//! MCP all return, so outside tools see one shape everywhere.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::hash::ContentHash;
+use crate::status::PostStatus;
+
+/// A post's id: a positive integer assigned by the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PostId(pub i64);
+
+impl fmt::Display for PostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl FromStr for PostId {
+    type Err = InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().parse::<i64>() {
+            Ok(id) if id > 0 => Ok(PostId(id)),
+            _ => Err(InvalidValue::new(
+                "post id",
+                s,
+                "a post id is a positive number, as printed by `post add` or `post list`",
+            )),
+        }
+    }
+}
+
+/// A value that failed to parse, with what was wrong and what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} {value:?}: {expected}")]
+pub struct InvalidValue {
+    /// What was being parsed ("channel name").
+    pub what: &'static str,
+    /// The input (never a secret).
+    pub value: String,
+    /// What a valid value looks like.
+    pub expected: &'static str,
+}
+
+impl InvalidValue {
+    /// Builds the error.
+    pub fn new(what: &'static str, value: &str, expected: &'static str) -> Self {
+        InvalidValue {
+            what,
+            value: value.chars().take(80).collect(),
+            expected,
+        }
+    }
+}
+
+/// A configured channel's name: `threads-main`. Lowercase ASCII letters, digits, `-`, `_`, `.`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ChannelName(String);
+
+impl ChannelName {
+    /// Parses a channel name.
+    pub fn parse(name: &str) -> Result<Self, InvalidValue> {
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')
+            });
+        if valid {
+            Ok(ChannelName(name.to_owned()))
+        } else {
+            Err(InvalidValue::new(
+                "channel name",
+                name,
+                "use 1-64 lowercase letters, digits, '-', '_' or '.', starting with a letter or digit",
+            ))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ChannelName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for ChannelName {
+    type Error = InvalidValue;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        ChannelName::parse(&value)
+    }
+}
+
+impl From<ChannelName> for String {
+    fn from(value: ChannelName) -> Self {
+        value.0
+    }
+}
+
+/// An image or other media item attached to a post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Media {
+    /// Public URL the platform fetches.
+    pub url: String,
+    /// Alternative text, if any.
+    #[serde(default)]
+    pub alt: Option<String>,
+}
+
+impl Media {
+    /// Parses the CLI form `URL` or `URL|ALT`.
+    pub fn parse_cli(arg: &str) -> Result<Self, InvalidValue> {
+        let (url, alt) = match arg.split_once('|') {
+            Some((url, alt)) => (url.trim(), Some(alt.trim().to_owned())),
+            None => (arg.trim(), None),
+        };
+        check_url("media url", url)?;
+        Ok(Media {
+            url: url.to_owned(),
+            alt: alt.filter(|alt| !alt.is_empty()),
+        })
+    }
+}
+
+/// Checks that a URL is absolute http(s) with a host.
+pub fn check_url(what: &'static str, url: &str) -> Result<(), InvalidValue> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !url.contains(char::is_whitespace) => {
+            Ok(())
+        }
+        _ => Err(InvalidValue::new(
+            what,
+            url,
+            "expected an absolute http:// or https:// URL without spaces",
+        )),
+    }
+}
+
+/// The file a post was made from (SPEC §9); part of the approval hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The article's path, relative to its site's directory.
+    pub path: String,
+    /// Lowercase hex SHA-256 of the file's bytes when the post was made.
+    pub sha256: String,
+    /// The article's `updated` front matter value, if any.
+    pub updated: Option<String>,
+}
+
+/// Everything the approval hash covers (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostContent {
+    /// The channel it goes to.
+    pub channel: ChannelName,
+    /// Title, for article channels; `null` unless set.
+    pub title: Option<String>,
+    /// The text (Markdown for article channels).
+    pub text: String,
+    /// Attached media.
+    pub media: Vec<Media>,
+    /// A link to attach, if any.
+    pub link: Option<String>,
+    /// The article it was made from, if any.
+    pub source: Option<Source>,
+}
+
+impl PostContent {
+    /// The SPEC §3 content hash of this content.
+    pub fn hash(&self) -> ContentHash {
+        crate::hash::content_hash(self)
+    }
+}
+
+/// What creating a post needs (the insert shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPost {
+    /// The content.
+    pub content: PostContent,
+    /// When it may go out.
+    pub scheduled_at: DateTime<Utc>,
+    /// A test post: due only on sandbox channels, never counted against quotas.
+    pub test: bool,
+    /// The compose slot it fills (`2026-12-01T08:00+09:00`), unique per channel.
+    pub slot: Option<String>,
+}
+
+/// A change to a draft's content or schedule. `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostEdit {
+    /// New text.
+    pub text: Option<String>,
+    /// New title (`Some(None)` clears it).
+    pub title: Option<Option<String>>,
+    /// New media list.
+    pub media: Option<Vec<Media>>,
+    /// New link (`Some(None)` clears it).
+    pub link: Option<Option<String>>,
+    /// New schedule.
+    pub scheduled_at: Option<DateTime<Utc>>,
+}
+
+impl PostEdit {
+    /// Whether the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == PostEdit::default()
+    }
+
+    /// The names of the fields this edit sets, for the audit note.
+    pub fn field_names(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.text.is_some() {
+            names.push("text");
+        }
+        if self.title.is_some() {
+            names.push("title");
+        }
+        if self.media.is_some() {
+            names.push("media");
+        }
+        if self.link.is_some() {
+            names.push("link");
+        }
+        if self.scheduled_at.is_some() {
+            names.push("scheduled_at");
+        }
+        names
+    }
+
+    /// Applies the content part of the edit.
+    pub fn apply_to(&self, content: &PostContent) -> PostContent {
+        let mut next = content.clone();
+        if let Some(text) = &self.text {
+            next.text = text.clone();
+        }
+        if let Some(title) = &self.title {
+            next.title = title.clone();
+        }
+        if let Some(media) = &self.media {
+            next.media = media.clone();
+        }
+        if let Some(link) = &self.link {
+            next.link = link.clone();
+        }
+        next
+    }
+}
+
+/// A post as stored. Serializes to the post JSON of SPEC §7.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Post {
+    /// Its id.
+    pub id: PostId,
+    /// Its state.
+    pub status: PostStatus,
+    /// What it says and where it goes.
+    #[serde(flatten)]
+    pub content: PostContent,
+    /// When it may go out.
+    pub scheduled_at: DateTime<Utc>,
+    /// Hash of the current content.
+    pub content_hash: ContentHash,
+    /// Hash recorded at approval; `null` unless approved.
+    pub approved_hash: Option<ContentHash>,
+    /// Who approved it.
+    pub approved_by: Option<String>,
+    /// Who created it.
+    pub created_by: String,
+    /// Who last changed its content.
+    pub edited_by: String,
+    /// Fencing generation, incremented by every claim.
+    pub generation: i64,
+    /// Attempts that ended before the irreversible step.
+    pub attempts: i64,
+    /// The worker holding the lease while `posting`.
+    pub lease_owner: Option<String>,
+    /// When the lease ends.
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    /// Not claimed before this time (quota deferral, retry backoff).
+    pub not_before: Option<DateTime<Utc>>,
+    /// The platform's id for the published post.
+    pub platform_post_id: Option<String>,
+    /// Public link to the published post.
+    pub permalink: Option<String>,
+    /// When it was published.
+    pub posted_at: Option<DateTime<Utc>>,
+    /// When a read-back found it on the platform.
+    pub verified_at: Option<DateTime<Utc>>,
+    /// Short redacted summary of the last error or rejection.
+    pub error: Option<String>,
+    /// A test post.
+    pub test: bool,
+    /// The compose slot it fills.
+    pub slot: Option<String>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Optimistic-concurrency version, bumped by every write.
+    pub version: i64,
+}
+
+impl Post {
+    /// Whether the post is due at `now` (SPEC §3), given whether test posts may go out on its channel.
+    pub fn is_due(&self, now: DateTime<Utc>, test_allowed: bool) -> bool {
+        self.status == PostStatus::Approved
+            && self.scheduled_at <= now
+            && self.posted_at.is_none()
+            && self.not_before.is_none_or(|t| t <= now)
+            && (!self.test || test_allowed)
+    }
+}
+
+/// One audit event on a post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PostEvent {
+    /// Sequence number, increasing over the whole ledger (for `GET /events?after=`).
+    pub id: i64,
+    /// The post.
+    pub post_id: PostId,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// What kind of event: `status` for a state change, else `created`, `edited`,
+    /// `rejected`, `note`, `quota_deferred`, `verified`, `verify_failed`, `stale_outcome`.
+    pub kind: String,
+    /// State before (`null` on creation).
+    pub from: Option<PostStatus>,
+    /// State after.
+    pub to: PostStatus,
+    /// Who.
+    pub actor: String,
+    /// Why, or what was found.
+    pub note: Option<String>,
+}
+
+/// The record made immediately before an irreversible request (SPEC §4 step 4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intent {
+    /// The post.
+    pub post_id: PostId,
+    /// The claim generation that made it.
+    pub generation: i64,
+    /// Derived from post id and approved hash; sent to platforms that accept one.
+    pub idempotency_key: String,
+    /// `sending` until the outcome is written, then `succeeded`, `rejected`, `not_sent` or `unknown`.
+    pub phase: String,
+    /// Platform-side handle that can prove what happened (a container id), if any.
+    pub platform_ref: Option<String>,
+    /// When the request was about to be sent.
+    pub created_at: DateTime<Utc>,
+    /// When the outcome was written.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// A quota reservation (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reservation {
+    /// Unique id.
+    pub id: i64,
+    /// The post.
+    pub post_id: PostId,
+    /// The claim generation it was made under.
+    pub generation: i64,
+    /// The channel.
+    pub channel: ChannelName,
+    /// `reserved`, `committed` or `released`.
+    pub state: String,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+    /// When its request was sent (its intent's time), if it was.
+    pub sent_at: Option<DateTime<Utc>>,
+    /// When it was committed or released.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// A post with its timeline, intents and reservations (`post show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PostDetail {
+    /// The post.
+    #[serde(flatten)]
+    pub post: Post,
+    /// Its events, oldest first.
+    pub events: Vec<PostEvent>,
+    /// Its intents, oldest first.
+    pub intents: Vec<Intent>,
+    /// Its reservations, oldest first.
+    pub reservations: Vec<Reservation>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_names_are_checked() {
+        assert!(ChannelName::parse("threads-main").is_ok());
+        assert!(ChannelName::parse("blog.v2_x").is_ok());
+        for bad in ["", "Threads", "-x", "a b", "x/y", &"a".repeat(65)] {
+            assert!(ChannelName::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn post_ids_are_positive_numbers() {
+        assert_eq!("42".parse::<PostId>().unwrap(), PostId(42));
+        assert!("0".parse::<PostId>().is_err());
+        assert!("abc".parse::<PostId>().is_err());
+    }
+
+    #[test]
+    fn media_parses_url_and_alt() {
+        let media = Media::parse_cli("https://x.example/a.jpg|A cat asleep").unwrap();
+        assert_eq!(media.url, "https://x.example/a.jpg");
+        assert_eq!(media.alt.as_deref(), Some("A cat asleep"));
+        assert_eq!(
+            Media::parse_cli("https://x.example/a.jpg").unwrap().alt,
+            None
+        );
+        assert!(Media::parse_cli("ftp://x/a.jpg").is_err());
+        assert!(Media::parse_cli("https:///a.jpg").is_err());
+    }
+
+    #[test]
+    fn edits_apply_only_what_they_set() {
+        let content = PostContent {
+            channel: ChannelName::parse("c").unwrap(),
+            title: Some("t".into()),
+            text: "old".into(),
+            media: vec![],
+            link: None,
+            source: None,
+        };
+        let edit = PostEdit {
+            text: Some("new".into()),
+            title: Some(None),
+            ..PostEdit::default()
+        };
+        let next = edit.apply_to(&content);
+        assert_eq!(next.text, "new");
+        assert_eq!(next.title, None);
+        assert_eq!(edit.field_names(), ["text", "title"]);
+        assert!(PostEdit::default().is_empty());
+    }
+}
