@@ -147,27 +147,47 @@ impl fmt::Display for Violation {
                 unit.describe()
             ),
             Violation::Forbidden(phrase) => {
-                write!(f, "the text contains the forbidden phrase {phrase:?}: remove it")
+                write!(
+                    f,
+                    "the text contains the forbidden phrase {phrase:?}: remove it"
+                )
             }
             Violation::MissingRequired(phrase) => {
                 write!(f, "the text lacks the required phrase {phrase:?}: add it")
             }
-            Violation::MissingTitle => write!(f, "the channel publishes articles and needs a title"),
+            Violation::MissingTitle => {
+                write!(f, "the channel publishes articles and needs a title")
+            }
             Violation::MissingMedia => write!(f, "the channel needs an image: add --media URL"),
             Violation::TooManyMedia { count, max } => {
-                write!(f, "the post has {count} media items; the channel takes at most {max}")
+                write!(
+                    f,
+                    "the post has {count} media items; the channel takes at most {max}"
+                )
             }
             Violation::NotJpeg(url) => {
-                write!(f, "media {url:?} is not a JPEG (.jpg/.jpeg); the channel takes JPEG only")
+                write!(
+                    f,
+                    "media {url:?} is not a JPEG (.jpg/.jpeg); the channel takes JPEG only"
+                )
             }
             Violation::TooManyHashtags { count, max } => {
-                write!(f, "the text has {count} hashtags; the channel allows at most {max}")
+                write!(
+                    f,
+                    "the text has {count} hashtags; the channel allows at most {max}"
+                )
             }
             Violation::TooManyMentions { count, max } => {
-                write!(f, "the text has {count} @mentions; the channel allows at most {max}")
+                write!(
+                    f,
+                    "the text has {count} @mentions; the channel allows at most {max}"
+                )
             }
             Violation::TooManyLinks { count, max } => {
-                write!(f, "the text has {count} distinct links; the channel allows at most {max}")
+                write!(
+                    f,
+                    "the text has {count} distinct links; the channel allows at most {max}"
+                )
             }
         }
     }
@@ -260,7 +280,11 @@ fn searchable_text(content: &PostContent) -> String {
 
 /// Whether a URL's path names a JPEG file.
 pub fn is_jpeg_url(url: &str) -> bool {
-    let path = url.split(['?', '#']).next().unwrap_or(url).to_ascii_lowercase();
+    let path = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .to_ascii_lowercase();
     path.ends_with(".jpg") || path.ends_with(".jpeg")
 }
 
@@ -360,7 +384,8 @@ mod tests {
             max_links: Some(1),
             ..Default::default()
         };
-        let mut post = content("#a #b #c @x @y https://a.example https://b.example https://a.example");
+        let mut post =
+            content("#a #b #c @x @y https://a.example https://b.example https://a.example");
         post.media = vec![Media {
             url: "https://x.example/a.png".into(),
             alt: None,

@@ -144,7 +144,9 @@ pub fn check_url(what: &'static str, url: &str) -> Result<(), InvalidValue> {
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"));
     match rest {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !url.contains(char::is_whitespace) => {
+        Some(rest)
+            if !rest.is_empty() && !rest.starts_with('/') && !url.contains(char::is_whitespace) =>
+        {
             Ok(())
         }
         _ => Err(InvalidValue::new(

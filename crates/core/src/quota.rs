@@ -297,7 +297,11 @@ mod tests {
         for (offset, channel) in sorted {
             let now = base + Duration::minutes(offset);
             let all: Vec<_> = granted.iter().map(|g| g.0).collect();
-            let mine: Vec<_> = granted.iter().filter(|g| g.1 == channel).map(|g| g.0).collect();
+            let mine: Vec<_> = granted
+                .iter()
+                .filter(|g| g.1 == channel)
+                .map(|g| g.0)
+                .collect();
             let daily = DailyRule {
                 limit: daily_limit,
                 tz,

@@ -61,7 +61,9 @@ impl fmt::Display for PostStatus {
 
 /// A status name that is not one of the six states.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown status {0:?}: expected one of draft, approved, posting, posted, failed, needs_review")]
+#[error(
+    "unknown status {0:?}: expected one of draft, approved, posting, posted, failed, needs_review"
+)]
 pub struct UnknownStatus(pub String);
 
 impl FromStr for PostStatus {
@@ -137,9 +139,10 @@ impl Transition {
         match self {
             Transition::Approve => Draft,
             Transition::Unapprove | Transition::Claim => Approved,
-            Transition::Release | Transition::Succeed | Transition::Fail | Transition::MarkUnknown => {
-                Posting
-            }
+            Transition::Release
+            | Transition::Succeed
+            | Transition::Fail
+            | Transition::MarkUnknown => Posting,
             Transition::ConfirmPublished
             | Transition::ConfirmNotPublished
             | Transition::ProvenNotPublished => NeedsReview,
@@ -227,10 +230,13 @@ pub fn apply(
             actual: from,
         });
     }
-    let allowed = transition.movers().iter().any(|allowed| match (allowed, mover) {
-        (Mover::Role(needed), Mover::Role(held)) => held.grants(*needed),
-        (a, b) => *a == b,
-    });
+    let allowed = transition
+        .movers()
+        .iter()
+        .any(|allowed| match (allowed, mover) {
+            (Mover::Role(needed), Mover::Role(held)) => held.grants(*needed),
+            (a, b) => *a == b,
+        });
     if !allowed {
         return Err(IllegalTransition::NotAllowed { transition, mover });
     }
@@ -321,7 +327,11 @@ mod tests {
             .is_err()
         );
         assert_eq!(
-            apply(NeedsReview, Transition::ProvenNotPublished, Mover::Reconciler),
+            apply(
+                NeedsReview,
+                Transition::ProvenNotPublished,
+                Mover::Reconciler
+            ),
             Ok(Approved)
         );
         assert!(apply(Failed, Transition::Requeue, Mover::Reconciler).is_err());
@@ -332,10 +342,7 @@ mod tests {
         let err = apply(Posted, Transition::Approve, Mover::Role(Role::Operator)).unwrap_err();
         assert!(matches!(
             err,
-            IllegalTransition::WrongState {
-                actual: Posted,
-                ..
-            }
+            IllegalTransition::WrongState { actual: Posted, .. }
         ));
     }
 }

@@ -69,7 +69,12 @@ impl FromStr for Span {
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.num_milliseconds();
-        let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1000, "s")];
+        let units = [
+            (86_400_000, "d"),
+            (3_600_000, "h"),
+            (60_000, "m"),
+            (1000, "s"),
+        ];
         for (size, unit) in units {
             if ms % size == 0 {
                 return write!(f, "{}{unit}", ms / size);
@@ -136,7 +141,17 @@ mod tests {
 
     #[test]
     fn bad_spans_say_what_to_write() {
-        for bad in ["", "15", "m", "1.5h", "-3s", "0s", "3w", "15 m", "99999999999999d"] {
+        for bad in [
+            "",
+            "15",
+            "m",
+            "1.5h",
+            "-3s",
+            "0s",
+            "3w",
+            "15 m",
+            "99999999999999d",
+        ] {
             let err = bad.parse::<Span>().unwrap_err();
             assert!(err.to_string().contains("30s"), "{bad}: {err}");
         }

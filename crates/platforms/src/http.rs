@@ -1,0 +1,227 @@
+//! The HTTP plumbing every platform adapter shares.
+//!
+//! - Redirects are never followed and a `base_url` must be `https` unless its host is
+//!   loopback, so a token is only ever sent to its own platform.
+//! - Idle connections are not reused: a request on a connection the server already
+//!   closed would fail ambiguously, and an irreversible request must fail clearly.
+//! - [`transport_failure`] splits transport errors into "never sent" and "maybe sent".
+//! - [`Redactor`] scrubs secrets out of every summary before it is stored or shown,
+//!   and `reqwest` errors are rendered without their URL.
+
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use secrecy::{ExposeSecret, SecretString};
+
+use airlock_core::outcome::{Outcome, StatusClass, TransportFailure, classify_status};
+
+/// A `base_url` that would send a token somewhere unsafe.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("base_url {url:?} {problem}")]
+pub struct BaseUrlError {
+    /// The URL.
+    pub url: String,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+/// Checks a `base_url`: absolute, `https` unless the host is loopback, no credentials,
+/// query or fragment. Returns it without a trailing slash.
+pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
+    let err = |problem| BaseUrlError {
+        url: url.to_owned(),
+        problem,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| err("is not an absolute URL"))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(err("must not carry credentials"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(err("must not have a query or fragment"));
+    }
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => return Err(err("has no host")),
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(err(
+                "must use https (plain http is allowed only for loopback hosts)",
+            ));
+        }
+        _ => return Err(err("must be an https URL")),
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// The client for one channel: no redirects, no idle pooling, bounded connect and total time.
+pub fn client(request_timeout: StdDuration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .connect_timeout(request_timeout.min(StdDuration::from_secs(10)))
+        .timeout(request_timeout)
+        .user_agent(concat!("airlock/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("the HTTP client builds with static settings")
+}
+
+/// Whether a transport error happened before the request could have left.
+pub fn transport_failure(err: &reqwest::Error) -> TransportFailure {
+    // A connect error (refused, DNS, connect or TLS timeout) means no byte of the request
+    // was written. Everything else — a timeout waiting for the answer, a dropped
+    // connection, a body error — may come after the platform received it.
+    if err.is_connect() || err.is_builder() {
+        TransportFailure::BeforeSending
+    } else {
+        TransportFailure::AfterSending
+    }
+}
+
+/// A one-line description of a transport error, without its URL (which may carry a token).
+pub fn describe_transport(err: &reqwest::Error) -> String {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else if err.is_body() || err.is_decode() {
+        "broken response body"
+    } else {
+        "connection failed"
+    };
+    let mut detail = String::new();
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        detail = inner.to_string();
+        source = inner.source();
+    }
+    if detail.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}: {}", truncate(&detail, 120))
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is treated as absent).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::milliseconds((s * 1000.0).ceil() as i64))
+}
+
+/// The outcome of a non-2xx answer to the irreversible request, by the SPEC §7 table.
+pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> Outcome {
+    match classify_status(status) {
+        StatusClass::Success => unreachable!("outcome_for_status is for non-2xx answers"),
+        StatusClass::NotSent => Outcome::NotSent {
+            reason: summary,
+            retry_after: retry_after(headers),
+        },
+        StatusClass::CredentialRejected => Outcome::Rejected {
+            reason: summary,
+            credential: true,
+        },
+        StatusClass::Rejected => Outcome::Rejected {
+            reason: summary,
+            credential: false,
+        },
+        StatusClass::Unknown => Outcome::Unknown { reason: summary },
+    }
+}
+
+/// Shortens text to at most `max` characters, on a character boundary.
+pub fn truncate(text: &str, max: usize) -> String {
+    let mut out: String = text.chars().take(max).collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// Removes known secrets from text that will be stored, logged or shown.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<SecretString>,
+}
+
+impl Redactor {
+    /// A redactor for these secrets.
+    pub fn new(secrets: impl IntoIterator<Item = SecretString>) -> Self {
+        Redactor {
+            secrets: secrets.into_iter().collect(),
+        }
+    }
+
+    /// `text` with every secret replaced by `[redacted]`, shortened to a summary.
+    pub fn summary(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in &self.secrets {
+            let secret = secret.expose_secret();
+            if secret.len() >= 4 {
+                out = out.replace(secret, "[redacted]");
+            }
+        }
+        truncate(out.trim(), 300)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_must_be_https_unless_loopback() {
+        assert_eq!(
+            check_base_url("https://graph.threads.net/").unwrap(),
+            "https://graph.threads.net"
+        );
+        assert!(check_base_url("http://127.0.0.1:8080").is_ok());
+        assert!(check_base_url("http://localhost:9").is_ok());
+        assert!(check_base_url("http://[::1]:9").is_ok());
+        for bad in [
+            "http://graph.threads.net",
+            "http://10.0.0.1",
+            "ftp://x.example",
+            "https://user:pw@x.example",
+            "https://x.example/?a=1",
+            "graph.threads.net",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "120".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::seconds(120)));
+        headers.insert(RETRY_AFTER, "1.5".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::milliseconds(1500)));
+        headers.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn redactor_scrubs_secrets() {
+        let redactor = Redactor::new([SecretString::from("tok-canary-123".to_owned())]);
+        assert_eq!(
+            redactor.summary("bad token tok-canary-123 given"),
+            "bad token [redacted] given"
+        );
+        assert_eq!(truncate("abcdef", 3), "abc…");
+    }
+}

@@ -1,0 +1,167 @@
+//! Channel adapters: the only code that knows each platform's wire format.
+//!
+//! An adapter does not decide what happens to a post. It reports what happened —
+//! [`StepError`] for the repeatable steps before the irreversible request, and an
+//! [`Outcome`] for the irreversible request itself, classified by the one table of
+//! SPEC §7 ([`airlock_core::outcome`]) — and `airlock-app`'s guarded path does the rest.
+//!
+//! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
+//! no redirects, https-only base URLs, transport classification, redaction), and one
+//! module per kind: [`sandbox`], [`webhook`].
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+
+use airlock_core::{ChannelKind, ChannelName, Media, Outcome, PostId};
+
+pub mod credential;
+pub mod http;
+pub mod sandbox;
+pub mod webhook;
+
+/// What an adapter needs to publish one post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishRequest {
+    /// The post.
+    pub post_id: PostId,
+    /// Its channel.
+    pub channel: ChannelName,
+    /// Title (articles).
+    pub title: Option<String>,
+    /// Text.
+    pub text: String,
+    /// Media.
+    pub media: Vec<Media>,
+    /// Link.
+    pub link: Option<String>,
+    /// Schedule.
+    pub scheduled_at: DateTime<Utc>,
+    /// Derived from post id and approved hash; sent where the platform accepts one.
+    pub idempotency_key: String,
+}
+
+/// What the repeatable steps produced for the irreversible one (a container id).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prepared {
+    /// A platform handle recorded in the intent; reconcile reads it later.
+    pub platform_ref: Option<String>,
+}
+
+/// Why a repeatable step (identity, container creation, polling) did not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// Try again later; nothing irreversible happened.
+    #[error("{reason}")]
+    Transient {
+        /// Short redacted summary.
+        reason: String,
+        /// Not before this much time.
+        retry_after: Option<Duration>,
+    },
+    /// The platform refused; retrying will not help.
+    #[error("{reason}")]
+    Rejected {
+        /// Short redacted summary.
+        reason: String,
+        /// The credential is the problem (pause the channel).
+        credential: bool,
+    },
+}
+
+impl StepError {
+    /// A transient failure without a retry hint.
+    pub fn transient(reason: impl Into<String>) -> Self {
+        StepError::Transient {
+            reason: reason.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// Who the channel's credential belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The name compared with the channel's configured `account`.
+    pub username: String,
+    /// The platform's id for it.
+    pub id: Option<String>,
+}
+
+/// What a read-back found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// The post exists on the platform.
+    Verified {
+        /// Its permalink, if the read returned one.
+        permalink: Option<String>,
+    },
+    /// The post was not found or did not match.
+    Failed {
+        /// What was found.
+        reason: String,
+    },
+    /// This kind cannot read posts back.
+    Unsupported,
+}
+
+/// What the platform can prove about an unknown outcome (SPEC §4, Reconcile).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// It went out.
+    Published {
+        /// The platform's id.
+        platform_post_id: Option<String>,
+        /// Permalink, if known.
+        permalink: Option<String>,
+        /// What proves it, for the event note.
+        note: String,
+    },
+    /// Provably nothing was published.
+    NotPublished {
+        /// What proves it.
+        note: String,
+    },
+    /// The platform cannot tell (or could not be asked now); a person decides.
+    Unknown,
+}
+
+/// The post and intent a reconcile looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileRequest {
+    /// The post as it would have been published.
+    pub publish: PublishRequest,
+    /// The platform handle recorded in the intent, if any.
+    pub platform_ref: Option<String>,
+}
+
+/// One channel's adapter.
+#[async_trait]
+pub trait Platform: Send + Sync + std::fmt::Debug {
+    /// The kind.
+    fn kind(&self) -> ChannelKind;
+
+    /// Who the credential belongs to; `None` for kinds without accounts.
+    async fn account(&self) -> Result<Option<Account>, StepError>;
+
+    /// The repeatable steps before the irreversible request (container creation, polling,
+    /// platform limit check).
+    async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        let _ = req;
+        Ok(Prepared::default())
+    }
+
+    /// The irreversible request, sent once.
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome;
+
+    /// Reads a published post back.
+    async fn verify(&self, platform_post_id: &str) -> Verification {
+        let _ = platform_post_id;
+        Verification::Unsupported
+    }
+
+    /// What the platform can prove about an unknown outcome.
+    async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let _ = req;
+        Evidence::Unknown
+    }
+}

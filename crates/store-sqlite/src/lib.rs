@@ -1,0 +1,301 @@
+//! The SQLite backend of airlock's [`Store`]: the embedded default (SPEC §8).
+//!
+//! - WAL journal, `synchronous = FULL` (an intent must survive a power cut before the
+//!   irreversible request leaves), foreign keys on, a generous busy timeout so several
+//!   processes on one file (cron overlaps) wait for each other instead of failing.
+//! - Every write transaction starts with `BEGIN IMMEDIATE`, taking SQLite's single write
+//!   lock up front: claims, reservations and outcome writes are serialized across
+//!   processes, which makes quotas exact and claims exclusive.
+//! - Triggers in `migrations/0001_ledger.sql` refuse illegal status changes and append
+//!   the event row of every status change, whatever SQL statement made it.
+//!
+//! Layout: [`posts`] (drafts, edits, guarded updates, events), [`publish`] (claims,
+//! reservations, intents, leases), [`admin`] (pauses, outbox, tokens, health).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use airlock_core::time::format_utc;
+use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_store::{
+    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
+    NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
+    PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
+    TokenRecord,
+};
+
+mod admin;
+mod posts;
+mod publish;
+mod rows;
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `path` and applies pending migrations.
+    pub async fn open(path: &Path) -> Result<Self> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(StdDuration::from_secs(60));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(|e| unavailable_at(path, e))?;
+        let store = SqliteStore { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Opens a `sqlite://PATH` URL (`sqlite:PATH` also works).
+    pub async fn open_url(url: &str) -> Result<Self> {
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        Self::open(Path::new(path)).await
+    }
+
+    /// Applies pending migrations. Several processes opening a new file at once may race
+    /// on the first migration; the loser sees it applied on its next try.
+    pub async fn migrate(&self) -> Result<()> {
+        let mut tries = 0;
+        loop {
+            match MIGRATOR.run(&self.pool).await {
+                Ok(()) => return Ok(()),
+                Err(e) if tries < 5 => {
+                    tracing::debug!(error = %e, "migration raced another process; retrying");
+                    tries += 1;
+                    tokio::time::sleep(StdDuration::from_millis(50 * tries)).await;
+                }
+                Err(e) => return Err(StoreError::Unavailable(Box::new(e))),
+            }
+        }
+    }
+
+    /// The connection pool, for tests and tools that read the ledger directly.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)
+    }
+}
+
+fn unavailable_at(path: &Path, e: sqlx::Error) -> StoreError {
+    StoreError::Unavailable(format!("cannot open SQLite database {}: {e}", path.display()).into())
+}
+
+/// Maps a database error; trigger refusals become domain errors where the caller knows the post.
+pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    StoreError::Unavailable(Box::new(e))
+}
+
+/// Whether a database error is one of the ledger triggers refusing a change.
+pub(crate) fn is_trigger_refusal(e: &sqlx::Error, marker: &str) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.message().contains(marker))
+}
+
+pub(crate) fn ts(at: DateTime<Utc>) -> String {
+    format_utc(at)
+}
+
+pub(crate) fn parse_ts(text: &str) -> std::result::Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| text.to_owned())
+}
+
+pub(crate) fn status_of(text: &str) -> Result<PostStatus> {
+    PostStatus::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        posts::create(self, req).await
+    }
+
+    async fn get_post(&self, id: PostId) -> Result<airlock_core::Post> {
+        posts::get(&self.pool, id).await
+    }
+
+    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
+        posts::detail(&self.pool, id).await
+    }
+
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
+        posts::list(&self.pool, filter).await
+    }
+
+    async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {
+        posts::update(self, update).await
+    }
+
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        posts::delete_draft(self, id, version, actor, now).await
+    }
+
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        posts::add_event(self, id, event, actor, now, notify).await
+    }
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        posts::events_after(&self.pool, after, limit).await
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {
+        publish::claim(self, req).await
+    }
+
+    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved> {
+        publish::reserve(self, req).await
+    }
+
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        publish::record_intent(self, req).await
+    }
+
+    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+        publish::expired_leases(&self.pool, now).await
+    }
+
+    async fn review_queue(&self) -> Result<Vec<ReviewItem>> {
+        publish::review_queue(&self.pool).await
+    }
+
+    async fn next_due_at(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>> {
+        publish::next_due_at(&self.pool, channels, test_channels).await
+    }
+
+    async fn quota_rows(&self, since: DateTime<Utc>) -> Result<QuotaRows> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        publish::live_reservations(&mut conn, since, Utc::now()).await
+    }
+
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let created = admin::insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(created)
+    }
+
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        admin::resume(self, scope, actor, now, notify).await
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>> {
+        admin::pauses(&self.pool).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Notification>> {
+        admin::claim_notifications(self, now, worker, lease_until, limit).await
+    }
+
+    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()> {
+        admin::notification_delivered(&self.pool, id, now).await
+    }
+
+    async fn notification_failed(
+        &self,
+        id: i64,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        admin::notification_failed(&self.pool, id, error, retry_at).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        admin::outbox_stats(&self.pool).await
+    }
+
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        admin::create_token(&self.pool, token).await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        admin::tokens(&self.pool).await
+    }
+
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        admin::revoke_token(&self.pool, name, now).await
+    }
+
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
+        admin::authenticate(&self.pool, secret_sha256, now).await
+    }
+
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
+        admin::status_counts(&self.pool).await
+    }
+
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
+        admin::check_invariants(&self.pool, now).await
+    }
+
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        admin::sources_used(&self.pool, channel, since).await
+    }
+}

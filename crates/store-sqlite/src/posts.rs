@@ -1,0 +1,558 @@
+//! Drafts, guarded post updates, discarding, and the event log.
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+
+use airlock_core::status::is_legal;
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_store::{
+    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
+    Result, Settle, StoreError,
+};
+
+use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS};
+use crate::{SqliteStore, admin, db, is_trigger_refusal, status_of, ts};
+
+pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Created> {
+    let mut tx = store.begin_write().await?;
+    if let Some(key) = &req.idempotency {
+        sqlx::query("DELETE FROM create_keys WHERE created_at < ?")
+            .bind(ts(req.now - key.ttl))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let earlier = sqlx::query(
+            "SELECT request_sha256, post_id FROM create_keys WHERE scope = ? AND key = ?",
+        )
+        .bind(&key.scope)
+        .bind(&key.key)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(row) = earlier {
+            let request: String = row.try_get("request_sha256").map_err(db)?;
+            if request != key.request_hash {
+                return Err(StoreError::IdempotencyMismatch(key.key.clone()));
+            }
+            let post = get_in(&mut tx, PostId(row.try_get("post_id").map_err(db)?)).await?;
+            return Ok(Created {
+                post,
+                existing: true,
+            });
+        }
+    }
+    let new = &req.new;
+    if let Some(slot) = &new.slot {
+        let taken = sqlx::query("SELECT id FROM posts WHERE channel = ? AND slot = ?")
+            .bind(new.content.channel.as_str())
+            .bind(slot)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if let Some(row) = taken {
+            let post = get_in(&mut tx, PostId(row.try_get("id").map_err(db)?)).await?;
+            return Ok(Created {
+                post,
+                existing: true,
+            });
+        }
+    }
+    let content = &new.content;
+    let media = serde_json::to_string(&content.media).expect("media serializes");
+    let source = content
+        .source
+        .as_ref()
+        .map(|s| serde_json::to_string(s).expect("source serializes"));
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
+         scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
+         event_actor, event_note) \
+         VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created') RETURNING id",
+    )
+    .bind(content.channel.as_str())
+    .bind(&content.title)
+    .bind(&content.text)
+    .bind(media)
+    .bind(&content.link)
+    .bind(source)
+    .bind(content.source.as_ref().map(|s| s.path.clone()))
+    .bind(ts(new.scheduled_at))
+    .bind(content.hash().as_str())
+    .bind(&req.actor)
+    .bind(&req.actor)
+    .bind(new.test as i64)
+    .bind(&new.slot)
+    .bind(ts(req.now))
+    .bind(ts(req.now))
+    .bind(&req.actor)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    if let Some(key) = &req.idempotency {
+        sqlx::query(
+            "INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(&key.request_hash)
+        .bind(id)
+        .bind(ts(req.now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    let post = get_in(&mut tx, PostId(id)).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Created {
+        post,
+        existing: false,
+    })
+}
+
+pub(crate) async fn get(pool: &SqlitePool, id: PostId) -> Result<Post> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    get_in(&mut conn, id).await
+}
+
+pub(crate) async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE id = ?"
+    )))
+    .bind(id.0)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    row.as_ref()
+        .map(rows::post)
+        .transpose()?
+        .ok_or(StoreError::NotFound(id))
+}
+
+pub(crate) async fn detail(pool: &SqlitePool, id: PostId) -> Result<PostDetail> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let post = get_in(&mut conn, id).await?;
+    let events = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {EVENT_COLUMNS} FROM post_events WHERE post_id = ? ORDER BY id"
+    )))
+    .bind(id.0)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::event)
+    .collect::<Result<_>>()?;
+    let intents = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = ? ORDER BY id"
+    )))
+    .bind(id.0)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::intent)
+    .collect::<Result<_>>()?;
+    let reservations = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {RESERVATION_COLUMNS} FROM reservations WHERE post_id = ? ORDER BY id"
+    )))
+    .bind(id.0)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::reservation)
+    .collect::<Result<_>>()?;
+    Ok(PostDetail {
+        post,
+        events,
+        intents,
+        reservations,
+    })
+}
+
+pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<Post>> {
+    let mut query =
+        QueryBuilder::<Sqlite>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
+    if let Some(status) = filter.status {
+        query.push(" AND status = ").push_bind(status.as_str());
+    }
+    if let Some(channel) = &filter.channel {
+        query
+            .push(" AND channel = ")
+            .push_bind(channel.as_str().to_owned());
+    }
+    if let Some(before) = filter.before {
+        query.push(" AND id < ").push_bind(before.0);
+    }
+    query
+        .push(" ORDER BY id DESC LIMIT ")
+        .push_bind(i64::from(filter.limit.unwrap_or(100)));
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::post)
+        .collect()
+}
+
+pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
+    let mut tx = store.begin_write().await?;
+    let current =
+        sqlx::query("SELECT status, version, generation, channel FROM posts WHERE id = ?")
+            .bind(update.id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .ok_or(StoreError::NotFound(update.id))?;
+    let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
+    let version: i64 = current.try_get("version").map_err(db)?;
+    let generation: i64 = current.try_get("generation").map_err(db)?;
+    let channel: String = current.try_get("channel").map_err(db)?;
+    match update.guard {
+        Guard::Version(expected) if expected != version => {
+            return Err(StoreError::Conflict(update.id));
+        }
+        Guard::Generation(expected) if status != PostStatus::Posting || expected != generation => {
+            drop(tx);
+            record_stale(store, &update, status, expected).await?;
+            return Err(StoreError::Fenced {
+                id: update.id,
+                generation: expected,
+            });
+        }
+        _ => {}
+    }
+    let mut from = status;
+    for to in update.via.iter().chain(update.to.iter()) {
+        if *to != from && !is_legal(from, *to) {
+            return Err(StoreError::IllegalTransition {
+                id: update.id,
+                from,
+                to: *to,
+            });
+        }
+        from = *to;
+    }
+    let after = update.to.unwrap_or(status);
+    if let Some(via) = update.via {
+        // The intermediate step is its own statement so the trigger checks and records it.
+        sqlx::query(
+            "UPDATE posts SET status = ?, version = version + 1, updated_at = ?, event_actor = ?, event_note = ? WHERE id = ?",
+        )
+        .bind(via.as_str())
+        .bind(ts(update.now))
+        .bind(&update.actor)
+        .bind(&update.note)
+        .bind(update.id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+
+    let mut query =
+        QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
+    query.push_bind(ts(update.now));
+    query
+        .push(", event_actor = ")
+        .push_bind(update.actor.clone());
+    query.push(", event_note = ").push_bind(update.note.clone());
+    if let Some(to) = update.to {
+        query.push(", status = ").push_bind(to.as_str());
+        if to != PostStatus::Posting {
+            query.push(", lease_owner = NULL, lease_expires_at = NULL");
+        }
+    }
+    push_fields(&mut query, &update);
+    query.push(" WHERE id = ").push_bind(update.id.0);
+    query.build().execute(&mut *tx).await.map_err(|e| {
+        if is_trigger_refusal(&e, "illegal status transition") {
+            StoreError::IllegalTransition {
+                id: update.id,
+                from: status,
+                to: after,
+            }
+        } else {
+            db(e)
+        }
+    })?;
+
+    if let Some(event) = &update.event {
+        insert_event(&mut tx, update.id, event, after, &update.actor, update.now).await?;
+    }
+    if let Some(phase) = update.intent_phase {
+        sqlx::query(
+            "UPDATE intents SET phase = ?, settled_at = ? \
+             WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
+        )
+        .bind(phase.as_str())
+        .bind(ts(update.now))
+        .bind(update.id.0)
+        .bind(guard_generation(update.guard))
+        .bind(guard_generation(update.guard))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    if let Some(settle) = update.reservation {
+        let state = match settle {
+            Settle::Commit => "committed",
+            Settle::Release => "released",
+        };
+        sqlx::query(
+            "UPDATE reservations SET state = ?, settled_at = ? WHERE post_id = ? AND state = 'reserved'",
+        )
+        .bind(state)
+        .bind(ts(update.now))
+        .bind(update.id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    let mut failures = 0;
+    if let Some(step) = update.failures {
+        failures = match step {
+            FailureStep::Reset => {
+                sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
+                    .bind(&channel)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                0
+            }
+            FailureStep::Increment => sqlx::query_scalar(
+                "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
+                 ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
+                 RETURNING consecutive",
+            )
+            .bind(&channel)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?,
+        };
+    }
+    if let Some(pause) = &update.pause
+        && pause
+            .after_failures
+            .is_none_or(|n| failures >= i64::from(n))
+    {
+        admin::insert_pause(
+            &mut tx,
+            &pause.scope,
+            &pause.reason,
+            &update.actor,
+            update.now,
+            &pause.notify,
+        )
+        .await?;
+    }
+    admin::insert_outbox(&mut tx, &update.notify, update.now).await?;
+    let post = get_in(&mut tx, update.id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(post)
+}
+
+fn guard_generation(guard: Guard) -> Option<i64> {
+    match guard {
+        Guard::Generation(generation) => Some(generation),
+        Guard::Version(_) => None,
+    }
+}
+
+fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
+    let set = &update.set;
+    if let Some((content, hash)) = &set.content {
+        query.push(", title = ").push_bind(content.title.clone());
+        query.push(", text = ").push_bind(content.text.clone());
+        query
+            .push(", media = ")
+            .push_bind(serde_json::to_string(&content.media).expect("media serializes"));
+        query.push(", link = ").push_bind(content.link.clone());
+        query
+            .push(", content_hash = ")
+            .push_bind(hash.as_str().to_owned());
+    }
+    if let Some(at) = set.scheduled_at {
+        query.push(", scheduled_at = ").push_bind(ts(at));
+    }
+    if let Some(hash) = &set.approved_hash {
+        query
+            .push(", approved_hash = ")
+            .push_bind(hash.as_ref().map(|h| h.as_str().to_owned()));
+    }
+    if let Some(by) = &set.approved_by {
+        query.push(", approved_by = ").push_bind(by.clone());
+    }
+    if let Some(by) = &set.edited_by {
+        query.push(", edited_by = ").push_bind(by.clone());
+    }
+    if set.count_attempt {
+        query.push(", attempts = attempts + 1");
+    }
+    if set.reset_attempts {
+        query.push(", attempts = 0");
+    }
+    if let Some(at) = set.not_before {
+        query.push(", not_before = ").push_bind(at.map(ts));
+    }
+    if let Some(id) = &set.platform_post_id {
+        query.push(", platform_post_id = ").push_bind(id.clone());
+    }
+    if let Some(link) = &set.permalink {
+        query.push(", permalink = ").push_bind(link.clone());
+    }
+    if let Some(at) = set.posted_at {
+        query.push(", posted_at = ").push_bind(ts(at));
+    }
+    if let Some(at) = set.verified_at {
+        query.push(", verified_at = ").push_bind(at.map(ts));
+    }
+    if let Some(error) = &set.error {
+        query.push(", error = ").push_bind(error.clone());
+    }
+}
+
+/// Records that a stale worker's outcome arrived and changed nothing: evidence for the
+/// person who settles the post.
+async fn record_stale(
+    store: &SqliteStore,
+    update: &PostUpdate,
+    status: PostStatus,
+    generation: i64,
+) -> Result<()> {
+    let mut tx = store.begin_write().await?;
+    let wanted = update.to.map(|s| s.as_str()).unwrap_or("no status change");
+    let note = format!(
+        "refused a write from generation {generation} (wanted {wanted}{}); the post had moved on",
+        update
+            .note
+            .as_deref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default()
+    );
+    let event = EventNote {
+        kind: "stale_outcome".into(),
+        note: Some(note),
+    };
+    insert_event(
+        &mut tx,
+        update.id,
+        &event,
+        status,
+        &update.actor,
+        update.now,
+    )
+    .await?;
+    tx.commit().await.map_err(db)
+}
+
+pub(crate) async fn insert_event(
+    conn: &mut SqliteConnection,
+    id: PostId,
+    event: &EventNote,
+    status: PostStatus,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id.0)
+    .bind(ts(now))
+    .bind(&event.kind)
+    .bind(status.as_str())
+    .bind(status.as_str())
+    .bind(actor)
+    .bind(&event.note)
+    .execute(conn)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+pub(crate) async fn delete_draft(
+    store: &SqliteStore,
+    id: PostId,
+    version: i64,
+    actor: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let mut tx = store.begin_write().await?;
+    let post = get_in(&mut tx, id).await?;
+    if post.version != version {
+        return Err(StoreError::Conflict(id));
+    }
+    if post.status != PostStatus::Draft {
+        return Err(StoreError::IllegalTransition {
+            id,
+            from: post.status,
+            to: PostStatus::Draft,
+        });
+    }
+    let history: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM intents WHERE post_id = ?1) + (SELECT count(*) FROM reservations WHERE post_id = ?1)",
+    )
+    .bind(id.0)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    if history > 0 {
+        return Err(StoreError::HasHistory(id));
+    }
+    let event = EventNote {
+        kind: "discarded".into(),
+        note: Some("draft discarded".into()),
+    };
+    insert_event(&mut tx, id, &event, PostStatus::Draft, actor, now).await?;
+    sqlx::query("DELETE FROM create_keys WHERE post_id = ?")
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    sqlx::query("DELETE FROM posts WHERE id = ?")
+        .bind(id.0)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)
+}
+
+pub(crate) async fn add_event(
+    store: &SqliteStore,
+    id: PostId,
+    event: EventNote,
+    actor: &str,
+    now: DateTime<Utc>,
+    notify: Vec<NewNotification>,
+) -> Result<()> {
+    let mut tx = store.begin_write().await?;
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+    let status = status_of(&status.ok_or(StoreError::NotFound(id))?)?;
+    insert_event(&mut tx, id, &event, status, actor, now).await?;
+    admin::insert_outbox(&mut tx, &notify, now).await?;
+    tx.commit().await.map_err(db)
+}
+
+pub(crate) async fn events_after(
+    pool: &SqlitePool,
+    after: i64,
+    limit: u32,
+) -> Result<Vec<PostEvent>> {
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT {EVENT_COLUMNS} FROM post_events WHERE id > ? ORDER BY id LIMIT ?"
+    )))
+    .bind(after)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(|row: &SqliteRow| rows::event(row))
+    .collect()
+}

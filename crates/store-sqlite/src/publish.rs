@@ -1,0 +1,322 @@
+//! The store's side of the guarded publish path: claims, reservations, intents,
+//! expired leases and the review queue.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+
+use airlock_core::quota::{day_bounds, decide};
+use airlock_core::{ChannelName, Intent, PostId, PostStatus};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError,
+};
+
+use crate::posts::get_in;
+use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
+use crate::{SqliteStore, db, parse_ts, status_of, ts};
+
+pub(crate) async fn claim(store: &SqliteStore, req: &ClaimRequest) -> Result<Claimed> {
+    let mut tx = store.begin_write().await?;
+    let id = match &req.target {
+        ClaimTarget::Due {
+            channels,
+            test_channels,
+        } => {
+            if channels.is_empty() {
+                return Ok(Claimed::Nothing);
+            }
+            let mut query = QueryBuilder::<Sqlite>::new(
+                "SELECT id FROM posts WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= ",
+            );
+            query.push_bind(ts(req.now));
+            query
+                .push(" AND (not_before IS NULL OR not_before <= ")
+                .push_bind(ts(req.now));
+            query.push(")");
+            push_channel_filter(&mut query, channels, test_channels);
+            query.push(" ORDER BY scheduled_at, id LIMIT 1");
+            let found: Option<i64> = query
+                .build_query_scalar()
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+            match found {
+                Some(id) => PostId(id),
+                None => return Ok(Claimed::Nothing),
+            }
+        }
+        ClaimTarget::Post { id, allow_test } => {
+            let post = get_in(&mut tx, *id).await?;
+            if post.status != PostStatus::Approved
+                || post.posted_at.is_some()
+                || (post.test && !allow_test)
+            {
+                return Ok(Claimed::NotClaimable(post));
+            }
+            *id
+        }
+    };
+    let claimed = sqlx::query(
+        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
+         generation = generation + 1, version = version + 1, updated_at = ?, \
+         event_actor = ?, event_note = ? \
+         WHERE id = ? AND status = 'approved' AND posted_at IS NULL RETURNING generation",
+    )
+    .bind(&req.worker)
+    .bind(ts(req.lease_until))
+    .bind(ts(req.now))
+    .bind(&req.actor)
+    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
+    .bind(id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = claimed else {
+        return Ok(Claimed::Nothing);
+    };
+    let generation: i64 = row.try_get("generation").map_err(db)?;
+    tx.commit().await.map_err(db)?;
+
+    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
+    let post = crate::posts::get(&store.pool, id).await?;
+    if post.status == PostStatus::Posting
+        && post.generation == generation
+        && post.lease_owner.as_deref() == Some(req.worker.as_str())
+    {
+        Ok(Claimed::Post(post))
+    } else {
+        Ok(Claimed::Nothing)
+    }
+}
+
+fn push_channel_filter(
+    query: &mut QueryBuilder<Sqlite>,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+) {
+    query.push(" AND channel IN (");
+    let mut list = query.separated(", ");
+    for channel in channels {
+        list.push_bind(channel.as_str().to_owned());
+    }
+    query.push(") AND (test = 0");
+    if !test_channels.is_empty() {
+        query.push(" OR channel IN (");
+        let mut list = query.separated(", ");
+        for channel in test_channels {
+            list.push_bind(channel.as_str().to_owned());
+        }
+        query.push(")");
+    }
+    query.push(")");
+}
+
+/// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`.
+async fn check_fence(conn: &mut SqliteConnection, id: PostId, generation: i64) -> Result<()> {
+    let row = sqlx::query("SELECT status, generation FROM posts WHERE id = ?")
+        .bind(id.0)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?
+        .ok_or(StoreError::NotFound(id))?;
+    let status = status_of(&row.try_get::<String, _>("status").map_err(db)?)?;
+    let current: i64 = row.try_get("generation").map_err(db)?;
+    if status == PostStatus::Posting && current == generation {
+        Ok(())
+    } else {
+        Err(StoreError::Fenced { id, generation })
+    }
+}
+
+pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result<Reserved> {
+    let mut tx = store.begin_write().await?;
+    check_fence(&mut tx, req.post_id, req.generation).await?;
+    let existing: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM reservations WHERE post_id = ? AND generation = ? AND state = 'reserved'",
+    )
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if let Some(id) = existing {
+        return Ok(Reserved::Granted(id));
+    }
+    let (day_start, _) = day_bounds(req.now, req.daily.tz);
+    let since = day_start.min(req.now - req.window.window);
+    let live = live_reservations(&mut tx, since, req.now).await?;
+    let decision = decide(
+        req.now,
+        req.window,
+        req.daily,
+        &live.window_counted(req.now),
+        &live.channel_counted(&req.channel, req.now),
+    );
+    if let Err(denial) = decision {
+        return Ok(Reserved::Denied(denial));
+    }
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
+         VALUES (?, ?, ?, 'reserved', ?) RETURNING id",
+    )
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .bind(req.channel.as_str())
+    .bind(ts(req.now))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(Reserved::Granted(id))
+}
+
+/// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
+pub(crate) async fn live_reservations(
+    conn: &mut SqliteConnection,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<QuotaRows> {
+    // Both halves read the partial index `reservations_live`.
+    let rows = sqlx::query(
+        "SELECT id, channel, state, created_at, sent_at FROM reservations \
+         WHERE state <> 'released' AND sent_at >= ? \
+         UNION ALL \
+         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         WHERE state <> 'released' AND sent_at IS NULL",
+    )
+    .bind(ts(since))
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    let mut raw = Vec::with_capacity(rows.len());
+    for row in rows {
+        let created_at: String = row.try_get("created_at").map_err(db)?;
+        let sent_at: Option<String> = row.try_get("sent_at").map_err(db)?;
+        raw.push(RawReservation {
+            id: row.try_get("id").map_err(db)?,
+            channel: row.try_get("channel").map_err(db)?,
+            state: row.try_get("state").map_err(db)?,
+            created_at: parse_ts(&created_at),
+            sent_at: sent_at.as_deref().map(parse_ts),
+        });
+    }
+    QuotaRows::check(raw, now)
+}
+
+pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> Result<Intent> {
+    let mut tx = store.begin_write().await?;
+    check_fence(&mut tx, req.post_id, req.generation).await?;
+    sqlx::query(
+        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
+         VALUES (?, ?, ?, 'sending', ?, ?)",
+    )
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .bind(&req.idempotency_key)
+    .bind(&req.platform_ref)
+    .bind(ts(req.now))
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    sqlx::query(
+        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
+    )
+    .bind(ts(req.now))
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(Intent {
+        post_id: req.post_id,
+        generation: req.generation,
+        idempotency_key: req.idempotency_key.clone(),
+        phase: "sending".into(),
+        platform_ref: req.platform_ref.clone(),
+        created_at: req.now,
+        settled_at: None,
+    })
+}
+
+async fn intent_for(
+    conn: &mut SqliteConnection,
+    id: PostId,
+    generation: Option<i64>,
+) -> Result<Option<Intent>> {
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?) \
+         ORDER BY id DESC LIMIT 1"
+    )))
+    .bind(id.0)
+    .bind(generation)
+    .bind(generation)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    row.as_ref().map(rows::intent).transpose()
+}
+
+pub(crate) async fn expired_leases(
+    pool: &SqlitePool,
+    now: DateTime<Utc>,
+) -> Result<Vec<ExpiredLease>> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let posts = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'posting' AND lease_expires_at < ? ORDER BY id"
+    )))
+    .bind(ts(now))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::post)
+    .collect::<Result<Vec<_>>>()?;
+    let mut expired = Vec::with_capacity(posts.len());
+    for post in posts {
+        let intent = intent_for(&mut conn, post.id, Some(post.generation)).await?;
+        expired.push(ExpiredLease { post, intent });
+    }
+    Ok(expired)
+}
+
+pub(crate) async fn review_queue(pool: &SqlitePool) -> Result<Vec<ReviewItem>> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let posts = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
+    )))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::post)
+    .collect::<Result<Vec<_>>>()?;
+    let mut items = Vec::with_capacity(posts.len());
+    for post in posts {
+        let intent = intent_for(&mut conn, post.id, None).await?;
+        items.push(ReviewItem { post, intent });
+    }
+    Ok(items)
+}
+
+pub(crate) async fn next_due_at(
+    pool: &SqlitePool,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+) -> Result<Option<DateTime<Utc>>> {
+    if channels.is_empty() {
+        return Ok(None);
+    }
+    let mut query = QueryBuilder::<Sqlite>::new(
+        "SELECT min(max(scheduled_at, coalesce(not_before, scheduled_at))) FROM posts \
+         WHERE status = 'approved' AND posted_at IS NULL",
+    );
+    push_channel_filter(&mut query, channels, test_channels);
+    let next: Option<String> = query
+        .build_query_scalar()
+        .fetch_one(pool)
+        .await
+        .map_err(db)?;
+    next.map(|t| parse_ts(&t).map_err(|t| StoreError::Corrupt(format!("due time {t:?}"))))
+        .transpose()
+}

@@ -1,0 +1,651 @@
+//! The storage interface of airlock (SPEC §8): one [`Store`] trait that speaks
+//! `airlock-core` types, implemented by `airlock-store-sqlite` and
+//! `airlock-store-postgres` and checked by one conformance suite (`airlock-store-tests`).
+//!
+//! Every method is one transaction. The backends guarantee, whatever SQL reaches them:
+//! - a post's `status` changes only along the edges of SPEC §3, and each change appends
+//!   its `post_events` row in the same transaction (triggers, so hand-written SQL too);
+//! - writes of the guarded publish path are fenced by the claim `generation`
+//!   ([`Guard::Generation`]): a stale worker's write changes nothing and is recorded;
+//! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
+//!   that inserts it, serialized per scope, so quotas hold under any concurrency;
+//! - notifications ([`NewNotification`]) are written in the transaction of the change
+//!   they report (transactional outbox).
+//!
+//! This crate holds no SQL and no IO; it decides nothing a backend could decide differently.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+
+use airlock_core::quota::{DailyRule, Denial, WindowRule};
+use airlock_core::{
+    ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
+    PostStatus, RoleSet,
+};
+
+mod quota_rows;
+pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
+
+/// `Result` with [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// What can go wrong in a store. Variants are what callers branch on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// No post with that id.
+    #[error("post {0} not found")]
+    NotFound(PostId),
+    /// The post changed since it was read (its `version` moved on).
+    #[error("post {0} changed meanwhile: reload it and try again")]
+    Conflict(PostId),
+    /// The write came from a worker whose claim is no longer current.
+    #[error(
+        "stale generation {generation}: post {id} was reclaimed or settled; the write was refused and recorded"
+    )]
+    Fenced {
+        /// The post.
+        id: PostId,
+        /// The stale generation.
+        generation: i64,
+    },
+    /// The store refused a status change the lifecycle does not allow.
+    #[error("post {id}: the store refused {from} -> {to}, which the lifecycle does not allow")]
+    IllegalTransition {
+        /// The post.
+        id: PostId,
+        /// Its state.
+        from: PostStatus,
+        /// The refused target.
+        to: PostStatus,
+    },
+    /// The same idempotency key was used with a different request.
+    #[error("idempotency key {0:?} was already used with a different request: use a new key")]
+    IdempotencyMismatch(String),
+    /// A unique name is taken.
+    #[error("{0} already exists")]
+    Duplicate(String),
+    /// A draft that has publish attempts on record cannot be discarded.
+    #[error("post {0} has publish attempts on record and cannot be discarded")]
+    HasHistory(PostId),
+    /// Quota state that cannot be read as expected. Publishing must stop.
+    #[error("quota state is corrupt: {0}")]
+    CorruptQuota(String),
+    /// A row that cannot be read as expected.
+    #[error("ledger row cannot be read: {0}")]
+    Corrupt(String),
+    /// The database could not be reached or failed.
+    #[error("store unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Which write a post update must match to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Optimistic concurrency for people and agents: the `version` they read.
+    Version(i64),
+    /// Fencing for the guarded path: the post must be `posting` under this generation.
+    Generation(i64),
+}
+
+/// A change to one post, applied atomically with its audit event, intent, reservation,
+/// pause and notifications. `None` fields are left alone.
+#[derive(Debug, Clone)]
+pub struct PostUpdate {
+    /// The post.
+    pub id: PostId,
+    /// The write it must match.
+    pub guard: Guard,
+    /// New status; the store appends the status event (actor and note below).
+    pub to: Option<PostStatus>,
+    /// A status to pass through on the way to `to`, each step legal and recorded
+    /// (`posting -> approved -> draft` when content changed after approval).
+    pub via: Option<PostStatus>,
+    /// Who.
+    pub actor: String,
+    /// Why (status event note).
+    pub note: Option<String>,
+    /// The time of the change.
+    pub now: DateTime<Utc>,
+    /// Field changes.
+    pub set: PostFields,
+    /// A non-status event to append (`edited`, `rejected`, `quota_deferred`, ...).
+    pub event: Option<EventNote>,
+    /// Settle the intent of the guarded generation (or of the post's latest intent).
+    pub intent_phase: Option<IntentPhase>,
+    /// Settle the post's live reservations.
+    pub reservation: Option<Settle>,
+    /// Track the channel's consecutive definite failures.
+    pub failures: Option<FailureStep>,
+    /// Pause a scope in the same transaction.
+    pub pause: Option<PauseSpec>,
+    /// Notifications to queue with the change.
+    pub notify: Vec<NewNotification>,
+}
+
+impl PostUpdate {
+    /// An update that changes nothing yet.
+    pub fn new(id: PostId, guard: Guard, actor: impl Into<String>, now: DateTime<Utc>) -> Self {
+        PostUpdate {
+            id,
+            guard,
+            to: None,
+            via: None,
+            actor: actor.into(),
+            note: None,
+            now,
+            set: PostFields::default(),
+            event: None,
+            intent_phase: None,
+            reservation: None,
+            failures: None,
+            pause: None,
+            notify: Vec::new(),
+        }
+    }
+}
+
+/// Post columns to change. `Some(None)` clears a nullable column.
+#[derive(Debug, Clone, Default)]
+pub struct PostFields {
+    /// New content and its hash.
+    pub content: Option<(PostContent, ContentHash)>,
+    /// New schedule.
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// Approval hash.
+    pub approved_hash: Option<Option<ContentHash>>,
+    /// Approver.
+    pub approved_by: Option<Option<String>>,
+    /// Last content editor.
+    pub edited_by: Option<String>,
+    /// Add one to `attempts`.
+    pub count_attempt: bool,
+    /// Set `attempts` back to zero (requeue by a person).
+    pub reset_attempts: bool,
+    /// Earliest next claim.
+    pub not_before: Option<Option<DateTime<Utc>>>,
+    /// Platform id.
+    pub platform_post_id: Option<Option<String>>,
+    /// Permalink.
+    pub permalink: Option<Option<String>>,
+    /// Publish time.
+    pub posted_at: Option<DateTime<Utc>>,
+    /// Verification time.
+    pub verified_at: Option<Option<DateTime<Utc>>>,
+    /// Last error summary.
+    pub error: Option<Option<String>>,
+}
+
+/// A non-status event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventNote {
+    /// Its kind (`edited`, `rejected`, `note`, ...).
+    pub kind: String,
+    /// What happened.
+    pub note: Option<String>,
+}
+
+/// Where an intent ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntentPhase {
+    /// The platform has the post.
+    Succeeded,
+    /// The platform refused it.
+    Rejected,
+    /// It provably never left.
+    NotSent,
+    /// Nobody knows (yet).
+    Unknown,
+}
+
+impl IntentPhase {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentPhase::Succeeded => "succeeded",
+            IntentPhase::Rejected => "rejected",
+            IntentPhase::NotSent => "not_sent",
+            IntentPhase::Unknown => "unknown",
+        }
+    }
+}
+
+/// How a post's live reservations end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Published: it stays counted.
+    Commit,
+    /// Not published: it stops counting.
+    Release,
+}
+
+/// Consecutive definite failures per channel (SPEC §4 `pause_after_failures`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureStep {
+    /// A publish succeeded: start counting again.
+    Reset,
+    /// One more definite failure.
+    Increment,
+}
+
+/// A pause set together with a change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseSpec {
+    /// What to pause.
+    pub scope: PauseScope,
+    /// Why.
+    pub reason: String,
+    /// Only when the channel's consecutive failures reach this many.
+    pub after_failures: Option<u32>,
+    /// Notifications to queue if the pause is new.
+    pub notify: Vec<NewNotification>,
+}
+
+/// What a pause holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PauseScope {
+    /// Every channel.
+    All,
+    /// One channel.
+    Channel(ChannelName),
+}
+
+impl PauseScope {
+    /// Stored form: `*` or the channel name.
+    pub fn as_key(&self) -> &str {
+        match self {
+            PauseScope::All => "*",
+            PauseScope::Channel(name) => name.as_str(),
+        }
+    }
+
+    /// Reads the stored form.
+    pub fn from_key(key: &str) -> Result<Self> {
+        if key == "*" {
+            return Ok(PauseScope::All);
+        }
+        ChannelName::parse(key)
+            .map(PauseScope::Channel)
+            .map_err(|e| StoreError::Corrupt(format!("pause scope: {e}")))
+    }
+}
+
+/// An active pause.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Pause {
+    /// `*` or a channel.
+    pub scope: String,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub actor: String,
+    /// Since when.
+    pub at: DateTime<Utc>,
+}
+
+/// A notification to queue, one per sink.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewNotification {
+    /// The configured sink's name.
+    pub sink: String,
+    /// The event (`published`, `needs_review`, ...).
+    pub event: String,
+    /// The post it is about, if any.
+    pub post_id: Option<PostId>,
+    /// The JSON body the sink renders.
+    pub payload: serde_json::Value,
+}
+
+/// A queued notification claimed for delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// Outbox row id; stable across retries (`X-Airlock-Event-Id`).
+    pub id: i64,
+    /// Sink name.
+    pub sink: String,
+    /// Event name.
+    pub event: String,
+    /// The post, if any.
+    pub post_id: Option<PostId>,
+    /// Body.
+    pub payload: serde_json::Value,
+    /// Earlier failed deliveries.
+    pub attempts: i64,
+    /// When it was queued.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Outbox health for metrics and doctor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OutboxStats {
+    /// Waiting for delivery.
+    pub pending: i64,
+    /// Given up after too many failures.
+    pub abandoned: i64,
+    /// Delivered.
+    pub delivered: i64,
+}
+
+/// Creating a post.
+#[derive(Debug, Clone)]
+pub struct CreatePost {
+    /// The post.
+    pub new: NewPost,
+    /// Who.
+    pub actor: String,
+    /// When.
+    pub now: DateTime<Utc>,
+    /// Retry safety for agents (`Idempotency-Key`, `idempotency_key`).
+    pub idempotency: Option<CreateKey>,
+}
+
+/// An idempotency key for creation, honoured for a limited time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateKey {
+    /// Whose key space (the token name).
+    pub scope: String,
+    /// The key.
+    pub key: String,
+    /// Hash of the request body, to refuse a reused key with a different request.
+    pub request_hash: String,
+    /// Keys older than this are forgotten.
+    pub ttl: Duration,
+}
+
+/// The result of creating a post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// The post.
+    pub post: Post,
+    /// An earlier request with the same idempotency key (or for the same slot) made it.
+    pub existing: bool,
+}
+
+/// Which posts to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostFilter {
+    /// Only this status.
+    pub status: Option<PostStatus>,
+    /// Only this channel.
+    pub channel: Option<ChannelName>,
+    /// Only ids below this (paging backwards).
+    pub before: Option<PostId>,
+    /// At most this many, newest first (default 100).
+    pub limit: Option<u32>,
+}
+
+/// Which post to claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimTarget {
+    /// The most overdue post among these channels (configured and not paused).
+    Due {
+        /// Channels whose posts may be claimed.
+        channels: Vec<ChannelName>,
+        /// Channels whose test posts may be claimed (sandboxes).
+        test_channels: Vec<ChannelName>,
+    },
+    /// This post, now, whatever its schedule (`post publish`, `publish_post`).
+    Post {
+        /// The post.
+        id: PostId,
+        /// Whether its channel publishes test posts.
+        allow_test: bool,
+    },
+}
+
+/// A claim: `approved -> posting` with a lease and a new generation (SPEC §4 step 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    /// What to claim.
+    pub target: ClaimTarget,
+    /// The claiming worker (`lease_owner`).
+    pub worker: String,
+    /// Actor recorded on the event.
+    pub actor: String,
+    /// Now.
+    pub now: DateTime<Utc>,
+    /// Lease end.
+    pub lease_until: DateTime<Utc>,
+}
+
+/// What a claim found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// Claimed and read back: status, owner and generation are this worker's.
+    Post(Post),
+    /// Nothing due (for [`ClaimTarget::Due`]).
+    Nothing,
+    /// The post exists but cannot be claimed in its state.
+    NotClaimable(Post),
+}
+
+/// A quota reservation request under a claim (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReserveRequest {
+    /// The claimed post.
+    pub post_id: PostId,
+    /// Its claim generation.
+    pub generation: i64,
+    /// Its channel.
+    pub channel: ChannelName,
+    /// Now.
+    pub now: DateTime<Utc>,
+    /// The rolling window across channels.
+    pub window: WindowRule,
+    /// The channel's daily limit.
+    pub daily: DailyRule,
+}
+
+/// The decision on a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserved {
+    /// Granted, with the reservation id.
+    Granted(i64),
+    /// Over quota.
+    Denied(Denial),
+}
+
+/// Recording the intent before the irreversible request (SPEC §4 step 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntentRequest {
+    /// The claimed post.
+    pub post_id: PostId,
+    /// Its claim generation.
+    pub generation: i64,
+    /// Sent to platforms that accept one.
+    pub idempotency_key: String,
+    /// A platform handle that can later prove what happened (container id).
+    pub platform_ref: Option<String>,
+    /// Now: also the reservation's send time.
+    pub now: DateTime<Utc>,
+}
+
+/// A `posting` post whose lease ended, with the intent of its current generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpiredLease {
+    /// The post.
+    pub post: Post,
+    /// Its intent for the current generation, if one was recorded.
+    pub intent: Option<Intent>,
+}
+
+/// A `needs_review` post with its latest intent, for reconcile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewItem {
+    /// The post.
+    pub post: Post,
+    /// Its latest intent.
+    pub intent: Option<Intent>,
+}
+
+/// An API token's stored form (the secret itself is never stored).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TokenRecord {
+    /// Unique name.
+    pub name: String,
+    /// Roles.
+    pub roles: RoleSet,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Revoked, if it was.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Last authenticated use.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// A new API token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    /// Unique name.
+    pub name: String,
+    /// Roles.
+    pub roles: RoleSet,
+    /// Lowercase hex SHA-256 of the secret.
+    pub secret_sha256: String,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// The storage interface. Every method is one transaction.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a draft and its `created` event; with an idempotency key, a repeat
+    /// returns the first post ([`Created::existing`]), a different body with the same
+    /// key is [`StoreError::IdempotencyMismatch`]. A post for an already filled slot
+    /// returns that slot's post.
+    async fn create_post(&self, req: CreatePost) -> Result<Created>;
+
+    /// One post.
+    async fn get_post(&self, id: PostId) -> Result<Post>;
+
+    /// One post with its events, intents and reservations.
+    async fn post_detail(&self, id: PostId) -> Result<PostDetail>;
+
+    /// Posts, newest first.
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>>;
+
+    /// Applies a guarded change. A stale [`Guard::Generation`] changes nothing, records a
+    /// `stale_outcome` event and returns [`StoreError::Fenced`]; a stale
+    /// [`Guard::Version`] returns [`StoreError::Conflict`].
+    async fn update_post(&self, update: PostUpdate) -> Result<Post>;
+
+    /// Discards a draft (its events stay in the ledger, with a `discarded` event).
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+
+    /// Appends a non-status event (a note, a verification result), with notifications.
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()>;
+
+    /// Events across the ledger with ids above `after`, oldest first.
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>>;
+
+    /// Claims a post for publishing and reads it back.
+    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed>;
+
+    /// Reserves quota for a claimed post, or says when a slot frees.
+    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
+
+    /// Records the intent and marks the post's reservation as sent at `now`.
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent>;
+
+    /// `posting` posts whose lease ended before `now`.
+    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>>;
+
+    /// `needs_review` posts with their latest intents, oldest first.
+    async fn review_queue(&self) -> Result<Vec<ReviewItem>>;
+
+    /// When the next approved post becomes due on these channels, if any is waiting.
+    async fn next_due_at(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>>;
+
+    /// Live reservations that count at or after `since` (and every unsent one).
+    async fn quota_rows(&self, since: DateTime<Utc>) -> Result<QuotaRows>;
+
+    /// Sets a pause; `false` if the scope was already paused.
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool>;
+
+    /// Lifts a pause; `false` if the scope was not paused.
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool>;
+
+    /// Active pauses.
+    async fn pauses(&self) -> Result<Vec<Pause>>;
+
+    /// Leases up to `limit` due notifications to `worker` until `lease_until`.
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Notification>>;
+
+    /// Marks a notification delivered.
+    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()>;
+
+    /// Records a failed delivery: retry at `retry_at`, or give up when `None`.
+    async fn notification_failed(
+        &self,
+        id: i64,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+    ) -> Result<()>;
+
+    /// Outbox counts.
+    async fn outbox_stats(&self) -> Result<OutboxStats>;
+
+    /// Stores a token; [`StoreError::Duplicate`] if the name is taken.
+    async fn create_token(&self, token: NewToken) -> Result<()>;
+
+    /// All tokens, revoked ones included.
+    async fn tokens(&self) -> Result<Vec<TokenRecord>>;
+
+    /// Revokes a token; `false` if no active token has that name.
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool>;
+
+    /// The active token with this secret hash, noting its use.
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>>;
+
+    /// Post counts per status.
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>>;
+
+    /// Ledger invariants that do not hold, each a sentence (empty when healthy).
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>>;
+
+    /// When each source path was last used on a channel (SPEC §9 `reuse_after`).
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>>;
+}

@@ -1,0 +1,105 @@
+//! Reading the quota ledger fail-closed (SPEC §5): every live reservation row is
+//! checked before it is counted, and one that cannot be read as expected stops
+//! publishing instead of being skipped.
+
+use chrono::{DateTime, Duration, Utc};
+
+use airlock_core::ChannelName;
+use airlock_core::quota::counted_at;
+
+use crate::{Result, StoreError};
+
+/// How far in the future a stored time may lie before it is impossible (clock skew
+/// between machines sharing one PostgreSQL database).
+const SKEW: Duration = Duration::minutes(5);
+
+/// A reservation that counts: reserved or committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveReservation {
+    /// Its channel.
+    pub channel: ChannelName,
+    /// When its request was sent, if it was.
+    pub sent_at: Option<DateTime<Utc>>,
+}
+
+/// The live reservations a quota decision needs, all checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuotaRows(pub Vec<LiveReservation>);
+
+impl QuotaRows {
+    /// Checks raw rows `(id, channel, state, created_at, sent_at)` as read from a backend.
+    /// Timestamps the backend could not parse arrive as `Err(text)`.
+    pub fn check<I>(rows: I, now: DateTime<Utc>) -> Result<QuotaRows>
+    where
+        I: IntoIterator<Item = RawReservation>,
+    {
+        let mut live = Vec::new();
+        for row in rows {
+            let bad = |what: String| {
+                StoreError::CorruptQuota(format!(
+                    "reservation {} {what}; inspect the reservations table, fix or release the row, then resume",
+                    row.id
+                ))
+            };
+            match row.state.as_str() {
+                "reserved" | "committed" => {}
+                other => return Err(bad(format!("has unknown state {other:?}"))),
+            }
+            let created_at = row
+                .created_at
+                .clone()
+                .map_err(|text| bad(format!("has unreadable created_at {text:?}")))?;
+            let sent_at = row
+                .sent_at
+                .clone()
+                .transpose()
+                .map_err(|text| bad(format!("has unreadable sent_at {text:?}")))?;
+            if created_at > now + SKEW {
+                return Err(bad(format!("was created in the future ({created_at})")));
+            }
+            if let Some(sent) = sent_at {
+                if sent > now + SKEW {
+                    return Err(bad(format!("was sent in the future ({sent})")));
+                }
+                if sent + SKEW < created_at {
+                    return Err(bad(format!(
+                        "was sent ({sent}) before it was created ({created_at})"
+                    )));
+                }
+            }
+            let channel = ChannelName::parse(&row.channel)
+                .map_err(|_| bad(format!("names no valid channel ({:?})", row.channel)))?;
+            live.push(LiveReservation { channel, sent_at });
+        }
+        Ok(QuotaRows(live))
+    }
+
+    /// When each live reservation counts, across channels.
+    pub fn window_counted(&self, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        self.0.iter().map(|r| counted_at(r.sent_at, now)).collect()
+    }
+
+    /// When each live reservation of one channel counts.
+    pub fn channel_counted(&self, channel: &ChannelName, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        self.0
+            .iter()
+            .filter(|r| &r.channel == channel)
+            .map(|r| counted_at(r.sent_at, now))
+            .collect()
+    }
+}
+
+/// A reservation row as a backend read it, before checking.
+#[derive(Debug, Clone)]
+pub struct RawReservation {
+    /// Row id.
+    pub id: i64,
+    /// Channel column.
+    pub channel: String,
+    /// State column.
+    pub state: String,
+    /// Parsed `created_at`, or its text when unreadable.
+    pub created_at: std::result::Result<DateTime<Utc>, String>,
+    /// Parsed `sent_at`, or its text when unreadable.
+    pub sent_at: Option<std::result::Result<DateTime<Utc>, String>>,
+}
