@@ -224,6 +224,19 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
         }
         _ => {}
     }
+    if let Some(required) = update.intent_required {
+        let exists: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM intents WHERE post_id = ? AND generation = ?)",
+        )
+        .bind(update.id.0)
+        .bind(generation)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        if exists != required {
+            return Err(StoreError::Conflict(update.id));
+        }
+    }
     let mut from = status;
     for to in update.via.iter().chain(update.to.iter()) {
         if *to != from && !is_legal(from, *to) {

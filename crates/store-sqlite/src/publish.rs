@@ -111,9 +111,15 @@ fn push_channel_filter(
     query.push(")");
 }
 
-/// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`.
-async fn check_fence(conn: &mut SqliteConnection, id: PostId, generation: i64) -> Result<()> {
-    let row = sqlx::query("SELECT status, generation FROM posts WHERE id = ?")
+/// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
+/// (and, when `lease_valid_at` is given, its lease has not expired by then).
+async fn check_fence(
+    conn: &mut SqliteConnection,
+    id: PostId,
+    generation: i64,
+    lease_valid_at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let row = sqlx::query("SELECT status, generation, lease_expires_at FROM posts WHERE id = ?")
         .bind(id.0)
         .fetch_optional(&mut *conn)
         .await
@@ -121,7 +127,13 @@ async fn check_fence(conn: &mut SqliteConnection, id: PostId, generation: i64) -
         .ok_or(StoreError::NotFound(id))?;
     let status = status_of(&row.try_get::<String, _>("status").map_err(db)?)?;
     let current: i64 = row.try_get("generation").map_err(db)?;
-    if status == PostStatus::Posting && current == generation {
+    let lease: Option<String> = row.try_get("lease_expires_at").map_err(db)?;
+    let lease_ok = match (lease_valid_at, lease) {
+        (None, _) => true,
+        (Some(at), Some(lease)) => parse_ts(&lease).is_ok_and(|lease| lease > at),
+        (Some(_), None) => false,
+    };
+    if status == PostStatus::Posting && current == generation && lease_ok {
         Ok(())
     } else {
         Err(StoreError::Fenced { id, generation })
@@ -130,7 +142,7 @@ async fn check_fence(conn: &mut SqliteConnection, id: PostId, generation: i64) -
 
 pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result<Reserved> {
     let mut tx = store.begin_write().await?;
-    check_fence(&mut tx, req.post_id, req.generation).await?;
+    check_fence(&mut tx, req.post_id, req.generation, None).await?;
     let existing: Option<i64> = sqlx::query_scalar(
         "SELECT id FROM reservations WHERE post_id = ? AND generation = ? AND state = 'reserved'",
     )
@@ -205,7 +217,7 @@ pub(crate) async fn live_reservations(
 
 pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> Result<Intent> {
     let mut tx = store.begin_write().await?;
-    check_fence(&mut tx, req.post_id, req.generation).await?;
+    check_fence(&mut tx, req.post_id, req.generation, Some(req.now)).await?;
     sqlx::query(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES (?, ?, ?, 'sending', ?, ?)",

@@ -110,6 +110,10 @@ pub struct PostUpdate {
     pub set: PostFields,
     /// A non-status event to append (`edited`, `rejected`, `quota_deferred`, ...).
     pub event: Option<EventNote>,
+    /// Apply only if an intent exists (`Some(true)`) or does not (`Some(false)`) for the
+    /// guarded generation; otherwise [`StoreError::Conflict`]. The reaper decides on this
+    /// inside the transaction, never on an earlier read.
+    pub intent_required: Option<bool>,
     /// Settle the intent of the guarded generation (or of the post's latest intent).
     pub intent_phase: Option<IntentPhase>,
     /// Settle the post's live reservations.
@@ -135,6 +139,7 @@ impl PostUpdate {
             now,
             set: PostFields::default(),
             event: None,
+            intent_required: None,
             intent_phase: None,
             reservation: None,
             failures: None,
@@ -556,7 +561,8 @@ pub trait Store: Send + Sync + 'static {
     /// Reserves quota for a claimed post, or says when a slot frees.
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
-    /// Records the intent and marks the post's reservation as sent at `now`.
+    /// Records the intent and marks the post's reservation as sent at `now`. Fenced
+    /// unless the post is `posting` under the generation with a lease that has not expired.
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent>;
 
     /// `posting` posts whose lease ended before `now`.

@@ -1,0 +1,216 @@
+//! Pauses, quota status and channel status.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+
+use airlock_core::quota::{Usage, daily_usage, day_bounds, window_usage};
+use airlock_core::{Action, ChannelKind, ChannelName, Span};
+use airlock_store::{Pause, PauseScope};
+
+use crate::{App, Error, Principal, Result};
+
+/// Quota use now (`airlock quota --json`, `GET /quota`, `quota_status`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuotaStatus {
+    /// When this was computed.
+    pub now: DateTime<Utc>,
+    /// The rolling window across channels.
+    pub window: WindowStatus,
+    /// Each channel's daily limit.
+    pub channels: Vec<ChannelQuota>,
+}
+
+/// The rolling window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowStatus {
+    /// Its length (`60m`).
+    pub window: Span,
+    /// Use.
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// One channel's daily quota.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChannelQuota {
+    /// The channel.
+    pub channel: ChannelName,
+    /// Its calendar.
+    pub timezone: String,
+    /// The local day's start.
+    pub day_start: DateTime<Utc>,
+    /// Use.
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// When this channel can publish next, both limits considered (`null`: now).
+    pub next_slot_at: Option<DateTime<Utc>>,
+}
+
+/// One channel as `channels --json` shows it (SPEC §7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChannelStatus {
+    /// Name.
+    pub name: ChannelName,
+    /// Kind.
+    pub kind: ChannelKind,
+    /// Expected account.
+    pub account: Option<String>,
+    /// Whether publishing on it is paused (by itself or by a global pause).
+    pub paused: bool,
+    /// Why.
+    pub pause_reason: Option<String>,
+    /// Publishes counted today (local day).
+    pub daily_used: u32,
+    /// Daily limit.
+    pub daily_limit: u32,
+}
+
+impl App {
+    /// Pauses one channel or everything (operator). `false` if already paused.
+    pub async fn pause(
+        &self,
+        who: &Principal,
+        channel: Option<&str>,
+        reason: &str,
+    ) -> Result<bool> {
+        who.require(Action::Pause)?;
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(Error::Invalid("a pause needs a reason (--reason)".into()));
+        }
+        let scope = self.scope(channel)?;
+        let label = scope_label(&scope);
+        let notify = self.notifications(
+            "paused",
+            None,
+            format!("{label} paused by {}: {reason}", who.actor),
+            json!({"scope": scope.as_key(), "reason": reason}),
+        );
+        Ok(self
+            .store()
+            .pause(&scope, reason, &who.actor.to_string(), self.now(), notify)
+            .await?)
+    }
+
+    /// Lifts a pause (operator only). `false` if it was not paused.
+    pub async fn resume(&self, who: &Principal, channel: Option<&str>) -> Result<bool> {
+        who.require(Action::Pause)?;
+        let scope = self.scope(channel)?;
+        let notify = self.notifications(
+            "resumed",
+            None,
+            format!("{} resumed by {}", scope_label(&scope), who.actor),
+            json!({"scope": scope.as_key()}),
+        );
+        let resumed = self
+            .store()
+            .resume(&scope, &who.actor.to_string(), self.now(), notify)
+            .await?;
+        if resumed {
+            if let PauseScope::Channel(name) = &scope {
+                self.forget_account(name);
+            }
+            self.wake_dispatcher();
+        }
+        Ok(resumed)
+    }
+
+    fn scope(&self, channel: Option<&str>) -> Result<PauseScope> {
+        match channel {
+            None => Ok(PauseScope::All),
+            Some(name) => Ok(PauseScope::Channel(self.channel(name)?.name.clone())),
+        }
+    }
+
+    /// Active pauses.
+    pub async fn pauses(&self, who: &Principal) -> Result<Vec<Pause>> {
+        who.require(Action::Read)?;
+        Ok(self.store().pauses().await?)
+    }
+
+    /// Quota use: the window, and each channel's day, with when slots free.
+    pub async fn quota_status(&self, who: &Principal) -> Result<QuotaStatus> {
+        who.require(Action::Read)?;
+        let now = self.now();
+        let settings = self.settings();
+        let earliest_day = settings
+            .channels
+            .values()
+            .map(|c| day_bounds(now, c.timezone).0)
+            .min()
+            .unwrap_or(now);
+        let since = earliest_day.min(now - settings.window.window);
+        let rows = self.store().quota_rows(since).await?;
+        let all = rows.window_counted(now);
+        let window = window_usage(now, settings.window, &all);
+        let channels = settings
+            .channels
+            .values()
+            .map(|channel| {
+                let mine = rows.channel_counted(&channel.name, now);
+                let usage = daily_usage(now, channel.daily(), &mine);
+                let next_slot_at = [window.next_free_at, usage.next_free_at]
+                    .into_iter()
+                    .flatten()
+                    .max();
+                ChannelQuota {
+                    channel: channel.name.clone(),
+                    timezone: channel.timezone.name().to_owned(),
+                    day_start: day_bounds(now, channel.timezone).0,
+                    usage,
+                    next_slot_at,
+                }
+            })
+            .collect();
+        Ok(QuotaStatus {
+            now,
+            window: WindowStatus {
+                window: Span::new(settings.window.window),
+                usage: window,
+            },
+            channels,
+        })
+    }
+
+    /// Every configured channel with its pause state and today's use.
+    pub async fn channel_statuses(&self, who: &Principal) -> Result<Vec<ChannelStatus>> {
+        who.require(Action::Read)?;
+        let pauses = self.store().pauses().await?;
+        let global = pauses.iter().find(|p| p.scope == "*");
+        let quota = self.quota_status(who).await?;
+        Ok(self
+            .settings()
+            .channels
+            .values()
+            .map(|channel| {
+                let own = pauses.iter().find(|p| p.scope == channel.name.as_str());
+                let pause_reason = own
+                    .map(|p| p.reason.clone())
+                    .or_else(|| global.map(|p| format!("all channels paused: {}", p.reason)));
+                let daily_used = quota
+                    .channels
+                    .iter()
+                    .find(|q| q.channel == channel.name)
+                    .map(|q| q.usage.used)
+                    .unwrap_or(0);
+                ChannelStatus {
+                    name: channel.name.clone(),
+                    kind: channel.kind,
+                    account: channel.account.clone(),
+                    paused: pause_reason.is_some(),
+                    pause_reason,
+                    daily_used,
+                    daily_limit: channel.daily_limit,
+                }
+            })
+            .collect())
+    }
+}
+
+fn scope_label(scope: &PauseScope) -> String {
+    match scope {
+        PauseScope::All => "all publishing".into(),
+        PauseScope::Channel(name) => format!("channel {name}"),
+    }
+}

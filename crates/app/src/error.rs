@@ -1,0 +1,149 @@
+//! `app::Error`: one error for every front end, classified once as a refusal or an
+//! operational failure. The CLI maps it to exit codes, the HTTP API to status codes,
+//! MCP to tool errors, all from [`Error::code`] and [`Error::is_refusal`].
+
+use chrono::{DateTime, Utc};
+
+use airlock_core::Violation;
+use airlock_core::quota::Limit;
+use airlock_store::StoreError;
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input (HTTP 400, exit 2).
+    #[error("{0}")]
+    Invalid(String),
+    /// Content policy violations (HTTP 400, exit 2).
+    #[error("content policy: {}", join(.0))]
+    Policy(Vec<Violation>),
+    /// No valid token (HTTP 401).
+    #[error(
+        "missing, unknown or revoked token: send `Authorization: Bearer <token>` with a token from `airlock token create`"
+    )]
+    Unauthorized,
+    /// A role the principal does not hold (HTTP 403, exit 2).
+    #[error("{0}")]
+    Forbidden(String),
+    /// No such post or channel (HTTP 404, exit 2).
+    #[error("{0}")]
+    NotFound(String),
+    /// The lifecycle does not allow this move now (HTTP 409, exit 2).
+    #[error("{0}")]
+    IllegalTransition(String),
+    /// A conflicting write: changed content, reused key, stale version (HTTP 409, exit 2).
+    #[error("{0}")]
+    Conflict(String),
+    /// Publishing is paused (HTTP 423, exit 2).
+    #[error("paused: {reason}; an operator resumes with `airlock resume {scope}`")]
+    Paused {
+        /// `--all` or the channel.
+        scope: String,
+        /// Why.
+        reason: String,
+    },
+    /// Over quota (HTTP 429 with `Retry-After`, exit 2).
+    #[error("over quota: the {} limit ({used}/{max}) is reached; the next slot frees at {}", limit_name(.limit), airlock_core::time::format_utc(*.next_free_at))]
+    OverQuota {
+        /// Which limit.
+        limit: Limit,
+        /// Counted.
+        used: u32,
+        /// Maximum.
+        max: u32,
+        /// When a slot frees.
+        next_free_at: DateTime<Utc>,
+    },
+    /// The publish ended `failed` (exit 1, HTTP 502).
+    #[error("publish failed: {0}")]
+    PublishFailed(String),
+    /// The publish ended `needs_review` (exit 1, HTTP 502).
+    #[error("publish outcome unknown, the post needs review: {0}")]
+    OutcomeUnknown(String),
+    /// The publish did not go out and will be retried (exit 1, HTTP 503).
+    #[error("not sent, will retry: {0}")]
+    NotSent(String),
+    /// Quota state is corrupt; all publishing is paused (exit 1, HTTP 503).
+    #[error(
+        "{0}; all publishing is paused until an operator fixes it and runs `airlock resume --all`"
+    )]
+    CorruptQuota(String),
+    /// The store failed (exit 1, HTTP 503).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+fn join(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn limit_name(limit: &Limit) -> &'static str {
+    match limit {
+        Limit::Window => "rolling window",
+        Limit::Daily => "daily",
+    }
+}
+
+impl Error {
+    /// Whether airlock refused (bad input, policy, role, state, quota, pause) rather than failed.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(
+            self,
+            Error::PublishFailed(_)
+                | Error::OutcomeUnknown(_)
+                | Error::NotSent(_)
+                | Error::CorruptQuota(_)
+                | Error::Unavailable(_)
+        )
+    }
+
+    /// A stable machine-readable code (`{"error": {"code"}}`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Invalid(_) => "invalid",
+            Error::Policy(_) => "policy_violation",
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden(_) => "forbidden",
+            Error::NotFound(_) => "not_found",
+            Error::IllegalTransition(_) => "illegal_transition",
+            Error::Conflict(_) => "conflict",
+            Error::Paused { .. } => "paused",
+            Error::OverQuota { .. } => "over_quota",
+            Error::PublishFailed(_) => "publish_failed",
+            Error::OutcomeUnknown(_) => "outcome_unknown",
+            Error::NotSent(_) => "not_sent",
+            Error::CorruptQuota(_) => "corrupt_quota",
+            Error::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(id) => Error::NotFound(format!(
+                "post {id} not found: list posts with `airlock post list`"
+            )),
+            StoreError::Conflict(_)
+            | StoreError::IdempotencyMismatch(_)
+            | StoreError::Duplicate(_) => Error::Conflict(e.to_string()),
+            StoreError::HasHistory(_) | StoreError::IllegalTransition { .. } => {
+                Error::IllegalTransition(e.to_string())
+            }
+            StoreError::Fenced { .. } => Error::Conflict(e.to_string()),
+            StoreError::CorruptQuota(reason) => {
+                Error::CorruptQuota(format!("quota state is corrupt: {reason}"))
+            }
+            StoreError::Corrupt(_) | StoreError::Unavailable(_) => {
+                Error::Unavailable(e.to_string())
+            }
+        }
+    }
+}

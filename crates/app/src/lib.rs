@@ -1,0 +1,241 @@
+//! The guarded operations every front end calls: the CLI, the HTTP API, MCP and the
+//! dispatcher all go through [`App`], so roles, separation of duties, pauses, content
+//! policy and quotas are enforced once, on every path that can publish (SPEC §1.2).
+//!
+//! Layout:
+//! - [`posts`]: drafting, editing, review (approve, reject, unapprove), discarding, reading.
+//! - [`publish`]: the one guarded publish path of SPEC §4 (claim, checks, reserve,
+//!   intent, one irreversible request, fenced outcome, verify).
+//! - [`review`]: what happens after: the reaper, reconcile, resolve and requeue.
+//! - [`control`]: pauses, quota and channel status.
+//! - [`tokens`]: API tokens and authentication.
+//!
+//! **API boundary:** plain data in and out ([`airlock_core`] types, [`Error`]); nothing
+//! here knows HTTP, MCP or SQL.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use airlock_core::{Action, Actor, ChannelName, PostId, Role, RoleSet};
+use airlock_platforms::Platform;
+use airlock_store::{NewNotification, Store};
+
+pub mod control;
+mod error;
+pub mod posts;
+pub mod publish;
+pub mod review;
+mod settings;
+pub mod tokens;
+
+pub use error::{Error, Result};
+pub use settings::{AppSettings, ChannelSettings, EVENTS, NotifyRoute};
+
+/// Where `app` reads the time; tests pass a fixed or steppable clock.
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// Who is asking, with the roles they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Recorded on events.
+    pub actor: Actor,
+    /// Held roles.
+    pub roles: RoleSet,
+    /// Exempt from separation of duties (the local CLI and auto-approve principals).
+    pub sod_exempt: bool,
+}
+
+impl Principal {
+    /// The local command line: operator, exempt from separation of duties.
+    pub fn cli() -> Self {
+        Principal {
+            actor: Actor::Cli,
+            roles: RoleSet::of(&[Role::Operator]),
+            sod_exempt: true,
+        }
+    }
+
+    /// A configured auto-approve principal: critic, exempt from separation of duties.
+    pub fn auto_approver(name: &str) -> Self {
+        Principal {
+            actor: Actor::AutoApprover(name.to_owned()),
+            roles: RoleSet::of(&[Role::Critic]),
+            sod_exempt: true,
+        }
+    }
+
+    /// The slot scheduler: drafts posts.
+    pub fn scheduler() -> Self {
+        Principal {
+            actor: Actor::Scheduler,
+            roles: RoleSet::of(&[Role::Writer]),
+            sod_exempt: false,
+        }
+    }
+
+    /// Refuses unless the principal's roles allow `action`.
+    pub fn require(&self, action: Action) -> Result<()> {
+        if action.allowed_for(&self.roles) {
+            return Ok(());
+        }
+        let needed: Vec<&str> = action.roles().iter().map(|r| r.as_str()).collect();
+        Err(Error::Forbidden(format!(
+            "{} holds roles [{}] and may not {}: that needs the {} role (or operator)",
+            self.actor,
+            self.roles.to_list(),
+            action.describe(),
+            needed.join(" or ")
+        )))
+    }
+}
+
+/// The guarded operations, over one store and the configured channels. Cheap to clone.
+#[derive(Clone)]
+pub struct App {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    settings: AppSettings,
+    platforms: BTreeMap<ChannelName, Arc<dyn Platform>>,
+    clock: Clock,
+    worker: String,
+    wake: tokio::sync::Notify,
+    accounts_checked: Mutex<HashSet<ChannelName>>,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("worker", &self.inner.worker)
+            .field("channels", &self.inner.settings.channels.keys())
+            .finish()
+    }
+}
+
+impl App {
+    /// Builds the app. `platforms` holds an adapter for each configured channel.
+    pub fn new(
+        store: Arc<dyn Store>,
+        settings: AppSettings,
+        platforms: BTreeMap<ChannelName, Arc<dyn Platform>>,
+        clock: Clock,
+    ) -> Self {
+        App {
+            inner: Arc::new(Inner {
+                store,
+                settings,
+                platforms,
+                clock,
+                worker: worker_id(),
+                wake: tokio::sync::Notify::new(),
+                accounts_checked: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// The real clock.
+    pub fn system_clock() -> Clock {
+        Arc::new(Utc::now)
+    }
+
+    /// Now, by the app's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        (self.inner.clock)()
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &AppSettings {
+        &self.inner.settings
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// This process's worker id (`lease_owner`, `dispatcher:<id>`).
+    pub fn worker(&self) -> &str {
+        &self.inner.worker
+    }
+
+    /// Signalled whenever a post may have become due (approved, requeued, resumed).
+    pub fn wake(&self) -> &tokio::sync::Notify {
+        &self.inner.wake
+    }
+
+    fn wake_dispatcher(&self) {
+        self.inner.wake.notify_waiters();
+        self.inner.wake.notify_one();
+    }
+
+    /// The settings of a configured channel, or a refusal naming the configured ones.
+    pub fn channel(&self, name: &str) -> Result<&ChannelSettings> {
+        let parsed = ChannelName::parse(name).map_err(|e| Error::Invalid(e.to_string()))?;
+        self.inner.settings.channels.get(&parsed).ok_or_else(|| {
+            let known: Vec<&str> = self
+                .inner
+                .settings
+                .channels
+                .keys()
+                .map(|c| c.as_str())
+                .collect();
+            Error::Invalid(format!(
+                "unknown channel {name:?}: configured channels are {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+    }
+
+    fn platform(&self, name: &ChannelName) -> Option<&Arc<dyn Platform>> {
+        self.inner.platforms.get(name)
+    }
+
+    /// Notifications for `event` to every sink that wants it.
+    pub(crate) fn notifications(
+        &self,
+        event: &str,
+        post_id: Option<PostId>,
+        message: String,
+        detail: serde_json::Value,
+    ) -> Vec<NewNotification> {
+        let payload = serde_json::json!({
+            "event": event,
+            "at": airlock_core::time::format_utc(self.now()),
+            "message": message,
+            "post_id": post_id,
+            "detail": detail,
+        });
+        self.inner
+            .settings
+            .notify
+            .iter()
+            .filter(|route| route.events.iter().any(|e| e == event))
+            .map(|route| NewNotification {
+                sink: route.sink.clone(),
+                event: event.to_owned(),
+                post_id,
+                payload: payload.clone(),
+            })
+            .collect()
+    }
+}
+
+/// `host-pid-random`: unique per process, readable in `lease_owner`.
+fn worker_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    let mut bytes = [0u8; 3];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    format!("{host}-{}-{}", std::process::id(), hex::encode(bytes))
+}

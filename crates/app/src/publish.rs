@@ -1,0 +1,943 @@
+//! The one guarded publish path (SPEC §4). Every publish — the dispatcher finding a
+//! post due, or a person or agent asking for one now — runs [`App::run_claimed`]:
+//!
+//! 1. **claim** `approved -> posting` with a lease and a new generation, read back;
+//! 2. **checks**: not paused, content hash (and source file) unchanged since approval,
+//!    policy passes, the channel's account is the expected one;
+//! 3. **reserve** quota, or go back to `approved` until the next slot (not an attempt);
+//! 4. **prepare** (repeatable steps such as container creation), then record the
+//!    **intent** — fenced by generation and an unexpired lease;
+//! 5. **publish** once;
+//! 6. write the **outcome** under this worker's generation only;
+//! 7. **verify** by reading the post back.
+//!
+//! Anything that cannot be known becomes `needs_review` and pauses the channel; it is
+//! never retried.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+use airlock_core::hash::sha256_hex;
+use airlock_core::quota::Limit;
+use airlock_core::time::format_utc;
+use airlock_core::{Action, Actor, ChannelName, Outcome, Post, PostId, PostStatus};
+use airlock_platforms::{Platform, Prepared, PublishRequest, StepError, Verification};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, EventNote, FailureStep, Guard, IntentPhase, IntentRequest,
+    PauseScope, PauseSpec, PostUpdate, ReserveRequest, Reserved, Settle, StoreError,
+};
+
+use crate::{App, ChannelSettings, Error, Principal, Result};
+
+/// How one run of the guarded path ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishResult {
+    /// Published (`posted`).
+    Posted,
+    /// Definitely not published (`failed`).
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// Outcome unknown (`needs_review`), channel paused.
+    NeedsReview {
+        /// Why.
+        reason: String,
+    },
+    /// Not sent; back to `approved` until `not_before`.
+    Retrying {
+        /// Why.
+        reason: String,
+        /// Next try.
+        not_before: DateTime<Utc>,
+    },
+    /// Over quota; back to `approved` until the next slot (not an attempt).
+    Deferred {
+        /// Which limit.
+        limit: Limit,
+        /// Counted.
+        used: u32,
+        /// Maximum.
+        max: u32,
+        /// When a slot frees.
+        next_free_at: DateTime<Utc>,
+    },
+    /// Paused (or paused now, after an account mismatch); back to `approved`, not an attempt.
+    Held {
+        /// `*` or the channel.
+        scope: String,
+        /// Why.
+        reason: String,
+    },
+    /// The content changed after approval or no longer passes the policy: back to `draft`.
+    ContentChanged {
+        /// What changed.
+        reason: String,
+    },
+    /// This worker lost the claim; its write was refused and recorded.
+    Stale,
+}
+
+/// What one run of the guarded path did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishReport {
+    /// The post as it stands afterwards.
+    pub post: Post,
+    /// How it ended.
+    pub result: PublishResult,
+    /// When the irreversible request was sent, if it was.
+    pub sent_at: Option<DateTime<Utc>>,
+}
+
+/// The idempotency key of a post's approved content: sent to platforms that accept one,
+/// the same for every attempt at the same approved content.
+pub fn idempotency_key(id: PostId, approved_hash: &str) -> String {
+    format!(
+        "airlock-{id}-{}",
+        &sha256_hex(format!("{id}:{approved_hash}").as_bytes())[..32]
+    )
+}
+
+/// Backoff before retrying a not-sent attempt: 30 s doubling per attempt, at most 30 min.
+pub fn retry_backoff(n_attempts: i64) -> Duration {
+    let exp = n_attempts.clamp(1, 7) - 1;
+    Duration::seconds(30 * (1 << exp)).min(Duration::minutes(30))
+}
+
+impl App {
+    fn dispatcher_actor(&self) -> String {
+        Actor::Dispatcher(self.worker().to_owned()).to_string()
+    }
+
+    /// Channels the dispatcher may claim from now: configured and not paused.
+    pub async fn claimable_channels(&self) -> Result<(Vec<ChannelName>, Vec<ChannelName>)> {
+        let pauses = self.store().pauses().await?;
+        if pauses.iter().any(|p| p.scope == "*") {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let open: Vec<ChannelName> = self
+            .settings()
+            .channels
+            .keys()
+            .filter(|name| !pauses.iter().any(|p| p.scope == name.as_str()))
+            .cloned()
+            .collect();
+        let tests = open
+            .iter()
+            .filter(|name| self.settings().channels[*name].kind.publishes_test_posts())
+            .cloned()
+            .collect();
+        Ok((open, tests))
+    }
+
+    /// Claims the most overdue post (optionally only on `only`) and runs the guarded path.
+    /// `None` when nothing is due.
+    pub async fn publish_next(
+        &self,
+        only: Option<&[ChannelName]>,
+    ) -> Result<Option<PublishReport>> {
+        let (mut channels, mut tests) = self.claimable_channels().await?;
+        if let Some(only) = only {
+            channels.retain(|c| only.contains(c));
+            tests.retain(|c| only.contains(c));
+        }
+        let now = self.now();
+        let claim = ClaimRequest {
+            target: ClaimTarget::Due {
+                channels,
+                test_channels: tests,
+            },
+            worker: self.worker().to_owned(),
+            actor: self.dispatcher_actor(),
+            now,
+            lease_until: now + self.settings().stale_after,
+        };
+        match self.store().claim(&claim).await? {
+            Claimed::Post(post) => Ok(Some(self.run_claimed(post).await?)),
+            Claimed::Nothing | Claimed::NotClaimable(_) => Ok(None),
+        }
+    }
+
+    /// Publishes an approved post now (publisher), whatever its schedule, through the
+    /// guarded path. Answers with the post as it stands afterwards, or the refusal or
+    /// failure that stopped it.
+    pub async fn publish_now(&self, who: &Principal, id: PostId) -> Result<Post> {
+        who.require(Action::Publish)?;
+        let post = self.store().get_post(id).await?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        if post.status != PostStatus::Approved {
+            let hint = match post.status {
+                PostStatus::Draft => "approve it first",
+                PostStatus::Posted => "it is already published",
+                PostStatus::Posting => "another worker is publishing it now",
+                PostStatus::Failed => "requeue it first (`airlock post requeue`)",
+                PostStatus::NeedsReview => "settle it first (`airlock post resolve`)",
+                PostStatus::Approved => unreachable!(),
+            };
+            return Err(Error::IllegalTransition(format!(
+                "post {id} is {}: {hint}",
+                post.status
+            )));
+        }
+        if post.test && !channel.kind.publishes_test_posts() {
+            return Err(Error::Invalid(format!(
+                "post {id} is a test post and {} is a {} channel: test posts publish only on sandboxes",
+                channel.name, channel.kind
+            )));
+        }
+        self.ensure_not_paused(&channel.name).await?;
+        let now = self.now();
+        let claim = ClaimRequest {
+            target: ClaimTarget::Post {
+                id,
+                allow_test: channel.kind.publishes_test_posts(),
+            },
+            worker: self.worker().to_owned(),
+            actor: self.dispatcher_actor(),
+            now,
+            lease_until: now + self.settings().stale_after,
+        };
+        let post = match self.store().claim(&claim).await? {
+            Claimed::Post(post) => post,
+            Claimed::Nothing | Claimed::NotClaimable(_) => {
+                return Err(Error::Conflict(format!(
+                    "post {id} was claimed by another worker or changed meanwhile: check `airlock post show {id}`"
+                )));
+            }
+        };
+        let report = self.run_claimed(post).await?;
+        match report.result {
+            PublishResult::Posted => Ok(report.post),
+            PublishResult::Failed { reason } => Err(Error::PublishFailed(reason)),
+            PublishResult::NeedsReview { reason } => Err(Error::OutcomeUnknown(reason)),
+            PublishResult::Retrying { reason, not_before } => Err(Error::NotSent(format!(
+                "{reason}; next try after {}",
+                format_utc(not_before)
+            ))),
+            PublishResult::Deferred {
+                limit,
+                used,
+                max,
+                next_free_at,
+            } => Err(Error::OverQuota {
+                limit,
+                used,
+                max,
+                next_free_at,
+            }),
+            PublishResult::Held { scope, reason } => Err(Error::Paused {
+                scope: scope_arg(&scope),
+                reason,
+            }),
+            PublishResult::ContentChanged { reason } => Err(Error::Conflict(format!(
+                "post {id} was not published: {reason}; it is back to draft for review"
+            ))),
+            PublishResult::Stale => Err(Error::Conflict(format!(
+                "post {id} was taken over by another worker while publishing: check `airlock post show {id}`"
+            ))),
+        }
+    }
+
+    /// Refuses with [`Error::Paused`] when the channel or everything is paused.
+    pub async fn ensure_not_paused(&self, channel: &ChannelName) -> Result<()> {
+        let pauses = self.store().pauses().await?;
+        if let Some(pause) = pauses
+            .iter()
+            .find(|p| p.scope == "*" || p.scope == channel.as_str())
+        {
+            return Err(Error::Paused {
+                scope: scope_arg(&pause.scope),
+                reason: pause.reason.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Steps 2-7 of the guarded path for a post this worker has just claimed.
+    pub async fn run_claimed(&self, post: Post) -> Result<PublishReport> {
+        let Some(channel) = self.settings().channels.get(&post.content.channel).cloned() else {
+            let reason = format!("channel {} is no longer configured", post.content.channel);
+            return self.hold(post, "*".into(), reason, false).await;
+        };
+        let Some(platform) = self.platform(&channel.name).cloned() else {
+            let reason = format!("channel {} has no adapter in this process", channel.name);
+            return self
+                .hold(post, channel.name.to_string(), reason, false)
+                .await;
+        };
+
+        // 2. Checks.
+        let pauses = self.store().pauses().await?;
+        if let Some(pause) = pauses
+            .iter()
+            .find(|p| p.scope == "*" || p.scope == channel.name.as_str())
+        {
+            return self
+                .hold(post, pause.scope.clone(), pause.reason.clone(), false)
+                .await;
+        }
+        if let Some(reason) = self.content_change(&post, &channel).await {
+            return self.back_to_draft(post, reason).await;
+        }
+        let violations = channel.policy.check(&post.content);
+        if !violations.is_empty() {
+            let reason = format!(
+                "the content no longer passes the channel's policy: {}",
+                violations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            return self.back_to_draft(post, reason).await;
+        }
+        if let Err(step) = self.check_account(&channel, platform.as_ref()).await {
+            return match step {
+                AccountProblem::Mismatch(reason) => {
+                    self.hold(post, channel.name.to_string(), reason, true)
+                        .await
+                }
+                AccountProblem::Step(step) => self.step_failed(post, step, None).await,
+            };
+        }
+
+        // 3. Reserve.
+        if !post.test {
+            let reserve = ReserveRequest {
+                post_id: post.id,
+                generation: post.generation,
+                channel: channel.name.clone(),
+                now: self.now(),
+                window: self.settings().window,
+                daily: channel.daily(),
+            };
+            match self.store().reserve(&reserve).await {
+                Ok(Reserved::Granted(_)) => {}
+                Ok(Reserved::Denied(denial)) => return self.defer(post, denial).await,
+                Err(StoreError::CorruptQuota(reason)) => {
+                    return self.corrupt_quota(post, reason).await;
+                }
+                Err(StoreError::Fenced { .. }) => return self.stale(post).await,
+                Err(e) => return Err(e.into()),
+            }
+        }
+
+        // 4. Prepare, then the intent.
+        let approved_hash = post
+            .approved_hash
+            .as_ref()
+            .map(|h| h.as_str().to_owned())
+            .unwrap_or_default();
+        let request = publish_request(&post, idempotency_key(post.id, &approved_hash));
+        let prepared = match platform.prepare(&request).await {
+            Ok(prepared) => prepared,
+            Err(step) => return self.step_failed(post, step, Some(Settle::Release)).await,
+        };
+        let sent_at = self.now();
+        let intent = IntentRequest {
+            post_id: post.id,
+            generation: post.generation,
+            idempotency_key: request.idempotency_key.clone(),
+            platform_ref: prepared.platform_ref.clone(),
+            now: sent_at,
+        };
+        match self.store().record_intent(&intent).await {
+            Ok(_) => {}
+            // The claim is gone (lease expired, reaped): nothing was sent, and nothing will be.
+            Err(StoreError::Fenced { .. }) => return self.stale(post).await,
+            Err(e) => return Err(e.into()),
+        }
+
+        // 5. The one irreversible request.
+        let outcome = self.send(platform.as_ref(), &request, &prepared).await;
+
+        // 6. The outcome, fenced by generation.
+        let mut report = self.write_outcome(post, &channel, outcome).await?;
+        report.sent_at = Some(sent_at);
+
+        // 7. Verify.
+        if report.result == PublishResult::Posted {
+            report.post = self.verify(report.post, platform.as_ref()).await?;
+        }
+        Ok(report)
+    }
+
+    async fn send(
+        &self,
+        platform: &dyn Platform,
+        request: &PublishRequest,
+        prepared: &Prepared,
+    ) -> Outcome {
+        tracing::info!(post_id = %request.post_id, channel = %request.channel, "sending the irreversible request");
+        let outcome = platform.publish(request, prepared).await;
+        tracing::info!(post_id = %request.post_id, outcome = ?outcome_name(&outcome), "publish answered");
+        outcome
+    }
+
+    /// Whether the content (or its source file) changed since approval.
+    async fn content_change(&self, post: &Post, channel: &ChannelSettings) -> Option<String> {
+        let current = post.content.hash();
+        match &post.approved_hash {
+            Some(approved) if *approved == current => {}
+            Some(approved) => {
+                return Some(format!(
+                    "the content changed after approval (approved {approved}, now {current})"
+                ));
+            }
+            None => return Some("the post has no approved hash".into()),
+        }
+        let source = post.content.source.as_ref()?;
+        let dir = channel.source_dir.as_ref()?;
+        let relative = std::path::Path::new(&source.path);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Some(format!(
+                "source path {:?} leaves the site directory",
+                source.path
+            ));
+        }
+        match tokio::fs::read(dir.join(relative)).await {
+            Ok(bytes) => {
+                let sha = sha256_hex(&bytes);
+                (sha != source.sha256).then(|| {
+                    format!(
+                        "the source article {} changed after approval (approved {}, now {sha})",
+                        source.path, source.sha256
+                    )
+                })
+            }
+            Err(e) => Some(format!(
+                "the source article {} cannot be read ({}) to confirm it is unchanged",
+                source.path,
+                e.kind()
+            )),
+        }
+    }
+
+    async fn check_account(
+        &self,
+        channel: &ChannelSettings,
+        platform: &dyn Platform,
+    ) -> std::result::Result<(), AccountProblem> {
+        if self
+            .inner
+            .accounts_checked
+            .lock()
+            .expect("lock is never poisoned")
+            .contains(&channel.name)
+        {
+            return Ok(());
+        }
+        let account = platform.account().await.map_err(AccountProblem::Step)?;
+        if let (Some(expected), Some(found)) = (&channel.account, &account)
+            && !expected.eq_ignore_ascii_case(found.username.trim_start_matches('@'))
+            && !expected
+                .trim_start_matches('@')
+                .eq_ignore_ascii_case(&found.username)
+        {
+            return Err(AccountProblem::Mismatch(format!(
+                "the {} token belongs to account {:?}, not the configured {:?}: nothing was sent; fix token_file or account, then resume",
+                channel.name, found.username, expected
+            )));
+        }
+        self.inner
+            .accounts_checked
+            .lock()
+            .expect("lock is never poisoned")
+            .insert(channel.name.clone());
+        Ok(())
+    }
+
+    /// Forget account checks for a channel (the platform said the token changed).
+    pub(crate) fn forget_account(&self, channel: &ChannelName) {
+        self.inner
+            .accounts_checked
+            .lock()
+            .expect("lock is never poisoned")
+            .remove(channel);
+    }
+
+    pub(crate) fn update(&self, post: &Post) -> PostUpdate {
+        PostUpdate::new(
+            post.id,
+            Guard::Generation(post.generation),
+            self.dispatcher_actor(),
+            self.now(),
+        )
+    }
+
+    /// Writes a fenced update; a stale generation turns into [`PublishResult::Stale`].
+    async fn finish(
+        &self,
+        post: Post,
+        update: PostUpdate,
+        result: PublishResult,
+    ) -> Result<PublishReport> {
+        match self.store().update_post(update).await {
+            Ok(post) => Ok(PublishReport {
+                post,
+                result,
+                sent_at: None,
+            }),
+            Err(StoreError::Fenced { .. }) => {
+                tracing::warn!(post_id = %post.id, generation = post.generation, "stale worker: outcome refused and recorded");
+                let post = self.store().get_post(post.id).await?;
+                Ok(PublishReport {
+                    post,
+                    result: PublishResult::Stale,
+                    sent_at: None,
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn stale(&self, post: Post) -> Result<PublishReport> {
+        let post = self.store().get_post(post.id).await?;
+        Ok(PublishReport {
+            post,
+            result: PublishResult::Stale,
+            sent_at: None,
+        })
+    }
+
+    /// Back to `approved` without counting an attempt; with `pause_channel`, pauses it too.
+    async fn hold(
+        &self,
+        post: Post,
+        scope: String,
+        reason: String,
+        pause_channel: bool,
+    ) -> Result<PublishReport> {
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Approved);
+        update.note = Some(format!("not sent: {reason}"));
+        update.reservation = Some(Settle::Release);
+        if pause_channel {
+            update.pause = Some(self.pause_spec(&post.content.channel, reason.clone(), None));
+            self.forget_account(&post.content.channel);
+        }
+        self.finish(post, update, PublishResult::Held { scope, reason })
+            .await
+    }
+
+    async fn back_to_draft(&self, post: Post, reason: String) -> Result<PublishReport> {
+        let mut update = self.update(&post);
+        update.via = Some(PostStatus::Approved);
+        update.to = Some(PostStatus::Draft);
+        update.note = Some(format!(
+            "not published: {reason}; approve it again to publish"
+        ));
+        update.set.approved_hash = Some(None);
+        update.set.approved_by = Some(None);
+        update.set.error = Some(Some(reason.clone()));
+        update.reservation = Some(Settle::Release);
+        self.finish(post, update, PublishResult::ContentChanged { reason })
+            .await
+    }
+
+    async fn defer(
+        &self,
+        post: Post,
+        denial: airlock_core::quota::Denial,
+    ) -> Result<PublishReport> {
+        let limit = match denial.limit {
+            Limit::Window => format!("rolling window {}/{}", denial.used, denial.max),
+            Limit::Daily => format!("daily limit {}/{}", denial.used, denial.max),
+        };
+        let note = format!(
+            "over quota ({limit}); next slot at {}",
+            format_utc(denial.next_free_at)
+        );
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Approved);
+        update.note = Some(note.clone());
+        update.set.not_before = Some(Some(denial.next_free_at));
+        update.event = Some(EventNote {
+            kind: "quota_deferred".into(),
+            note: Some(note.clone()),
+        });
+        update.notify = self.notifications(
+            "quota_deferred",
+            Some(post.id),
+            format!(
+                "post {} on {} deferred: {note}",
+                post.id, post.content.channel
+            ),
+            json!({"channel": post.content.channel, "next_free_at": denial.next_free_at}),
+        );
+        self.finish(
+            post,
+            update,
+            PublishResult::Deferred {
+                limit: denial.limit,
+                used: denial.used,
+                max: denial.max,
+                next_free_at: denial.next_free_at,
+            },
+        )
+        .await
+    }
+
+    async fn corrupt_quota(&self, post: Post, reason: String) -> Result<PublishReport> {
+        tracing::error!(%reason, "quota state is corrupt; pausing all publishing");
+        let pause_reason = format!("quota state is corrupt: {reason}");
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Approved);
+        update.note = Some(format!("not sent: {pause_reason}"));
+        update.pause = Some(PauseSpec {
+            scope: PauseScope::All,
+            reason: pause_reason.clone(),
+            after_failures: None,
+            notify: self.notifications(
+                "paused",
+                None,
+                format!("all publishing paused: {pause_reason}"),
+                json!({"scope": "*"}),
+            ),
+        });
+        self.finish(
+            post,
+            update,
+            PublishResult::Held {
+                scope: "*".into(),
+                reason: pause_reason.clone(),
+            },
+        )
+        .await?;
+        Err(Error::CorruptQuota(pause_reason))
+    }
+
+    pub(crate) fn pause_spec(
+        &self,
+        channel: &ChannelName,
+        reason: String,
+        after_failures: Option<u32>,
+    ) -> PauseSpec {
+        PauseSpec {
+            scope: PauseScope::Channel(channel.clone()),
+            notify: self.notifications(
+                "paused",
+                None,
+                format!("channel {channel} paused: {reason}"),
+                json!({"scope": channel, "reason": reason}),
+            ),
+            reason,
+            after_failures,
+        }
+    }
+
+    /// A repeatable step failed: retry later, or fail for good.
+    async fn step_failed(
+        &self,
+        post: Post,
+        step: StepError,
+        settle: Option<Settle>,
+    ) -> Result<PublishReport> {
+        match step {
+            StepError::Transient {
+                reason,
+                retry_after,
+            } => self.not_sent(post, reason, retry_after, settle, None).await,
+            StepError::Rejected { reason, credential } => {
+                self.rejected(post, reason, credential, settle, None).await
+            }
+        }
+    }
+
+    /// Not sent: back to `approved` with one more attempt, or `failed` at `max_attempts`.
+    async fn not_sent(
+        &self,
+        post: Post,
+        reason: String,
+        retry_after: Option<Duration>,
+        settle: Option<Settle>,
+        intent: Option<IntentPhase>,
+    ) -> Result<PublishReport> {
+        let n_attempts = post.attempts + 1;
+        if n_attempts >= i64::from(self.settings().max_attempts) {
+            let reason = format!("gave up after {n_attempts} attempts: {reason}");
+            return self.rejected(post, reason, false, settle, intent).await;
+        }
+        let not_before = self.now() + retry_after.unwrap_or_else(|| retry_backoff(n_attempts));
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Approved);
+        update.note = Some(format!("not sent (attempt {n_attempts}): {reason}"));
+        update.set.count_attempt = true;
+        update.set.not_before = Some(Some(not_before));
+        update.set.error = Some(Some(reason.clone()));
+        update.reservation = settle.or(Some(Settle::Release));
+        update.intent_phase = intent;
+        self.finish(post, update, PublishResult::Retrying { reason, not_before })
+            .await
+    }
+
+    async fn rejected(
+        &self,
+        post: Post,
+        reason: String,
+        credential: bool,
+        settle: Option<Settle>,
+        intent: Option<IntentPhase>,
+    ) -> Result<PublishReport> {
+        let channel = post.content.channel.clone();
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Failed);
+        update.note = Some(reason.clone());
+        update.set.error = Some(Some(reason.clone()));
+        update.reservation = settle.or(Some(Settle::Release));
+        update.intent_phase = intent;
+        update.failures = Some(FailureStep::Increment);
+        update.pause = Some(if credential {
+            self.forget_account(&channel);
+            self.pause_spec(
+                &channel,
+                format!("credential refused: {reason}; renew the token file, then resume"),
+                None,
+            )
+        } else {
+            let n = self.settings().pause_after_failures;
+            self.pause_spec(
+                &channel,
+                format!("{n} consecutive definite failures, the last: {reason}"),
+                Some(n),
+            )
+        });
+        update.notify = self.notifications(
+            "failed",
+            Some(post.id),
+            format!("post {} on {channel} failed: {reason}", post.id),
+            json!({"channel": channel, "error": reason}),
+        );
+        self.finish(post, update, PublishResult::Failed { reason })
+            .await
+    }
+
+    async fn write_outcome(
+        &self,
+        post: Post,
+        channel: &ChannelSettings,
+        outcome: Outcome,
+    ) -> Result<PublishReport> {
+        match outcome {
+            Outcome::Published(published) => {
+                let mut update = self.update(&post);
+                update.to = Some(PostStatus::Posted);
+                update.set.posted_at = Some(self.now());
+                update.set.platform_post_id = Some(published.platform_post_id.clone());
+                update.set.permalink = Some(published.permalink.clone());
+                update.set.not_before = Some(None);
+                update.reservation = Some(Settle::Commit);
+                update.intent_phase = Some(IntentPhase::Succeeded);
+                update.failures = Some(FailureStep::Reset);
+                if published.platform_post_id.is_none() {
+                    let flag =
+                        "the platform answered 2xx without a readable post id: check it by hand";
+                    update.note = Some(format!("published; {flag}"));
+                    update.set.error = Some(Some(flag.into()));
+                } else {
+                    update.note = Some(format!(
+                        "published as {}",
+                        published
+                            .permalink
+                            .as_deref()
+                            .or(published.platform_post_id.as_deref())
+                            .unwrap_or("?")
+                    ));
+                    update.set.error = Some(None);
+                }
+                update.notify = self.notifications(
+                    "published",
+                    Some(post.id),
+                    format!(
+                        "post {} published on {}: {}",
+                        post.id,
+                        channel.name,
+                        published.permalink.as_deref().unwrap_or("(no permalink)")
+                    ),
+                    json!({"channel": channel.name, "platform_post_id": published.platform_post_id, "permalink": published.permalink}),
+                );
+                self.finish(post, update, PublishResult::Posted).await
+            }
+            Outcome::NotSent {
+                reason,
+                retry_after,
+            } => {
+                self.not_sent(
+                    post,
+                    reason,
+                    retry_after,
+                    Some(Settle::Release),
+                    Some(IntentPhase::NotSent),
+                )
+                .await
+            }
+            Outcome::Rejected { reason, credential } => {
+                self.rejected(
+                    post,
+                    reason,
+                    credential,
+                    Some(Settle::Release),
+                    Some(IntentPhase::Rejected),
+                )
+                .await
+            }
+            Outcome::Unknown { reason } => {
+                let update = self.unknown_update(&post, &reason, self.dispatcher_actor());
+                self.finish(post, update, PublishResult::NeedsReview { reason })
+                    .await
+            }
+        }
+    }
+
+    /// `posting -> needs_review`: the reservation stays counted and the channel pauses.
+    pub(crate) fn unknown_update(&self, post: &Post, reason: &str, actor: String) -> PostUpdate {
+        let channel = &post.content.channel;
+        let mut update = self.update(post);
+        update.actor = actor;
+        update.to = Some(PostStatus::NeedsReview);
+        update.note = Some(format!("outcome unknown: {reason}"));
+        update.set.error = Some(Some(reason.to_owned()));
+        update.intent_phase = Some(IntentPhase::Unknown);
+        update.pause = Some(self.pause_spec(
+            channel,
+            format!(
+                "post {} has an unknown outcome ({reason}); settle it with `airlock post resolve {}`",
+                post.id, post.id
+            ),
+            None,
+        ));
+        update.notify = self.notifications(
+            "needs_review",
+            Some(post.id),
+            format!("post {} on {channel} needs review: {reason}", post.id),
+            json!({"channel": channel, "error": reason}),
+        );
+        update
+    }
+
+    async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
+        let Some(platform_id) = post.platform_post_id.clone() else {
+            self.verify_failed(&post, "no platform id to read back".into())
+                .await?;
+            return Ok(post);
+        };
+        match platform.verify(&platform_id).await {
+            Verification::Verified { permalink } => {
+                let mut update = PostUpdate::new(
+                    post.id,
+                    Guard::Version(post.version),
+                    self.dispatcher_actor(),
+                    self.now(),
+                );
+                update.set.verified_at = Some(Some(self.now()));
+                if post.permalink.is_none() && permalink.is_some() {
+                    update.set.permalink = Some(permalink);
+                }
+                update.event = Some(EventNote {
+                    kind: "verified".into(),
+                    note: Some(format!("read back {platform_id} from the platform")),
+                });
+                match self.store().update_post(update).await {
+                    Ok(post) => Ok(post),
+                    // Someone changed the post meanwhile (a note is not a write, a resolve is
+                    // impossible on a posted post); verification is best effort.
+                    Err(StoreError::Conflict(_)) => Ok(self.store().get_post(post.id).await?),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Verification::Failed { reason } => {
+                self.verify_failed(&post, reason).await?;
+                Ok(self.store().get_post(post.id).await?)
+            }
+            Verification::Unsupported => Ok(post),
+        }
+    }
+
+    async fn verify_failed(&self, post: &Post, reason: String) -> Result<()> {
+        let notify = self.notifications(
+            "verify_failed",
+            Some(post.id),
+            format!(
+                "post {} on {} could not be verified: {reason}",
+                post.id, post.content.channel
+            ),
+            json!({"channel": post.content.channel, "reason": reason}),
+        );
+        self.store()
+            .add_event(
+                post.id,
+                EventNote {
+                    kind: "verify_failed".into(),
+                    note: Some(reason),
+                },
+                &self.dispatcher_actor(),
+                self.now(),
+                notify,
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+enum AccountProblem {
+    Mismatch(String),
+    Step(StepError),
+}
+
+/// The request an adapter gets for a post.
+pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
+    PublishRequest {
+        post_id: post.id,
+        channel: post.content.channel.clone(),
+        title: post.content.title.clone(),
+        text: post.content.text.clone(),
+        media: post.content.media.clone(),
+        link: post.content.link.clone(),
+        scheduled_at: post.scheduled_at,
+        idempotency_key,
+    }
+}
+
+fn outcome_name(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Published(_) => "published",
+        Outcome::NotSent { .. } => "not_sent",
+        Outcome::Rejected { .. } => "rejected",
+        Outcome::Unknown { .. } => "unknown",
+    }
+}
+
+/// `--all` for the global scope, else the channel name (as `airlock resume` takes it).
+pub(crate) fn scope_arg(scope: &str) -> String {
+    if scope == "*" {
+        "--all".into()
+    } else {
+        scope.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotency_keys_depend_on_post_and_approved_content() {
+        let a = idempotency_key(PostId(1), "aa");
+        assert_eq!(a, idempotency_key(PostId(1), "aa"));
+        assert_ne!(a, idempotency_key(PostId(2), "aa"));
+        assert_ne!(a, idempotency_key(PostId(1), "bb"));
+        assert!(a.starts_with("airlock-1-") && a.len() <= 64);
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        assert_eq!(retry_backoff(1), Duration::seconds(30));
+        assert_eq!(retry_backoff(2), Duration::seconds(60));
+        assert_eq!(retry_backoff(3), Duration::seconds(120));
+        assert_eq!(retry_backoff(50), Duration::minutes(30));
+    }
+}

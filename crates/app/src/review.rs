@@ -1,0 +1,307 @@
+//! After the irreversible request: the reaper (expired leases), reconcile (platform
+//! evidence for unknown outcomes), and the people's actions, resolve and requeue.
+
+use serde_json::json;
+
+use airlock_core::{Action, Actor, Post, PostId, PostStatus};
+use airlock_platforms::{Evidence, ReconcileRequest};
+use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, StoreError};
+
+use crate::publish::{idempotency_key, publish_request, retry_backoff};
+use crate::{App, Error, Principal, Result};
+
+/// What the reaper did with one expired lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaped {
+    /// The post afterwards.
+    pub post: Post,
+    /// Whether a `sending` intent existed (then the post needs review).
+    pub had_intent: bool,
+}
+
+/// What reconcile did with one `needs_review` post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    /// The post afterwards.
+    pub post: Post,
+    /// The evidence, as recorded in the event note.
+    pub evidence: String,
+}
+
+/// A person's verdict on a `needs_review` post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// It went out (optionally at this permalink).
+    Published {
+        /// Where.
+        permalink: Option<String>,
+    },
+    /// It did not go out.
+    NotPublished,
+}
+
+impl App {
+    /// Settles `posting` posts whose lease expired (SPEC §4, Reaper): with a `sending`
+    /// intent for their generation they need review; without one nothing was sent and
+    /// they return to the queue (or fail at `max_attempts`). Runs even while paused.
+    pub async fn reap(&self) -> Result<Vec<Reaped>> {
+        let mut reaped = Vec::new();
+        for lease in self.store().expired_leases(self.now()).await? {
+            let post = lease.post;
+            let had_intent = lease.intent.is_some();
+            let result = if had_intent {
+                let reason = format!(
+                    "the lease of {} expired after the request was sent; whether it went out is unknown",
+                    post.lease_owner.as_deref().unwrap_or("?")
+                );
+                self.reap_unknown(post.clone(), reason).await
+            } else {
+                self.reap_unsent(post.clone()).await
+            };
+            match result {
+                Ok(post) => reaped.push(Reaped { post, had_intent }),
+                // The worker finished (or another reaper acted) in between: nothing to do.
+                Err(Error::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(reaped)
+    }
+
+    async fn reap_unknown(&self, post: Post, reason: String) -> Result<Post> {
+        let mut update = self.unknown_update(&post, &reason, Actor::Reaper.to_string());
+        update.intent_required = Some(true);
+        self.write_reaped(update).await
+    }
+
+    async fn reap_unsent(&self, post: Post) -> Result<Post> {
+        let n_attempts = post.attempts + 1;
+        let mut update = self.update(&post);
+        update.actor = Actor::Reaper.to_string();
+        update.intent_required = Some(false);
+        update.reservation = Some(Settle::Release);
+        let reason = format!(
+            "the lease of {} expired before any request was sent",
+            post.lease_owner.as_deref().unwrap_or("?")
+        );
+        update.set.error = Some(Some(reason.clone()));
+        if n_attempts >= i64::from(self.settings().max_attempts) {
+            update.to = Some(PostStatus::Failed);
+            update.note = Some(format!("gave up after {n_attempts} attempts: {reason}"));
+            update.notify = self.notifications(
+                "failed",
+                Some(post.id),
+                format!(
+                    "post {} on {} failed: {reason}",
+                    post.id, post.content.channel
+                ),
+                json!({"channel": post.content.channel, "error": reason}),
+            );
+        } else {
+            update.to = Some(PostStatus::Approved);
+            update.note = Some(format!("not sent (attempt {n_attempts}): {reason}"));
+            update.set.count_attempt = true;
+            update.set.not_before = Some(Some(self.now() + retry_backoff(n_attempts)));
+        }
+        let post = self.write_reaped(update).await?;
+        self.wake_dispatcher();
+        Ok(post)
+    }
+
+    async fn write_reaped(&self, update: PostUpdate) -> Result<Post> {
+        match self.store().update_post(update).await {
+            Ok(post) => Ok(post),
+            Err(StoreError::Fenced { id, .. } | StoreError::Conflict(id)) => Err(Error::Conflict(
+                format!("post {id} moved on before the reaper acted"),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Settles `needs_review` posts where the platform can prove what happened (SPEC §4,
+    /// Reconcile). Never sends anything irreversible; runs even while channels are paused.
+    pub async fn reconcile(&self) -> Result<Vec<Reconciled>> {
+        let mut settled = Vec::new();
+        for item in self.store().review_queue().await? {
+            let post = item.post;
+            let Some(platform) = self.platform(&post.content.channel).cloned() else {
+                continue;
+            };
+            let key = item
+                .intent
+                .as_ref()
+                .map(|i| i.idempotency_key.clone())
+                .unwrap_or_else(|| {
+                    idempotency_key(
+                        post.id,
+                        post.approved_hash
+                            .as_ref()
+                            .map(|h| h.as_str())
+                            .unwrap_or(""),
+                    )
+                });
+            let request = ReconcileRequest {
+                publish: publish_request(&post, key),
+                platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
+            };
+            let evidence = platform.reconcile(&request).await;
+            let mut update = PostUpdate::new(
+                post.id,
+                Guard::Version(post.version),
+                Actor::Reconciler.to_string(),
+                self.now(),
+            );
+            let note = match evidence {
+                Evidence::Unknown => continue,
+                Evidence::Published {
+                    platform_post_id,
+                    permalink,
+                    note,
+                } => {
+                    update.to = Some(PostStatus::Posted);
+                    update.set.posted_at = Some(
+                        item.intent
+                            .as_ref()
+                            .map(|i| i.created_at)
+                            .unwrap_or_else(|| self.now()),
+                    );
+                    update.set.platform_post_id = Some(platform_post_id);
+                    update.set.permalink = Some(permalink.clone());
+                    update.set.error = Some(None);
+                    update.reservation = Some(Settle::Commit);
+                    update.intent_phase = Some(IntentPhase::Succeeded);
+                    update.notify = self.notifications(
+                        "published",
+                        Some(post.id),
+                        format!(
+                            "post {} on {} was published (settled from platform evidence): {}",
+                            post.id,
+                            post.content.channel,
+                            permalink.as_deref().unwrap_or("(no permalink)")
+                        ),
+                        json!({"channel": post.content.channel, "evidence": note}),
+                    );
+                    format!("reconciled: published; {note}")
+                }
+                Evidence::NotPublished { note } => {
+                    update.to = Some(PostStatus::Approved);
+                    update.set.error = Some(None);
+                    update.reservation = Some(Settle::Release);
+                    update.intent_phase = Some(IntentPhase::NotSent);
+                    format!("reconciled: nothing was published; {note}")
+                }
+            };
+            update.note = Some(note.clone());
+            match self.store().update_post(update).await {
+                Ok(post) => settled.push(Reconciled {
+                    post,
+                    evidence: note,
+                }),
+                Err(StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(settled)
+    }
+
+    /// A person settles a `needs_review` post (operator).
+    pub async fn resolve(
+        &self,
+        who: &Principal,
+        id: PostId,
+        resolution: Resolution,
+    ) -> Result<Post> {
+        who.require(Action::Resolve)?;
+        let detail = self.store().post_detail(id).await?;
+        let post = detail.post;
+        if post.status != PostStatus::NeedsReview {
+            return Err(Error::IllegalTransition(format!(
+                "post {id} is {}: only posts that need review can be resolved",
+                post.status
+            )));
+        }
+        let actor = who.actor.to_string();
+        let mut update =
+            PostUpdate::new(id, Guard::Version(post.version), actor.clone(), self.now());
+        match resolution {
+            Resolution::Published { permalink } => {
+                if let Some(link) = &permalink {
+                    airlock_core::post::check_url("permalink", link)
+                        .map_err(|e| Error::Invalid(e.to_string()))?;
+                }
+                let sent_at = detail
+                    .intents
+                    .last()
+                    .map(|i| i.created_at)
+                    .unwrap_or_else(|| self.now());
+                update.to = Some(PostStatus::Posted);
+                update.note = Some(format!(
+                    "confirmed published by {actor}{}",
+                    permalink
+                        .as_deref()
+                        .map(|p| format!(" at {p}"))
+                        .unwrap_or_default()
+                ));
+                update.set.posted_at = Some(sent_at);
+                if permalink.is_some() {
+                    update.set.permalink = Some(permalink.clone());
+                }
+                update.set.error = Some(None);
+                update.reservation = Some(Settle::Commit);
+                update.intent_phase = Some(IntentPhase::Succeeded);
+                update.notify = self.notifications(
+                    "published",
+                    Some(id),
+                    format!(
+                        "post {id} on {} confirmed published by {actor}",
+                        post.content.channel
+                    ),
+                    json!({"channel": post.content.channel, "permalink": permalink}),
+                );
+            }
+            Resolution::NotPublished => {
+                update.to = Some(PostStatus::Failed);
+                update.note = Some(format!("confirmed not published by {actor}"));
+                update.set.error = Some(Some(format!("not published (confirmed by {actor})")));
+                update.reservation = Some(Settle::Release);
+                update.intent_phase = Some(IntentPhase::NotSent);
+                update.notify = self.notifications(
+                    "failed",
+                    Some(id),
+                    format!(
+                        "post {id} on {} confirmed not published by {actor}",
+                        post.content.channel
+                    ),
+                    json!({"channel": post.content.channel}),
+                );
+            }
+        }
+        Ok(self.store().update_post(update).await?)
+    }
+
+    /// Returns a failed post to the queue (operator); never automatic.
+    pub async fn requeue(&self, who: &Principal, id: PostId) -> Result<Post> {
+        who.require(Action::Requeue)?;
+        let post = self.store().get_post(id).await?;
+        if post.status != PostStatus::Failed {
+            return Err(Error::IllegalTransition(format!(
+                "post {id} is {}: only failed posts can be requeued",
+                post.status
+            )));
+        }
+        let mut update = PostUpdate::new(
+            id,
+            Guard::Version(post.version),
+            who.actor.to_string(),
+            self.now(),
+        );
+        update.to = Some(PostStatus::Approved);
+        update.note = Some("requeued".into());
+        update.set.reset_attempts = true;
+        update.set.not_before = Some(None);
+        update.set.error = Some(None);
+        let post = self.store().update_post(update).await?;
+        self.wake_dispatcher();
+        Ok(post)
+    }
+}

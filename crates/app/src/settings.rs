@@ -1,0 +1,121 @@
+//! What `app` needs to know about the configuration, as plain data. The CLI builds it
+//! from `airlock.toml`; tests build it directly.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::Duration;
+use chrono_tz::Tz;
+
+use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
+
+/// Settings of the guarded operations.
+#[derive(Debug, Clone)]
+pub struct AppSettings {
+    /// The default calendar for daily limits.
+    pub timezone: Tz,
+    /// Configured channels.
+    pub channels: BTreeMap<ChannelName, ChannelSettings>,
+    /// The rolling window across channels.
+    pub window: WindowRule,
+    /// Lease length of a claim.
+    pub stale_after: Duration,
+    /// Attempts that never reached the irreversible step before a post fails.
+    pub max_attempts: u32,
+    /// Consecutive definite failures that pause a channel.
+    pub pause_after_failures: u32,
+    /// Which sinks receive which notification events.
+    pub notify: Vec<NotifyRoute>,
+    /// How long a creation idempotency key is honoured.
+    pub create_key_ttl: Duration,
+}
+
+impl AppSettings {
+    /// Settings with defaults and no channels: a 3-per-60-minutes window, 15-minute
+    /// leases, 3 attempts, pause after 3 failures, keys kept 24 hours.
+    pub fn new(timezone: Tz) -> Self {
+        AppSettings {
+            timezone,
+            channels: BTreeMap::new(),
+            window: WindowRule {
+                window: Duration::minutes(60),
+                limit: 3,
+            },
+            stale_after: Duration::minutes(15),
+            max_attempts: 3,
+            pause_after_failures: 3,
+            notify: Vec::new(),
+            create_key_ttl: Duration::hours(24),
+        }
+    }
+
+    /// Adds a channel.
+    pub fn with_channel(mut self, channel: ChannelSettings) -> Self {
+        self.channels.insert(channel.name.clone(), channel);
+        self
+    }
+}
+
+/// One configured channel.
+#[derive(Debug, Clone)]
+pub struct ChannelSettings {
+    /// Its name.
+    pub name: ChannelName,
+    /// Its kind.
+    pub kind: ChannelKind,
+    /// The account its credential must belong to (HTTP platforms).
+    pub account: Option<String>,
+    /// Publishes per local calendar day.
+    pub daily_limit: u32,
+    /// Its calendar.
+    pub timezone: Tz,
+    /// Its content policy (platform rules narrowed by configuration).
+    pub policy: ContentPolicy,
+    /// Where source files of its posts live, to re-hash them before publishing.
+    pub source_dir: Option<PathBuf>,
+}
+
+impl ChannelSettings {
+    /// A channel with the platform's policy and the default calendar.
+    pub fn new(name: ChannelName, kind: ChannelKind, daily_limit: u32, timezone: Tz) -> Self {
+        ChannelSettings {
+            name,
+            kind,
+            account: None,
+            daily_limit,
+            timezone,
+            policy: kind.platform_policy(),
+            source_dir: None,
+        }
+    }
+
+    /// Its daily rule.
+    pub fn daily(&self) -> DailyRule {
+        DailyRule {
+            limit: self.daily_limit,
+            tz: self.timezone,
+        }
+    }
+}
+
+/// A sink and the events it wants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyRoute {
+    /// The sink's configured name.
+    pub sink: String,
+    /// Events it receives (`published`, `failed`, `needs_review`, `quota_deferred`,
+    /// `paused`, `resumed`, `verify_failed`).
+    pub events: Vec<String>,
+}
+
+/// The notification events of SPEC §6.
+pub const EVENTS: [&str; 7] = [
+    "published",
+    "failed",
+    "needs_review",
+    "quota_deferred",
+    "paused",
+    "resumed",
+    "verify_failed",
+];
