@@ -1,0 +1,273 @@
+//! Operator commands: tokens, channels, pauses, quota and doctor.
+
+use std::path::Path;
+
+use clap::Subcommand;
+use secrecy::ExposeSecret;
+
+use airlock_app::Principal;
+use airlock_core::RoleSet;
+use airlock_core::time::format_utc;
+use airlock_platforms::credential::check_file;
+
+use crate::config::Config;
+use crate::output::print_json;
+use crate::{CmdResult, Failure, wiring};
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token; its secret is printed once and stored only as a hash.
+    Create {
+        /// Unique name (recorded as `token:<name>` on everything it does).
+        #[arg(long)]
+        name: String,
+        /// Roles: writer, critic, publisher, operator (comma separated).
+        #[arg(long = "role", value_name = "R[,R]")]
+        roles: String,
+        /// Print `{"name", "roles", "token"}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token.
+    Revoke {
+        /// Its name.
+        name: String,
+    },
+}
+
+pub async fn token(config: &Config, command: TokenCommand) -> CmdResult {
+    let app = wiring::app_for_ledger(config).await?;
+    let me = Principal::cli();
+    match command {
+        TokenCommand::Create { name, roles, json } => {
+            let roles = RoleSet::parse_list(&roles).map_err(|e| Failure::refused(e.to_string()))?;
+            let issued = app.create_token(&me, &name, roles).await?;
+            if json {
+                print_json(&issued);
+            } else {
+                println!("token {} ({}) created; it is shown only now:", issued.name, issued.roles.to_list());
+                println!("{}", issued.token.expose_secret());
+            }
+        }
+        TokenCommand::List { json } => {
+            let tokens = app.list_tokens(&me).await?;
+            if json {
+                print_json(&tokens);
+            } else if tokens.is_empty() {
+                println!("no tokens: create one with `airlock token create --name N --role R`");
+            } else {
+                println!("{:<24}  {:<36}  {:<24}  STATE", "NAME", "ROLES", "CREATED (UTC)");
+                for token in tokens {
+                    let state = match token.revoked_at {
+                        Some(at) => format!("revoked {}", format_utc(at)),
+                        None => "active".into(),
+                    };
+                    println!(
+                        "{:<24}  {:<36}  {:<24}  {state}",
+                        token.name,
+                        token.roles.to_list(),
+                        format_utc(token.created_at)
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            app.revoke_token(&me, &name).await?;
+            println!("token {name} revoked");
+        }
+    }
+    Ok(())
+}
+
+pub async fn channels(config: &Config, json: bool) -> CmdResult {
+    let app = wiring::app_for_ledger(config).await?;
+    let statuses = app.channel_statuses(&Principal::cli()).await?;
+    if json {
+        print_json(&statuses);
+        return Ok(());
+    }
+    println!("{:<20}  {:<10}  {:<20}  {:<8}  STATE", "NAME", "KIND", "ACCOUNT", "TODAY");
+    for channel in statuses {
+        println!(
+            "{:<20}  {:<10}  {:<20}  {:<8}  {}",
+            channel.name.as_str(),
+            channel.kind.as_str(),
+            channel.account.as_deref().unwrap_or("-"),
+            format!("{}/{}", channel.daily_used, channel.daily_limit),
+            channel
+                .pause_reason
+                .map(|r| format!("paused: {r}"))
+                .unwrap_or_else(|| "open".into())
+        );
+    }
+    Ok(())
+}
+
+pub async fn pause(config: &Config, channel: Option<&str>, reason: &str) -> CmdResult {
+    let app = wiring::app_for_ledger(config).await?;
+    let created = app.pause(&Principal::cli(), channel, reason).await?;
+    let what = channel.unwrap_or("all channels");
+    if created {
+        println!("{what} paused: {reason}");
+    } else {
+        println!("{what} was already paused; the earlier reason stands");
+    }
+    Ok(())
+}
+
+pub async fn resume(config: &Config, channel: Option<&str>) -> CmdResult {
+    let app = wiring::app_for_ledger(config).await?;
+    let what = channel.unwrap_or("all channels");
+    if app.resume(&Principal::cli(), channel).await? {
+        println!("{what} resumed");
+    } else {
+        println!("{what} was not paused");
+    }
+    Ok(())
+}
+
+pub async fn quota(config: &Config, json: bool) -> CmdResult {
+    let app = wiring::app_for_ledger(config).await?;
+    let status = app.quota_status(&Principal::cli()).await?;
+    if json {
+        print_json(&status);
+        return Ok(());
+    }
+    let next = |at: Option<chrono::DateTime<chrono::Utc>>| {
+        at.map(|t| format!("next slot {}", format_utc(t)))
+            .unwrap_or_else(|| "a slot is free now".into())
+    };
+    let w = &status.window;
+    println!(
+        "window {} (all channels): {}/{} used, {} left, {}",
+        w.window,
+        w.usage.used,
+        w.usage.limit,
+        w.usage.remaining,
+        next(w.usage.next_free_at)
+    );
+    for channel in &status.channels {
+        println!(
+            "{} (day in {}): {}/{} used, {} left, {}",
+            channel.channel,
+            channel.timezone,
+            channel.usage.used,
+            channel.usage.limit,
+            channel.usage.remaining,
+            next(channel.next_slot_at)
+        );
+    }
+    Ok(())
+}
+
+/// `doctor`: every check prints a line; exit 1 when the ledger is corrupt or a check fails.
+pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
+    let mut problems = 0;
+    let mut report = |ok: bool, what: String| {
+        if ok {
+            println!("ok    {what}");
+        } else {
+            problems += 1;
+            println!("FAIL  {what}");
+        }
+    };
+    let config = match Config::load(config_path) {
+        Ok(config) => {
+            report(true, format!("config {}", config_path.display()));
+            config
+        }
+        Err(e) => {
+            report(false, e.to_string());
+            return Err(Failure::refused("the configuration is not usable; see above"));
+        }
+    };
+    for channel in config.channels.values() {
+        let files = [channel.token_file.as_deref(), channel.secret_file.as_deref()];
+        for file in files.into_iter().flatten() {
+            match check_file(file) {
+                Ok(()) => report(true, format!("channel {}: credential file {}", channel.name, file.display())),
+                Err(e) => report(false, format!("channel {}: {e}", channel.name)),
+            }
+        }
+    }
+    for sink in config.sinks.values() {
+        let files = [sink.webhook_file.as_deref(), sink.token_file.as_deref(), sink.secret_file.as_deref()];
+        for file in files.into_iter().flatten() {
+            match check_file(file) {
+                Ok(()) => report(true, format!("sink {}: credential file {}", sink.name, file.display())),
+                Err(e) => report(false, format!("sink {}: {e}", sink.name)),
+            }
+        }
+    }
+    let store = match wiring::open_store(&config).await {
+        Ok(store) => {
+            report(true, format!("store {} reachable, migrations applied", config.database));
+            store
+        }
+        Err(e) => {
+            report(false, format!("store: {}", e.message));
+            return Err(Failure::failed(format!("{problems} check(s) failed")));
+        }
+    };
+    match store.check_invariants(chrono::Utc::now()).await {
+        Ok(broken) if broken.is_empty() => report(true, "ledger invariants hold".into()),
+        Ok(broken) => {
+            for problem in broken {
+                report(false, format!("ledger: {problem}"));
+            }
+        }
+        Err(e) => report(false, format!("ledger: {e}")),
+    }
+    match store.pauses().await {
+        Ok(pauses) => {
+            for pause in pauses {
+                let scope = if pause.scope == "*" { "all channels".into() } else { pause.scope.clone() };
+                println!("note  {scope} paused since {} by {}: {}", format_utc(pause.at), pause.actor, pause.reason);
+            }
+        }
+        Err(e) => report(false, format!("pauses: {e}")),
+    }
+    if let Ok(stats) = store.outbox_stats().await
+        && stats.abandoned > 0
+    {
+        println!("note  {} notification(s) were given up after repeated delivery failures", stats.abandoned);
+    }
+    if online {
+        match wiring::build_platforms(&config) {
+            Ok(platforms) => {
+                for channel in config.channels.values() {
+                    let platform = &platforms[&channel.name];
+                    match platform.account().await {
+                        Ok(None) => report(true, format!("channel {}: no account to check ({})", channel.name, channel.kind)),
+                        Ok(Some(account)) => {
+                            let expected = channel.account.as_deref().unwrap_or_default();
+                            let matches = expected.trim_start_matches('@').eq_ignore_ascii_case(account.username.trim_start_matches('@'));
+                            report(
+                                matches,
+                                format!(
+                                    "channel {}: token belongs to {:?}{}",
+                                    channel.name,
+                                    account.username,
+                                    if matches { String::new() } else { format!(", expected {expected:?}") }
+                                ),
+                            );
+                        }
+                        Err(e) => report(false, format!("channel {}: account check failed: {e}", channel.name)),
+                    }
+                }
+            }
+            Err(e) => report(false, e.message),
+        }
+    }
+    if problems > 0 {
+        Err(Failure::failed(format!("{problems} check(s) failed; see above")))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,698 @@
+//! `airlock.toml` (SPEC §7): parsed into one typed [`Config`], every table with
+//! `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
+//! against the file's directory, and cross-field rules (a lease outlasts every request)
+//! checked before anything runs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono_tz::Tz;
+use serde::Deserialize;
+
+use airlock_app::{AppSettings, ChannelSettings, EVENTS, NotifyRoute};
+use airlock_core::quota::WindowRule;
+use airlock_core::{ChannelKind, ChannelName, Span};
+use airlock_platforms::sandbox::Simulate;
+
+/// A configuration that cannot be used, naming the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigError {
+    /// The configuration file.
+    pub path: PathBuf,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// The configuration file to use: `--config`, else `AIRLOCK_CONFIG`, else `./airlock.toml`.
+pub fn locate(flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("AIRLOCK_CONFIG").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("airlock.toml"))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    timezone: Option<String>,
+    database: Option<String>,
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    dispatcher: RawDispatcher,
+    #[serde(default)]
+    quota: RawQuota,
+    #[serde(default)]
+    channels: BTreeMap<String, RawChannel>,
+    #[serde(default)]
+    notify: BTreeMap<String, RawSink>,
+    #[serde(default)]
+    sites: BTreeMap<String, RawSite>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<String>,
+    allowed_origins: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDispatcher {
+    stale_after: Option<Span>,
+    poll_interval: Option<Span>,
+    max_attempts: Option<u32>,
+    pause_after_failures: Option<u32>,
+    workers: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuota {
+    window: Option<Span>,
+    window_limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawChannel {
+    kind: String,
+    daily_limit: u32,
+    account: Option<String>,
+    token_file: Option<PathBuf>,
+    base_url: Option<String>,
+    request_timeout: Option<Span>,
+    timezone: Option<String>,
+    max_chars: Option<usize>,
+    #[serde(default)]
+    forbidden: Vec<String>,
+    #[serde(default)]
+    required: Vec<String>,
+    // sandbox
+    simulate: Option<Simulate>,
+    path: Option<PathBuf>,
+    // webhook
+    url: Option<String>,
+    secret_file: Option<PathBuf>,
+    // threads, instagram
+    poll_interval: Option<Span>,
+    poll_timeout: Option<Span>,
+    // instagram
+    api_version: Option<String>,
+    // linkedin
+    version: Option<String>,
+    author: Option<String>,
+    // wordpress
+    username: Option<String>,
+    // compose (SPEC §9)
+    site: Option<String>,
+    #[serde(default)]
+    slots: Vec<String>,
+    template: Option<String>,
+    auto_approve: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSink {
+    kind: String,
+    events: Vec<String>,
+    webhook_file: Option<PathBuf>,
+    token_file: Option<PathBuf>,
+    channel_id: Option<String>,
+    url: Option<String>,
+    secret_file: Option<PathBuf>,
+    base_url: Option<String>,
+    request_timeout: Option<Span>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSite {
+    dir: PathBuf,
+    base_url: String,
+    media_prefix: Option<String>,
+    reuse_after: Option<Span>,
+}
+
+/// The whole configuration, checked and with paths resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its directory; relative paths are resolved against it.
+    pub dir: PathBuf,
+    /// Default calendar.
+    pub timezone: Tz,
+    /// The store URL (`sqlite:///abs/path.db` or `postgres://...`).
+    pub database: String,
+    /// HTTP listen address.
+    pub listen: String,
+    /// Extra origins allowed to call `/mcp` besides the server's own.
+    pub allowed_origins: Vec<String>,
+    /// Lease length.
+    pub stale_after: Span,
+    /// Idle dispatcher backstop.
+    pub poll_interval: Span,
+    /// Attempts before a post fails.
+    pub max_attempts: u32,
+    /// Failures before a channel pauses.
+    pub pause_after_failures: u32,
+    /// Dispatcher workers in `serve`.
+    pub workers: usize,
+    /// The rolling window.
+    pub window: WindowRule,
+    /// Channels.
+    pub channels: BTreeMap<ChannelName, ChannelConfig>,
+    /// Notification sinks.
+    pub sinks: BTreeMap<String, SinkConfig>,
+    /// Markdown sites.
+    pub sites: BTreeMap<String, SiteConfig>,
+}
+
+/// One channel.
+#[derive(Debug, Clone)]
+pub struct ChannelConfig {
+    /// Name.
+    pub name: ChannelName,
+    /// Kind.
+    pub kind: ChannelKind,
+    /// Daily limit.
+    pub daily_limit: u32,
+    /// Expected account.
+    pub account: Option<String>,
+    /// Credential file.
+    pub token_file: Option<PathBuf>,
+    /// Platform address override.
+    pub base_url: Option<String>,
+    /// Per-request timeout.
+    pub request_timeout: Span,
+    /// Calendar.
+    pub timezone: Tz,
+    /// Configured length limit.
+    pub max_chars: Option<usize>,
+    /// Forbidden phrases.
+    pub forbidden: Vec<String>,
+    /// Required phrases.
+    pub required: Vec<String>,
+    /// Sandbox behaviour.
+    pub simulate: Simulate,
+    /// Sandbox log file.
+    pub path: PathBuf,
+    /// Webhook URL.
+    pub url: Option<String>,
+    /// Webhook HMAC secret file.
+    pub secret_file: Option<PathBuf>,
+    /// Container poll interval.
+    pub poll_interval: Span,
+    /// Container poll limit.
+    pub poll_timeout: Span,
+    /// Instagram Graph API version.
+    pub api_version: Option<String>,
+    /// LinkedIn-Version header.
+    pub version: Option<String>,
+    /// LinkedIn author URN.
+    pub author: Option<String>,
+    /// WordPress user name.
+    pub username: Option<String>,
+    /// Compose: site name.
+    pub site: Option<String>,
+    /// Compose: local slot times.
+    pub slots: Vec<String>,
+    /// Compose: text template.
+    pub template: Option<String>,
+    /// Compose: auto-approve principal.
+    pub auto_approve: Option<String>,
+}
+
+/// One notification sink.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    /// Name.
+    pub name: String,
+    /// `slack`, `discord` or `webhook`.
+    pub kind: String,
+    /// Events it wants.
+    pub events: Vec<String>,
+    /// Slack: file holding the incoming-webhook URL.
+    pub webhook_file: Option<PathBuf>,
+    /// Discord: bot token file.
+    pub token_file: Option<PathBuf>,
+    /// Discord: channel id.
+    pub channel_id: Option<String>,
+    /// Webhook: URL.
+    pub url: Option<String>,
+    /// Webhook: HMAC secret file.
+    pub secret_file: Option<PathBuf>,
+    /// Discord API base override.
+    pub base_url: Option<String>,
+    /// Per-request timeout.
+    pub request_timeout: Span,
+}
+
+/// A Markdown site (SPEC §9).
+#[derive(Debug, Clone)]
+pub struct SiteConfig {
+    /// Name.
+    pub name: String,
+    /// Content directory.
+    pub dir: PathBuf,
+    /// Public base URL.
+    pub base_url: String,
+    /// Where Instagram images must be hosted.
+    pub media_prefix: Option<String>,
+    /// Reuse window.
+    pub reuse_after: Span,
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.to_path_buf(),
+            message: if e.kind() == std::io::ErrorKind::NotFound {
+                "no such configuration file: run `airlock init` to write one, or pass --config FILE (or set AIRLOCK_CONFIG)".into()
+            } else {
+                format!("cannot read it: {e}")
+            },
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Parses and checks configuration text as if read from `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let fail = |message: String| ConfigError {
+            path: path.to_path_buf(),
+            message,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| fail(one_line(&e.to_string())))?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+        let tz = |name: &str, key: &str| -> Result<Tz, ConfigError> {
+            name.parse::<Tz>().map_err(|_| {
+                fail(format!("{key} = {name:?} is not an IANA time zone (like \"Asia/Tokyo\" or \"UTC\")"))
+            })
+        };
+        let timezone = tz(raw.timezone.as_deref().unwrap_or("UTC"), "timezone")?;
+        let database = resolve_database(raw.database.as_deref().unwrap_or("sqlite://airlock.db"), &dir)
+            .map_err(fail)?;
+        let stale_after = raw.dispatcher.stale_after.unwrap_or(Span::minutes(15));
+        let max_attempts = raw.dispatcher.max_attempts.unwrap_or(3);
+        if max_attempts == 0 {
+            return Err(fail("dispatcher.max_attempts must be at least 1".into()));
+        }
+        let window_limit = raw.quota.window_limit.unwrap_or(3);
+
+        let mut channels = BTreeMap::new();
+        for (name, rc) in raw.channels {
+            let key = |k: &str| format!("channels.{name}.{k}");
+            let channel_name = ChannelName::parse(&name).map_err(|e| fail(format!("[channels.{name}]: {e}")))?;
+            let kind: ChannelKind = rc.kind.parse().map_err(|e| fail(format!("{}: {e}", key("kind"))))?;
+            check_applicable(&name, kind, &rc).map_err(fail)?;
+            let http = !matches!(kind, ChannelKind::Sandbox);
+            let platform = !matches!(kind, ChannelKind::Sandbox | ChannelKind::Webhook);
+            if platform {
+                for (present, k) in [(rc.token_file.is_some(), "token_file"), (rc.account.is_some(), "account")] {
+                    if !present {
+                        return Err(fail(format!("missing required key {} for a {kind} channel", key(k))));
+                    }
+                }
+            }
+            if kind == ChannelKind::Webhook && rc.url.is_none() {
+                return Err(fail(format!("missing required key {} for a webhook channel", key("url"))));
+            }
+            if kind == ChannelKind::Wordpress && rc.username.is_none() {
+                return Err(fail(format!("missing required key {} for a wordpress channel", key("username"))));
+            }
+            for (url, k) in [(&rc.base_url, "base_url"), (&rc.url, "url")] {
+                if let Some(url) = url {
+                    airlock_platforms::http::check_base_url(url).map_err(|e| fail(format!("{}: {e}", key(k))))?;
+                }
+            }
+            let request_timeout = rc.request_timeout.unwrap_or(Span::seconds(30));
+            let poll_timeout = rc.poll_timeout.unwrap_or(Span::minutes(5));
+            let mut longest = request_timeout.as_chrono();
+            if kind.polls_containers() {
+                // identity, container, quota read, polling, publish, permalink read
+                longest = request_timeout.as_chrono() * 4 + poll_timeout.as_chrono();
+            }
+            if http && stale_after.as_chrono() <= longest {
+                return Err(fail(format!(
+                    "dispatcher.stale_after = {stale_after} must exceed the longest publish of channel {name} ({}): a lease must never expire while its request can still be running; raise stale_after or lower {}",
+                    Span::new(longest),
+                    if kind.polls_containers() { "request_timeout / poll_timeout" } else { "request_timeout" }
+                )));
+            }
+            if let Some(site) = &rc.site
+                && !raw.sites.contains_key(site)
+            {
+                return Err(fail(format!("{} = {site:?} names no [sites.{site}] table", key("site"))));
+            }
+            let channel_tz = match &rc.timezone {
+                Some(name) => tz(name, &key("timezone"))?,
+                None => timezone,
+            };
+            channels.insert(
+                channel_name.clone(),
+                ChannelConfig {
+                    name: channel_name,
+                    kind,
+                    daily_limit: rc.daily_limit,
+                    account: rc.account,
+                    token_file: rc.token_file.as_deref().map(resolve),
+                    base_url: rc.base_url,
+                    request_timeout,
+                    timezone: channel_tz,
+                    max_chars: rc.max_chars,
+                    forbidden: rc.forbidden,
+                    required: rc.required,
+                    simulate: rc.simulate.unwrap_or_default(),
+                    path: rc
+                        .path
+                        .as_deref()
+                        .map(resolve)
+                        .unwrap_or_else(|| dir.join("sandbox").join(format!("{name}.jsonl"))),
+                    url: rc.url,
+                    secret_file: rc.secret_file.as_deref().map(resolve),
+                    poll_interval: rc.poll_interval.unwrap_or(Span::seconds(5)),
+                    poll_timeout,
+                    api_version: rc.api_version,
+                    version: rc.version,
+                    author: rc.author,
+                    username: rc.username,
+                    site: rc.site,
+                    slots: rc.slots,
+                    template: rc.template,
+                    auto_approve: rc.auto_approve,
+                },
+            );
+        }
+
+        let mut sinks = BTreeMap::new();
+        for (name, rs) in raw.notify {
+            let key = |k: &str| format!("notify.{name}.{k}");
+            let needs = |present: bool, k: &str| {
+                if present {
+                    Ok(())
+                } else {
+                    Err(fail(format!("missing required key {} for a {} sink", key(k), rs.kind)))
+                }
+            };
+            match rs.kind.as_str() {
+                "slack" => needs(rs.webhook_file.is_some(), "webhook_file")?,
+                "discord" => {
+                    needs(rs.token_file.is_some(), "token_file")?;
+                    needs(rs.channel_id.is_some(), "channel_id")?;
+                }
+                "webhook" => needs(rs.url.is_some(), "url")?,
+                other => {
+                    return Err(fail(format!(
+                        "{} = {other:?}: expected \"slack\", \"discord\" or \"webhook\"",
+                        key("kind")
+                    )));
+                }
+            }
+            for event in &rs.events {
+                if !EVENTS.contains(&event.as_str()) {
+                    return Err(fail(format!(
+                        "{}: unknown event {event:?}; events are {}",
+                        key("events"),
+                        EVENTS.join(", ")
+                    )));
+                }
+            }
+            for (url, k) in [(&rs.url, "url"), (&rs.base_url, "base_url")] {
+                if let Some(url) = url {
+                    airlock_platforms::http::check_base_url(url).map_err(|e| fail(format!("{}: {e}", key(k))))?;
+                }
+            }
+            sinks.insert(
+                name.clone(),
+                SinkConfig {
+                    name,
+                    kind: rs.kind,
+                    events: rs.events,
+                    webhook_file: rs.webhook_file.as_deref().map(resolve),
+                    token_file: rs.token_file.as_deref().map(resolve),
+                    channel_id: rs.channel_id,
+                    url: rs.url,
+                    secret_file: rs.secret_file.as_deref().map(resolve),
+                    base_url: rs.base_url,
+                    request_timeout: rs.request_timeout.unwrap_or(Span::seconds(10)),
+                },
+            );
+        }
+
+        let sites = raw
+            .sites
+            .into_iter()
+            .map(|(name, rs)| {
+                let site = SiteConfig {
+                    name: name.clone(),
+                    dir: resolve(&rs.dir),
+                    base_url: rs.base_url.trim_end_matches('/').to_owned(),
+                    media_prefix: rs.media_prefix,
+                    reuse_after: rs.reuse_after.unwrap_or(Span::new(chrono::Duration::days(60))),
+                };
+                (name, site)
+            })
+            .collect();
+
+        Ok(Config {
+            path: path.to_path_buf(),
+            dir,
+            timezone,
+            database,
+            listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
+            allowed_origins: raw.server.allowed_origins.unwrap_or_default(),
+            stale_after,
+            poll_interval: raw.dispatcher.poll_interval.unwrap_or(Span::seconds(30)),
+            max_attempts,
+            pause_after_failures: raw.dispatcher.pause_after_failures.unwrap_or(3).max(1),
+            workers: raw.dispatcher.workers.unwrap_or(2).max(1),
+            window: WindowRule {
+                window: raw.quota.window.unwrap_or(Span::minutes(60)).as_chrono(),
+                limit: window_limit,
+            },
+            channels,
+            sinks,
+            sites,
+        })
+    }
+
+    /// The settings `app` runs with.
+    pub fn app_settings(&self) -> AppSettings {
+        let mut settings = AppSettings::new(self.timezone);
+        settings.window = self.window;
+        settings.stale_after = self.stale_after.as_chrono();
+        settings.max_attempts = self.max_attempts;
+        settings.pause_after_failures = self.pause_after_failures;
+        settings.notify = self
+            .sinks
+            .values()
+            .map(|sink| NotifyRoute {
+                sink: sink.name.clone(),
+                events: sink.events.clone(),
+            })
+            .collect();
+        for channel in self.channels.values() {
+            let mut settings_channel =
+                ChannelSettings::new(channel.name.clone(), channel.kind, channel.daily_limit, channel.timezone);
+            settings_channel.account = channel.account.clone();
+            settings_channel.policy =
+                channel
+                    .kind
+                    .policy_with(channel.max_chars, channel.forbidden.clone(), channel.required.clone());
+            settings_channel.source_dir = channel
+                .site
+                .as_ref()
+                .and_then(|site| self.sites.get(site))
+                .map(|site| site.dir.clone());
+            settings = settings.with_channel(settings_channel);
+        }
+        settings
+    }
+}
+
+/// Refuses keys that do not apply to a channel's kind, naming them.
+fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<(), String> {
+    use ChannelKind::*;
+    let keys: [(&str, bool, &[ChannelKind]); 12] = [
+        ("simulate", rc.simulate.is_some(), &[Sandbox]),
+        ("path", rc.path.is_some(), &[Sandbox]),
+        ("url", rc.url.is_some(), &[Webhook]),
+        ("secret_file", rc.secret_file.is_some(), &[Webhook]),
+        ("token_file", rc.token_file.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
+        ("account", rc.account.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
+        ("base_url", rc.base_url.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
+        ("poll_interval", rc.poll_interval.is_some(), &[Threads, Instagram]),
+        ("poll_timeout", rc.poll_timeout.is_some(), &[Threads, Instagram]),
+        ("api_version", rc.api_version.is_some(), &[Instagram]),
+        ("version", rc.version.is_some() || rc.author.is_some(), &[Linkedin]),
+        ("username", rc.username.is_some(), &[Wordpress]),
+    ];
+    for (key, present, kinds) in keys {
+        if present && !kinds.contains(&kind) {
+            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            return Err(format!(
+                "channels.{name}.{key} does not apply to a {kind} channel (only to {})",
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a relative SQLite path against the config directory.
+fn resolve_database(url: &str, dir: &Path) -> Result<String, String> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(url.to_owned());
+    }
+    let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+        return Err(format!(
+            "database = {url:?}: expected sqlite://PATH or postgres://USER@HOST/DB"
+        ));
+    };
+    if path.is_empty() {
+        return Err("database = \"sqlite://\" names no file".into());
+    }
+    let path = Path::new(path);
+    let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
+    Ok(format!("sqlite://{}", path.display()))
+}
+
+/// toml's errors span several lines (a source excerpt); keep the message on one line.
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let location = lines.first().copied().unwrap_or_default();
+    let message = lines.last().copied().unwrap_or_default();
+    if lines.len() > 1 {
+        format!("{} ({})", message, location.trim_start_matches("TOML parse error ").trim_end_matches(':'))
+    } else {
+        message.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("/etc/airlock/airlock.toml"), text)
+    }
+
+    const SPEC_EXAMPLE: &str = r#"
+timezone = "Asia/Tokyo"
+database = "sqlite://airlock.db"
+
+[server]
+listen = "127.0.0.1:8080"
+
+[dispatcher]
+stale_after = "15m"
+poll_interval = "30s"
+max_attempts = 3
+pause_after_failures = 3
+
+[quota]
+window = "60m"
+window_limit = 3
+
+[channels.threads-main]
+kind = "threads"
+token_file = "credentials/threads-access-token"
+account = "example_user"
+daily_limit = 3
+max_chars = 500
+forbidden = ["guaranteed to meet the cat"]
+required = ["Please respect the cats' own pace."]
+
+[channels.sandbox]
+kind = "sandbox"
+daily_limit = 10
+
+[notify.ops]
+kind = "discord"
+token_file = "credentials/discord-bot-token"
+channel_id = "123456789"
+events = ["published", "failed", "needs_review", "paused"]
+"#;
+
+    #[test]
+    fn the_spec_example_parses_with_paths_resolved() {
+        let config = parse(SPEC_EXAMPLE).unwrap();
+        assert_eq!(config.database, "sqlite:///etc/airlock/airlock.db");
+        let threads = &config.channels[&ChannelName::parse("threads-main").unwrap()];
+        assert_eq!(
+            threads.token_file.as_deref(),
+            Some(Path::new("/etc/airlock/credentials/threads-access-token"))
+        );
+        assert_eq!(threads.timezone, chrono_tz::Asia::Tokyo);
+        let sandbox = &config.channels[&ChannelName::parse("sandbox").unwrap()];
+        assert_eq!(sandbox.path, Path::new("/etc/airlock/sandbox/sandbox.jsonl"));
+        assert_eq!(config.window.limit, 3);
+        let settings = config.app_settings();
+        assert_eq!(settings.channels.len(), 2);
+        assert_eq!(settings.notify[0].sink, "ops");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name_and_file() {
+        let err = parse("timezone = \"UTC\"\ncolour = \"blue\"\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("/etc/airlock/airlock.toml"), "{msg}");
+        assert!(msg.contains("colour"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsimulte = \"ok\"\n").unwrap_err();
+        assert!(err.to_string().contains("simulte"), "{err}");
+    }
+
+    #[test]
+    fn missing_required_keys_are_named() {
+        let err = parse("[channels.s]\nkind = \"sandbox\"\n").unwrap_err();
+        assert!(err.to_string().contains("daily_limit"), "{err}");
+        let err = parse("[channels.t]\nkind = \"threads\"\ndaily_limit = 1\naccount = \"a\"\n").unwrap_err();
+        assert!(err.to_string().contains("channels.t.token_file"), "{err}");
+    }
+
+    #[test]
+    fn keys_of_other_kinds_are_refused() {
+        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nurl = \"https://x.example\"\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("channels.s.url does not apply"), "{err}");
+    }
+
+    #[test]
+    fn a_lease_must_outlast_every_request() {
+        let text = "[dispatcher]\nstale_after = \"30s\"\n[channels.w]\nkind = \"webhook\"\ndaily_limit = 1\nurl = \"https://x.example/hook\"\nrequest_timeout = \"30s\"\n";
+        let err = parse(text).unwrap_err();
+        assert!(err.to_string().contains("stale_after"), "{err}");
+        let text = "[dispatcher]\nstale_after = \"5m\"\n[channels.t]\nkind = \"threads\"\ndaily_limit = 1\ntoken_file = \"t\"\naccount = \"a\"\n";
+        let err = parse(text).unwrap_err();
+        assert!(err.to_string().contains("poll_timeout"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_are_explained() {
+        assert!(parse("timezone = \"Mars/Olympus\"\n").unwrap_err().to_string().contains("IANA"));
+        assert!(
+            parse("[dispatcher]\nstale_after = \"15 minutes\"\n")
+                .unwrap_err()
+                .to_string()
+                .contains("15m")
+        );
+        assert!(parse("database = \"mysql://x\"\n").unwrap_err().to_string().contains("sqlite://"));
+        let err = parse("[channels.w]\nkind = \"webhook\"\ndaily_limit = 1\nurl = \"http://example.com/hook\"\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("https"), "{err}");
+        let err = parse("[notify.n]\nkind = \"webhook\"\nurl = \"https://x.example\"\nevents = [\"posted\"]\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown event"), "{err}");
+    }
+}

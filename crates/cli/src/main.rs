@@ -1,0 +1,209 @@
+//! `airlock`: the one binary. Parses the command line, loads `airlock.toml`, wires the
+//! store, adapters and app together, runs the command, and maps what happened to the
+//! exit codes of SPEC §7: `0` success, `1` operational failure, `2` refused (with a
+//! one-line reason on stderr).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+mod admin;
+mod config;
+mod demo;
+mod output;
+mod post;
+mod run;
+mod wiring;
+
+/// airlock: the one door between AI agents and the outside world.
+#[derive(Debug, Parser)]
+#[command(name = "airlock", version, about, long_about = None)]
+struct Cli {
+    /// Configuration file (default ./airlock.toml, or AIRLOCK_CONFIG).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write a commented airlock.toml with a sandbox channel, create the store, print an operator token.
+    Init {
+        /// Directory to initialize (default: current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Set up a demo workspace with sample posts in every state, and serve its dashboard.
+    Demo(demo::DemoArgs),
+    /// Run the HTTP API, dashboard, MCP endpoint, dispatcher, reaper and notification deliverer.
+    Serve,
+    /// One pass: reap, reconcile, publish what is due, deliver notifications (for cron).
+    Dispatch {
+        /// Required: run one pass and exit.
+        #[arg(long)]
+        once: bool,
+        /// Only publish on this channel (repeatable).
+        #[arg(long = "channel", value_name = "C")]
+        channels: Vec<String>,
+        /// Print what happened as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drafts and the post lifecycle.
+    #[command(subcommand)]
+    Post(post::PostCommand),
+    /// Pause publishing on one channel or everywhere.
+    Pause(PauseArgs),
+    /// Resume publishing on one channel or everywhere.
+    Resume(ScopeArgs),
+    /// Quota use per channel and for the rolling window, with when the next slot frees.
+    Quota {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// API tokens for agents and dashboards.
+    #[command(subcommand)]
+    Token(admin::TokenCommand),
+    /// Configured channels with pause state and today's use.
+    Channels {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply pending migrations and exit.
+    Migrate,
+    /// Check config, store, ledger invariants and credential files.
+    Doctor {
+        /// Also check each channel's account with its platform.
+        #[arg(long)]
+        online: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct ScopeArgs {
+    /// The channel (or --all).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    channel: Option<String>,
+    /// Every channel.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Debug, Args)]
+struct PauseArgs {
+    #[command(flatten)]
+    scope: ScopeArgs,
+    /// Why (shown to everyone who looks).
+    #[arg(long)]
+    reason: String,
+}
+
+/// A command's failure: a refusal (exit 2) or an operational failure (exit 1).
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// Refused: invalid input, policy, illegal transition, quota, paused.
+    pub fn refused(message: impl Into<String>) -> Self {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// Failed: store unreachable, a publish that ended failed or needs review.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<airlock_app::Error> for Failure {
+    fn from(e: airlock_app::Error) -> Self {
+        if e.is_refusal() {
+            Failure::refused(e.to_string())
+        } else {
+            Failure::failed(e.to_string())
+        }
+    }
+}
+
+impl From<config::ConfigError> for Failure {
+    fn from(e: config::ConfigError) -> Self {
+        Failure::refused(e.to_string())
+    }
+}
+
+/// The outcome of a command.
+pub type CmdResult = Result<(), Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("airlock: {}", failure.message.replace('\n', " "));
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(cli: Cli) -> CmdResult {
+    let config_path = config::locate(cli.config.as_deref());
+    let load = || config::Config::load(&config_path);
+    match cli.command {
+        Command::Init { dir } => demo::init(dir).await,
+        Command::Demo(args) => demo::demo(args).await,
+        Command::Serve => run::serve(&load()?).await,
+        Command::Dispatch {
+            once,
+            channels,
+            json,
+        } => {
+            if !once {
+                return Err(Failure::refused(
+                    "dispatch needs --once (for cron); `airlock serve` runs the dispatcher continuously",
+                ));
+            }
+            run::dispatch_once(&load()?, &channels, json).await
+        }
+        Command::Post(command) => post::run(&load()?, command).await,
+        Command::Pause(args) => {
+            admin::pause(&load()?, args.scope.channel.as_deref(), &args.reason).await
+        }
+        Command::Resume(args) => admin::resume(&load()?, args.channel.as_deref()).await,
+        Command::Quota { json } => admin::quota(&load()?, json).await,
+        Command::Token(command) => admin::token(&load()?, command).await,
+        Command::Channels { json } => admin::channels(&load()?, json).await,
+        Command::Migrate => {
+            let config = load()?;
+            wiring::open_store(&config).await?;
+            println!("migrations applied: {}", config.database);
+            Ok(())
+        }
+        Command::Doctor { online } => admin::doctor(&config_path, online).await,
+    }
+}

@@ -1,0 +1,333 @@
+//! `airlock post ...`: drafts and the post lifecycle, acting as the local operator.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::review::Resolution;
+use airlock_app::{App, Principal};
+use airlock_core::{ChannelName, Media, Post, PostId, PostStatus};
+use airlock_store::PostFilter;
+
+use crate::config::Config;
+use crate::output::{print_json, print_post_line, print_post_detail, print_posts};
+use crate::{CmdResult, Failure, wiring};
+
+#[derive(Debug, Subcommand)]
+pub enum PostCommand {
+    /// Create a draft; prints its id.
+    Add(AddArgs),
+    /// Edit a draft (an approved post goes back to draft).
+    Edit(EditArgs),
+    /// Approve a draft (the content policy must pass).
+    Approve(IdArgs),
+    /// Reject a draft or an approved post, with a reason.
+    Reject {
+        #[command(flatten)]
+        id: IdArgs,
+        /// Why.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Withdraw an approval.
+    Unapprove(IdArgs),
+    /// Discard a draft.
+    Discard(IdArgs),
+    /// Publish an approved post now, through the guarded path.
+    Publish(IdArgs),
+    /// List posts, newest first.
+    List {
+        /// Only this status.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this channel.
+        #[arg(long)]
+        channel: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a post with its events, intents and reservation.
+    Show(IdArgs),
+    /// Settle a post that needs review.
+    Resolve {
+        #[command(flatten)]
+        id: IdArgs,
+        /// It went out.
+        #[arg(long, conflicts_with = "not_published", required_unless_present = "not_published")]
+        published: bool,
+        /// Where it went out.
+        #[arg(long, requires = "published")]
+        permalink: Option<String>,
+        /// It did not go out.
+        #[arg(long)]
+        not_published: bool,
+    },
+    /// Return a failed post to the queue.
+    Requeue(IdArgs),
+    /// Add a note to a post's timeline.
+    Note {
+        #[command(flatten)]
+        id: IdArgs,
+        /// The note.
+        #[arg(long)]
+        text: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    /// The post id.
+    id: String,
+    /// Print the post as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The channel.
+    #[arg(long)]
+    channel: String,
+    /// The text.
+    #[arg(long, conflicts_with = "text_file", required_unless_present = "text_file")]
+    text: Option<String>,
+    /// Read the text from a file.
+    #[arg(long, value_name = "F")]
+    text_file: Option<PathBuf>,
+    /// Title (article channels).
+    #[arg(long)]
+    title: Option<String>,
+    /// When it may go out: RFC 3339 or `now`.
+    #[arg(long, value_name = "TIME")]
+    at: Option<String>,
+    /// Media `URL` or `URL|ALT` (repeatable).
+    #[arg(long, value_name = "URL[|ALT]")]
+    media: Vec<String>,
+    /// A link.
+    #[arg(long)]
+    link: Option<String>,
+    /// A test post: published only on sandbox channels, never counted.
+    #[arg(long)]
+    test: bool,
+    /// Print the post as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// The post id.
+    id: String,
+    /// New text.
+    #[arg(long, conflicts_with = "text_file")]
+    text: Option<String>,
+    /// Read the new text from a file.
+    #[arg(long, value_name = "F")]
+    text_file: Option<PathBuf>,
+    /// New title (empty clears it).
+    #[arg(long)]
+    title: Option<String>,
+    /// New time: RFC 3339 or `now`.
+    #[arg(long, value_name = "TIME")]
+    at: Option<String>,
+    /// Replace the media with these (repeatable).
+    #[arg(long, value_name = "URL[|ALT]")]
+    media: Vec<String>,
+    /// Remove all media.
+    #[arg(long, conflicts_with = "media")]
+    no_media: bool,
+    /// New link (empty clears it).
+    #[arg(long)]
+    link: Option<String>,
+    /// Print the post as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_id(id: &str) -> Result<PostId, Failure> {
+    id.parse().map_err(|e: airlock_core::InvalidValue| Failure::refused(e.to_string()))
+}
+
+fn read_text(text: Option<String>, file: Option<PathBuf>) -> Result<Option<String>, Failure> {
+    match (text, file) {
+        (Some(text), _) => Ok(Some(text)),
+        (None, Some(path)) => std::fs::read_to_string(&path).map(Some).map_err(|e| {
+            Failure::refused(format!("cannot read --text-file {}: {e}", path.display()))
+        }),
+        (None, None) => Ok(None),
+    }
+}
+
+fn parse_media(args: &[String]) -> Result<Vec<Media>, Failure> {
+    args.iter()
+        .map(|m| Media::parse_cli(m).map_err(|e| Failure::refused(e.to_string())))
+        .collect()
+}
+
+fn show(post: &Post, json: bool, verb: &str) {
+    if json {
+        print_json(post);
+    } else {
+        println!("post {} {verb}", post.id);
+        print_post_line(post);
+    }
+}
+
+pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
+    let needs_adapters = matches!(command, PostCommand::Publish(_));
+    let app = if needs_adapters {
+        wiring::app_for_publishing(config).await?
+    } else {
+        wiring::app_for_ledger(config).await?
+    };
+    let me = Principal::cli();
+    match command {
+        PostCommand::Add(args) => add(&app, &me, args).await,
+        PostCommand::Edit(args) => {
+            let id = parse_id(&args.id)?;
+            let input = EditInput {
+                text: read_text(args.text, args.text_file)?,
+                title: args.title,
+                media: if args.no_media {
+                    Some(Vec::new())
+                } else if args.media.is_empty() {
+                    None
+                } else {
+                    Some(parse_media(&args.media)?)
+                },
+                link: args.link,
+                scheduled_at: args.at,
+            };
+            let post = app.edit_post(&me, id, input).await?;
+            show(&post, args.json, "edited");
+            Ok(())
+        }
+        PostCommand::Approve(args) => {
+            let post = app.approve(&me, parse_id(&args.id)?).await?;
+            show(&post, args.json, "approved");
+            Ok(())
+        }
+        PostCommand::Reject { id, reason } => {
+            let post = app.reject(&me, parse_id(&id.id)?, &reason).await?;
+            show(&post, id.json, "rejected");
+            Ok(())
+        }
+        PostCommand::Unapprove(args) => {
+            let post = app.unapprove(&me, parse_id(&args.id)?).await?;
+            show(&post, args.json, "unapproved");
+            Ok(())
+        }
+        PostCommand::Discard(args) => {
+            let id = parse_id(&args.id)?;
+            app.discard(&me, id).await?;
+            if args.json {
+                print_json(&serde_json::json!({"id": id, "discarded": true}));
+            } else {
+                println!("post {id} discarded");
+            }
+            Ok(())
+        }
+        PostCommand::Publish(args) => {
+            let post = app.publish_now(&me, parse_id(&args.id)?).await?;
+            show(&post, args.json, "published");
+            Ok(())
+        }
+        PostCommand::List {
+            status,
+            channel,
+            limit,
+            json,
+        } => {
+            let filter = PostFilter {
+                status: status
+                    .map(|s| s.parse::<PostStatus>())
+                    .transpose()
+                    .map_err(|e| Failure::refused(e.to_string()))?,
+                channel: channel
+                    .map(|c| app.channel(&c).map(|c| c.name.clone()))
+                    .transpose()?,
+                before: None,
+                limit: Some(limit.clamp(1, 10_000)),
+            };
+            let posts = app.list_posts(&me, &filter).await?;
+            if json {
+                print_json(&posts);
+            } else {
+                print_posts(&posts);
+            }
+            Ok(())
+        }
+        PostCommand::Show(args) => {
+            let detail = app.get_post(&me, parse_id(&args.id)?).await?;
+            if args.json {
+                print_json(&detail);
+            } else {
+                print_post_detail(&detail);
+            }
+            Ok(())
+        }
+        PostCommand::Resolve {
+            id,
+            published,
+            permalink,
+            not_published: _,
+        } => {
+            let resolution = if published {
+                Resolution::Published { permalink }
+            } else {
+                Resolution::NotPublished
+            };
+            let post = app.resolve(&me, parse_id(&id.id)?, resolution).await?;
+            show(&post, id.json, "resolved");
+            Ok(())
+        }
+        PostCommand::Requeue(args) => {
+            let post = app.requeue(&me, parse_id(&args.id)?).await?;
+            show(&post, args.json, "requeued");
+            Ok(())
+        }
+        PostCommand::Note { id, text } => {
+            let post_id = parse_id(&id.id)?;
+            app.add_note(&me, post_id, &text).await?;
+            if id.json {
+                print_json(&serde_json::json!({"id": post_id, "noted": true}));
+            } else {
+                println!("post {post_id}: note added");
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
+    let text = read_text(args.text, args.text_file)?.unwrap_or_default();
+    let input = DraftInput {
+        channel: args.channel,
+        text,
+        title: args.title,
+        media: parse_media(&args.media)?,
+        link: args.link,
+        scheduled_at: args.at,
+        test: args.test,
+    };
+    let created = app.create_post(me, input, None, DraftOrigin::default()).await?;
+    if args.json {
+        print_json(&created.post);
+    } else {
+        println!("{}", created.post.id);
+    }
+    Ok(())
+}
+
+/// Channel names as given on the command line, checked against the configuration.
+pub fn channel_list(app: &App, names: &[String]) -> Result<Vec<ChannelName>, Failure> {
+    names
+        .iter()
+        .map(|name| app.channel(name).map(|c| c.name.clone()).map_err(Failure::from))
+        .collect()
+}

