@@ -116,7 +116,7 @@ impl Dispatcher {
             }
             let wait = self.idle_wait().await;
             tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
+                _ = self.app.store().wait_for_due(wait) => {}
                 _ = self.app.wake().notified() => {}
                 _ = shutdown.cancelled() => break,
             }

@@ -291,6 +291,11 @@ impl Store for SqliteStore {
         admin::check_invariants(&self.pool, now).await
     }
 
+    async fn wait_for_due(&self, timeout: StdDuration) {
+        // SQLite has no cross-process signal; in-process wake-ups come from the app.
+        tokio::time::sleep(timeout).await;
+    }
+
     async fn sources_used(
         &self,
         channel: &ChannelName,

@@ -648,6 +648,11 @@ pub trait Store: Send + Sync + 'static {
     /// Ledger invariants that do not hold, each a sentence (empty when healthy).
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>>;
 
+    /// Waits until another process may have made a post due (approved, requeued,
+    /// resumed), or `timeout` passes. A wake-up is a hint, never the record: callers look
+    /// at the ledger afterwards. Backends without cross-process signals just sleep.
+    async fn wait_for_due(&self, timeout: std::time::Duration);
+
     /// When each source path was last used on a channel (SPEC §9 `reuse_after`).
     async fn sources_used(
         &self,
