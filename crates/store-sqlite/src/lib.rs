@@ -203,9 +203,9 @@ impl Store for SqliteStore {
         publish::next_due_at(&self.pool, channels, test_channels).await
     }
 
-    async fn quota_rows(&self, since: DateTime<Utc>) -> Result<QuotaRows> {
+    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        publish::live_reservations(&mut conn, since, Utc::now()).await
+        publish::live_reservations(&mut conn, since, now).await
     }
 
     async fn pause(

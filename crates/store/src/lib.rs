@@ -578,8 +578,9 @@ pub trait Store: Send + Sync + 'static {
         test_channels: &[ChannelName],
     ) -> Result<Option<DateTime<Utc>>>;
 
-    /// Live reservations that count at or after `since` (and every unsent one).
-    async fn quota_rows(&self, since: DateTime<Utc>) -> Result<QuotaRows>;
+    /// Live reservations that count at or after `since` (and every unsent one), checked
+    /// fail-closed against `now`.
+    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows>;
 
     /// Sets a pause; `false` if the scope was already paused.
     async fn pause(
