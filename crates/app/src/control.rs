@@ -141,7 +141,7 @@ impl App {
             .min()
             .unwrap_or(now);
         let since = earliest_day.min(now - settings.window.window);
-        let rows = self.store().quota_rows(since).await?;
+        let rows = self.store().quota_rows(since, now).await?;
         let all = rows.window_counted(now);
         let window = window_usage(now, settings.window, &all);
         let channels = settings
