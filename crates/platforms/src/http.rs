@@ -107,6 +107,77 @@ pub fn describe_transport(err: &reqwest::Error) -> String {
     }
 }
 
+/// An absolute URL: `base` (already checked with [`check_base_url`]) plus path segments,
+/// each percent-encoded so an id from a platform answer cannot change the path, plus
+/// query pairs. Query pairs never carry a secret: tokens travel in headers only.
+pub fn endpoint(base: &str, segments: &[&str], query: &[(&str, &str)]) -> String {
+    let mut url = reqwest::Url::parse(base).expect("base URLs are checked when a channel is built");
+    if let Ok(mut path) = url.path_segments_mut() {
+        path.pop_if_empty().extend(segments);
+    }
+    if !query.is_empty() {
+        url.query_pairs_mut().extend_pairs(query);
+    }
+    url.into()
+}
+
+/// `application/x-www-form-urlencoded` text for a request body.
+pub fn form_body(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
+}
+
+/// A platform's answer: status, headers and body, read in full.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body; `None` when it broke off after the status line arrived.
+    pub body: Option<String>,
+}
+
+impl Answer {
+    /// Whether the status is 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body, or the empty string when it broke off.
+    pub fn text(&self) -> &str {
+        self.body.as_deref().unwrap_or("")
+    }
+
+    /// The body as JSON, if it is JSON.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_str(self.text()).ok()
+    }
+}
+
+/// Sends a request and reads the whole answer. `Err` only when no status line arrived.
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error> {
+    let response = request.send().await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.text().await.ok();
+    Ok(Answer {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The platform's id in a JSON answer: a non-empty string or a number.
+pub(crate) fn id_string(value: Option<&serde_json::Value>) -> Option<String> {
+    match value? {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// `Retry-After` in seconds (the HTTP-date form is treated as absent).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     headers
@@ -199,6 +270,23 @@ mod tests {
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn endpoints_encode_segments_and_query() {
+        assert_eq!(
+            endpoint(
+                "https://graph.threads.net",
+                &["v1.0", "me", "threads_publish"],
+                &[("creation_id", "17")]
+            ),
+            "https://graph.threads.net/v1.0/me/threads_publish?creation_id=17"
+        );
+        assert_eq!(
+            endpoint("http://127.0.0.1:9/blog", &["wp-json", "a/b"], &[]),
+            "http://127.0.0.1:9/blog/wp-json/a%2Fb"
+        );
+        assert_eq!(form_body(&[("text", "a b&c")]), "text=a+b%26c");
     }
 
     #[test]

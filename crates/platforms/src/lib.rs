@@ -7,7 +7,13 @@
 //!
 //! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
 //! no redirects, https-only base URLs, transport classification, redaction), and one
-//! module per kind: [`sandbox`], [`webhook`].
+//! module per kind: [`sandbox`], [`webhook`], [`threads`], [`instagram`], [`linkedin`],
+//! [`wordpress`]. Threads and Instagram share Meta's Graph API conventions (error
+//! envelope, container polling, publishing-limit reads) in a private `graph` module.
+//!
+//! Every real-platform adapter sends its token in a header only (never in a query
+//! string), follows no redirect, and renders errors through [`http::Redactor`], so no
+//! reason, note or log line it produces can carry the token.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -15,9 +21,33 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::{ChannelKind, ChannelName, Media, Outcome, PostId};
 
 pub mod credential;
+mod graph;
 pub mod http;
+pub mod instagram;
+pub mod linkedin;
 pub mod sandbox;
+pub mod threads;
 pub mod webhook;
+pub mod wordpress;
+
+/// A channel setting an adapter cannot work with; raised when the adapter is built, so a
+/// bad configuration is refused before anything is sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// The `base_url` would send a token somewhere unsafe.
+    #[error(transparent)]
+    BaseUrl(#[from] http::BaseUrlError),
+    /// Another setting has a value the platform cannot take.
+    #[error("{setting} {value:?} {problem}")]
+    Invalid {
+        /// The setting's name, as in the configuration.
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong and what to write instead.
+        problem: &'static str,
+    },
+}
 
 /// What an adapter needs to publish one post.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,611 @@
+//! Meta's Graph API conventions, shared by [`crate::threads`] and [`crate::instagram`].
+//!
+//! Both platforms publish in two steps: a *container* is created and processed
+//! (repeatable: an unused container just expires after 24 h), then
+//! `…_publish?creation_id=<container>` makes it public (the irreversible step). This
+//! module holds what the two share:
+//!
+//! - requests with the token in an `Authorization: Bearer` header (Meta also accepts an
+//!   `access_token` query parameter; it is never used, so no URL ever carries the token);
+//! - the error envelope `{"error": {"message", "type", "code", "error_subcode",
+//!   "is_transient"}}` and what its codes mean ([`Refusal`]);
+//! - container polling, the publishing-limit read, the permalink read, and the container
+//!   read that settles an unknown outcome.
+//!
+//! It knows neither platform's parameters nor its paths; the adapters pass them in.
+
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use reqwest::header::CONTENT_TYPE;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+use airlock_core::{Outcome, Published};
+
+use crate::http::{
+    Answer, Redactor, describe_transport, endpoint, form_body, id_string, outcome_for_status,
+    retry_after, send, transport_failure, truncate,
+};
+use crate::{Evidence, StepError, Verification};
+
+/// When to look again after a publishing limit was reached. The limits are rolling 24 h
+/// windows whose oldest entry the API does not show, so the exact moment a slot frees is
+/// unknown; an hour keeps the number of refused tries small.
+pub(crate) fn limit_retry() -> Duration {
+    Duration::hours(1)
+}
+
+/// One Graph API host and version, with the channel's token.
+#[derive(Debug)]
+pub(crate) struct Graph {
+    platform: &'static str,
+    base_url: String,
+    version: String,
+    token: SecretString,
+    client: reqwest::Client,
+    timeout: StdDuration,
+    redactor: Redactor,
+}
+
+/// The fields of a container's status read, which differ between the platforms.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ContainerFields {
+    /// The `fields` query value.
+    pub query: &'static str,
+    /// The field holding the state (`IN_PROGRESS`, `FINISHED`, `PUBLISHED`, `ERROR`, `EXPIRED`).
+    pub status: &'static str,
+    /// The field holding the detail on `ERROR`.
+    pub detail: &'static str,
+}
+
+/// What a Graph error means for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The token is invalid, expired or lacks a permission (code 190, 102, 10, 200–299; HTTP 401/403).
+    Credential,
+    /// Throttled or a publishing limit reached (codes 4, 17, 32, 613, 80002, 9/2207042; HTTP 429/408):
+    /// the call was refused before it did anything.
+    Throttled,
+    /// The container cannot be published (not ready, expired, not found): nothing was published.
+    ContainerUnusable,
+    /// The platform failed internally (codes 1, 2, -1, -2, `is_transient`; 5xx).
+    ServerTrouble,
+    /// Any other definite refusal.
+    Refused,
+}
+
+/// The parts of a Graph error envelope that classification and summaries use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GraphError {
+    message: String,
+    code: Option<i64>,
+    subcode: Option<i64>,
+    is_transient: bool,
+}
+
+impl GraphError {
+    /// Reads `{"error": {...}}`; codes may come as numbers or numeric strings.
+    fn parse(body: &str) -> Option<GraphError> {
+        let value: Value = serde_json::from_str(body).ok()?;
+        let error = value.get("error")?.as_object()?;
+        let number = |key: &str| match error.get(key)? {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or("").trim();
+        let message = match text("error_user_msg") {
+            "" => text("message").to_owned(),
+            user_msg => format!("{} ({user_msg})", text("message")),
+        };
+        Some(GraphError {
+            message,
+            code: number("code"),
+            subcode: number("error_subcode"),
+            is_transient: error
+                .get("is_transient")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+}
+
+/// Classifies a non-2xx answer by its Graph code first, its HTTP status second.
+pub(crate) fn refusal(answer: &Answer) -> Refusal {
+    if let Some(error) = GraphError::parse(answer.text()) {
+        match (error.code, error.subcode) {
+            (Some(190 | 102 | 10 | 200..=299), _) => return Refusal::Credential,
+            // "Action restricted as suspected spam": waiting does not lift it.
+            (Some(4), Some(2207051)) => return Refusal::Refused,
+            (Some(9), Some(2207042)) | (Some(4 | 17 | 32 | 613 | 80002), _) => {
+                return Refusal::Throttled;
+            }
+            (Some(9007), _) | (Some(24), Some(4279009)) | (Some(-2), Some(2207020)) => {
+                return Refusal::ContainerUnusable;
+            }
+            (Some(1 | 2 | -1 | -2), _) => return Refusal::ServerTrouble,
+            _ if error.is_transient => return Refusal::ServerTrouble,
+            _ => {}
+        }
+    }
+    match answer.status {
+        401 | 403 => Refusal::Credential,
+        408 | 429 => Refusal::Throttled,
+        400..=499 => Refusal::Refused,
+        _ => Refusal::ServerTrouble,
+    }
+}
+
+const CREDENTIAL_HINT: &str = "the token was refused (invalid, expired or missing a permission): replace the token file, then resume the channel";
+
+impl Graph {
+    /// A Graph client for `base_url` (checked) and `version` (`v1.0`, `v24.0`).
+    pub fn new(
+        platform: &'static str,
+        base_url: String,
+        version: String,
+        token: SecretString,
+        client: reqwest::Client,
+        timeout: StdDuration,
+    ) -> Self {
+        let redactor = Redactor::new([token.clone()]);
+        Graph {
+            platform,
+            base_url,
+            version,
+            token,
+            client,
+            timeout,
+            redactor,
+        }
+    }
+
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> String {
+        let mut path = Vec::with_capacity(segments.len() + 1);
+        path.push(self.version.as_str());
+        path.extend_from_slice(segments);
+        endpoint(&self.base_url, &path, query)
+    }
+
+    async fn get(&self, segments: &[&str], query: &[(&str, &str)]) -> reqwest::Result<Answer> {
+        let request = self
+            .client
+            .get(self.url(segments, query))
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout);
+        send(request).await
+    }
+
+    async fn post(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        form: &[(&str, &str)],
+    ) -> reqwest::Result<Answer> {
+        let request = self
+            .client
+            .post(self.url(segments, query))
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout)
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(form_body(form));
+        send(request).await
+    }
+
+    /// A one-line redacted summary: platform, step, HTTP status, Graph code and message.
+    pub fn summary(&self, what: &str, answer: &Answer) -> String {
+        let detail = match GraphError::parse(answer.text()) {
+            Some(error) => {
+                let code = match (error.code, error.subcode) {
+                    (Some(code), Some(subcode)) => format!(", code {code}/{subcode}"),
+                    (Some(code), None) => format!(", code {code}"),
+                    _ => String::new(),
+                };
+                format!("{code}: {}", truncate(&error.message, 160))
+            }
+            None if answer.text().trim().is_empty() => String::new(),
+            None => format!(": {}", truncate(answer.text().trim(), 120)),
+        };
+        self.redactor.summary(&format!(
+            "{}: {what}: HTTP {}{detail}",
+            self.platform, answer.status
+        ))
+    }
+
+    fn transport_summary(&self, what: &str, err: &reqwest::Error) -> String {
+        self.redactor.summary(&format!(
+            "{}: {what}: {}",
+            self.platform,
+            describe_transport(err)
+        ))
+    }
+
+    /// A failed repeatable step. Nothing irreversible happened, so anything that may pass
+    /// later is transient; only credential problems and definite refusals are not.
+    pub fn step_error(&self, what: &str, answer: &Answer) -> StepError {
+        let reason = self.summary(what, answer);
+        match refusal(answer) {
+            Refusal::Credential => StepError::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            Refusal::Throttled => StepError::Transient {
+                reason: format!("{reason}: the platform limits calls now; nothing was sent"),
+                retry_after: retry_after(&answer.headers).or(Some(limit_retry())),
+            },
+            Refusal::ContainerUnusable | Refusal::ServerTrouble => StepError::Transient {
+                reason,
+                retry_after: retry_after(&answer.headers),
+            },
+            Refusal::Refused => StepError::Rejected {
+                reason,
+                credential: false,
+            },
+        }
+    }
+
+    fn step_json(&self, what: &str, answer: Answer) -> Result<Value, StepError> {
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        answer.json().ok_or_else(|| {
+            StepError::transient(format!(
+                "{}: {what}: HTTP {} with an answer that is not JSON",
+                self.platform, answer.status
+            ))
+        })
+    }
+
+    /// `GET` a repeatable read; a 2xx JSON answer or a classified step error.
+    pub async fn get_json(
+        &self,
+        what: &str,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Value, StepError> {
+        let answer = self
+            .get(segments, query)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        self.step_json(what, answer)
+    }
+
+    /// `POST` a repeatable step (container creation) with a form body.
+    pub async fn post_json(
+        &self,
+        what: &str,
+        segments: &[&str],
+        form: &[(&str, &str)],
+    ) -> Result<Value, StepError> {
+        let answer = self
+            .post(segments, &[], form)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        self.step_json(what, answer)
+    }
+
+    /// Creates a container and returns its id.
+    pub async fn create_container(
+        &self,
+        segments: &[&str],
+        form: &[(&str, &str)],
+    ) -> Result<String, StepError> {
+        let answer = self.post_json("container creation", segments, form).await?;
+        id_string(answer.get("id")).ok_or_else(|| {
+            StepError::transient(format!(
+                "{}: container creation answered without an id; nothing was published",
+                self.platform
+            ))
+        })
+    }
+
+    /// Reads a container's state and detail.
+    pub async fn container_status(
+        &self,
+        container: &str,
+        fields: ContainerFields,
+    ) -> Result<(String, Option<String>), StepError> {
+        let answer = self
+            .get_json(
+                "container status read",
+                &[container],
+                &[("fields", fields.query)],
+            )
+            .await?;
+        let detail = answer
+            .get(fields.detail)
+            .and_then(Value::as_str)
+            .map(|d| self.redactor.summary(d))
+            .filter(|d| !d.is_empty());
+        match answer.get(fields.status).and_then(Value::as_str) {
+            Some(status) => Ok((status.to_owned(), detail)),
+            None => Err(StepError::transient(format!(
+                "{}: container {container} status read has no {}",
+                self.platform, fields.status
+            ))),
+        }
+    }
+
+    /// Polls a new container until it is `FINISHED` (ready to publish).
+    ///
+    /// `ERROR` is a definite refusal (the media or text cannot be processed); `EXPIRED`, a
+    /// container still processing at `poll_timeout`, and read errors that may pass are
+    /// transient: the next attempt creates a new container.
+    pub async fn wait_until_finished(
+        &self,
+        container: &str,
+        fields: ContainerFields,
+        poll_interval: StdDuration,
+        poll_timeout: StdDuration,
+    ) -> Result<(), StepError> {
+        let p = self.platform;
+        let deadline = tokio::time::Instant::now() + poll_timeout;
+        loop {
+            let last = match self.container_status(container, fields).await {
+                Ok((status, detail)) => match status.as_str() {
+                    "FINISHED" => return Ok(()),
+                    "ERROR" => {
+                        return Err(StepError::Rejected {
+                            reason: format!(
+                                "{p}: container {container} failed processing: {}: nothing was published; change the media or text, then requeue",
+                                detail.as_deref().unwrap_or("no error_message given")
+                            ),
+                            credential: false,
+                        });
+                    }
+                    "EXPIRED" => {
+                        return Err(StepError::transient(format!(
+                            "{p}: container {container} expired before it was published; a new one is made on the next attempt"
+                        )));
+                    }
+                    // Only a publish makes a container PUBLISHED, and airlock has not sent
+                    // one: someone else used it. Retrying would make a second post.
+                    "PUBLISHED" => {
+                        return Err(StepError::Rejected {
+                            reason: format!(
+                                "{p}: container {container} reads PUBLISHED although airlock never published it: check the profile by hand before requeueing"
+                            ),
+                            credential: false,
+                        });
+                    }
+                    other => format!("container {container} is {other}"),
+                },
+                Err(e @ StepError::Rejected { .. }) => return Err(e),
+                Err(StepError::Transient { reason, .. }) => reason,
+            };
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(StepError::transient(format!(
+                    "{p}: container not ready after {}s (last: {last}); nothing was published; a new container is made on the next attempt",
+                    poll_timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(poll_interval.min(deadline - now)).await;
+        }
+    }
+
+    /// Reads a publishing-limit endpoint and refuses, with a retry hint, when the rolling
+    /// quota is used up. An answer without both numbers is not trusted (fail closed).
+    pub async fn check_publishing_limit(&self, segments: &[&str]) -> Result<(), StepError> {
+        let p = self.platform;
+        let answer = self
+            .get_json(
+                "publishing limit read",
+                segments,
+                &[("fields", "quota_usage,config")],
+            )
+            .await?;
+        let entry = &answer["data"][0];
+        let usage = entry["quota_usage"].as_i64();
+        let total = entry["config"]["quota_total"].as_i64();
+        match (usage, total) {
+            (Some(usage), Some(total)) if usage >= total => Err(StepError::Transient {
+                reason: format!(
+                    "{p}: the platform's publishing limit is reached ({usage} of {total} posts in its rolling window): nothing was sent; the post is tried again later"
+                ),
+                retry_after: Some(limit_retry()),
+            }),
+            (Some(_), Some(_)) => Ok(()),
+            _ => Err(StepError::transient(format!(
+                "{p}: the publishing limit answer has no quota_usage and quota_total; nothing was sent"
+            ))),
+        }
+    }
+
+    /// The irreversible request: `POST <segments>?creation_id=<container>`, once.
+    pub async fn publish(&self, segments: &[&str], container: &str) -> Outcome {
+        let answer = match self
+            .post(segments, &[("creation_id", container)], &[])
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => return transport_failure(&e).outcome(self.transport_summary("publish", &e)),
+        };
+        if answer.is_success() {
+            // A 2xx whose body broke off or carries no id is still a publish.
+            let id = answer.json().and_then(|v| id_string(v.get("id")));
+            return Outcome::Published(Published {
+                platform_post_id: id,
+                permalink: None,
+            });
+        }
+        self.publish_failure(&answer)
+    }
+
+    /// A non-2xx answer to the irreversible request. The SPEC table decides by status; a
+    /// Graph code refines a 4xx where it proves more (a token refusal, a limit, an unusable
+    /// container) or less (an internal error, which cannot prove nothing was published).
+    fn publish_failure(&self, answer: &Answer) -> Outcome {
+        let reason = self.summary("publish", answer);
+        if !(400..500).contains(&answer.status) || matches!(answer.status, 408 | 429) {
+            return outcome_for_status(answer.status, &answer.headers, reason);
+        }
+        match refusal(answer) {
+            Refusal::Credential => Outcome::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            Refusal::Throttled => Outcome::NotSent {
+                reason: format!("{reason}: refused by the platform's limit; nothing was published"),
+                retry_after: retry_after(&answer.headers).or(Some(limit_retry())),
+            },
+            Refusal::ContainerUnusable => Outcome::NotSent {
+                reason: format!(
+                    "{reason}: the container could not be published, so nothing was; a new container is made on the next attempt"
+                ),
+                retry_after: None,
+            },
+            Refusal::ServerTrouble => Outcome::Unknown {
+                reason: format!(
+                    "{reason}: the platform failed internally; whether it published is unknown"
+                ),
+            },
+            Refusal::Refused => Outcome::Rejected {
+                reason,
+                credential: false,
+            },
+        }
+    }
+
+    /// Reads a published media object back with its permalink.
+    pub async fn verify(&self, media_id: &str) -> Verification {
+        let answer = match self
+            .get_json("read back", &[media_id], &[("fields", "id,permalink")])
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Verification::Failed {
+                    reason: e.to_string(),
+                };
+            }
+        };
+        match id_string(answer.get("id")) {
+            Some(id) if id == media_id => Verification::Verified {
+                permalink: answer
+                    .get("permalink")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_owned),
+            },
+            other => Verification::Failed {
+                reason: format!(
+                    "{}: reading media {media_id} back returned id {other:?}",
+                    self.platform
+                ),
+            },
+        }
+    }
+
+    /// What a container read proves about an unknown outcome: `PUBLISHED` that the post
+    /// went out; `FINISHED`, `EXPIRED` or `ERROR` that it did not (only a publish moves a
+    /// container to `PUBLISHED`). Anything else, or a failed read, proves nothing.
+    pub async fn container_evidence(
+        &self,
+        platform_ref: Option<&str>,
+        fields: ContainerFields,
+    ) -> Evidence {
+        let p = self.platform;
+        let Some(container) = platform_ref.filter(|c| !c.is_empty()) else {
+            return Evidence::Unknown;
+        };
+        let (status, detail) = match self.container_status(container, fields).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(platform = p, reason = %e, "reconcile: container read failed");
+                return Evidence::Unknown;
+            }
+        };
+        match status.as_str() {
+            "PUBLISHED" => Evidence::Published {
+                platform_post_id: None,
+                permalink: None,
+                note: format!(
+                    "{p} container {container} reads PUBLISHED (the container read does not name the media id)"
+                ),
+            },
+            "FINISHED" => Evidence::NotPublished {
+                note: format!(
+                    "{p} container {container} reads FINISHED: processed, never published"
+                ),
+            },
+            "EXPIRED" => Evidence::NotPublished {
+                note: format!("{p} container {container} reads EXPIRED: it expired unpublished"),
+            },
+            "ERROR" => Evidence::NotPublished {
+                note: format!(
+                    "{p} container {container} reads ERROR ({}): it could not have been published",
+                    detail.as_deref().unwrap_or("no detail")
+                ),
+            },
+            _ => Evidence::Unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderMap;
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            headers: HeaderMap::new(),
+            body: Some(body.to_owned()),
+        }
+    }
+
+    #[test]
+    fn graph_codes_refine_the_http_status() {
+        let cases = [
+            (
+                400,
+                r#"{"error":{"code":190,"error_subcode":463}}"#,
+                Refusal::Credential,
+            ),
+            (400, r#"{"error":{"code":"190"}}"#, Refusal::Credential),
+            (
+                400,
+                r#"{"error":{"code":9,"error_subcode":2207042}}"#,
+                Refusal::Throttled,
+            ),
+            (
+                400,
+                r#"{"error":{"code":4,"error_subcode":2207051}}"#,
+                Refusal::Refused,
+            ),
+            (400, r#"{"error":{"code":613}}"#, Refusal::Throttled),
+            (
+                400,
+                r#"{"error":{"code":9007,"error_subcode":2207027}}"#,
+                Refusal::ContainerUnusable,
+            ),
+            (
+                400,
+                r#"{"error":{"code":24,"error_subcode":4279009}}"#,
+                Refusal::ContainerUnusable,
+            ),
+            (
+                400,
+                r#"{"error":{"code":-1,"error_subcode":2207001}}"#,
+                Refusal::ServerTrouble,
+            ),
+            (
+                400,
+                r#"{"error":{"code":100,"is_transient":true}}"#,
+                Refusal::ServerTrouble,
+            ),
+            (400, r#"{"error":{"code":100}}"#, Refusal::Refused),
+            (401, "", Refusal::Credential),
+            (429, "", Refusal::Throttled),
+            (400, "not json", Refusal::Refused),
+            (502, "", Refusal::ServerTrouble),
+        ];
+        for (status, body, expected) in cases {
+            assert_eq!(refusal(&answer(status, body)), expected, "{status} {body}");
+        }
+    }
+}

@@ -1,0 +1,401 @@
+//! `linkedin`: text posts through LinkedIn's Posts API, per platform-apis.md §3.
+//!
+//! A post's path through the adapter:
+//! 1. [`Platform::account`]: `GET /v2/userinfo` (OpenID Connect). The account name is the
+//!    member's `sub`, the stable id LinkedIn issues per app; display names are neither
+//!    unique nor stable, so the channel's `account` is the `sub` (shown by
+//!    `airlock doctor --online`).
+//! 2. [`Platform::prepare`]: learns the author (`urn:li:person:{sub}`, or the organization
+//!    URN the channel names). Nothing is created before the one request.
+//! 3. [`Platform::publish`] (irreversible, once): `POST /rest/posts` with `LinkedIn-Version`
+//!    and `X-Restli-Protocol-Version: 2.0.0`; the post's URN comes back in `x-restli-id`
+//!    and its permalink is `https://www.linkedin.com/feed/update/{urn}/`. A 422
+//!    `DUPLICATE_POST` naming an earlier URN means identical text by this author is already
+//!    out (an earlier attempt whose answer was lost): that is reported as published.
+//! 4. [`Platform::verify`]: unsupported. Reading posts back needs the restricted
+//!    `r_member_social` scope.
+//! 5. [`Platform::reconcile`]: nothing to read, so a person decides. Reconcile never
+//!    re-sends a post to provoke `DUPLICATE_POST`: the duplicate window is unknown, and a
+//!    re-send outside it would publish twice.
+//!
+//! The commentary is the post's text (with its link appended when the text does not carry
+//! it) escaped for LinkedIn's "little" text format, so reserved characters appear as typed
+//! instead of being read as markup (an unescaped one can silently cut the post short).
+//! Media are not supported.
+
+use std::sync::Mutex;
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use airlock_core::{ChannelKind, Outcome, Published};
+
+use crate::http::{
+    Answer, Redactor, check_base_url, describe_transport, endpoint, outcome_for_status,
+    retry_after, send, transport_failure, truncate,
+};
+use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
+
+/// The LinkedIn API host.
+pub const DEFAULT_BASE_URL: &str = "https://api.linkedin.com";
+
+/// The `LinkedIn-Version` used unless the channel names another. Versions stay active for
+/// about a year, so it is a setting.
+pub const DEFAULT_VERSION: &str = "202609";
+
+/// How a `linkedin` channel reaches its member. Built by the CLI from the channel's table.
+#[derive(Debug, Clone)]
+pub struct LinkedinSettings {
+    /// The API host (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
+    pub base_url: String,
+    /// The member access token (`openid profile w_member_social`, plus
+    /// `w_organization_social` to post as an organization).
+    pub token: SecretString,
+    /// The `LinkedIn-Version` header, `YYYYMM` (default [`DEFAULT_VERSION`]).
+    pub version: String,
+    /// Post as this organization (`urn:li:organization:…`) instead of as the member.
+    pub author: Option<String>,
+    /// Bound on each request, the irreversible one included.
+    pub request_timeout: StdDuration,
+}
+
+impl LinkedinSettings {
+    /// Settings with the defaults: the real host, [`DEFAULT_VERSION`], the member as author,
+    /// 30 s requests.
+    pub fn new(token: SecretString) -> Self {
+        LinkedinSettings {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            token,
+            version: DEFAULT_VERSION.to_owned(),
+            author: None,
+            request_timeout: StdDuration::from_secs(30),
+        }
+    }
+}
+
+/// A `linkedin` channel.
+#[derive(Debug)]
+pub struct Linkedin {
+    base_url: String,
+    token: SecretString,
+    version: String,
+    author: Option<String>,
+    client: reqwest::Client,
+    timeout: StdDuration,
+    redactor: Redactor,
+    // The member's `sub`, once read. Never held across an await.
+    sub: Mutex<Option<String>>,
+}
+
+const CREDENTIAL_HINT: &str = "the token was refused (invalid, expired, revoked or missing a scope): replace the token file, then resume the channel";
+
+/// Escapes text for the "little" text format: each reserved character gets a backslash.
+pub fn escape_little_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '|' | '{'
+                | '}'
+                | '@'
+                | '['
+                | ']'
+                | '('
+                | ')'
+                | '<'
+                | '>'
+                | '#'
+                | '\\'
+                | '*'
+                | '_'
+                | '~'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The permalink of a post URN.
+pub fn permalink(urn: &str) -> String {
+    format!("https://www.linkedin.com/feed/update/{urn}/")
+}
+
+/// The first `urn:li:<type>:<id>` in a message (the earlier post a `DUPLICATE_POST` names).
+fn find_urn(message: &str) -> Option<String> {
+    let start = message.find("urn:li:")?;
+    let urn: String = message[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '-'))
+        .collect();
+    let mut parts = urn.splitn(4, ':');
+    let (_, _, kind, id) = (parts.next(), parts.next(), parts.next()?, parts.next()?);
+    (!kind.is_empty() && !id.is_empty()).then_some(urn)
+}
+
+/// Whether an answer is LinkedIn's duplicate-content refusal.
+fn is_duplicate(body: &Value) -> bool {
+    let input_errors = body["errorDetails"]["inputErrors"].as_array();
+    input_errors.is_some_and(|errors| {
+        errors
+            .iter()
+            .any(|e| e["code"].as_str() == Some("DUPLICATE_POST"))
+    }) || body["code"].as_str() == Some("DUPLICATE_POST")
+}
+
+impl Linkedin {
+    /// An adapter with these settings; refuses a `base_url` that could leak the token, a
+    /// malformed version and an author that is not a person or organization URN.
+    pub fn new(settings: LinkedinSettings, client: reqwest::Client) -> Result<Self, SettingsError> {
+        let base_url = check_base_url(&settings.base_url)?;
+        let version = settings.version.trim().to_owned();
+        if version.len() < 6 || !version.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return Err(SettingsError::Invalid {
+                setting: "version",
+                value: version,
+                problem: "is not a LinkedIn-Version: write it as YYYYMM, e.g. \"202609\"",
+            });
+        }
+        if let Some(author) = &settings.author
+            && !(author.starts_with("urn:li:organization:") || author.starts_with("urn:li:person:"))
+        {
+            return Err(SettingsError::Invalid {
+                setting: "author",
+                value: author.clone(),
+                problem: "is not a LinkedIn author URN: write urn:li:organization:<id> (or leave it out to post as the member)",
+            });
+        }
+        Ok(Linkedin {
+            base_url,
+            redactor: Redactor::new([settings.token.clone()]),
+            token: settings.token,
+            version,
+            author: settings.author,
+            client,
+            timeout: settings.request_timeout,
+            sub: Mutex::new(None),
+        })
+    }
+
+    fn summary(&self, what: &str, answer: &Answer) -> String {
+        let body = answer.json().unwrap_or(Value::Null);
+        let code = body["code"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| body["serviceErrorCode"].as_i64().map(|c| c.to_string()));
+        let message = body["message"].as_str().map(str::trim).unwrap_or("");
+        let detail = match (code, message) {
+            (Some(code), "") => format!(", {code}"),
+            (Some(code), message) => format!(", {code}: {}", truncate(message, 160)),
+            (None, "") => String::new(),
+            (None, message) => format!(": {}", truncate(message, 160)),
+        };
+        self.redactor
+            .summary(&format!("linkedin: {what}: HTTP {}{detail}", answer.status))
+    }
+
+    fn transport_summary(&self, what: &str, err: &reqwest::Error) -> String {
+        self.redactor
+            .summary(&format!("linkedin: {what}: {}", describe_transport(err)))
+    }
+
+    /// Who the token belongs to; remembers the `sub` for the author URN.
+    async fn userinfo(&self) -> Result<String, StepError> {
+        let what = "identity read";
+        let request = self
+            .client
+            .get(endpoint(&self.base_url, &["v2", "userinfo"], &[]))
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout);
+        let answer = send(request)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            let reason = self.summary(what, &answer);
+            return Err(match answer.status {
+                401 | 403 => StepError::Rejected {
+                    reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                    credential: true,
+                },
+                400..=499 if !matches!(answer.status, 408 | 429) => StepError::Rejected {
+                    reason,
+                    credential: false,
+                },
+                _ => StepError::Transient {
+                    reason,
+                    retry_after: retry_after(&answer.headers),
+                },
+            });
+        }
+        let sub = answer
+            .json()
+            .and_then(|v| v["sub"].as_str().map(str::trim).map(str::to_owned))
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| StepError::transient("linkedin: userinfo answered without a sub"))?;
+        *self.sub.lock().expect("lock is never poisoned") = Some(sub.clone());
+        Ok(sub)
+    }
+
+    async fn author(&self) -> Result<String, StepError> {
+        if let Some(author) = &self.author {
+            return Ok(author.clone());
+        }
+        let known = self.sub.lock().expect("lock is never poisoned").clone();
+        let sub = match known {
+            Some(sub) => sub,
+            None => self.userinfo().await?,
+        };
+        Ok(format!("urn:li:person:{sub}"))
+    }
+
+    /// A non-2xx answer to the create call.
+    fn publish_failure(&self, answer: &Answer) -> Outcome {
+        let reason = self.summary("create post", answer);
+        let body = answer.json().unwrap_or(Value::Null);
+        if answer.status == 422 && is_duplicate(&body) {
+            // The same author already has a post with this text: the earlier attempt went out
+            // (or someone posted it by hand). Either way it is public; publishing is done.
+            let urn = body["message"].as_str().and_then(find_urn);
+            tracing::warn!(urn = ?urn, "linkedin: DUPLICATE_POST; the earlier post counts as this publish");
+            return Outcome::Published(Published {
+                permalink: urn.as_deref().map(permalink),
+                platform_post_id: urn,
+            });
+        }
+        match answer.status {
+            426 => Outcome::Rejected {
+                reason: format!(
+                    "{reason}: LinkedIn-Version {} is no longer active; set a current version (YYYYMM) in the channel",
+                    self.version
+                ),
+                credential: false,
+            },
+            401 | 403 => Outcome::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            status => outcome_for_status(status, &answer.headers, reason),
+        }
+    }
+}
+
+#[async_trait]
+impl Platform for Linkedin {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Linkedin
+    }
+
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        let sub = self.userinfo().await?;
+        Ok(Some(Account {
+            username: sub.clone(),
+            id: Some(format!("urn:li:person:{sub}")),
+        }))
+    }
+
+    async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        if !req.media.is_empty() {
+            return Err(StepError::Rejected {
+                reason: "linkedin: this channel publishes text posts only; remove the media".into(),
+                credential: false,
+            });
+        }
+        self.author().await?;
+        Ok(Prepared::default())
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
+        let author = match self.author().await {
+            Ok(author) => author,
+            Err(e) => {
+                return Outcome::NotSent {
+                    reason: format!("{e}; nothing was sent"),
+                    retry_after: None,
+                };
+            }
+        };
+        let mut text = req.text.trim_end().to_owned();
+        if let Some(link) = req.link.as_deref().filter(|l| !l.is_empty())
+            && !text.contains(link)
+        {
+            text = format!("{text}\n\n{link}");
+        }
+        let body = json!({
+            "author": author,
+            "commentary": escape_little_text(&text),
+            "visibility": "PUBLIC",
+            "distribution": {
+                "feedDistribution": "MAIN_FEED",
+                "targetEntities": [],
+                "thirdPartyDistributionChannels": [],
+            },
+            "lifecycleState": "PUBLISHED",
+            "isReshareDisabledByAuthor": false,
+        });
+        let request = self
+            .client
+            .post(endpoint(&self.base_url, &["rest", "posts"], &[]))
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout)
+            .header("LinkedIn-Version", &self.version)
+            .header("X-Restli-Protocol-Version", "2.0.0")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        let answer = match send(request).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                return transport_failure(&e).outcome(self.transport_summary("create post", &e));
+            }
+        };
+        if answer.is_success() {
+            let urn = answer
+                .headers
+                .get("x-restli-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|urn| urn.starts_with("urn:li:"))
+                .map(str::to_owned);
+            return Outcome::Published(Published {
+                permalink: urn.as_deref().map(permalink),
+                platform_post_id: urn,
+            });
+        }
+        self.publish_failure(&answer)
+    }
+
+    async fn verify(&self, _platform_post_id: &str) -> Verification {
+        Verification::Unsupported
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_characters_are_escaped() {
+        assert_eq!(
+            escape_little_text(r"Cats (and #dogs) @inn [1] <b> *x* _y_ ~z~ a|b {c} \ ok"),
+            r"Cats \(and \#dogs\) \@inn \[1\] \<b\> \*x\* \_y\_ \~z\~ a\|b \{c\} \\ ok"
+        );
+        assert_eq!(escape_little_text("plain text."), "plain text.");
+    }
+
+    #[test]
+    fn the_earlier_urn_is_found_in_a_duplicate_message() {
+        assert_eq!(
+            find_urn("Content is a duplicate of urn:li:share:7123456789012345678."),
+            Some("urn:li:share:7123456789012345678".into())
+        );
+        assert_eq!(
+            find_urn("duplicate of urn:li:ugcPost:42, see"),
+            Some("urn:li:ugcPost:42".into())
+        );
+        assert_eq!(find_urn("no urn here"), None);
+        assert_eq!(find_urn("urn:li:share:"), None);
+    }
+}

@@ -1,0 +1,652 @@
+//! `wordpress`: articles through the WordPress REST API, per platform-apis.md §4.
+//!
+//! A post's path through the adapter:
+//! 1. [`Platform::account`]: `GET /wp-json/wp/v2/users/me?context=edit`. The account name
+//!    is the user's `slug` (the name in its author URL), which the channel's `account` is
+//!    compared with.
+//! 2. [`Platform::prepare`] (repeatable): derives the article's slug from its title (or
+//!    `post-<id>` when the title has no ASCII letters or digits) and looks it up in every
+//!    status. A free slug is kept as the intent's `platform_ref`. A slug held by an article
+//!    with the same title stops the post: that article may be this very post, published by
+//!    an earlier attempt, and only a person can tell. A slug held by another article falls
+//!    back to `<slug>-<post id>`, so the slug stays one airlock chose and can look up later.
+//! 3. [`Platform::publish`] (irreversible, once): `POST /wp-json/wp/v2/posts` with the
+//!    title, the text rendered from Markdown to HTML, `status: "publish"` and the slug. The
+//!    permalink is the answer's `link`. WordPress does not refuse a colliding slug, it
+//!    renames it (`slug-2`); the permalink then carries the name it chose, and a warning
+//!    is logged.
+//! 4. [`Platform::verify`]: reads the article back and checks it is published.
+//! 5. [`Platform::reconcile`]: looks the recorded slug up in every status. An article with
+//!    that slug and the post's title proves the publish happened; no article with that
+//!    slug proves it did not (the lookup is authenticated, so drafts and private articles
+//!    are listed too); anything else is left to a person.
+//!
+//! Authentication is HTTP Basic with an application password, in the header only. Raw HTML
+//! in the Markdown is shown as text, not passed through, and links with schemes other than
+//! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
+//! into the site. Categories, tags, excerpts and featured images are not set.
+
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use airlock_core::{ChannelKind, Outcome, PostId, Published};
+
+use crate::http::{
+    Answer, Redactor, check_base_url, describe_transport, endpoint, id_string, outcome_for_status,
+    retry_after, send, transport_failure, truncate,
+};
+use crate::{
+    Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
+    StepError, Verification,
+};
+
+/// How a `wordpress` channel reaches its site. Built by the CLI from the channel's table.
+#[derive(Debug, Clone)]
+pub struct WordpressSettings {
+    /// The site's address (`https://blog.example`, or with a path for a site in a
+    /// subdirectory); tests point it at a fake.
+    pub base_url: String,
+    /// The WordPress login name the application password belongs to.
+    pub username: String,
+    /// The application password (Users → Profile → Application Passwords).
+    pub app_password: SecretString,
+    /// Bound on each request, the irreversible one included.
+    pub request_timeout: StdDuration,
+    /// Address the API as `/?rest_route=/wp/v2/…`, for sites without pretty permalinks
+    /// (where `/wp-json/` does not exist).
+    pub rest_route: bool,
+}
+
+impl WordpressSettings {
+    /// Settings with the defaults: 30 s requests, `/wp-json/` routing.
+    pub fn new(base_url: String, username: String, app_password: SecretString) -> Self {
+        WordpressSettings {
+            base_url,
+            username,
+            app_password,
+            request_timeout: StdDuration::from_secs(30),
+            rest_route: false,
+        }
+    }
+}
+
+/// A `wordpress` channel.
+#[derive(Debug)]
+pub struct Wordpress {
+    base_url: String,
+    username: String,
+    app_password: SecretString,
+    client: reqwest::Client,
+    timeout: StdDuration,
+    rest_route: bool,
+    redactor: Redactor,
+}
+
+/// Every status an article can be found in by its slug, trash excepted (WordPress renames
+/// a trashed article's slug, so it would not match anyway).
+const ALL_STATUSES: &str = "publish,future,draft,pending,private";
+
+const CREDENTIAL_HINT: &str = "the application password was refused or lacks a capability (some hosts strip the Authorization header): fix the credential file or the user's role, then resume the channel";
+
+/// An article found by slug.
+#[derive(Debug, Clone)]
+struct Found {
+    id: String,
+    slug: String,
+    status: String,
+    title: String,
+    link: Option<String>,
+}
+
+impl Found {
+    fn from_json(value: &Value) -> Option<Found> {
+        let title = &value["title"];
+        Some(Found {
+            id: id_string(value.get("id"))?,
+            slug: value["slug"].as_str().unwrap_or("").to_owned(),
+            status: value["status"].as_str().unwrap_or("").to_owned(),
+            title: title["raw"]
+                .as_str()
+                .or_else(|| title["rendered"].as_str())
+                .or_else(|| title.as_str())
+                .unwrap_or("")
+                .to_owned(),
+            link: value["link"]
+                .as_str()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "article {} ({}, slug {:?}{})",
+            self.id,
+            self.status,
+            self.slug,
+            self.link
+                .as_deref()
+                .map(|l| format!(", {l}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// The slug airlock asks for: the title in lowercase ASCII letters and digits joined by
+/// hyphens, at most 60 characters; `post-<id>` when nothing is left of the title.
+pub fn slug_for(title: &str, post_id: PostId) -> String {
+    let mut slug = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            if slug.len() >= 60 {
+                break;
+            }
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        format!("post-{}", post_id.0)
+    } else {
+        slug.to_owned()
+    }
+}
+
+/// Titles as WordPress may store them (kses encodes a few characters) compared as typed.
+fn same_title(stored: &str, ours: &str) -> bool {
+    let decoded = stored
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#039;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    decoded.trim() == ours.trim()
+}
+
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a link target is harmless: http, https, mailto, or relative.
+fn safe_url(url: &str) -> bool {
+    let scheme_end = url.find(':');
+    let path_start = url.find(['/', '?', '#']);
+    match (scheme_end, path_start) {
+        (None, _) => true,
+        (Some(colon), Some(path)) if path < colon => true,
+        (Some(colon), _) => {
+            let scheme = url[..colon].to_ascii_lowercase();
+            matches!(scheme.as_str(), "http" | "https" | "mailto")
+        }
+    }
+}
+
+/// Renders the post's Markdown (CommonMark with tables, footnotes, strikethrough and task
+/// lists) to HTML, showing raw HTML as text and dropping unsafe link targets.
+pub fn render_markdown(markdown: &str) -> String {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS;
+    let events = Parser::new_ext(markdown, options).map(|event| match event {
+        Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
+        Event::Start(Tag::HtmlBlock) => Event::Start(Tag::Paragraph),
+        Event::End(TagEnd::HtmlBlock) => Event::End(TagEnd::Paragraph),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !safe_url(&dest_url) => Event::Start(Tag::Link {
+            link_type,
+            dest_url: CowStr::Borrowed("#"),
+            title,
+            id,
+        }),
+        Event::Start(Tag::Image {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) if !safe_url(&dest_url) => Event::Start(Tag::Image {
+            link_type,
+            dest_url: CowStr::Borrowed("#"),
+            title,
+            id,
+        }),
+        event => event,
+    });
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
+/// The article body: the rendered text, then the post's images and its link (when the
+/// text does not already carry it).
+fn article_html(req: &PublishRequest) -> String {
+    let mut html = render_markdown(&req.text);
+    for media in &req.media {
+        if !safe_url(&media.url) {
+            continue;
+        }
+        html.push_str(&format!(
+            "<figure><img src=\"{}\" alt=\"{}\" /></figure>\n",
+            escape_html(&media.url),
+            escape_html(media.alt.as_deref().unwrap_or(""))
+        ));
+    }
+    if let Some(link) = req.link.as_deref().filter(|l| !l.is_empty())
+        && !req.text.contains(link)
+        && safe_url(link)
+    {
+        let link = escape_html(link);
+        html.push_str(&format!("<p><a href=\"{link}\">{link}</a></p>\n"));
+    }
+    html
+}
+
+impl Wordpress {
+    /// An adapter with these settings; refuses a `base_url` that could leak the password
+    /// and an empty user name.
+    pub fn new(
+        settings: WordpressSettings,
+        client: reqwest::Client,
+    ) -> Result<Self, SettingsError> {
+        let base_url = check_base_url(&settings.base_url)?;
+        if settings.username.trim().is_empty() || settings.username.contains(':') {
+            return Err(SettingsError::Invalid {
+                setting: "username",
+                value: settings.username,
+                problem: "is not a WordPress login name: give the user the application password belongs to",
+            });
+        }
+        Ok(Wordpress {
+            base_url,
+            username: settings.username.trim().to_owned(),
+            redactor: Redactor::new([settings.app_password.clone()]),
+            app_password: settings.app_password,
+            client,
+            timeout: settings.request_timeout,
+            rest_route: settings.rest_route,
+        })
+    }
+
+    /// The URL of a `wp/v2` route, in the site's routing style.
+    fn url(&self, route: &[&str], query: &[(&str, &str)]) -> String {
+        if self.rest_route {
+            let route = format!("/wp/v2/{}", route.join("/"));
+            let mut pairs = vec![("rest_route", route.as_str())];
+            pairs.extend_from_slice(query);
+            // A trailing slash: `/blog?rest_route=` would be redirected to `/blog/`.
+            endpoint(&self.base_url, &[""], &pairs)
+        } else {
+            let mut segments = vec!["wp-json", "wp", "v2"];
+            segments.extend_from_slice(route);
+            endpoint(&self.base_url, &segments, query)
+        }
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request
+            .basic_auth(&self.username, Some(self.app_password.expose_secret()))
+            .timeout(self.timeout)
+    }
+
+    fn summary(&self, what: &str, answer: &Answer) -> String {
+        let body = answer.json().unwrap_or(Value::Null);
+        let code = body["code"].as_str().unwrap_or("");
+        let message = body["message"].as_str().map(str::trim).unwrap_or("");
+        let detail = match (code, message) {
+            ("", "") => String::new(),
+            (code, "") => format!(", {code}"),
+            ("", message) => format!(": {}", truncate(message, 160)),
+            (code, message) => format!(", {code}: {}", truncate(message, 160)),
+        };
+        self.redactor.summary(&format!(
+            "wordpress: {what}: HTTP {}{detail}",
+            answer.status
+        ))
+    }
+
+    fn transport_summary(&self, what: &str, err: &reqwest::Error) -> String {
+        self.redactor
+            .summary(&format!("wordpress: {what}: {}", describe_transport(err)))
+    }
+
+    /// A failed repeatable read.
+    fn step_error(&self, what: &str, answer: &Answer) -> StepError {
+        let reason = self.summary(what, answer);
+        match answer.status {
+            401 | 403 => StepError::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            404 => StepError::Rejected {
+                reason: format!(
+                    "{reason}: the REST API is not at this address; check base_url (or set rest_route for sites without pretty permalinks)"
+                ),
+                credential: false,
+            },
+            408 | 429 => StepError::Transient {
+                reason,
+                retry_after: retry_after(&answer.headers),
+            },
+            400..=499 => StepError::Rejected {
+                reason,
+                credential: false,
+            },
+            _ => StepError::Transient {
+                reason,
+                retry_after: retry_after(&answer.headers),
+            },
+        }
+    }
+
+    async fn get_json(
+        &self,
+        what: &str,
+        route: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Value, StepError> {
+        let request = self.authorized(self.client.get(self.url(route, query)));
+        let answer = send(request)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        answer.json().ok_or_else(|| {
+            StepError::transient(format!(
+                "wordpress: {what}: HTTP {} with an answer that is not JSON",
+                answer.status
+            ))
+        })
+    }
+
+    /// Every article with exactly this slug, in any status but trash.
+    async fn lookup(&self, slug: &str) -> Result<Vec<Found>, StepError> {
+        let what = "slug lookup";
+        let answer = self
+            .get_json(
+                what,
+                &["posts"],
+                &[
+                    ("slug", slug),
+                    ("status", ALL_STATUSES),
+                    ("context", "edit"),
+                ],
+            )
+            .await?;
+        let Some(items) = answer.as_array() else {
+            return Err(StepError::transient(format!(
+                "wordpress: {what}: the answer is not a list of articles"
+            )));
+        };
+        items
+            .iter()
+            .map(|item| {
+                Found::from_json(item).ok_or_else(|| {
+                    StepError::transient(format!(
+                        "wordpress: {what}: an article in the answer has no id"
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn publish_failure(&self, answer: &Answer) -> Outcome {
+        let reason = self.summary("create article", answer);
+        match answer.status {
+            401 | 403 => Outcome::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            status => outcome_for_status(status, &answer.headers, reason),
+        }
+    }
+}
+
+fn title_of(req: &PublishRequest) -> Option<&str> {
+    req.title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+#[async_trait]
+impl Platform for Wordpress {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Wordpress
+    }
+
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        let me = self
+            .get_json("identity read", &["users", "me"], &[("context", "edit")])
+            .await?;
+        let slug = me["slug"]
+            .as_str()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| StepError::transient("wordpress: users/me answered without a slug"))?;
+        Ok(Some(Account {
+            username: slug.to_owned(),
+            id: id_string(me.get("id")),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        let Some(title) = title_of(req) else {
+            return Err(StepError::Rejected {
+                reason: "wordpress: an article needs a title; add one, then approve again".into(),
+                credential: false,
+            });
+        };
+        let base = slug_for(title, req.post_id);
+        let fallback = format!("{base}-{}", req.post_id.0);
+        for slug in [&base, &fallback] {
+            let found = self.lookup(slug).await?;
+            if let Some(same) = found.iter().find(|f| same_title(&f.title, title)) {
+                return Err(StepError::Rejected {
+                    reason: format!(
+                        "wordpress: {} already has this title: it may be this post, published by an earlier attempt; check the site, then resolve by hand or change the title",
+                        same.describe()
+                    ),
+                    credential: false,
+                });
+            }
+            if found.is_empty() {
+                return Ok(Prepared {
+                    platform_ref: Some(slug.clone()),
+                });
+            }
+        }
+        Err(StepError::Rejected {
+            reason: format!(
+                "wordpress: slugs {base:?} and {fallback:?} are both taken by other articles; change the title, then requeue"
+            ),
+            credential: false,
+        })
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
+        let (Some(slug), Some(title)) = (prepared.platform_ref.as_deref(), title_of(req)) else {
+            return Outcome::NotSent {
+                reason:
+                    "wordpress: no slug was prepared or the post has no title; nothing was sent"
+                        .into(),
+                retry_after: None,
+            };
+        };
+        let body = json!({
+            "title": title,
+            "content": article_html(req),
+            "status": "publish",
+            "slug": slug,
+        });
+        let request = self
+            .authorized(self.client.post(self.url(&["posts"], &[])))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        let answer = match send(request).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                return transport_failure(&e).outcome(self.transport_summary("create article", &e));
+            }
+        };
+        if !answer.is_success() {
+            return self.publish_failure(&answer);
+        }
+        // A 2xx whose body broke off or cannot be read is still a publish.
+        let found = answer.json().as_ref().and_then(Found::from_json);
+        if let Some(found) = &found
+            && found.slug != slug
+        {
+            tracing::warn!(
+                requested = slug,
+                chosen = %found.slug,
+                "wordpress: the slug collided; WordPress renamed it and the permalink carries the new name"
+            );
+        }
+        Outcome::Published(Published {
+            platform_post_id: found.as_ref().map(|f| f.id.clone()),
+            permalink: found.and_then(|f| f.link),
+        })
+    }
+
+    async fn verify(&self, platform_post_id: &str) -> Verification {
+        if platform_post_id.is_empty() || !platform_post_id.bytes().all(|b| b.is_ascii_digit()) {
+            return Verification::Failed {
+                reason: format!("wordpress: {platform_post_id:?} is not an article id"),
+            };
+        }
+        let answer = match self
+            .get_json(
+                "read back",
+                &["posts", platform_post_id],
+                &[("context", "edit")],
+            )
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Verification::Failed {
+                    reason: e.to_string(),
+                };
+            }
+        };
+        match Found::from_json(&answer) {
+            Some(found) if found.id == platform_post_id && found.status == "publish" => {
+                Verification::Verified {
+                    permalink: found.link,
+                }
+            }
+            Some(found) => Verification::Failed {
+                reason: format!("wordpress: read back {}, not published", found.describe()),
+            },
+            None => Verification::Failed {
+                reason: format!(
+                    "wordpress: reading article {platform_post_id} back returned no id"
+                ),
+            },
+        }
+    }
+
+    async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let (Some(slug), Some(title)) = (req.platform_ref.as_deref(), title_of(&req.publish))
+        else {
+            return Evidence::Unknown;
+        };
+        let found = match self.lookup(slug).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(reason = %e, "reconcile: wordpress slug lookup failed");
+                return Evidence::Unknown;
+            }
+        };
+        match found.as_slice() {
+            [] => Evidence::NotPublished {
+                note: format!(
+                    "wordpress: no article has slug {slug:?} in any status ({ALL_STATUSES}), and airlock's create would have used it"
+                ),
+            },
+            [only] if only.slug == slug && same_title(&only.title, title) => Evidence::Published {
+                platform_post_id: Some(only.id.clone()),
+                permalink: only.link.clone(),
+                note: format!(
+                    "wordpress: found {} with this post's title",
+                    only.describe()
+                ),
+            },
+            // Another title, or several articles: not provably ours.
+            _ => Evidence::Unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_come_from_the_title_or_the_post_id() {
+        assert_eq!(
+            slug_for("Cats' Own Pace: A Guide!", PostId(7)),
+            "cats-own-pace-a-guide"
+        );
+        assert_eq!(slug_for("  --Hello   World--  ", PostId(7)), "hello-world");
+        assert_eq!(slug_for("猫の宿", PostId(7)), "post-7");
+        let long = slug_for(&"word ".repeat(40), PostId(1));
+        assert!(long.len() <= 60 && !long.ends_with('-'), "{long}");
+    }
+
+    #[test]
+    fn markdown_renders_and_raw_html_is_shown_as_text() {
+        let html = render_markdown(
+            "# Title\n\nSome *cats* and a [link](https://inn.example/).\n\n<script>alert(1)</script>\n\nInline <b>bold</b>.",
+        );
+        assert!(html.contains("<h1>Title</h1>"), "{html}");
+        assert!(html.contains("<em>cats</em>"), "{html}");
+        assert!(
+            html.contains("<a href=\"https://inn.example/\">link</a>"),
+            "{html}"
+        );
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+    }
+
+    #[test]
+    fn unsafe_link_targets_are_dropped() {
+        let html =
+            render_markdown("[x](javascript:alert(1)) [y](/relative) [z](mailto:a@b.example)");
+        assert!(!html.contains("javascript:"), "{html}");
+        assert!(html.contains("href=\"/relative\""), "{html}");
+        assert!(html.contains("href=\"mailto:a@b.example\""), "{html}");
+    }
+
+    #[test]
+    fn stored_titles_compare_after_entity_decoding() {
+        assert!(same_title("Cats &amp; Dogs", "Cats & Dogs"));
+        assert!(!same_title("Cats and Dogs", "Cats & Dogs"));
+    }
+}
