@@ -51,7 +51,11 @@ pub async fn token(config: &Config, command: TokenCommand) -> CmdResult {
             if json {
                 print_json(&issued);
             } else {
-                println!("token {} ({}) created; it is shown only now:", issued.name, issued.roles.to_list());
+                println!(
+                    "token {} ({}) created; it is shown only now:",
+                    issued.name,
+                    issued.roles.to_list()
+                );
                 println!("{}", issued.token.expose_secret());
             }
         }
@@ -62,7 +66,10 @@ pub async fn token(config: &Config, command: TokenCommand) -> CmdResult {
             } else if tokens.is_empty() {
                 println!("no tokens: create one with `airlock token create --name N --role R`");
             } else {
-                println!("{:<24}  {:<36}  {:<24}  STATE", "NAME", "ROLES", "CREATED (UTC)");
+                println!(
+                    "{:<24}  {:<36}  {:<24}  STATE",
+                    "NAME", "ROLES", "CREATED (UTC)"
+                );
                 for token in tokens {
                     let state = match token.revoked_at {
                         Some(at) => format!("revoked {}", format_utc(at)),
@@ -92,7 +99,10 @@ pub async fn channels(config: &Config, json: bool) -> CmdResult {
         print_json(&statuses);
         return Ok(());
     }
-    println!("{:<20}  {:<10}  {:<20}  {:<8}  STATE", "NAME", "KIND", "ACCOUNT", "TODAY");
+    println!(
+        "{:<20}  {:<10}  {:<20}  {:<8}  STATE",
+        "NAME", "KIND", "ACCOUNT", "TODAY"
+    );
     for channel in statuses {
         println!(
             "{:<20}  {:<10}  {:<20}  {:<8}  {}",
@@ -184,30 +194,52 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
         }
         Err(e) => {
             report(false, e.to_string());
-            return Err(Failure::refused("the configuration is not usable; see above"));
+            return Err(Failure::refused(
+                "the configuration is not usable; see above",
+            ));
         }
     };
     for channel in config.channels.values() {
-        let files = [channel.token_file.as_deref(), channel.secret_file.as_deref()];
+        let files = [
+            channel.token_file.as_deref(),
+            channel.secret_file.as_deref(),
+        ];
         for file in files.into_iter().flatten() {
             match check_file(file) {
-                Ok(()) => report(true, format!("channel {}: credential file {}", channel.name, file.display())),
+                Ok(()) => report(
+                    true,
+                    format!(
+                        "channel {}: credential file {}",
+                        channel.name,
+                        file.display()
+                    ),
+                ),
                 Err(e) => report(false, format!("channel {}: {e}", channel.name)),
             }
         }
     }
     for sink in config.sinks.values() {
-        let files = [sink.webhook_file.as_deref(), sink.token_file.as_deref(), sink.secret_file.as_deref()];
+        let files = [
+            sink.webhook_file.as_deref(),
+            sink.token_file.as_deref(),
+            sink.secret_file.as_deref(),
+        ];
         for file in files.into_iter().flatten() {
             match check_file(file) {
-                Ok(()) => report(true, format!("sink {}: credential file {}", sink.name, file.display())),
+                Ok(()) => report(
+                    true,
+                    format!("sink {}: credential file {}", sink.name, file.display()),
+                ),
                 Err(e) => report(false, format!("sink {}: {e}", sink.name)),
             }
         }
     }
     let store = match wiring::open_store(&config).await {
         Ok(store) => {
-            report(true, format!("store {} reachable, migrations applied", config.database));
+            report(
+                true,
+                format!("store {} reachable, migrations applied", config.database),
+            );
             store
         }
         Err(e) => {
@@ -227,8 +259,17 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
     match store.pauses().await {
         Ok(pauses) => {
             for pause in pauses {
-                let scope = if pause.scope == "*" { "all channels".into() } else { pause.scope.clone() };
-                println!("note  {scope} paused since {} by {}: {}", format_utc(pause.at), pause.actor, pause.reason);
+                let scope = if pause.scope == "*" {
+                    "all channels".into()
+                } else {
+                    pause.scope.clone()
+                };
+                println!(
+                    "note  {scope} paused since {} by {}: {}",
+                    format_utc(pause.at),
+                    pause.actor,
+                    pause.reason
+                );
             }
         }
         Err(e) => report(false, format!("pauses: {e}")),
@@ -236,7 +277,10 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
     if let Ok(stats) = store.outbox_stats().await
         && stats.abandoned > 0
     {
-        println!("note  {} notification(s) were given up after repeated delivery failures", stats.abandoned);
+        println!(
+            "note  {} notification(s) were given up after repeated delivery failures",
+            stats.abandoned
+        );
     }
     if online {
         match wiring::build_platforms(&config) {
@@ -244,21 +288,36 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
                 for channel in config.channels.values() {
                     let platform = &platforms[&channel.name];
                     match platform.account().await {
-                        Ok(None) => report(true, format!("channel {}: no account to check ({})", channel.name, channel.kind)),
+                        Ok(None) => report(
+                            true,
+                            format!(
+                                "channel {}: no account to check ({})",
+                                channel.name, channel.kind
+                            ),
+                        ),
                         Ok(Some(account)) => {
                             let expected = channel.account.as_deref().unwrap_or_default();
-                            let matches = expected.trim_start_matches('@').eq_ignore_ascii_case(account.username.trim_start_matches('@'));
+                            let matches = expected
+                                .trim_start_matches('@')
+                                .eq_ignore_ascii_case(account.username.trim_start_matches('@'));
                             report(
                                 matches,
                                 format!(
                                     "channel {}: token belongs to {:?}{}",
                                     channel.name,
                                     account.username,
-                                    if matches { String::new() } else { format!(", expected {expected:?}") }
+                                    if matches {
+                                        String::new()
+                                    } else {
+                                        format!(", expected {expected:?}")
+                                    }
                                 ),
                             );
                         }
-                        Err(e) => report(false, format!("channel {}: account check failed: {e}", channel.name)),
+                        Err(e) => report(
+                            false,
+                            format!("channel {}: account check failed: {e}", channel.name),
+                        ),
                     }
                 }
             }
@@ -266,7 +325,9 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
         }
     }
     if problems > 0 {
-        Err(Failure::failed(format!("{problems} check(s) failed; see above")))
+        Err(Failure::failed(format!(
+            "{problems} check(s) failed; see above"
+        )))
     } else {
         Ok(())
     }

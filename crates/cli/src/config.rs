@@ -293,15 +293,26 @@ impl Config {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let dir = std::path::absolute(&dir).unwrap_or(dir);
-        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                dir.join(p)
+            }
+        };
         let tz = |name: &str, key: &str| -> Result<Tz, ConfigError> {
             name.parse::<Tz>().map_err(|_| {
-                fail(format!("{key} = {name:?} is not an IANA time zone (like \"Asia/Tokyo\" or \"UTC\")"))
+                fail(format!(
+                    "{key} = {name:?} is not an IANA time zone (like \"Asia/Tokyo\" or \"UTC\")"
+                ))
             })
         };
         let timezone = tz(raw.timezone.as_deref().unwrap_or("UTC"), "timezone")?;
-        let database = resolve_database(raw.database.as_deref().unwrap_or("sqlite://airlock.db"), &dir)
-            .map_err(fail)?;
+        let database = resolve_database(
+            raw.database.as_deref().unwrap_or("sqlite://airlock.db"),
+            &dir,
+        )
+        .map_err(fail)?;
         let stale_after = raw.dispatcher.stale_after.unwrap_or(Span::minutes(15));
         let max_attempts = raw.dispatcher.max_attempts.unwrap_or(3);
         if max_attempts == 0 {
@@ -312,27 +323,44 @@ impl Config {
         let mut channels = BTreeMap::new();
         for (name, rc) in raw.channels {
             let key = |k: &str| format!("channels.{name}.{k}");
-            let channel_name = ChannelName::parse(&name).map_err(|e| fail(format!("[channels.{name}]: {e}")))?;
-            let kind: ChannelKind = rc.kind.parse().map_err(|e| fail(format!("{}: {e}", key("kind"))))?;
+            let channel_name =
+                ChannelName::parse(&name).map_err(|e| fail(format!("[channels.{name}]: {e}")))?;
+            let kind: ChannelKind = rc
+                .kind
+                .parse()
+                .map_err(|e| fail(format!("{}: {e}", key("kind"))))?;
             check_applicable(&name, kind, &rc).map_err(fail)?;
             let http = !matches!(kind, ChannelKind::Sandbox);
             let platform = !matches!(kind, ChannelKind::Sandbox | ChannelKind::Webhook);
             if platform {
-                for (present, k) in [(rc.token_file.is_some(), "token_file"), (rc.account.is_some(), "account")] {
+                for (present, k) in [
+                    (rc.token_file.is_some(), "token_file"),
+                    (rc.account.is_some(), "account"),
+                ] {
                     if !present {
-                        return Err(fail(format!("missing required key {} for a {kind} channel", key(k))));
+                        return Err(fail(format!(
+                            "missing required key {} for a {kind} channel",
+                            key(k)
+                        )));
                     }
                 }
             }
             if kind == ChannelKind::Webhook && rc.url.is_none() {
-                return Err(fail(format!("missing required key {} for a webhook channel", key("url"))));
+                return Err(fail(format!(
+                    "missing required key {} for a webhook channel",
+                    key("url")
+                )));
             }
             if kind == ChannelKind::Wordpress && rc.username.is_none() {
-                return Err(fail(format!("missing required key {} for a wordpress channel", key("username"))));
+                return Err(fail(format!(
+                    "missing required key {} for a wordpress channel",
+                    key("username")
+                )));
             }
             for (url, k) in [(&rc.base_url, "base_url"), (&rc.url, "url")] {
                 if let Some(url) = url {
-                    airlock_platforms::http::check_base_url(url).map_err(|e| fail(format!("{}: {e}", key(k))))?;
+                    airlock_platforms::http::check_base_url(url)
+                        .map_err(|e| fail(format!("{}: {e}", key(k))))?;
                 }
             }
             let request_timeout = rc.request_timeout.unwrap_or(Span::seconds(30));
@@ -346,13 +374,20 @@ impl Config {
                 return Err(fail(format!(
                     "dispatcher.stale_after = {stale_after} must exceed the longest publish of channel {name} ({}): a lease must never expire while its request can still be running; raise stale_after or lower {}",
                     Span::new(longest),
-                    if kind.polls_containers() { "request_timeout / poll_timeout" } else { "request_timeout" }
+                    if kind.polls_containers() {
+                        "request_timeout / poll_timeout"
+                    } else {
+                        "request_timeout"
+                    }
                 )));
             }
             if let Some(site) = &rc.site
                 && !raw.sites.contains_key(site)
             {
-                return Err(fail(format!("{} = {site:?} names no [sites.{site}] table", key("site"))));
+                return Err(fail(format!(
+                    "{} = {site:?} names no [sites.{site}] table",
+                    key("site")
+                )));
             }
             let channel_tz = match &rc.timezone {
                 Some(name) => tz(name, &key("timezone"))?,
@@ -401,7 +436,11 @@ impl Config {
                 if present {
                     Ok(())
                 } else {
-                    Err(fail(format!("missing required key {} for a {} sink", key(k), rs.kind)))
+                    Err(fail(format!(
+                        "missing required key {} for a {} sink",
+                        key(k),
+                        rs.kind
+                    )))
                 }
             };
             match rs.kind.as_str() {
@@ -429,7 +468,8 @@ impl Config {
             }
             for (url, k) in [(&rs.url, "url"), (&rs.base_url, "base_url")] {
                 if let Some(url) = url {
-                    airlock_platforms::http::check_base_url(url).map_err(|e| fail(format!("{}: {e}", key(k))))?;
+                    airlock_platforms::http::check_base_url(url)
+                        .map_err(|e| fail(format!("{}: {e}", key(k))))?;
                 }
             }
             sinks.insert(
@@ -458,7 +498,9 @@ impl Config {
                     dir: resolve(&rs.dir),
                     base_url: rs.base_url.trim_end_matches('/').to_owned(),
                     media_prefix: rs.media_prefix,
-                    reuse_after: rs.reuse_after.unwrap_or(Span::new(chrono::Duration::days(60))),
+                    reuse_after: rs
+                        .reuse_after
+                        .unwrap_or(Span::new(chrono::Duration::days(60))),
                 };
                 (name, site)
             })
@@ -502,13 +544,18 @@ impl Config {
             })
             .collect();
         for channel in self.channels.values() {
-            let mut settings_channel =
-                ChannelSettings::new(channel.name.clone(), channel.kind, channel.daily_limit, channel.timezone);
+            let mut settings_channel = ChannelSettings::new(
+                channel.name.clone(),
+                channel.kind,
+                channel.daily_limit,
+                channel.timezone,
+            );
             settings_channel.account = channel.account.clone();
-            settings_channel.policy =
-                channel
-                    .kind
-                    .policy_with(channel.max_chars, channel.forbidden.clone(), channel.required.clone());
+            settings_channel.policy = channel.kind.policy_with(
+                channel.max_chars,
+                channel.forbidden.clone(),
+                channel.required.clone(),
+            );
             settings_channel.source_dir = channel
                 .site
                 .as_ref()
@@ -528,13 +575,37 @@ fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<()
         ("path", rc.path.is_some(), &[Sandbox]),
         ("url", rc.url.is_some(), &[Webhook]),
         ("secret_file", rc.secret_file.is_some(), &[Webhook]),
-        ("token_file", rc.token_file.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
-        ("account", rc.account.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
-        ("base_url", rc.base_url.is_some(), &[Threads, Instagram, Linkedin, Wordpress]),
-        ("poll_interval", rc.poll_interval.is_some(), &[Threads, Instagram]),
-        ("poll_timeout", rc.poll_timeout.is_some(), &[Threads, Instagram]),
+        (
+            "token_file",
+            rc.token_file.is_some(),
+            &[Threads, Instagram, Linkedin, Wordpress],
+        ),
+        (
+            "account",
+            rc.account.is_some(),
+            &[Threads, Instagram, Linkedin, Wordpress],
+        ),
+        (
+            "base_url",
+            rc.base_url.is_some(),
+            &[Threads, Instagram, Linkedin, Wordpress],
+        ),
+        (
+            "poll_interval",
+            rc.poll_interval.is_some(),
+            &[Threads, Instagram],
+        ),
+        (
+            "poll_timeout",
+            rc.poll_timeout.is_some(),
+            &[Threads, Instagram],
+        ),
         ("api_version", rc.api_version.is_some(), &[Instagram]),
-        ("version", rc.version.is_some() || rc.author.is_some(), &[Linkedin]),
+        (
+            "version",
+            rc.version.is_some() || rc.author.is_some(),
+            &[Linkedin],
+        ),
         ("username", rc.username.is_some(), &[Wordpress]),
     ];
     for (key, present, kinds) in keys {
@@ -554,7 +625,10 @@ fn resolve_database(url: &str, dir: &Path) -> Result<String, String> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return Ok(url.to_owned());
     }
-    let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+    let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
         return Err(format!(
             "database = {url:?}: expected sqlite://PATH or postgres://USER@HOST/DB"
         ));
@@ -563,17 +637,31 @@ fn resolve_database(url: &str, dir: &Path) -> Result<String, String> {
         return Err("database = \"sqlite://\" names no file".into());
     }
     let path = Path::new(path);
-    let path = if path.is_absolute() { path.to_path_buf() } else { dir.join(path) };
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        dir.join(path)
+    };
     Ok(format!("sqlite://{}", path.display()))
 }
 
 /// toml's errors span several lines (a source excerpt); keep the message on one line.
 fn one_line(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     let location = lines.first().copied().unwrap_or_default();
     let message = lines.last().copied().unwrap_or_default();
     if lines.len() > 1 {
-        format!("{} ({})", message, location.trim_start_matches("TOML parse error ").trim_end_matches(':'))
+        format!(
+            "{} ({})",
+            message,
+            location
+                .trim_start_matches("TOML parse error ")
+                .trim_end_matches(':')
+        )
     } else {
         message.to_owned()
     }
@@ -635,7 +723,10 @@ events = ["published", "failed", "needs_review", "paused"]
         );
         assert_eq!(threads.timezone, chrono_tz::Asia::Tokyo);
         let sandbox = &config.channels[&ChannelName::parse("sandbox").unwrap()];
-        assert_eq!(sandbox.path, Path::new("/etc/airlock/sandbox/sandbox.jsonl"));
+        assert_eq!(
+            sandbox.path,
+            Path::new("/etc/airlock/sandbox/sandbox.jsonl")
+        );
         assert_eq!(config.window.limit, 3);
         let settings = config.app_settings();
         assert_eq!(settings.channels.len(), 2);
@@ -649,7 +740,8 @@ events = ["published", "failed", "needs_review", "paused"]
         assert!(msg.contains("/etc/airlock/airlock.toml"), "{msg}");
         assert!(msg.contains("colour"), "{msg}");
         assert!(!msg.contains('\n'), "{msg}");
-        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsimulte = \"ok\"\n").unwrap_err();
+        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsimulte = \"ok\"\n")
+            .unwrap_err();
         assert!(err.to_string().contains("simulte"), "{err}");
     }
 
@@ -657,15 +749,21 @@ events = ["published", "failed", "needs_review", "paused"]
     fn missing_required_keys_are_named() {
         let err = parse("[channels.s]\nkind = \"sandbox\"\n").unwrap_err();
         assert!(err.to_string().contains("daily_limit"), "{err}");
-        let err = parse("[channels.t]\nkind = \"threads\"\ndaily_limit = 1\naccount = \"a\"\n").unwrap_err();
+        let err = parse("[channels.t]\nkind = \"threads\"\ndaily_limit = 1\naccount = \"a\"\n")
+            .unwrap_err();
         assert!(err.to_string().contains("channels.t.token_file"), "{err}");
     }
 
     #[test]
     fn keys_of_other_kinds_are_refused() {
-        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nurl = \"https://x.example\"\n")
-            .unwrap_err();
-        assert!(err.to_string().contains("channels.s.url does not apply"), "{err}");
+        let err = parse(
+            "[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nurl = \"https://x.example\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("channels.s.url does not apply"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -680,19 +778,31 @@ events = ["published", "failed", "needs_review", "paused"]
 
     #[test]
     fn bad_values_are_explained() {
-        assert!(parse("timezone = \"Mars/Olympus\"\n").unwrap_err().to_string().contains("IANA"));
+        assert!(
+            parse("timezone = \"Mars/Olympus\"\n")
+                .unwrap_err()
+                .to_string()
+                .contains("IANA")
+        );
         assert!(
             parse("[dispatcher]\nstale_after = \"15 minutes\"\n")
                 .unwrap_err()
                 .to_string()
                 .contains("15m")
         );
-        assert!(parse("database = \"mysql://x\"\n").unwrap_err().to_string().contains("sqlite://"));
+        assert!(
+            parse("database = \"mysql://x\"\n")
+                .unwrap_err()
+                .to_string()
+                .contains("sqlite://")
+        );
         let err = parse("[channels.w]\nkind = \"webhook\"\ndaily_limit = 1\nurl = \"http://example.com/hook\"\n")
             .unwrap_err();
         assert!(err.to_string().contains("https"), "{err}");
-        let err = parse("[notify.n]\nkind = \"webhook\"\nurl = \"https://x.example\"\nevents = [\"posted\"]\n")
-            .unwrap_err();
+        let err = parse(
+            "[notify.n]\nkind = \"webhook\"\nurl = \"https://x.example\"\nevents = [\"posted\"]\n",
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("unknown event"), "{err}");
     }
 }

@@ -42,14 +42,21 @@ pub async fn init(dir: Option<PathBuf>) -> CmdResult {
     let config = Config::load(&path)?;
     let app = wiring::app_for_ledger(&config).await?;
     let token = app
-        .create_token(&Principal::cli(), "operator", RoleSet::of(&[Role::Operator]))
+        .create_token(
+            &Principal::cli(),
+            "operator",
+            RoleSet::of(&[Role::Operator]),
+        )
         .await?;
     println!("wrote {}", path.display());
     println!("created the store {}", config.database);
     println!("operator token (shown only now; store it safely):");
     println!("{}", token.token.expose_secret());
     println!();
-    println!("next: airlock --config {} post add --channel sandbox --text 'hello'", path.display());
+    println!(
+        "next: airlock --config {} post add --channel sandbox --text 'hello'",
+        path.display()
+    );
     Ok(())
 }
 
@@ -116,7 +123,11 @@ pub async fn demo(args: DemoArgs) -> CmdResult {
     let app = wiring::app_for_publishing(&config).await?;
     seed(&app).await?;
     let token = app
-        .create_token(&Principal::cli(), "demo-operator", RoleSet::of(&[Role::Operator]))
+        .create_token(
+            &Principal::cli(),
+            "demo-operator",
+            RoleSet::of(&[Role::Operator]),
+        )
         .await?;
     let posts = app
         .list_posts(&Principal::cli(), &PostFilter::default())
@@ -159,11 +170,7 @@ async fn seed(app: &App) -> Result<(), Failure> {
         &format!("Mochi has claimed the window seat again. {PACE}"),
     ))
     .await?;
-    add(draft(
-        "cats",
-        "Stay with us: guaranteed to meet the cat!",
-    ))
-    .await?;
+    add(draft("cats", "Stay with us: guaranteed to meet the cat!")).await?;
 
     // Approved for tomorrow morning.
     let mut later = draft(
@@ -185,7 +192,10 @@ async fn seed(app: &App) -> Result<(), Failure> {
     }];
     for input in [
         with_image,
-        draft("cats", &format!("New blankets arrived; the cats approve. {PACE}")),
+        draft(
+            "cats",
+            &format!("New blankets arrived; the cats approve. {PACE}"),
+        ),
     ] {
         let id = add(input).await?;
         app.approve(&me, id).await?;
@@ -193,7 +203,11 @@ async fn seed(app: &App) -> Result<(), Failure> {
     }
 
     // A publish whose outcome is unknown: it waits for a person, and its channel pauses.
-    let id = add(draft("drill", "Drill: this request times out after sending.")).await?;
+    let id = add(draft(
+        "drill",
+        "Drill: this request times out after sending.",
+    ))
+    .await?;
     app.approve(&me, id).await?;
     expect_failure(app.publish_now(&me, id).await, PostStatus::NeedsReview)?;
 
@@ -204,7 +218,10 @@ async fn seed(app: &App) -> Result<(), Failure> {
     Ok(())
 }
 
-fn expect_failure(result: airlock_app::Result<airlock_core::Post>, status: PostStatus) -> Result<(), Failure> {
+fn expect_failure(
+    result: airlock_app::Result<airlock_core::Post>,
+    status: PostStatus,
+) -> Result<(), Failure> {
     match result {
         Err(airlock_app::Error::OutcomeUnknown(_)) if status == PostStatus::NeedsReview => Ok(()),
         Err(airlock_app::Error::PublishFailed(_)) if status == PostStatus::Failed => Ok(()),

@@ -147,7 +147,18 @@ impl From<config::ConfigError> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("airlock: {}", one_line_usage_error(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
     init_tracing();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -160,6 +171,20 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// clap's usage errors span several lines; SPEC §7 wants one line on stderr.
+fn one_line_usage_error(text: &str) -> String {
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .map(|l| l.trim_start_matches("error: "))
+        .collect();
+    parts
+        .join(" ")
+        .replace(": Usage:", "; usage:")
+        .replace(" Usage:", "; usage:")
 }
 
 fn init_tracing() {

@@ -64,7 +64,10 @@ pub fn print_post_line(post: &Post) {
 /// A post with its timeline.
 pub fn print_post_detail(detail: &PostDetail) {
     let post = &detail.post;
-    println!("post {}  [{}]  on {}", post.id, post.status, post.content.channel);
+    println!(
+        "post {}  [{}]  on {}",
+        post.id, post.status, post.content.channel
+    );
     if let Some(title) = &post.content.title {
         println!("title:         {title}");
     }
@@ -76,7 +79,11 @@ pub fn print_post_detail(detail: &PostDetail) {
         println!(
             "media:         {}{}",
             media.url,
-            media.alt.as_deref().map(|a| format!(" ({a})")).unwrap_or_default()
+            media
+                .alt
+                .as_deref()
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default()
         );
     }
     if let Some(link) = &post.content.link {

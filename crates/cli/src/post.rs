@@ -11,7 +11,7 @@ use airlock_core::{ChannelName, Media, Post, PostId, PostStatus};
 use airlock_store::PostFilter;
 
 use crate::config::Config;
-use crate::output::{print_json, print_post_line, print_post_detail, print_posts};
+use crate::output::{print_json, print_post_detail, print_post_line, print_posts};
 use crate::{CmdResult, Failure, wiring};
 
 #[derive(Debug, Subcommand)]
@@ -58,7 +58,11 @@ pub enum PostCommand {
         #[command(flatten)]
         id: IdArgs,
         /// It went out.
-        #[arg(long, conflicts_with = "not_published", required_unless_present = "not_published")]
+        #[arg(
+            long,
+            conflicts_with = "not_published",
+            required_unless_present = "not_published"
+        )]
         published: bool,
         /// Where it went out.
         #[arg(long, requires = "published")]
@@ -94,7 +98,11 @@ pub struct AddArgs {
     #[arg(long)]
     channel: String,
     /// The text.
-    #[arg(long, conflicts_with = "text_file", required_unless_present = "text_file")]
+    #[arg(
+        long,
+        conflicts_with = "text_file",
+        required_unless_present = "text_file"
+    )]
     text: Option<String>,
     /// Read the text from a file.
     #[arg(long, value_name = "F")]
@@ -150,7 +158,8 @@ pub struct EditArgs {
 }
 
 fn parse_id(id: &str) -> Result<PostId, Failure> {
-    id.parse().map_err(|e: airlock_core::InvalidValue| Failure::refused(e.to_string()))
+    id.parse()
+        .map_err(|e: airlock_core::InvalidValue| Failure::refused(e.to_string()))
 }
 
 fn read_text(text: Option<String>, file: Option<PathBuf>) -> Result<Option<String>, Failure> {
@@ -315,7 +324,9 @@ async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
         scheduled_at: args.at,
         test: args.test,
     };
-    let created = app.create_post(me, input, None, DraftOrigin::default()).await?;
+    let created = app
+        .create_post(me, input, None, DraftOrigin::default())
+        .await?;
     if args.json {
         print_json(&created.post);
     } else {
@@ -328,6 +339,10 @@ async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
 pub fn channel_list(app: &App, names: &[String]) -> Result<Vec<ChannelName>, Failure> {
     names
         .iter()
-        .map(|name| app.channel(name).map(|c| c.name.clone()).map_err(Failure::from))
+        .map(|name| {
+            app.channel(name)
+                .map(|c| c.name.clone())
+                .map_err(Failure::from)
+        })
         .collect()
 }

@@ -26,7 +26,12 @@ pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> 
     let bad = report
         .published
         .iter()
-        .filter(|r| matches!(r.result, PublishResult::Failed { .. } | PublishResult::NeedsReview { .. }))
+        .filter(|r| {
+            matches!(
+                r.result,
+                PublishResult::Failed { .. } | PublishResult::NeedsReview { .. }
+            )
+        })
         .count();
     if json {
         print_json(&json!({
@@ -40,7 +45,10 @@ pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> 
             println!("reaped post {}: now {}", reaped.post.id, reaped.post.status);
         }
         for settled in &report.reconciled {
-            println!("reconciled post {}: now {} ({})", settled.post.id, settled.post.status, settled.evidence);
+            println!(
+                "reconciled post {}: now {} ({})",
+                settled.post.id, settled.post.status, settled.evidence
+            );
         }
         for published in &report.published {
             println!(
@@ -98,7 +106,10 @@ pub async fn serve(config: &Config) -> CmdResult {
         DispatcherSettings {
             workers: config.workers,
             poll_interval: config.poll_interval.as_std(),
-            reap_interval: config.poll_interval.as_std().min(std::time::Duration::from_secs(30)),
+            reap_interval: config
+                .poll_interval
+                .as_std()
+                .min(std::time::Duration::from_secs(30)),
         },
     );
     tasks.spawn({
@@ -108,7 +119,10 @@ pub async fn serve(config: &Config) -> CmdResult {
             "dispatcher"
         }
     });
-    eprintln!("airlock: serving {} (Ctrl-C to stop)", config.path.display());
+    eprintln!(
+        "airlock: serving {} (Ctrl-C to stop)",
+        config.path.display()
+    );
     tokio::select! {
         _ = shutdown_signal() => {}
         Some(done) = tasks.join_next() => {

@@ -33,7 +33,9 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
 
 /// Builds every channel's adapter. Any credential problem refuses the whole command
 /// before a single request is sent.
-pub fn build_platforms(config: &Config) -> Result<BTreeMap<ChannelName, Arc<dyn Platform>>, Failure> {
+pub fn build_platforms(
+    config: &Config,
+) -> Result<BTreeMap<ChannelName, Arc<dyn Platform>>, Failure> {
     config
         .channels
         .values()
@@ -71,12 +73,22 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
 /// The app without adapters: enough for commands that never publish.
 pub async fn app_for_ledger(config: &Config) -> Result<App, Failure> {
     let store = open_store(config).await?;
-    Ok(App::new(store, config.app_settings(), BTreeMap::new(), App::system_clock()))
+    Ok(App::new(
+        store,
+        config.app_settings(),
+        BTreeMap::new(),
+        App::system_clock(),
+    ))
 }
 
 /// The app with every channel's adapter, for commands that publish.
 pub async fn app_for_publishing(config: &Config) -> Result<App, Failure> {
     let platforms = build_platforms(config)?;
     let store = open_store(config).await?;
-    Ok(App::new(store, config.app_settings(), platforms, App::system_clock()))
+    Ok(App::new(
+        store,
+        config.app_settings(),
+        platforms,
+        App::system_clock(),
+    ))
 }

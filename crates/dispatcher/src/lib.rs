@@ -126,7 +126,13 @@ impl Dispatcher {
     /// How long an idle worker may sleep: until the next post is due, at most the poll interval.
     async fn idle_wait(&self) -> StdDuration {
         let next = match self.app.claimable_channels().await {
-            Ok((channels, tests)) => self.app.store().next_due_at(&channels, &tests).await.ok().flatten(),
+            Ok((channels, tests)) => self
+                .app
+                .store()
+                .next_due_at(&channels, &tests)
+                .await
+                .ok()
+                .flatten(),
             Err(_) => None,
         };
         match next {
@@ -141,12 +147,16 @@ impl Dispatcher {
     async fn reaper(&self, shutdown: CancellationToken) {
         while !shutdown.is_cancelled() {
             match self.app.reap().await {
-                Ok(reaped) if !reaped.is_empty() => tracing::warn!(n = reaped.len(), "reaped expired leases"),
+                Ok(reaped) if !reaped.is_empty() => {
+                    tracing::warn!(n = reaped.len(), "reaped expired leases")
+                }
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "reaper failed"),
             }
             match self.app.reconcile().await {
-                Ok(settled) if !settled.is_empty() => tracing::info!(n = settled.len(), "reconciled posts"),
+                Ok(settled) if !settled.is_empty() => {
+                    tracing::info!(n = settled.len(), "reconciled posts")
+                }
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "reconcile failed"),
             }

@@ -1,0 +1,130 @@
+//! Many dispatchers at once over one SQLite file: every post is published exactly once,
+//! and quotas are never exceeded. Each "dispatcher" has its own connection pool, as
+//! separate processes would (the process-level version lives in the CLI tests).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use airlock_app::publish::PublishResult;
+use airlock_app::{App, Principal};
+use airlock_core::{PostId, PostStatus};
+use airlock_platforms::sandbox::Simulate;
+use airlock_store::{PostFilter, Store};
+use airlock_store_sqlite::SqliteStore;
+
+use crate::support::*;
+
+async fn dispatchers(h: &Harness, n: usize) -> Vec<App> {
+    let mut apps = Vec::new();
+    for _ in 0..n {
+        let store = SqliteStore::open(&h.path("airlock.db")).await.unwrap();
+        apps.push(App::new(
+            Arc::new(store) as Arc<dyn Store>,
+            h.settings.clone(),
+            h.platforms.clone(),
+            h.clock.clock(),
+        ));
+    }
+    apps
+}
+
+async fn drain(apps: Vec<App>) -> Vec<(PostId, PublishResult)> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for app in apps {
+        tasks.spawn(async move {
+            let mut done = Vec::new();
+            while let Some(report) = app.publish_next(None).await.unwrap() {
+                done.push((report.post.id, report.result));
+            }
+            done
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done.unwrap());
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_dispatchers_publish_each_post_exactly_once() {
+    let mut h = Harness::new(|dir| {
+        vec![
+            sandbox(dir, "cats", Simulate::Ok, 1000),
+            sandbox(dir, "dogs", Simulate::Ok, 1000),
+        ]
+    })
+    .await;
+    h.settings.window.limit = 1000;
+    let app = h.app();
+    let mut ids = Vec::new();
+    for n in 0..120 {
+        let channel = if n % 2 == 0 { "cats" } else { "dogs" };
+        ids.push(approved(&app, channel, &format!("post {n}")).await.id);
+    }
+    let results = drain(dispatchers(&h, 6).await).await;
+    assert_eq!(results.len(), ids.len());
+    assert!(results.iter().all(|(_, r)| *r == PublishResult::Posted));
+    let mut handled: BTreeMap<PostId, usize> = BTreeMap::new();
+    for (id, _) in &results {
+        *handled.entry(*id).or_default() += 1;
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let channel = if n % 2 == 0 { "cats" } else { "dogs" };
+        assert_eq!(handled[id], 1, "post {id} handled once");
+        assert_eq!(
+            sandbox_lines(&h.path(&format!("{channel}.jsonl")), *id),
+            1,
+            "post {id} published once"
+        );
+        assert_eq!(status(&app, *id).await, PostStatus::Posted);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quotas_hold_under_concurrent_dispatchers() {
+    let mut h = Harness::new(|dir| {
+        vec![
+            sandbox(dir, "cats", Simulate::Ok, 4),
+            sandbox(dir, "dogs", Simulate::Ok, 100),
+        ]
+    })
+    .await;
+    h.settings.window.limit = 7;
+    let app = h.app();
+    for n in 0..40 {
+        let channel = if n % 2 == 0 { "cats" } else { "dogs" };
+        approved(&app, channel, &format!("post {n}")).await;
+    }
+    let results = drain(dispatchers(&h, 5).await).await;
+    let posted: Vec<_> = results
+        .iter()
+        .filter(|(_, r)| *r == PublishResult::Posted)
+        .collect();
+    assert_eq!(posted.len(), 7, "the window allows 7");
+    let posts = app
+        .list_posts(
+            &Principal::cli(),
+            &PostFilter {
+                limit: Some(1000),
+                ..PostFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    let cats_posted = posts
+        .iter()
+        .filter(|p| p.status == PostStatus::Posted && p.content.channel.as_str() == "cats")
+        .count();
+    assert!(
+        cats_posted <= 4,
+        "cats' daily limit is 4, posted {cats_posted}"
+    );
+    let quota = app.quota_status(&Principal::cli()).await.unwrap();
+    assert_eq!(quota.window.usage.used, 7);
+    assert!(
+        posts
+            .iter()
+            .all(|p| matches!(p.status, PostStatus::Posted | PostStatus::Approved))
+    );
+}

@@ -1,0 +1,194 @@
+//! The reaper and reconcile: a worker that died mid-publish never leads to a second send.
+
+use airlock_app::publish::{idempotency_key, publish_request};
+use airlock_app::review::Resolution;
+use airlock_app::{App, Principal};
+use airlock_core::{Post, PostStatus};
+use airlock_platforms::Prepared;
+use airlock_platforms::sandbox::Simulate;
+use airlock_store::{ClaimRequest, ClaimTarget, Claimed, IntentRequest, ReserveRequest, Reserved};
+
+use crate::support::*;
+
+/// Claims, reserves and (optionally) records the intent as a worker would, then "dies".
+async fn die_after(h: &Harness, app: &App, post: &Post, with_intent: bool) -> Post {
+    let now = h.clock.now();
+    let Claimed::Post(claimed) = app
+        .store()
+        .claim(&ClaimRequest {
+            target: ClaimTarget::Post {
+                id: post.id,
+                allow_test: true,
+            },
+            worker: "doomed".into(),
+            actor: "dispatcher:doomed".into(),
+            now,
+            lease_until: now + h.settings.stale_after,
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("claim failed")
+    };
+    let channel = &h.settings.channels[&claimed.content.channel];
+    let reserved = app
+        .store()
+        .reserve(&ReserveRequest {
+            post_id: claimed.id,
+            generation: claimed.generation,
+            channel: channel.name.clone(),
+            now,
+            window: h.settings.window,
+            daily: channel.daily(),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(reserved, Reserved::Granted(_)));
+    if with_intent {
+        let key = idempotency_key(claimed.id, claimed.approved_hash.as_ref().unwrap().as_str());
+        app.store()
+            .record_intent(&IntentRequest {
+                post_id: claimed.id,
+                generation: claimed.generation,
+                idempotency_key: key,
+                platform_ref: None,
+                now,
+            })
+            .await
+            .unwrap();
+    }
+    claimed
+}
+
+#[tokio::test]
+async fn an_expired_lease_after_the_intent_needs_review_and_keeps_its_quota() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let post = approved(&app, "cats", "hello").await;
+    die_after(&h, &app, &post, true).await;
+    assert!(
+        app.reap().await.unwrap().is_empty(),
+        "the lease has not expired yet"
+    );
+    h.clock
+        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    let reaped = app.reap().await.unwrap();
+    assert_eq!(reaped.len(), 1);
+    assert!(reaped[0].had_intent);
+    assert_eq!(reaped[0].post.status, PostStatus::NeedsReview);
+    assert_eq!(reaped[0].post.lease_owner, None);
+    let detail = app.store().post_detail(post.id).await.unwrap();
+    assert_eq!(detail.reservations[0].state, "reserved");
+    assert_eq!(detail.intents[0].phase, "unknown");
+    assert_eq!(detail.events.last().unwrap().actor, "reaper");
+    let pauses = app.store().pauses().await.unwrap();
+    assert_eq!(pauses[0].scope, "cats");
+    // Nothing is republished, even after the channel resumes.
+    app.resume(&Principal::cli(), Some("cats")).await.unwrap();
+    assert!(app.publish_next(None).await.unwrap().is_none());
+    assert_eq!(sandbox_lines(&h.path("cats.jsonl"), post.id), 0);
+}
+
+#[tokio::test]
+async fn an_expired_lease_before_the_intent_returns_to_the_queue() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let post = approved(&app, "cats", "hello").await;
+    die_after(&h, &app, &post, false).await;
+    h.clock
+        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    let reaped = app.reap().await.unwrap();
+    assert_eq!(reaped[0].post.status, PostStatus::Approved);
+    assert_eq!(reaped[0].post.attempts, 1);
+    let detail = app.store().post_detail(post.id).await.unwrap();
+    assert_eq!(detail.reservations[0].state, "released");
+    h.clock.advance(chrono::Duration::minutes(5));
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert_eq!(report.post.status, PostStatus::Posted);
+    assert_eq!(report.post.generation, 2);
+    assert_eq!(sandbox_lines(&h.path("cats.jsonl"), post.id), 1);
+}
+
+#[tokio::test]
+async fn repeated_unsent_expiries_fail_at_max_attempts() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let post = approved(&app, "cats", "hello").await;
+    for n in 1..=3 {
+        let current = app.store().get_post(post.id).await.unwrap();
+        die_after(&h, &app, &current, false).await;
+        h.clock
+            .advance(h.settings.stale_after + chrono::Duration::minutes(10));
+        let reaped = app.reap().await.unwrap();
+        let expected = if n < 3 {
+            PostStatus::Approved
+        } else {
+            PostStatus::Failed
+        };
+        assert_eq!(reaped[0].post.status, expected, "after {n} expiries");
+    }
+}
+
+#[tokio::test]
+async fn reconcile_settles_from_evidence_and_never_republishes() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let post = approved(&app, "cats", "hello").await;
+    let claimed = die_after(&h, &app, &post, true).await;
+    // The request did go out before the worker died.
+    let key = idempotency_key(claimed.id, claimed.approved_hash.as_ref().unwrap().as_str());
+    let platform = h.platforms.values().next().unwrap();
+    platform
+        .publish(&publish_request(&claimed, key), &Prepared::default())
+        .await;
+    h.clock
+        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    app.reap().await.unwrap();
+    let settled = app.reconcile().await.unwrap();
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0].post.status, PostStatus::Posted);
+    assert!(
+        settled[0].evidence.contains("sandbox log"),
+        "{}",
+        settled[0].evidence
+    );
+    assert!(
+        settled[0]
+            .post
+            .permalink
+            .as_deref()
+            .unwrap()
+            .starts_with("sandbox://cats/")
+    );
+    let detail = app.store().post_detail(post.id).await.unwrap();
+    assert_eq!(detail.reservations[0].state, "committed");
+    assert_eq!(detail.events.last().unwrap().actor, "reconciler");
+    assert_eq!(sandbox_lines(&h.path("cats.jsonl"), post.id), 1);
+    // The channel stays paused until an operator resumes it.
+    assert_eq!(app.store().pauses().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn without_evidence_a_person_decides() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Unknown, 10)]).await;
+    let app = h.app();
+    let post = approved(&app, "drill", "hello").await;
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert_eq!(report.post.status, PostStatus::NeedsReview);
+    assert!(app.reconcile().await.unwrap().is_empty());
+    let me = Principal::cli();
+    let writer = writer("w");
+    assert!(
+        app.resolve(&writer, post.id, Resolution::NotPublished)
+            .await
+            .is_err()
+    );
+    let post = app
+        .resolve(&me, post.id, Resolution::NotPublished)
+        .await
+        .unwrap();
+    assert_eq!(post.status, PostStatus::Failed);
+    let post = app.requeue(&me, post.id).await.unwrap();
+    assert_eq!(post.status, PostStatus::Approved);
+    assert_eq!(post.attempts, 0);
+}

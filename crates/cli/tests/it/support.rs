@@ -1,0 +1,126 @@
+//! Runs the real `airlock` binary against a config in a temp dir.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", self.stdout))
+    }
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_airlock")
+}
+
+impl Workspace {
+    pub fn new(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("airlock.toml"), config).unwrap();
+        Workspace { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.path("airlock.toml")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(binary());
+        cmd.arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env_remove("AIRLOCK_CONFIG")
+            .env("AIRLOCK_LOG", "warn")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        finish(self.command(args).output().unwrap())
+    }
+
+    /// Runs and insists on exit 0.
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args);
+        assert_eq!(
+            run.code, 0,
+            "airlock {args:?} failed: {}{}",
+            run.stdout, run.stderr
+        );
+        run
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.path("airlock.db")
+    }
+}
+
+pub fn finish(output: Output) -> Run {
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A refusal: exit 2 and exactly one line on stderr.
+pub fn assert_refused(run: &Run, needle: &str) {
+    assert_eq!(
+        run.code, 2,
+        "expected a refusal: {}{}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(
+        run.stderr.trim_end().lines().count(),
+        1,
+        "one line: {:?}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.to_lowercase().contains(&needle.to_lowercase()),
+        "{needle:?} not in {:?}",
+        run.stderr
+    );
+}
+
+pub fn sandbox_config(extra: &str) -> String {
+    format!(
+        r##"timezone = "Asia/Tokyo"
+database = "sqlite://airlock.db"
+
+[quota]
+window = "60m"
+window_limit = 100
+
+[channels.sandbox]
+kind = "sandbox"
+daily_limit = 100
+max_chars = 40
+forbidden = ["guaranteed"]
+required = ["#cats"]
+{extra}"##
+    )
+}
+
+pub fn count_lines_for(path: &Path, post_id: i64) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["post_id"] == post_id)
+        .count()
+}

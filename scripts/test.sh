@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every test airlock has, on a fresh machine too: installs and starts what the
+# tests need when it is missing (PostgreSQL, Chromium and playwright-core for the
+# browser tests, the official MCP Python SDK for the independent client test), then
+# checks formatting and lints, then runs all tests.
+#
+#   scripts/test.sh            everything
+#   AIRLOCK_TEST_PG=postgres://user@host:port   use another PostgreSQL server
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+log() { printf '\n== %s\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif have sudo; then sudo "$@"; else "$@"; fi; }
+
+apt_install() {
+  log "installing $* (apt)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_postgres() {
+  export AIRLOCK_TEST_PG=${AIRLOCK_TEST_PG:-postgres://postgres@127.0.0.1:5432}
+  if have pg_isready && pg_isready -q -d "$AIRLOCK_TEST_PG/postgres"; then return; fi
+  log "PostgreSQL is not reachable at $AIRLOCK_TEST_PG; starting it"
+  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+    apt_install postgresql postgresql-client
+  fi
+  local version
+  version=$(ls /etc/postgresql | sort -V | tail -1)
+  # Trust local TCP connections for the test user, as the tests expect.
+  local hba=/etc/postgresql/$version/main/pg_hba.conf
+  if ! grep -q "airlock-tests" "$hba" 2>/dev/null; then
+    as_root sh -c "printf '%s\n' '# airlock-tests' 'host all all 127.0.0.1/32 trust' 'host all all ::1/128 trust' | cat - '$hba' > '$hba.new' && mv '$hba.new' '$hba'"
+  fi
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || as_root pg_ctlcluster --skip-systemctl-redirect "$version" main restart
+  for _ in $(seq 1 30); do
+    pg_isready -q -d "$AIRLOCK_TEST_PG/postgres" && return
+    sleep 1
+  done
+  echo "PostgreSQL did not come up at $AIRLOCK_TEST_PG" >&2
+  exit 1
+}
+
+ensure_rust_tools() {
+  have cargo || { echo "cargo is missing: install Rust with https://rustup.rs" >&2; exit 1; }
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
+}
+
+ensure_rust_tools
+ensure_postgres
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+log "cargo test"
+cargo test --workspace --no-fail-fast
+
+log "all tests passed"
