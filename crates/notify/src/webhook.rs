@@ -1,0 +1,57 @@
+//! `webhook`: a JSON POST of the outbox payload (SPEC §6).
+//!
+//! The body is the stored payload `{"event", "at", "message", "post_id", "detail"}`,
+//! byte for byte the same on every retry. Headers:
+//! - `X-Airlock-Event-Id: <outbox id>` and `Idempotency-Key: airlock-event-<outbox id>`,
+//!   both stable per outbox row, so a receiver can drop repeats;
+//! - `X-Airlock-Event: <event>`;
+//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` when a secret is set,
+//!   the same signature as webhook channels
+//!   ([`airlock_platforms::webhook::signature`]).
+//!
+//! Any 2xx is delivered; everything else is a failure the deliverer retries.
+
+use secrecy::SecretString;
+
+use airlock_platforms::http::retry_after;
+use airlock_platforms::webhook::signature;
+
+use crate::sink::{Outgoing, SendFailure};
+
+#[derive(Debug)]
+pub(crate) struct Webhook {
+    url: String,
+    secret: Option<SecretString>,
+}
+
+impl Webhook {
+    pub(crate) fn new(url: String, secret: Option<SecretString>) -> Self {
+        Webhook { url, secret }
+    }
+
+    pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<(), SendFailure> {
+        let id = out.notification.id;
+        let body = out.notification.payload.to_string();
+        let mut request = out
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("x-airlock-event-id", id.to_string())
+            .header("idempotency-key", idempotency_key(id))
+            .header("x-airlock-event", &out.notification.event);
+        if let Some(secret) = &self.secret {
+            request = request.header("x-airlock-signature", signature(secret, body.as_bytes()));
+        }
+        let answer = out.exchange("webhook", request.body(body)).await?;
+        if answer.is_success() {
+            return Ok(());
+        }
+        let detail = answer.body.clone();
+        Err(out.refused("webhook", &answer, &detail, retry_after(&answer.headers)))
+    }
+}
+
+/// The `Idempotency-Key` of outbox row `id`: `airlock-event-<id>`.
+pub fn idempotency_key(id: i64) -> String {
+    format!("airlock-event-{id}")
+}

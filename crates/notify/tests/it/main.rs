@@ -1,0 +1,9 @@
+//! Integration tests of airlock-notify: a real SQLite store in a temp dir and wiremock
+//! fakes of Slack, Discord and webhook receivers shaped like platform-apis.md §6.
+
+mod deliverer;
+mod discord;
+mod fakes;
+mod helpers;
+mod slack;
+mod webhook;

@@ -1,0 +1,150 @@
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::helpers::{Harness, webhook_sink};
+
+const SECRET: &str = "webhook-canary-secret";
+
+fn header_of<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.headers.get(name).map(|v| v.to_str().unwrap())
+}
+
+fn expected_signature(body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+#[tokio::test]
+async fn webhook_keeps_its_event_id_and_a_valid_signature_across_retries_after_a_5xx() {
+    let h = Harness::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/airlock"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("upstream busy"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/hooks/airlock"))
+        .and(header("content-type", "application/json"))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let post = h.post().await;
+    let id = h
+        .queue(&post, "audit", "published", "post 1 published")
+        .await;
+    let url = format!("{}/hooks/airlock", server.uri());
+    let deliverer = h.deliverer(vec![webhook_sink("audit", &url, Some(SECRET))]);
+
+    assert_eq!(deliverer.deliver_once().await.unwrap().retried, 1);
+    assert_eq!(
+        h.row(id).await.last_error.as_deref(),
+        Some("webhook: HTTP 503: upstream busy")
+    );
+    h.clock.advance(Duration::seconds(5));
+    assert_eq!(deliverer.deliver_once().await.unwrap().delivered, 1);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(
+            header_of(request, "x-airlock-event-id"),
+            Some(id.to_string().as_str())
+        );
+        assert_eq!(
+            header_of(request, "idempotency-key"),
+            Some(format!("airlock-event-{id}").as_str())
+        );
+        assert_eq!(header_of(request, "x-airlock-event"), Some("published"));
+        assert_eq!(
+            header_of(request, "x-airlock-signature"),
+            Some(expected_signature(&request.body).as_str())
+        );
+        let body: Value = request.body_json().unwrap();
+        assert_eq!(body["event"], "published");
+        assert_eq!(body["message"], "post 1 published");
+        assert_eq!(body["post_id"], post.id.0);
+    }
+    assert_eq!(
+        requests[0].body, requests[1].body,
+        "the body is the same on every retry"
+    );
+}
+
+#[tokio::test]
+async fn webhook_that_does_not_answer_in_time_is_retried_with_the_same_event_id() {
+    let h = Harness::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(StdDuration::from_secs(4)))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let post = h.post().await;
+    let id = h
+        .queue(&post, "audit", "published", "post 1 published")
+        .await;
+    let mut sink = webhook_sink("audit", &server.uri(), None);
+    sink.request_timeout = StdDuration::from_millis(500);
+    let deliverer = h.deliverer(vec![sink]);
+
+    assert_eq!(deliverer.deliver_once().await.unwrap().retried, 1);
+    let row = h.row(id).await;
+    assert!(
+        row.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("webhook: timed out"),
+        "{row:?}"
+    );
+    h.clock.advance(Duration::seconds(5));
+    assert_eq!(deliverer.deliver_once().await.unwrap().delivered, 1);
+
+    let ids: Vec<_> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| header_of(r, "x-airlock-event-id").map(str::to_owned))
+        .collect();
+    assert_eq!(ids, [Some(id.to_string()), Some(id.to_string())]);
+}
+
+#[tokio::test]
+async fn webhook_without_a_secret_sends_the_payload_unsigned() {
+    let h = Harness::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let post = h.post().await;
+    h.queue(&post, "audit", "published", "post 1 published")
+        .await;
+    let deliverer = h.deliverer(vec![webhook_sink("audit", &server.uri(), None)]);
+
+    assert_eq!(deliverer.deliver_once().await.unwrap().delivered, 1);
+    let request = &server.received_requests().await.unwrap()[0];
+    assert_eq!(header_of(request, "x-airlock-signature"), None);
+    assert_eq!(
+        request.body_json::<Value>().unwrap()["detail"]["channel"],
+        "threads-main"
+    );
+}
