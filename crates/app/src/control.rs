@@ -12,6 +12,7 @@ use crate::{App, Error, Principal, Result};
 
 /// Quota use now (`airlock quota --json`, `GET /quota`, `quota_status`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct QuotaStatus {
     /// When this was computed.
     pub now: DateTime<Utc>,
@@ -23,8 +24,10 @@ pub struct QuotaStatus {
 
 /// The rolling window.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WindowStatus {
     /// Its length (`60m`).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "60m"))]
     pub window: Span,
     /// Use.
     #[serde(flatten)]
@@ -33,10 +36,11 @@ pub struct WindowStatus {
 
 /// One channel's daily quota.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelQuota {
     /// The channel.
     pub channel: ChannelName,
-    /// Its calendar.
+    /// Its calendar (IANA zone).
     pub timezone: String,
     /// The local day's start.
     pub day_start: DateTime<Utc>,
@@ -49,6 +53,7 @@ pub struct ChannelQuota {
 
 /// One channel as `channels --json` shows it (SPEC §7).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelStatus {
     /// Name.
     pub name: ChannelName,

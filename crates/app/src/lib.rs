@@ -24,6 +24,7 @@ use airlock_store::{NewNotification, Store};
 
 pub mod control;
 mod error;
+pub mod metrics;
 pub mod posts;
 pub mod publish;
 pub mod review;
@@ -105,6 +106,7 @@ struct Inner {
     worker: String,
     wake: tokio::sync::Notify,
     accounts_checked: Mutex<HashSet<ChannelName>>,
+    metrics: metrics::Metrics,
 }
 
 impl std::fmt::Debug for App {
@@ -133,6 +135,7 @@ impl App {
                 worker: worker_id(),
                 wake: tokio::sync::Notify::new(),
                 accounts_checked: Mutex::new(HashSet::new()),
+                metrics: metrics::Metrics::default(),
             }),
         }
     }
@@ -160,6 +163,20 @@ impl App {
     /// This process's worker id (`lease_owner`, `dispatcher:<id>`).
     pub fn worker(&self) -> &str {
         &self.inner.worker
+    }
+
+    /// What this app has done, for `/metrics`.
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.inner.metrics
+    }
+
+    /// Counts a refusal a front end is about to report (`airlock_refusals_total{reason}`).
+    pub fn record_refusal(&self, error: &Error) {
+        if error.is_refusal() {
+            self.inner
+                .metrics
+                .incr("airlock_refusals_total", &[("reason", error.code())]);
+        }
     }
 
     /// Signalled whenever a post may have become due (approved, requeued, resumed).

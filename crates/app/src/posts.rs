@@ -15,6 +15,7 @@ use crate::{App, Error, Principal, Result};
 /// A draft as agents and people submit it (the field names of the post JSON).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DraftInput {
     /// Configured channel.
     pub channel: String,
@@ -41,6 +42,7 @@ pub struct DraftInput {
 /// link clears it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EditInput {
     /// New text.
     #[serde(default)]

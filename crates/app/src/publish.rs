@@ -78,6 +78,22 @@ pub enum PublishResult {
     Stale,
 }
 
+impl PublishResult {
+    /// A short stable name (`posted`, `deferred`, ...), for metrics and output.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PublishResult::Posted => "posted",
+            PublishResult::Failed { .. } => "failed",
+            PublishResult::NeedsReview { .. } => "needs_review",
+            PublishResult::Retrying { .. } => "retrying",
+            PublishResult::Deferred { .. } => "deferred",
+            PublishResult::Held { .. } => "held",
+            PublishResult::ContentChanged { .. } => "content_changed",
+            PublishResult::Stale => "stale",
+        }
+    }
+}
+
 /// What one run of the guarded path did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublishReport {
@@ -255,6 +271,19 @@ impl App {
 
     /// Steps 2-7 of the guarded path for a post this worker has just claimed.
     pub async fn run_claimed(&self, post: Post) -> Result<PublishReport> {
+        let channel = post.content.channel.clone();
+        let report = self.guarded(post).await?;
+        self.metrics().incr(
+            "airlock_publishes_total",
+            &[
+                ("channel", channel.as_str()),
+                ("result", report.result.name()),
+            ],
+        );
+        Ok(report)
+    }
+
+    async fn guarded(&self, post: Post) -> Result<PublishReport> {
         let Some(channel) = self.settings().channels.get(&post.content.channel).cloned() else {
             let reason = format!("channel {} is no longer configured", post.content.channel);
             return self.hold(post, "*".into(), reason, false).await;

@@ -59,7 +59,16 @@ impl App {
                 self.reap_unsent(post.clone()).await
             };
             match result {
-                Ok(post) => reaped.push(Reaped { post, had_intent }),
+                Ok(post) => {
+                    let outcome = if had_intent {
+                        "needs_review"
+                    } else {
+                        "not_sent"
+                    };
+                    self.metrics()
+                        .incr("airlock_lease_expiries_total", &[("outcome", outcome)]);
+                    reaped.push(Reaped { post, had_intent });
+                }
                 // The worker finished (or another reaper acted) in between: nothing to do.
                 Err(Error::Conflict(_)) => {}
                 Err(e) => return Err(e),

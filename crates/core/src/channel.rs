@@ -11,6 +11,7 @@ use crate::post::InvalidValue;
 /// What a channel publishes to (SPEC §7, "Channel kinds").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ChannelKind {
     /// A local JSON-lines log, for demos, drills and test posts.
     Sandbox,

@@ -18,6 +18,7 @@ use crate::post::PostContent;
 /// A lowercase hex SHA-256 digest.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ContentHash(String);
 
 impl ContentHash {

@@ -15,6 +15,7 @@ use crate::status::PostStatus;
 /// A post's id: a positive integer assigned by the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostId(pub i64);
 
 impl fmt::Display for PostId {
@@ -64,6 +65,7 @@ impl InvalidValue {
 /// A configured channel's name: `threads-main`. Lowercase ASCII letters, digits, `-`, `_`, `.`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelName(String);
 
 impl ChannelName {
@@ -115,6 +117,7 @@ impl From<ChannelName> for String {
 /// An image or other media item attached to a post.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Media {
     /// Public URL the platform fetches.
     pub url: String,
@@ -160,6 +163,7 @@ pub fn check_url(what: &'static str, url: &str) -> Result<(), InvalidValue> {
 /// The file a post was made from (SPEC §9); part of the approval hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Source {
     /// The article's path, relative to its site's directory.
     pub path: String,
@@ -171,6 +175,7 @@ pub struct Source {
 
 /// Everything the approval hash covers (SPEC §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostContent {
     /// The channel it goes to.
     pub channel: ChannelName,
@@ -269,6 +274,7 @@ impl PostEdit {
 
 /// A post as stored. Serializes to the post JSON of SPEC §7.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Post {
     /// Its id.
     pub id: PostId,
@@ -334,6 +340,7 @@ impl Post {
 
 /// One audit event on a post.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostEvent {
     /// Sequence number, increasing over the whole ledger (for `GET /events?after=`).
     pub id: i64,
@@ -356,6 +363,7 @@ pub struct PostEvent {
 
 /// The record made immediately before an irreversible request (SPEC §4 step 4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Intent {
     /// The post.
     pub post_id: PostId,
@@ -375,6 +383,7 @@ pub struct Intent {
 
 /// A quota reservation (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Reservation {
     /// Unique id.
     pub id: i64,
@@ -396,6 +405,7 @@ pub struct Reservation {
 
 /// A post with its timeline, intents and reservations (`post show`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostDetail {
     /// The post.
     #[serde(flatten)]

@@ -31,6 +31,7 @@ pub struct DailyRule {
 /// Which limit refused a reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum Limit {
     /// The rolling window across channels.
     Window,
@@ -53,6 +54,7 @@ pub struct Denial {
 
 /// Usage of one limit at `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Publishes counted now.
     pub used: u32,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Where a post is in its life. Stored in `posts.status` as the lowercase name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum PostStatus {
     /// Written by a writer and editable. A critic approves it; a writer or operator may discard it.
     Draft,

@@ -1,0 +1,110 @@
+//! `ApiError`: every failure of the HTTP API as `{"error": {"code", "message"}}` with
+//! the status codes of SPEC §7. Internal detail is logged here, never sent.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use airlock_app::{App, Error};
+
+/// An API failure. The status follows the app error's class:
+/// 400 invalid or policy, 401 token, 403 role, 404 missing, 409 illegal transition or
+/// conflict, 423 paused, 429 over quota (with `Retry-After`), 502 a publish that failed
+/// or needs review, 503 store trouble or not sent.
+#[derive(Debug)]
+pub struct ApiError(pub Error);
+
+/// The error body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code (`over_quota`, `paused`, `forbidden`, ...).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+impl ApiError {
+    /// The HTTP status for the error.
+    pub fn status(&self) -> StatusCode {
+        match &self.0 {
+            Error::Invalid(_) | Error::Policy(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::IllegalTransition(_) | Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::Paused { .. } => StatusCode::LOCKED,
+            Error::OverQuota { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Error::PublishFailed(_) | Error::OutcomeUnknown(_) => StatusCode::BAD_GATEWAY,
+            Error::NotSent(_) | Error::CorruptQuota(_) | Error::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        }
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError(e)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        ApiError(Error::Invalid(format!(
+            "invalid JSON body: {}",
+            rejection.body_text()
+        )))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(code = self.0.code(), error = %self.0, "API request failed");
+        }
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.0.code().to_owned(),
+                message: self.0.to_string(),
+            },
+        };
+        let mut response = (status, Json(body)).into_response();
+        let headers = response.headers_mut();
+        match &self.0 {
+            Error::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Error::OverQuota { next_free_at, .. } => {
+                let wait = (*next_free_at - chrono::Utc::now()).num_seconds().max(1);
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(wait));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// Counts refusals on the way out, for `airlock_refusals_total`.
+pub trait Recorded<T> {
+    /// Maps the error to an [`ApiError`], counting it.
+    fn recorded(self, app: &App) -> Result<T, ApiError>;
+}
+
+impl<T> Recorded<T> for Result<T, Error> {
+    fn recorded(self, app: &App) -> Result<T, ApiError> {
+        self.map_err(|e| {
+            app.record_refusal(&e);
+            ApiError(e)
+        })
+    }
+}

@@ -1,0 +1,686 @@
+//! The HTTP API through `router(app).oneshot(request)`: the full route × role matrix,
+//! token checks, error shapes and status codes, idempotent creation, metrics, OpenAPI.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use airlock_app::posts::{DraftInput, DraftOrigin};
+use airlock_app::{App, AppSettings, ChannelSettings, Principal};
+use airlock_core::{ChannelKind, ChannelName, PostId, Role, RoleSet};
+use airlock_platforms::Platform;
+use airlock_platforms::sandbox::{Sandbox, Simulate};
+use airlock_store::Store;
+use airlock_store_sqlite::SqliteStore;
+
+/// The secret of a freshly issued token, as `token create --json` prints it.
+fn expose(token: &airlock_app::tokens::IssuedToken) -> String {
+    serde_json::to_value(token).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    app: App,
+    tokens: BTreeMap<&'static str, String>,
+}
+
+async fn world(window_limit: u32) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("a.db")).await.unwrap();
+    let tz: chrono_tz::Tz = "Asia/Tokyo".parse().unwrap();
+    let mut settings = AppSettings::new(tz);
+    settings.window.limit = window_limit;
+    let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
+    for (name, simulate) in [
+        ("cats", Simulate::Ok),
+        ("drill", Simulate::Unknown),
+        ("strict", Simulate::Reject),
+    ] {
+        let channel = ChannelName::parse(name).unwrap();
+        settings = settings.with_channel(ChannelSettings::new(
+            channel.clone(),
+            ChannelKind::Sandbox,
+            50,
+            tz,
+        ));
+        platforms.insert(
+            channel.clone(),
+            Arc::new(Sandbox::new(
+                channel,
+                dir.path().join(format!("{name}.jsonl")),
+                simulate,
+            )),
+        );
+    }
+    let app = App::new(
+        Arc::new(store) as Arc<dyn Store>,
+        settings,
+        platforms,
+        App::system_clock(),
+    );
+    let mut tokens = BTreeMap::new();
+    for (name, role) in [
+        ("writer", Role::Writer),
+        ("critic", Role::Critic),
+        ("publisher", Role::Publisher),
+        ("operator", Role::Operator),
+        ("revoked", Role::Operator),
+    ] {
+        let issued = app
+            .create_token(&Principal::cli(), name, RoleSet::of(&[role]))
+            .await
+            .unwrap();
+        tokens.insert(name, expose(&issued));
+    }
+    app.revoke_token(&Principal::cli(), "revoked")
+        .await
+        .unwrap();
+    World {
+        _dir: dir,
+        app,
+        tokens,
+    }
+}
+
+impl World {
+    async fn call(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        uri: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value, axum::http::HeaderMap) {
+        let mut request = Request::builder().method(method).uri(uri);
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let body = match body {
+            Some(json) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Body::from(json.to_string())
+            }
+            None => Body::empty(),
+        };
+        let response = airlock_web::router(self.app.clone())
+            .oneshot(request.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, json, headers)
+    }
+
+    async fn as_role(
+        &self,
+        role: &str,
+        method: &str,
+        uri: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let (status, json, _) = self.call(Some(&self.tokens[role]), method, uri, body).await;
+        (status, json)
+    }
+
+    async fn post_in(&self, channel: &str, state: &str) -> PostId {
+        let me = Principal::cli();
+        let input = DraftInput {
+            channel: channel.into(),
+            text: format!("a post that is {state}"),
+            ..DraftInput::default()
+        };
+        let id = self
+            .app
+            .create_post(&me, input, None, DraftOrigin::default())
+            .await
+            .unwrap()
+            .post
+            .id;
+        if state == "draft" {
+            return id;
+        }
+        self.app.approve(&me, id).await.unwrap();
+        if state != "approved" {
+            let _ = self.app.publish_now(&me, id).await;
+        }
+        id
+    }
+}
+
+/// A route, the state it acts on, the body it takes, and the roles allowed.
+struct Case {
+    method: &'static str,
+    path: &'static str,
+    setup: Option<(&'static str, &'static str)>,
+    body: Option<Value>,
+    allowed: &'static [&'static str],
+    ok: StatusCode,
+}
+
+const ALL: &[&str] = &["writer", "critic", "publisher", "operator"];
+
+fn cases() -> Vec<Case> {
+    let case = |method, path, setup, body, allowed, ok| Case {
+        method,
+        path,
+        setup,
+        body,
+        allowed,
+        ok,
+    };
+    vec![
+        case(
+            "POST",
+            "/api/v1/posts",
+            None,
+            Some(json!({"channel": "cats", "text": "hi"})),
+            &["writer", "operator"],
+            StatusCode::CREATED,
+        ),
+        case("GET", "/api/v1/posts", None, None, ALL, StatusCode::OK),
+        case(
+            "GET",
+            "/api/v1/posts/{id}",
+            Some(("cats", "draft")),
+            None,
+            ALL,
+            StatusCode::OK,
+        ),
+        case(
+            "PATCH",
+            "/api/v1/posts/{id}",
+            Some(("cats", "draft")),
+            Some(json!({"text": "new"})),
+            &["writer", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "DELETE",
+            "/api/v1/posts/{id}",
+            Some(("cats", "draft")),
+            None,
+            &["writer", "operator"],
+            StatusCode::NO_CONTENT,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/approve",
+            Some(("cats", "draft")),
+            None,
+            &["critic", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/reject",
+            Some(("cats", "draft")),
+            Some(json!({"reason": "no"})),
+            &["critic", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/unapprove",
+            Some(("cats", "approved")),
+            None,
+            &["critic", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/publish",
+            Some(("cats", "approved")),
+            None,
+            &["publisher", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/resolve",
+            Some(("drill", "published")),
+            Some(json!({"published": false})),
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/requeue",
+            Some(("strict", "published")),
+            None,
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case("GET", "/api/v1/quota", None, None, ALL, StatusCode::OK),
+        case("GET", "/api/v1/channels", None, None, ALL, StatusCode::OK),
+        case(
+            "POST",
+            "/api/v1/channels/cats/pause",
+            None,
+            Some(json!({"reason": "r"})),
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/channels/cats/resume",
+            None,
+            None,
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/pause",
+            None,
+            Some(json!({"reason": "r"})),
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/resume",
+            None,
+            None,
+            &["operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "GET",
+            "/api/v1/events?after=0",
+            None,
+            None,
+            ALL,
+            StatusCode::OK,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn every_route_checks_every_role() {
+    for case in cases() {
+        for role in ALL {
+            let world = world(100).await;
+            let path = match case.setup {
+                Some((channel, state)) => {
+                    let id = world.post_in(channel, state).await;
+                    case.path.replace("{id}", &id.to_string())
+                }
+                None => case.path.to_owned(),
+            };
+            let (status, body) = world
+                .as_role(role, case.method, &path, case.body.clone())
+                .await;
+            let label = format!("{} {} as {role}", case.method, case.path);
+            if case.allowed.contains(role) {
+                assert_eq!(status, case.ok, "{label}: {body}");
+            } else {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{label}: {body}");
+                assert_eq!(body["error"]["code"], "forbidden", "{label}");
+                assert!(
+                    body["error"]["message"].as_str().unwrap().contains("role"),
+                    "{label}: {body}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn missing_unknown_and_revoked_tokens_are_401_with_a_bearer_challenge() {
+    let world = world(100).await;
+    for token in [
+        None,
+        Some("alk_not-a-token"),
+        Some(world.tokens["revoked"].as_str()),
+    ] {
+        for case in cases() {
+            let path = case.path.replace("{id}", "1");
+            let (status, body, headers) = world
+                .call(token, case.method, &path, case.body.clone())
+                .await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{} {path}", case.method);
+            assert_eq!(headers[header::WWW_AUTHENTICATE], "Bearer");
+            assert_eq!(body["error"]["code"], "unauthorized");
+        }
+    }
+}
+
+#[tokio::test]
+async fn refusals_have_their_status_codes() {
+    let world = world(1).await;
+    // 400: bad JSON, unknown field, unknown channel, policy.
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("text"),
+        "{body}"
+    );
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "x", "colour": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "dogs", "text": "x"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid"))
+    );
+    // 404.
+    let (status, _) = world
+        .as_role("writer", "GET", "/api/v1/posts/9999", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // 409: approving a published post.
+    let published = world.post_in("cats", "published").await;
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{published}/approve"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("illegal_transition"))
+    );
+    // 429 with Retry-After: the window of 1 is used.
+    let approved = world.post_in("cats", "approved").await;
+    let (status, body, headers) = world
+        .call(
+            Some(&world.tokens["publisher"]),
+            "POST",
+            &format!("/api/v1/posts/{approved}/publish"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    let retry: i64 = headers[header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry > 3000 && retry <= 3600, "{retry}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("next slot frees at")
+    );
+    // 423 paused.
+    world
+        .as_role(
+            "operator",
+            "POST",
+            "/api/v1/channels/cats/pause",
+            Some(json!({"reason": "holiday"})),
+        )
+        .await;
+    let (status, body) = world
+        .as_role(
+            "publisher",
+            "POST",
+            &format!("/api/v1/posts/{approved}/publish"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::LOCKED);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("holiday")
+    );
+    // 502: publishes that failed or whose outcome is unknown.
+    let world = world_with_room().await;
+    for (channel, code) in [("drill", "outcome_unknown"), ("strict", "publish_failed")] {
+        let id = world.post_in(channel, "approved").await;
+        let (status, body) = world
+            .as_role(
+                "publisher",
+                "POST",
+                &format!("/api/v1/posts/{id}/publish"),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_GATEWAY, Some(code)),
+            "{body}"
+        );
+    }
+}
+
+async fn world_with_room() -> World {
+    world(100).await
+}
+
+#[tokio::test]
+async fn separation_of_duties_holds_over_http() {
+    let world = world(100).await;
+    let both = world
+        .app
+        .create_token(
+            &Principal::cli(),
+            "both",
+            RoleSet::of(&[Role::Writer, Role::Critic]),
+        )
+        .await
+        .unwrap();
+    let both = expose(&both);
+    let (status, post, _) = world
+        .call(
+            Some(&both),
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "mine"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body, _) = world
+        .call(
+            Some(&both),
+            "POST",
+            &format!("/api/v1/posts/{}/approve", post["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, _) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{}/approve", post["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn concurrent_identical_creates_with_one_idempotency_key_make_one_post() {
+    let world = world(100).await;
+    let body = json!({"channel": "cats", "text": "exactly one"});
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let app = world.app.clone();
+        let token = world.tokens["writer"].clone();
+        let body = body.clone();
+        tasks.spawn(async move {
+            let request = Request::post("/api/v1/posts")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .header("idempotency-key", "draft-42")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            let response = airlock_web::router(app).oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            let post: Value = serde_json::from_slice(&bytes).unwrap();
+            (status, post["id"].as_i64().unwrap())
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(result) = tasks.join_next().await {
+        results.push(result.unwrap());
+    }
+    let ids: std::collections::BTreeSet<i64> = results.iter().map(|r| r.1).collect();
+    assert_eq!(ids.len(), 1, "{results:?}");
+    assert_eq!(
+        results
+            .iter()
+            .filter(|r| r.0 == StatusCode::CREATED)
+            .count(),
+        1
+    );
+    // The same key with a different body is a conflict.
+    let (status, body, _) = world
+        .call(Some(&world.tokens["writer"]), "POST", "/api/v1/posts", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let request = Request::post("/api/v1/posts")
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", world.tokens["writer"]),
+        )
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("idempotency-key", "draft-42")
+        .body(Body::from(
+            json!({"channel": "cats", "text": "something else"}).to_string(),
+        ))
+        .unwrap();
+    let response = airlock_web::router(world.app.clone())
+        .oneshot(request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn actions_answer_with_the_post_as_it_stands() {
+    let world = world(100).await;
+    let (status, post) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "hi", "scheduled_at": "now"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let id = post["id"].as_i64().unwrap();
+    let (_, approved) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/approve"),
+            None,
+        )
+        .await;
+    assert_eq!(approved["status"], "approved");
+    let (status, published) = world
+        .as_role(
+            "publisher",
+            "POST",
+            &format!("/api/v1/posts/{id}/publish"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(published["status"], "posted");
+    assert!(
+        published["permalink"]
+            .as_str()
+            .unwrap()
+            .starts_with("sandbox://cats/")
+    );
+    let (_, detail) = world
+        .as_role("writer", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
+    assert!(detail["events"].as_array().unwrap().len() >= 4);
+    assert_eq!(detail["reservations"][0]["state"], "committed");
+    let (_, events) = world
+        .as_role("writer", "GET", "/api/v1/events?after=0&limit=2", None)
+        .await;
+    assert_eq!(events.as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn metrics_and_openapi_and_health_are_served() {
+    let world = world(100).await;
+    let drill = world.post_in("drill", "published").await;
+    world
+        .as_role(
+            "writer",
+            "POST",
+            &format!("/api/v1/posts/{drill}/approve"),
+            None,
+        )
+        .await;
+    let response = airlock_web::router(world.app.clone())
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for needle in [
+        "airlock_posts{status=\"needs_review\"} 1",
+        "airlock_needs_review 1",
+        "airlock_outbox_backlog 0",
+        "airlock_paused{scope=\"drill\"} 1",
+        "airlock_publishes_total{channel=\"drill\",result=\"needs_review\"} 1",
+        "airlock_refusals_total{reason=\"forbidden\"} 1",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    let (status, doc, _) = world.call(None, "GET", "/api/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"].as_str().unwrap().chars().next(), Some('3'));
+    for path in [
+        "/api/v1/posts",
+        "/api/v1/posts/{id}/publish",
+        "/api/v1/quota",
+        "/api/v1/events",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} missing");
+    }
+    assert!(doc["components"]["schemas"].get("Post").is_some());
+    let (status, health, _) = world.call(None, "GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health["status"], "ok");
+}
