@@ -26,14 +26,26 @@ pub async fn pausing_twice_keeps_the_first_pause_and_resume_lifts_it(store: Arc<
     let s = store.as_ref();
     let alpha = channel_scope("alpha");
     assert!(
-        s.pause(&alpha, "account mismatch", "cli", t0(), vec![notification("paused")])
-            .await
-            .unwrap()
+        s.pause(
+            &alpha,
+            "account mismatch",
+            "cli",
+            t0(),
+            vec![notification("paused")]
+        )
+        .await
+        .unwrap()
     );
     assert!(
-        !s.pause(&alpha, "again", "token:ops", mins(1), vec![notification("paused")])
-            .await
-            .unwrap()
+        !s.pause(
+            &alpha,
+            "again",
+            "token:ops",
+            mins(1),
+            vec![notification("paused")]
+        )
+        .await
+        .unwrap()
     );
     assert!(
         s.pause(&PauseScope::All, "maintenance", "cli", mins(2), Vec::new())
@@ -46,7 +58,11 @@ pub async fn pausing_twice_keeps_the_first_pause_and_resume_lifts_it(store: Arc<
     assert_eq!(first.reason, "account mismatch");
     assert_eq!(first.actor, "cli");
     assert_eq!(first.at, t0());
-    assert!(pauses.iter().any(|p| p.scope == "*" && p.reason == "maintenance"));
+    assert!(
+        pauses
+            .iter()
+            .any(|p| p.scope == "*" && p.reason == "maintenance")
+    );
     assert_eq!(s.outbox_stats().await.unwrap().pending, 1);
 
     assert!(
@@ -75,7 +91,11 @@ pub async fn pausing_twice_keeps_the_first_pause_and_resume_lifts_it(store: Arc<
             .await
             .unwrap()
     );
-    assert!(s.resume(&PauseScope::All, "cli", mins(6), Vec::new()).await.unwrap());
+    assert!(
+        s.resume(&PauseScope::All, "cli", mins(6), Vec::new())
+            .await
+            .unwrap()
+    );
     let pauses = s.pauses().await.unwrap();
     assert_eq!(pauses.len(), 1);
     assert_eq!(pauses[0].reason, "again");
@@ -139,9 +159,15 @@ pub async fn resume_resets_the_failure_count(store: Arc<dyn Store>) {
     fail(s, "alpha", Some(3), 1).await;
     fail(s, "alpha", Some(3), 2).await;
     assert!(
-        s.pause(&channel_scope("alpha"), "by hand", "cli", mins(3), Vec::new())
-            .await
-            .unwrap()
+        s.pause(
+            &channel_scope("alpha"),
+            "by hand",
+            "cli",
+            mins(3),
+            Vec::new()
+        )
+        .await
+        .unwrap()
     );
     assert!(
         s.resume(&channel_scope("alpha"), "cli", mins(4), Vec::new())
@@ -255,8 +281,16 @@ pub async fn claimed_notifications_are_leased(store: Arc<dyn Store>) {
     let second = s.claim_notifications(t0(), "b", mins(5), 10).await.unwrap();
     assert_eq!(second.len(), 2);
     assert!(first.iter().all(|n| second.iter().all(|m| m.id != n.id)));
-    assert!(s.claim_notifications(mins(1), "c", mins(6), 10).await.unwrap().is_empty());
-    let again = s.claim_notifications(mins(6), "c", mins(10), 10).await.unwrap();
+    assert!(
+        s.claim_notifications(mins(1), "c", mins(6), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let again = s
+        .claim_notifications(mins(6), "c", mins(10), 10)
+        .await
+        .unwrap();
     assert_eq!(again.len(), 5, "leases ended at 5");
 }
 
@@ -282,12 +316,26 @@ pub async fn delivery_outcomes_are_recorded_and_counted(store: Arc<dyn Store>) {
             delivered: 1,
         }
     );
-    assert!(s.claim_notifications(mins(9), "d", mins(20), 10).await.unwrap().is_empty());
-    let retry = s.claim_notifications(mins(10), "d", mins(20), 10).await.unwrap();
+    assert!(
+        s.claim_notifications(mins(9), "d", mins(20), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let retry = s
+        .claim_notifications(mins(10), "d", mins(20), 10)
+        .await
+        .unwrap();
     assert_eq!(retry.len(), 1);
     assert_eq!(retry[0].id, retried);
     assert_eq!(retry[0].attempts, 1);
-    assert!(s.claim_notifications(mins(60), "d", mins(70), 10).await.unwrap().len() == 1);
+    assert!(
+        s.claim_notifications(mins(60), "d", mins(70), 10)
+            .await
+            .unwrap()
+            .len()
+            == 1
+    );
 }
 
 /// Deliverers with their own handles claiming at once never get the same notification.
@@ -340,12 +388,21 @@ pub async fn tokens_authenticate_by_hash_until_revoked(store: Arc<dyn Store>) {
         Err(StoreError::Duplicate(_))
     ));
 
-    let found = s.authenticate(&"a".repeat(64), mins(1)).await.unwrap().unwrap();
+    let found = s
+        .authenticate(&"a".repeat(64), mins(1))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.name, "agent");
     assert_eq!(found.roles, roles);
     assert_eq!(found.created_at, t0());
     assert_eq!(found.revoked_at, None);
-    assert!(s.authenticate(&"f".repeat(64), mins(1)).await.unwrap().is_none());
+    assert!(
+        s.authenticate(&"f".repeat(64), mins(1))
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let listed = s.tokens().await.unwrap();
     let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
@@ -356,7 +413,12 @@ pub async fn tokens_authenticate_by_hash_until_revoked(store: Arc<dyn Store>) {
     assert!(s.revoke_token("agent", mins(2)).await.unwrap());
     assert!(!s.revoke_token("agent", mins(3)).await.unwrap());
     assert!(!s.revoke_token("nobody", mins(3)).await.unwrap());
-    assert!(s.authenticate(&"a".repeat(64), mins(4)).await.unwrap().is_none());
+    assert!(
+        s.authenticate(&"a".repeat(64), mins(4))
+            .await
+            .unwrap()
+            .is_none()
+    );
     let revoked = s.tokens().await.unwrap();
     assert_eq!(revoked[0].revoked_at, Some(mins(2)));
     assert_eq!(revoked.len(), 2);
@@ -429,7 +491,11 @@ pub async fn a_healthy_ledger_breaks_no_invariant(store: Arc<dyn Store>) {
         .into_iter()
         .map(|(status, _)| status)
         .collect();
-    assert_eq!(statuses.len(), 6, "every state is represented: {statuses:?}");
+    assert_eq!(
+        statuses.len(),
+        6,
+        "every state is represented: {statuses:?}"
+    );
 }
 
 /// Waiting for due work returns by its timeout when nothing happens (a hint, never the record).

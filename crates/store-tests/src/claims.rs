@@ -190,7 +190,10 @@ pub async fn a_post_with_posted_at_is_never_claimed_again(store: Arc<dyn Store>)
     let odd = s.update_post(update).await.unwrap();
     assert_eq!(odd.status, PostStatus::Approved);
 
-    assert_eq!(claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await),
+        None
+    );
     let target = ClaimTarget::Post {
         id: post.id,
         allow_test: true,
@@ -222,7 +225,9 @@ pub async fn next_due_at_is_the_earliest_time_a_post_may_be_claimed(store: Arc<d
     approved(s, "beta", "elsewhere", mins(5)).await;
     assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(20)));
     assert_eq!(
-        s.next_due_at(&[ch("alpha"), ch("beta")], &[]).await.unwrap(),
+        s.next_due_at(&[ch("alpha"), ch("beta")], &[])
+            .await
+            .unwrap(),
         Some(mins(5))
     );
     assert_eq!(s.next_due_at(&[], &[]).await.unwrap(), None);

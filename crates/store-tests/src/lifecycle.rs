@@ -52,7 +52,10 @@ pub async fn every_status_pair_follows_is_legal(store: Arc<dyn Store>) {
                 assert_eq!(event.from, Some(from));
                 assert_eq!(event.to, to);
                 assert_eq!(event.actor, "cli");
-                assert_eq!(event.note.as_deref(), Some(format!("{from} to {to}").as_str()));
+                assert_eq!(
+                    event.note.as_deref(),
+                    Some(format!("{from} to {to}").as_str())
+                );
                 assert_eq!(event.at, mins(30));
                 if to != PostStatus::Posting {
                     assert_eq!(moved.lease_owner, None, "{from} -> {to} keeps a lease");
@@ -79,7 +82,13 @@ pub async fn every_status_pair_follows_is_legal(store: Arc<dyn Store>) {
 
 /// A status change and a non-status event in one update append both, the status event first.
 pub async fn a_status_change_with_an_event_appends_both(store: Arc<dyn Store>) {
-    let post = approved(store.as_ref(), "threads-main", "Edited after approval", t0()).await;
+    let post = approved(
+        store.as_ref(),
+        "threads-main",
+        "Edited after approval",
+        t0(),
+    )
+    .await;
     let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(3));
     update.to = Some(PostStatus::Draft);
     update.note = Some("edited (text): approval withdrawn".into());
@@ -107,7 +116,13 @@ pub async fn a_status_change_with_an_event_appends_both(store: Arc<dyn Store>) {
 /// `via` passes through a state: both steps are legal, both are recorded in order with
 /// the actor and note, and the lease is gone.
 pub async fn a_via_step_records_both_transitions_in_order(store: Arc<dyn Store>) {
-    let post = claimed(store.as_ref(), "threads-main", "Changed after approval", t0()).await;
+    let post = claimed(
+        store.as_ref(),
+        "threads-main",
+        "Changed after approval",
+        t0(),
+    )
+    .await;
     let mut update = outcome(&post, PostStatus::Draft, mins(1));
     update.via = Some(PostStatus::Approved);
     update.note = Some("content changed after approval".into());
@@ -133,7 +148,12 @@ pub async fn a_via_step_records_both_transitions_in_order(store: Arc<dyn Store>)
                 DISPATCHER,
                 note
             ),
-            (Some(PostStatus::Approved), PostStatus::Draft, DISPATCHER, note),
+            (
+                Some(PostStatus::Approved),
+                PostStatus::Draft,
+                DISPATCHER,
+                note
+            ),
         ]
     );
 }
@@ -383,7 +403,12 @@ pub async fn expired_leases_come_with_the_intent_of_their_generation(store: Arc<
     let older = claim(s, &back, mins(3)).await;
     approved(s, "threads-main", "Not claimed", t0()).await;
 
-    assert!(s.expired_leases(mins(LEASE_MINUTES - 1)).await.unwrap().is_empty());
+    assert!(
+        s.expired_leases(mins(LEASE_MINUTES - 1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let expired = s.expired_leases(mins(LEASE_MINUTES + 4)).await.unwrap();
     let found: Vec<(PostId, Option<i64>)> = expired
         .iter()
@@ -402,9 +427,7 @@ pub async fn expired_leases_come_with_the_intent_of_their_generation(store: Arc<
 }
 
 /// The review queue holds `needs_review` posts, oldest first, with their latest intents.
-pub async fn review_queue_lists_needs_review_posts_with_their_latest_intent(
-    store: Arc<dyn Store>,
-) {
+pub async fn review_queue_lists_needs_review_posts_with_their_latest_intent(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let later = claimed(s, "threads-main", "Unknown later", t0()).await;
     let earlier = claimed(s, "threads-main", "Unknown earlier", t0()).await;

@@ -114,7 +114,11 @@ pub async fn create_post_with_the_same_key_and_another_body_is_refused(store: Ar
         res => panic!("expected IdempotencyMismatch, got {res:?}"),
     }
     assert_eq!(
-        store.list_posts(&PostFilter::default()).await.unwrap().len(),
+        store
+            .list_posts(&PostFilter::default())
+            .await
+            .unwrap()
+            .len(),
         1
     );
 
@@ -172,7 +176,9 @@ pub async fn a_filled_slot_returns_its_post_instead_of_a_second_one(store: Arc<d
 /// Reading, updating, noting or discarding a post that does not exist is `NotFound`.
 pub async fn a_missing_post_is_not_found(store: Arc<dyn Store>) {
     let missing = PostId(4242);
-    assert!(matches!(store.get_post(missing).await, Err(StoreError::NotFound(id)) if id == missing));
+    assert!(
+        matches!(store.get_post(missing).await, Err(StoreError::NotFound(id)) if id == missing)
+    );
     assert!(matches!(
         store.post_detail(missing).await,
         Err(StoreError::NotFound(_))
@@ -188,7 +194,9 @@ pub async fn a_missing_post_is_not_found(store: Arc<dyn Store>) {
         note: Some("hello".into()),
     };
     assert!(matches!(
-        store.add_event(missing, note, "cli", t0(), Vec::new()).await,
+        store
+            .add_event(missing, note, "cli", t0(), Vec::new())
+            .await,
         Err(StoreError::NotFound(_))
     ));
     assert!(matches!(
@@ -271,7 +279,12 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
         alt: None,
     }];
     let hash = changed.hash();
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), "token:editor", mins(1));
+    let mut update = PostUpdate::new(
+        post.id,
+        Guard::Version(post.version),
+        "token:editor",
+        mins(1),
+    );
     update.set.content = Some((changed.clone(), hash.clone()));
     update.set.scheduled_at = Some(mins(90));
     update.set.edited_by = Some("token:editor".into());
@@ -296,7 +309,10 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
     assert_eq!(after.not_before, Some(mins(95)));
     assert_eq!(after.attempts, 1);
     assert_eq!(after.verified_at, Some(mins(2)));
-    assert_eq!(after.permalink.as_deref(), Some("https://threads.example/p/1"));
+    assert_eq!(
+        after.permalink.as_deref(),
+        Some("https://threads.example/p/1")
+    );
     assert_eq!(after.platform_post_id.as_deref(), Some("p-1"));
     assert_eq!(after.updated_at, mins(1));
     assert!(after.version > post.version);
@@ -498,7 +514,10 @@ pub async fn sources_used_reports_the_last_use_of_each_source(store: Arc<dyn Sto
     used.sort();
     assert_eq!(
         used,
-        vec![("a.md".to_owned(), mins(-10)), ("b.md".to_owned(), mins(-20))]
+        vec![
+            ("a.md".to_owned(), mins(-10)),
+            ("b.md".to_owned(), mins(-20))
+        ]
     );
     let beta = store.sources_used(&ch("beta"), mins(-1000)).await.unwrap();
     assert_eq!(beta, vec![("c.md".to_owned(), mins(-5))]);

@@ -49,7 +49,13 @@ pub async fn the_window_limit_holds_across_channels(store: Arc<dyn Store>) {
         }
         granted => panic!("the window is full: {granted:?}"),
     }
-    assert!(s.post_detail(next.id).await.unwrap().reservations.is_empty());
+    assert!(
+        s.post_detail(next.id)
+            .await
+            .unwrap()
+            .reservations
+            .is_empty()
+    );
     granted(reserve(s, &next, mins(60), 3, 100).await);
 }
 
@@ -64,10 +70,7 @@ pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Stor
     sent(s, "alpha", mins(1), 100).await;
 
     let third = claimed(s, "alpha", "third today", mins(2)).await;
-    let tokyo_midnight = Utc
-        .with_ymd_and_hms(2026, 3, 2, 15, 0, 0)
-        .single()
-        .unwrap();
+    let tokyo_midnight = Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).single().unwrap();
     match reserve(s, &third, mins(2), 100, 2).await {
         Reserved::Denied(denial) => {
             assert_eq!(denial.limit, Limit::Daily);
@@ -242,7 +245,13 @@ pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
             }
         }
     }
-    assert!(granted_alpha <= DAILY, "alpha got {granted_alpha} > {DAILY}");
+    assert!(
+        granted_alpha <= DAILY,
+        "alpha got {granted_alpha} > {DAILY}"
+    );
     assert_eq!(granted_all, WINDOW, "the window grants exactly its limit");
-    assert_eq!(s.quota_rows(mins(-60), mins(5)).await.unwrap().0.len(), WINDOW as usize);
+    assert_eq!(
+        s.quota_rows(mins(-60), mins(5)).await.unwrap().0.len(),
+        WINDOW as usize
+    );
 }
