@@ -11,7 +11,10 @@
 //!    and `X-Restli-Protocol-Version: 2.0.0`; the post's URN comes back in `x-restli-id`
 //!    and its permalink is `https://www.linkedin.com/feed/update/{urn}/`. A 422
 //!    `DUPLICATE_POST` naming an earlier URN means identical text by this author is already
-//!    out (an earlier attempt whose answer was lost): that is reported as published.
+//!    out (an earlier attempt whose answer was lost): that is reported as published. A 429
+//!    (LinkedIn's unpublished per-member and per-app daily limits) is "not sent", to be
+//!    tried after `Retry-After` or, without one, after the limits reset at 00:00 UTC; a
+//!    426 `NONEXISTENT_VERSION` is a rejection naming the version to replace.
 //! 4. [`Platform::verify`]: unsupported. Reading posts back needs the restricted
 //!    `r_member_social` scope.
 //! 5. [`Platform::reconcile`]: nothing to read, so a person decides. Reconcile never

@@ -317,36 +317,37 @@ fn threads_length(text: &str) -> usize {
         .sum()
 }
 
-fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Result<(), ResponseTemplate> {
+/// The refusal a container's parameters earn, if any.
+fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Option<ResponseTemplate> {
     let invalid = |message: &str| graph_error(400, 100, None, message);
     match flavour {
         Flavour::Threads => {
             let text = params.get("text").map(String::as_str).unwrap_or("");
             match params.get("media_type").map(String::as_str) {
                 Some("TEXT") if text.is_empty() => {
-                    return Err(invalid("Param text is required for TEXT posts"));
+                    return Some(invalid("Param text is required for TEXT posts"));
                 }
                 Some("TEXT") => {}
                 Some("IMAGE") if !params.contains_key("image_url") => {
-                    return Err(invalid("Param image_url is required for IMAGE posts"));
+                    return Some(invalid("Param image_url is required for IMAGE posts"));
                 }
                 Some("IMAGE") => {
                     if params.contains_key("link_attachment") {
-                        return Err(invalid("link_attachment is only supported on text posts"));
+                        return Some(invalid("link_attachment is only supported on text posts"));
                     }
                 }
                 Some("VIDEO" | "CAROUSEL") => {}
                 _ => {
-                    return Err(invalid(
+                    return Some(invalid(
                         "Param media_type must be one of {TEXT, IMAGE, VIDEO, CAROUSEL}",
                     ));
                 }
             }
             if threads_length(text) > 500 {
-                return Err(invalid("Param text must be at most 500 characters long"));
+                return Some(invalid("Param text must be at most 500 characters long"));
             }
             if count_links(text) > 5 {
-                return Err(graph_error(
+                return Some(graph_error(
                     400,
                     100,
                     Some(4279021),
@@ -356,7 +357,7 @@ fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Result<(), Re
         }
         Flavour::Instagram => {
             let Some(image_url) = params.get("image_url") else {
-                return Err(invalid("The parameter image_url is required"));
+                return Some(invalid("The parameter image_url is required"));
             };
             let lower = image_url
                 .split(['?', '#'])
@@ -364,7 +365,7 @@ fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Result<(), Re
                 .unwrap_or("")
                 .to_ascii_lowercase();
             if !(lower.ends_with(".jpg") || lower.ends_with(".jpeg")) {
-                return Err(graph_error(
+                return Some(graph_error(
                     400,
                     9004,
                     Some(2207052),
@@ -379,13 +380,13 @@ fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Result<(), Re
                     .count()
             };
             if caption.chars().count() > 2200 || words('#') > 30 || words('@') > 20 {
-                return Err(invalid(
+                return Some(invalid(
                     "The caption is too long or has too many hashtags or mentions",
                 ));
             }
         }
     }
-    Ok(())
+    None
 }
 
 impl Respond for Create {
@@ -404,7 +405,7 @@ impl Respond for Create {
                 "the fake refuses auto_publish_text: airlock must not use it",
             );
         }
-        if let Err(refusal) = validate(state.flavour, &params) {
+        if let Some(refusal) = validate(state.flavour, &params) {
             return refusal;
         }
         let id = state.new_id();

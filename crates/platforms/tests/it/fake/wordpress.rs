@@ -124,14 +124,23 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// Whether the request carries the right credentials; `Err` is the answer to give.
-fn authenticate(request: &Request) -> Result<bool, ResponseTemplate> {
+/// Who a request authenticates as.
+enum Caller {
+    /// No credentials.
+    Anonymous,
+    /// The right user and application password.
+    User,
+    /// Credentials that do not match: the answer to give.
+    Refused(ResponseTemplate),
+}
+
+fn authenticate(request: &Request) -> Caller {
     let Some(header) = request
         .headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
     else {
-        return Ok(false);
+        return Caller::Anonymous;
     };
     if header
         == format!(
@@ -139,9 +148,9 @@ fn authenticate(request: &Request) -> Result<bool, ResponseTemplate> {
             base64(format!("{USERNAME}:{CANARY}").as_bytes())
         )
     {
-        Ok(true)
+        Caller::User
     } else {
-        Err(error(
+        Caller::Refused(error(
             401,
             "incorrect_password",
             "The provided password is an invalid application password.",
@@ -170,14 +179,18 @@ fn query(request: &Request, key: &str) -> Option<String> {
 
 type Shared = Arc<Mutex<State>>;
 
+/// Whether a `wp/v2` route is the one a mock serves.
+type RouteTest = fn(&str) -> bool;
+
 struct Wp(Shared);
 
 impl Respond for Wp {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let mut state = self.0.lock().unwrap();
         let authenticated = match authenticate(request) {
-            Ok(authenticated) => authenticated,
-            Err(refusal) => return refusal,
+            Caller::Anonymous => false,
+            Caller::User => true,
+            Caller::Refused(refusal) => return refusal,
         };
         let route = route(request).unwrap_or_default();
         match (request.method.as_str(), route.as_str()) {
@@ -321,7 +334,7 @@ impl WordpressFake {
             articles: Vec::new(),
             next_id: 100,
         }));
-        let routes: [(&str, &str, fn(&str) -> bool, u64); 4] = [
+        let routes: [(&str, &str, RouteTest, u64); 4] = [
             ("identity", "GET", |r| r == "users/me", expect.identity),
             ("slug lookup", "GET", |r| r == "posts", expect.lookup),
             (
