@@ -11,7 +11,10 @@
 //!    and `X-Restli-Protocol-Version: 2.0.0`; the post's URN comes back in `x-restli-id`
 //!    and its permalink is `https://www.linkedin.com/feed/update/{urn}/`. A 422
 //!    `DUPLICATE_POST` naming an earlier URN means identical text by this author is already
-//!    out (an earlier attempt whose answer was lost): that is reported as published.
+//!    out (an earlier attempt whose answer was lost): that is reported as published. A 429
+//!    (LinkedIn's unpublished per-member and per-app daily limits) is "not sent", to be
+//!    tried after `Retry-After` or, without one, after the limits reset at 00:00 UTC; a
+//!    426 `NONEXISTENT_VERSION` is a rejection naming the version to replace.
 //! 4. [`Platform::verify`]: unsupported. Reading posts back needs the restricted
 //!    `r_member_social` scope.
 //! 5. [`Platform::reconcile`]: nothing to read, so a person decides. Reconcile never
@@ -27,6 +30,7 @@ use std::sync::Mutex;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 
@@ -136,6 +140,15 @@ fn find_urn(message: &str) -> Option<String> {
     (!kind.is_empty() && !id.is_empty()).then_some(urn)
 }
 
+/// When to try again after a 429: `Retry-After` if given, else the next 00:00 UTC, when
+/// LinkedIn's per-member and per-app daily limits reset.
+fn throttle_retry(answer: &Answer, now: DateTime<Utc>) -> Option<Duration> {
+    retry_after(&answer.headers).or_else(|| {
+        let midnight = (now.date_naive() + Duration::days(1)).and_hms_opt(0, 0, 0)?;
+        Some(midnight.and_utc() - now)
+    })
+}
+
 /// Whether an answer is LinkedIn's duplicate-content refusal.
 fn is_duplicate(body: &Value) -> bool {
     let input_errors = body["errorDetails"]["inputErrors"].as_array();
@@ -224,6 +237,10 @@ impl Linkedin {
                     reason,
                     credential: false,
                 },
+                429 => StepError::Transient {
+                    reason,
+                    retry_after: throttle_retry(&answer, Utc::now()),
+                },
                 _ => StepError::Transient {
                     reason,
                     retry_after: retry_after(&answer.headers),
@@ -276,6 +293,12 @@ impl Linkedin {
             401 | 403 => Outcome::Rejected {
                 reason: format!("{reason}: {CREDENTIAL_HINT}"),
                 credential: true,
+            },
+            429 => Outcome::NotSent {
+                reason: format!(
+                    "{reason}: LinkedIn's daily limit is reached; nothing was published"
+                ),
+                retry_after: throttle_retry(answer, Utc::now()),
             },
             status => outcome_for_status(status, &answer.headers, reason),
         }
@@ -383,6 +406,19 @@ mod tests {
             r"Cats \(and \#dogs\) \@inn \[1\] \<b\> \*x\* \_y\_ \~z\~ a\|b \{c\} \\ ok"
         );
         assert_eq!(escape_little_text("plain text."), "plain text.");
+    }
+
+    #[test]
+    fn a_throttle_without_retry_after_waits_for_midnight_utc() {
+        let answer = Answer {
+            status: 429,
+            headers: reqwest::header::HeaderMap::new(),
+            body: None,
+        };
+        let now = DateTime::parse_from_rfc3339("2026-09-01T22:30:00Z")
+            .unwrap()
+            .to_utc();
+        assert_eq!(throttle_retry(&answer, now), Some(Duration::minutes(90)));
     }
 
     #[test]

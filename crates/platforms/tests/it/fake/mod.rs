@@ -1,0 +1,125 @@
+//! Local HTTP fakes of the platforms, shaped like platform-apis.md ("What a faithful fake
+//! must do"), and the helpers every adapter test shares.
+//!
+//! Each fake is a wiremock server whose responders share one `Arc<Mutex<State>>`, so it
+//! can hold what wiremock's canned answers cannot: container state machines, counters,
+//! rolling-window quotas, duplicate detection. Each endpoint is its own mock with
+//! `.expect(n)`, so an extra publish (or any unexpected call) fails the test when the
+//! server is dropped.
+
+use std::fmt::{Debug, Display};
+use std::time::Duration;
+
+use airlock_core::{ChannelName, Media, PostId};
+use airlock_platforms::PublishRequest;
+use secrecy::SecretString;
+use wiremock::MockServer;
+
+pub mod linkedin;
+pub mod meta;
+pub mod wordpress;
+
+/// The token every test uses; nothing an adapter returns or logs may contain it.
+pub const CANARY: &str = "CANARY-tok-9f3e";
+
+/// The canary as a secret.
+pub fn token() -> SecretString {
+    SecretString::from(CANARY.to_owned())
+}
+
+/// A client like the CLI builds one (no redirects, no pooling).
+pub fn client() -> reqwest::Client {
+    airlock_platforms::http::client(Duration::from_secs(5))
+}
+
+/// A request timeout short enough for a delayed answer to outlast it.
+pub const SHORT_TIMEOUT: Duration = Duration::from_millis(400);
+
+/// A delay longer than [`SHORT_TIMEOUT`].
+pub const LONG_DELAY: Duration = Duration::from_secs(2);
+
+/// A post as the guarded path would hand it to an adapter.
+pub fn request(channel: &str, text: &str) -> PublishRequest {
+    PublishRequest {
+        post_id: PostId(42),
+        channel: ChannelName::parse(channel).unwrap(),
+        title: None,
+        text: text.to_owned(),
+        media: Vec::new(),
+        link: None,
+        scheduled_at: chrono::Utc::now(),
+        idempotency_key: "42-0123456789abcdef".into(),
+    }
+}
+
+/// One image, with alt text.
+pub fn image(url: &str) -> Media {
+    Media {
+        url: url.to_owned(),
+        alt: Some("A cat asleep on a cushion".into()),
+    }
+}
+
+/// Asserts that a value's `Debug` form does not carry the token.
+#[track_caller]
+pub fn assert_no_canary<T: Debug>(value: &T) {
+    let shown = format!("{value:?}");
+    assert!(!shown.contains(CANARY), "the token leaked: {shown}");
+}
+
+/// Asserts that neither the `Display` nor the `Debug` form of a value carries the token.
+#[track_caller]
+pub fn assert_no_canary_shown<T: Debug + Display>(value: &T) {
+    assert_no_canary(value);
+    let shown = value.to_string();
+    assert!(!shown.contains(CANARY), "the token leaked: {shown}");
+}
+
+/// Asserts the token never travelled in a URL or a body, only in headers.
+pub async fn assert_token_only_in_headers(server: &MockServer) {
+    for request in server.received_requests().await.unwrap_or_default() {
+        assert!(
+            !request.url.as_str().contains(CANARY),
+            "token in URL {}",
+            request.url
+        );
+        assert!(
+            !String::from_utf8_lossy(&request.body).contains(CANARY),
+            "token in the body of {}",
+            request.url
+        );
+    }
+}
+
+/// How many requests reached a path.
+pub async fn hits(server: &MockServer, path_suffix: &str) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path().ends_with(path_suffix))
+        .count()
+}
+
+/// A loopback URL where nothing listens: connecting is refused.
+pub fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Form pairs from a request's query string and `application/x-www-form-urlencoded` body
+/// (Meta's samples use either).
+pub fn params(request: &wiremock::Request) -> std::collections::HashMap<String, String> {
+    let mut params: std::collections::HashMap<String, String> = request
+        .url
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    params.extend(
+        url::form_urlencoded::parse(&request.body).map(|(k, v)| (k.into_owned(), v.into_owned())),
+    );
+    params
+}

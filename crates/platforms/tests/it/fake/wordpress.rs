@@ -1,0 +1,385 @@
+//! A fake of the WordPress REST API (`wp/v2`), reachable both as `/wp-json/wp/v2/…` and as
+//! `/?rest_route=/wp/v2/…`.
+//!
+//! - HTTP Basic with an application password: a wrong password answers 401
+//!   `incorrect_password`, no credentials 401 `rest_not_logged_in`; a user without the
+//!   `publish_posts` capability gets 403 `rest_cannot_publish`.
+//! - `POST posts` gives ids from a counter, makes a colliding slug unique with `-2`, `-3`,
+//!   … like core does, builds `link` from the slug and answers 201 with `Location`.
+//! - `GET posts?slug=` answers a list (with `X-WP-Total`); statuses other than `publish`
+//!   need credentials (`rest_invalid_param` otherwise).
+//! - `GET posts/{id}` and `GET users/me`.
+//! - [`PublishMode`] acts out lost answers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use super::CANARY;
+
+/// The login name the application password belongs to.
+pub const USERNAME: &str = "editor";
+/// The user's slug, which the account check compares.
+pub const USER_SLUG: &str = "inn-editor";
+
+/// How the create endpoint behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishMode {
+    /// Create and answer 201.
+    Normal,
+    /// Create, then answer this status.
+    CreateThenStatus(u16),
+    /// Answer this status and create nothing.
+    StatusWithoutCreating(u16),
+    /// Create, then answer only after this long.
+    CreateThenDelay(Duration),
+}
+
+/// One article.
+#[derive(Debug, Clone)]
+pub struct Article {
+    /// Its id.
+    pub id: u64,
+    /// Its slug.
+    pub slug: String,
+    /// Its status.
+    pub status: String,
+    /// Its title as stored.
+    pub title: String,
+    /// Its HTML content.
+    pub content: String,
+}
+
+/// The fake's state.
+#[derive(Debug)]
+pub struct State {
+    /// The site's address, for links.
+    pub site: String,
+    /// The user's slug.
+    pub user_slug: String,
+    /// The user may publish.
+    pub can_publish: bool,
+    /// How the create endpoint behaves.
+    pub publish_mode: PublishMode,
+    /// The articles.
+    pub articles: Vec<Article>,
+    next_id: u64,
+}
+
+impl State {
+    /// Adds an article as someone else would have.
+    pub fn add(&mut self, slug: &str, title: &str, status: &str) -> u64 {
+        self.next_id += 1;
+        self.articles.push(Article {
+            id: self.next_id,
+            slug: slug.into(),
+            status: status.into(),
+            title: title.into(),
+            content: "<p>earlier</p>".into(),
+        });
+        self.next_id
+    }
+
+    fn json(&self, article: &Article) -> Value {
+        json!({
+            "id": article.id,
+            "date": "2026-09-01T08:00:00",
+            "slug": article.slug,
+            "status": article.status,
+            "type": "post",
+            "link": format!("{}/{}/", self.site, article.slug),
+            "title": {"raw": article.title, "rendered": article.title.replace('&', "&#038;")},
+            "content": {"raw": article.content, "rendered": article.content, "protected": false},
+            "author": 3,
+        })
+    }
+}
+
+fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({
+        "code": code,
+        "message": message,
+        "data": {"status": status},
+    }))
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Who a request authenticates as.
+enum Caller {
+    /// No credentials.
+    Anonymous,
+    /// The right user and application password.
+    User,
+    /// Credentials that do not match: the answer to give.
+    Refused(ResponseTemplate),
+}
+
+fn authenticate(request: &Request) -> Caller {
+    let Some(header) = request
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Caller::Anonymous;
+    };
+    if header
+        == format!(
+            "Basic {}",
+            base64(format!("{USERNAME}:{CANARY}").as_bytes())
+        )
+    {
+        Caller::User
+    } else {
+        Caller::Refused(error(
+            401,
+            "incorrect_password",
+            "The provided password is an invalid application password.",
+        ))
+    }
+}
+
+/// The `wp/v2` route of a request, in either routing style, and its other query pairs.
+pub fn route(request: &Request) -> Option<String> {
+    if let Some(rest) = request.url.path().strip_prefix("/wp-json/wp/v2/") {
+        return Some(rest.trim_end_matches('/').to_owned());
+    }
+    let (_, route) = request.url.query_pairs().find(|(k, _)| k == "rest_route")?;
+    route
+        .strip_prefix("/wp/v2/")
+        .map(|r| r.trim_end_matches('/').to_owned())
+}
+
+fn query(request: &Request, key: &str) -> Option<String> {
+    request
+        .url
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+type Shared = Arc<Mutex<State>>;
+
+/// Whether a `wp/v2` route is the one a mock serves.
+type RouteTest = fn(&str) -> bool;
+
+struct Wp(Shared);
+
+impl Respond for Wp {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.0.lock().unwrap();
+        let authenticated = match authenticate(request) {
+            Caller::Anonymous => false,
+            Caller::User => true,
+            Caller::Refused(refusal) => return refusal,
+        };
+        let route = route(request).unwrap_or_default();
+        match (request.method.as_str(), route.as_str()) {
+            ("GET", "users/me") => {
+                if !authenticated {
+                    return error(
+                        401,
+                        "rest_not_logged_in",
+                        "You are not currently logged in.",
+                    );
+                }
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "id": 3,
+                    "username": USERNAME,
+                    "name": "Inn Editor",
+                    "slug": state.user_slug,
+                    "roles": [if state.can_publish { "author" } else { "contributor" }],
+                }))
+            }
+            ("GET", "posts") => {
+                let statuses = query(request, "status").unwrap_or_else(|| "publish".into());
+                let statuses: Vec<&str> = statuses.split(',').collect();
+                if !authenticated && statuses.iter().any(|s| *s != "publish") {
+                    return error(400, "rest_invalid_param", "Invalid parameter(s): status");
+                }
+                let slug = query(request, "slug");
+                let found: Vec<Value> = state
+                    .articles
+                    .iter()
+                    .filter(|a| statuses.contains(&a.status.as_str()))
+                    .filter(|a| slug.as_deref().is_none_or(|s| a.slug == s))
+                    .map(|a| state.json(a))
+                    .collect();
+                ResponseTemplate::new(200)
+                    .insert_header("x-wp-total", found.len().to_string().as_str())
+                    .insert_header("x-wp-totalpages", "1")
+                    .set_body_json(found)
+            }
+            ("POST", "posts") => {
+                if !authenticated {
+                    return error(
+                        401,
+                        "rest_cannot_create",
+                        "Sorry, you are not allowed to create posts as this user.",
+                    );
+                }
+                let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                    return error(400, "rest_invalid_json", "Invalid JSON body passed.");
+                };
+                let status = body["status"].as_str().unwrap_or("draft").to_owned();
+                if status == "publish" && !state.can_publish {
+                    return error(
+                        403,
+                        "rest_cannot_publish",
+                        "Sorry, you are not allowed to publish posts as this user.",
+                    );
+                }
+                if let PublishMode::StatusWithoutCreating(code) = state.publish_mode {
+                    return ResponseTemplate::new(code)
+                        .set_body_string("<html>Service Unavailable</html>");
+                }
+                let wanted = body["slug"].as_str().unwrap_or("post").to_owned();
+                let mut slug = wanted.clone();
+                let mut n = 2;
+                while state.articles.iter().any(|a| a.slug == slug) {
+                    slug = format!("{wanted}-{n}");
+                    n += 1;
+                }
+                state.next_id += 1;
+                let article = Article {
+                    id: state.next_id,
+                    slug,
+                    status,
+                    title: body["title"].as_str().unwrap_or("").to_owned(),
+                    content: body["content"].as_str().unwrap_or("").to_owned(),
+                };
+                let answer = state.json(&article);
+                let location = format!("{}/wp-json/wp/v2/posts/{}", state.site, article.id);
+                state.articles.push(article);
+                match state.publish_mode {
+                    PublishMode::CreateThenStatus(code) => ResponseTemplate::new(code),
+                    mode => {
+                        let created = ResponseTemplate::new(201)
+                            .insert_header("location", location.as_str())
+                            .set_body_json(answer);
+                        match mode {
+                            PublishMode::CreateThenDelay(delay) => created.set_delay(delay),
+                            _ => created,
+                        }
+                    }
+                }
+            }
+            ("GET", route) if route.starts_with("posts/") => {
+                let id = route.trim_start_matches("posts/");
+                match state.articles.iter().find(|a| a.id.to_string() == id) {
+                    Some(article) if article.status == "publish" || authenticated => {
+                        ResponseTemplate::new(200).set_body_json(state.json(article))
+                    }
+                    _ => error(404, "rest_post_invalid_id", "Invalid post ID."),
+                }
+            }
+            _ => error(
+                404,
+                "rest_no_route",
+                "No route was found matching the URL and request method.",
+            ),
+        }
+    }
+}
+
+/// How many calls each route must get in a test.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect {
+    /// `GET users/me`.
+    pub identity: u64,
+    /// `GET posts?slug=`.
+    pub lookup: u64,
+    /// `POST posts` (irreversible).
+    pub create: u64,
+    /// `GET posts/{id}`.
+    pub read: u64,
+}
+
+/// A running fake.
+pub struct WordpressFake {
+    /// The server; dropping it checks every mock's expectation.
+    pub server: MockServer,
+    /// The shared state.
+    pub state: Arc<Mutex<State>>,
+}
+
+impl WordpressFake {
+    /// Starts a fake expecting these calls.
+    pub async fn start(expect: Expect) -> WordpressFake {
+        let server = MockServer::start().await;
+        let state = Arc::new(Mutex::new(State {
+            site: server.uri(),
+            user_slug: USER_SLUG.into(),
+            can_publish: true,
+            publish_mode: PublishMode::Normal,
+            articles: Vec::new(),
+            next_id: 100,
+        }));
+        let routes: [(&str, &str, RouteTest, u64); 4] = [
+            ("identity", "GET", |r| r == "users/me", expect.identity),
+            ("slug lookup", "GET", |r| r == "posts", expect.lookup),
+            (
+                "create (irreversible)",
+                "POST",
+                |r| r == "posts",
+                expect.create,
+            ),
+            ("read back", "GET", |r| r.starts_with("posts/"), expect.read),
+        ];
+        for (name, verb, matches_route, times) in routes {
+            Mock::given(move |request: &Request| {
+                request.method.as_str() == verb && route(request).is_some_and(|r| matches_route(&r))
+            })
+            .respond_with(Wp(state.clone()))
+            .expect(times)
+            .named(name)
+            .mount(&server)
+            .await;
+        }
+        Mock::given(wiremock::matchers::any())
+            .respond_with(error(
+                404,
+                "rest_no_route",
+                "No route was found matching the URL and request method.",
+            ))
+            .with_priority(u8::MAX)
+            .expect(0)
+            .named("unexpected call")
+            .mount(&server)
+            .await;
+        WordpressFake { server, state }
+    }
+
+    /// Runs `f` on the state.
+    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+}
+
+#[test]
+fn base64_matches_rfc_4648() {
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+}

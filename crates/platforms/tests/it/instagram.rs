@@ -1,0 +1,497 @@
+//! The `instagram` adapter against the Graph fake.
+
+use std::time::Duration;
+
+use airlock_core::Outcome;
+use airlock_platforms::instagram::{Instagram, InstagramSettings};
+use airlock_platforms::{
+    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError, StepError,
+    Verification,
+};
+
+use crate::fake::meta::{Expect, Flavour, GraphFake, IG_USER_ID, NewContainers, PublishMode};
+use crate::fake::{
+    CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
+    assert_token_only_in_headers, client, closed_port_url, hits, image, request,
+};
+
+const JPEG: &str = "https://inn.example/wp-content/uploads/2026/09/cat.jpg";
+
+fn settings(base_url: String) -> InstagramSettings {
+    InstagramSettings {
+        base_url,
+        request_timeout: Duration::from_secs(5),
+        poll_interval: Duration::from_millis(10),
+        poll_timeout: Duration::from_secs(5),
+        ..InstagramSettings::new(crate::fake::token())
+    }
+}
+
+fn adapter(fake: &GraphFake) -> Instagram {
+    Instagram::new(settings(fake.uri()), client()).unwrap()
+}
+
+fn post() -> PublishRequest {
+    let mut req = request("instagram-inn", "A quiet afternoon at the inn. #cats");
+    req.media = vec![image(JPEG)];
+    req
+}
+
+/// `prepare` reads `/me` once for the user id, then the limit, the container, its status.
+const PREPARE_AND_PUBLISH: Expect = Expect {
+    identity: 1,
+    limit: 1,
+    create: 1,
+    status_at_least: 1,
+    publish: 1,
+    media_read: 0,
+};
+
+fn reconcile_request(prepared: &Prepared) -> ReconcileRequest {
+    ReconcileRequest {
+        publish: post(),
+        platform_ref: prepared.platform_ref.clone(),
+    }
+}
+
+#[tokio::test]
+async fn happy_path_creates_a_container_publishes_it_once_and_reads_the_permalink() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            media_read: 1,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let instagram = adapter(&fake);
+
+    let account = instagram.account().await.unwrap().unwrap();
+    assert_eq!(account.username, "inn_cats");
+    // The professional account's `user_id`, not the app-scoped `id`.
+    assert_eq!(account.id.as_deref(), Some(IG_USER_ID));
+
+    let mut req = post();
+    req.link = Some("https://inn.example/quiet-afternoon/".into());
+    let prepared = instagram.prepare(&req).await.unwrap();
+    let container = prepared.platform_ref.clone().unwrap();
+    let params = fake.with(|s| s.container_params(&container));
+    assert_eq!(params["image_url"], JPEG);
+    assert_eq!(params["alt_text"], "A cat asleep on a cushion");
+    assert_eq!(
+        params["caption"],
+        "A quiet afternoon at the inn. #cats\n\nhttps://inn.example/quiet-afternoon/"
+    );
+
+    let outcome = instagram.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected a publish, got {outcome:?}");
+    };
+    let media_id = published.platform_post_id.clone().expect("the media id");
+    assert_eq!(
+        fake.with(|s| s.container_state(&container)),
+        Some("PUBLISHED")
+    );
+    assert_eq!(
+        hits(&fake.server, &format!("/{IG_USER_ID}/media_publish")).await,
+        1
+    );
+
+    let verification = instagram.verify(&media_id).await;
+    let Verification::Verified {
+        permalink: Some(permalink),
+    } = &verification
+    else {
+        panic!("expected a permalink, got {verification:?}");
+    };
+    assert!(
+        permalink.starts_with("https://www.instagram.com/p/"),
+        "{permalink}"
+    );
+
+    for request in fake.server.received_requests().await.unwrap() {
+        assert!(request.url.path().starts_with("/v24.0/"), "{}", request.url);
+        assert_eq!(
+            request
+                .headers
+                .get("authorization")
+                .unwrap()
+                .to_str()
+                .unwrap(),
+            format!("Bearer {CANARY}")
+        );
+    }
+    for shown in [
+        format!("{account:?}"),
+        format!("{prepared:?}"),
+        format!("{outcome:?}"),
+    ] {
+        assert!(!shown.contains(CANARY), "{shown}");
+    }
+    assert_no_canary(&verification);
+    assert_no_canary(&instagram);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn wrong_account_is_reported_before_any_container_is_created() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    fake.with(|s| s.username = "someone_else".into());
+    let account = adapter(&fake).account().await.unwrap().unwrap();
+    assert_eq!(account.username, "someone_else");
+    assert_eq!(hits(&fake.server, "/media").await, 0);
+    assert_no_canary(&account);
+}
+
+#[tokio::test]
+async fn non_jpeg_images_and_posts_without_one_image_are_refused_before_any_call() {
+    let fake = GraphFake::start(Flavour::Instagram, Expect::NONE).await;
+    let instagram = adapter(&fake);
+    for media in [
+        vec![image("https://inn.example/cat.png")],
+        vec![image("https://inn.example/cat.jpg.webp?x=.jpg")],
+        vec![],
+        vec![image(JPEG), image(JPEG)],
+    ] {
+        let mut req = post();
+        req.media = media;
+        let err = instagram.prepare(&req).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StepError::Rejected {
+                    credential: false,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_no_canary_shown(&err);
+    }
+}
+
+#[tokio::test]
+async fn container_that_finishes_after_a_few_polls_is_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            status_at_least: 4,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.in_progress_reads = 3);
+    let instagram = adapter(&fake);
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Published(p) if p.platform_post_id.is_some()),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn error_container_is_rejected_and_never_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.new_containers = NewContainers::Error("Media download has timed out".into()));
+    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { credential: false, reason } if reason.contains("Media download has timed out")),
+        "{err:?}"
+    );
+    assert_no_canary_shown(&err);
+}
+
+#[tokio::test]
+async fn expired_container_is_transient_and_never_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.new_containers = NewContainers::Expire);
+    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
+    assert!(matches!(err, StepError::Transient { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn publish_answering_500_is_unknown_and_reconcile_finds_the_container_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::PublishThenStatus(500));
+    let instagram = adapter(&fake);
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let evidence = instagram.reconcile(&reconcile_request(&prepared)).await;
+    assert!(
+        matches!(&evidence, Evidence::Published { note, .. } if note.contains("PUBLISHED")),
+        "{evidence:?}"
+    );
+    assert_no_canary(&outcome);
+    assert_no_canary(&evidence);
+}
+
+#[tokio::test]
+async fn publish_answering_503_without_publishing_reconciles_as_not_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::StatusWithoutPublishing(503));
+    let instagram = adapter(&fake);
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let evidence = instagram.reconcile(&reconcile_request(&prepared)).await;
+    assert!(
+        matches!(&evidence, Evidence::NotPublished { note } if note.contains("FINISHED")),
+        "{evidence:?}"
+    );
+}
+
+#[tokio::test]
+async fn publish_timeout_after_sending_is_unknown() {
+    let fake = GraphFake::start(Flavour::Instagram, PREPARE_AND_PUBLISH).await;
+    fake.with(|s| s.publish_mode = PublishMode::PublishThenDelay(LONG_DELAY));
+    let instagram = Instagram::new(
+        InstagramSettings {
+            request_timeout: SHORT_TIMEOUT,
+            ..settings(fake.uri())
+        },
+        client(),
+    )
+    .unwrap();
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Unknown { reason } if reason.contains("timed out")),
+        "{outcome:?}"
+    );
+    assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn connection_refused_is_not_sent() {
+    let instagram = Instagram::new(
+        InstagramSettings {
+            user_id: Some(IG_USER_ID.into()),
+            ..settings(closed_port_url())
+        },
+        client(),
+    )
+    .unwrap();
+    let account = instagram.account().await.unwrap_err();
+    assert!(
+        matches!(account, StepError::Transient { .. }),
+        "{account:?}"
+    );
+    let prepare = instagram.prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(prepare, StepError::Transient { .. }),
+        "{prepare:?}"
+    );
+    let outcome = instagram
+        .publish(
+            &post(),
+            &Prepared {
+                platform_ref: Some("17900000000000007".into()),
+            },
+        )
+        .await;
+    assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
+    assert_no_canary_shown(&account);
+    assert_no_canary_shown(&prepare);
+    assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn expired_token_is_a_credential_rejection() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.token_expired = true);
+    let instagram = adapter(&fake);
+    let account = instagram.account().await.unwrap_err();
+    assert!(
+        matches!(
+            account,
+            StepError::Rejected {
+                credential: true,
+                ..
+            }
+        ),
+        "{account:?}"
+    );
+
+    fake.with(|s| s.token_expired = false);
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    fake.with(|s| s.token_expired = true);
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Rejected {
+                credential: true,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_no_canary_shown(&account);
+    assert_no_canary(&outcome);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn publishing_limit_reached_is_transient_with_a_retry_hint_and_makes_no_container() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            limit: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    fake.with(|s| {
+        s.quota_total = 50;
+        s.fill_quota();
+    });
+    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { retry_after: Some(_), reason } if reason.contains("50 of 50")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn limit_reached_at_publish_is_not_sent_with_a_retry_hint() {
+    let fake = GraphFake::start(Flavour::Instagram, PREPARE_AND_PUBLISH).await;
+    let instagram = adapter(&fake);
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    fake.with(|s| s.fill_quota());
+    let outcome = instagram.publish(&post(), &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::NotSent { retry_after: Some(_), reason } if reason.contains("2207042")),
+        "{outcome:?}"
+    );
+    assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn a_container_that_expired_before_publishing_is_not_sent() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            publish: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let instagram = adapter(&fake);
+    instagram.account().await.unwrap();
+    let container = fake.with(|s| s.add_container("EXPIRED"));
+    let outcome = instagram
+        .publish(
+            &post(),
+            &Prepared {
+                platform_ref: Some(container),
+            },
+        )
+        .await;
+    assert!(
+        matches!(&outcome, Outcome::NotSent { reason, .. } if reason.contains("2207020")),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_configured_user_id_is_used_for_identity_and_paths() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let instagram = Instagram::new(
+        InstagramSettings {
+            user_id: Some(IG_USER_ID.into()),
+            api_version: "v26.0".into(),
+            ..settings(fake.uri())
+        },
+        client(),
+    )
+    .unwrap();
+    let account = instagram.account().await.unwrap().unwrap();
+    assert_eq!(account.id.as_deref(), Some(IG_USER_ID));
+    let prepared = instagram.prepare(&post()).await.unwrap();
+    assert!(matches!(
+        instagram.publish(&post(), &prepared).await,
+        Outcome::Published(_)
+    ));
+    assert_eq!(hits(&fake.server, &format!("/v26.0/{IG_USER_ID}")).await, 1);
+    assert_eq!(
+        hits(&fake.server, &format!("/v26.0/{IG_USER_ID}/media_publish")).await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn malformed_settings_are_refused() {
+    let err = Instagram::new(
+        InstagramSettings {
+            api_version: "24".into(),
+            ..settings("https://graph.instagram.com".into())
+        },
+        client(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SettingsError::Invalid {
+                setting: "api_version",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = Instagram::new(settings("http://graph.instagram.com".into()), client()).unwrap_err();
+    assert!(matches!(err, SettingsError::BaseUrl(_)), "{err}");
+}

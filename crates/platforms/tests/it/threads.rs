@@ -1,0 +1,577 @@
+//! The `threads` adapter against the Graph fake.
+
+use std::time::Duration;
+
+use airlock_core::Outcome;
+use airlock_platforms::threads::{Threads, ThreadsSettings};
+use airlock_platforms::{
+    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError, Verification,
+};
+
+use crate::fake::meta::{Expect, Flavour, GraphFake, NewContainers, PublishMode, THREADS_USER_ID};
+use crate::fake::{
+    CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
+    assert_token_only_in_headers, client, closed_port_url, hits, image, request,
+};
+
+fn settings(base_url: String) -> ThreadsSettings {
+    ThreadsSettings {
+        base_url,
+        request_timeout: Duration::from_secs(5),
+        poll_interval: Duration::from_millis(10),
+        poll_timeout: Duration::from_secs(5),
+        ..ThreadsSettings::new(crate::fake::token())
+    }
+}
+
+fn adapter(fake: &GraphFake) -> Threads {
+    Threads::new(settings(fake.uri()), client()).unwrap()
+}
+
+fn post() -> PublishRequest {
+    request(
+        "threads-main",
+        "Cats rest here. Please respect the cats' own pace.",
+    )
+}
+
+const PREPARE_AND_PUBLISH: Expect = Expect {
+    identity: 0,
+    limit: 1,
+    create: 1,
+    status_at_least: 1,
+    publish: 1,
+    media_read: 0,
+};
+
+async fn prepared(threads: &Threads, req: &PublishRequest) -> Prepared {
+    let prepared = threads.prepare(req).await.unwrap();
+    assert!(prepared.platform_ref.is_some());
+    prepared
+}
+
+fn reconcile_request(prepared: &Prepared) -> ReconcileRequest {
+    ReconcileRequest {
+        publish: post(),
+        platform_ref: prepared.platform_ref.clone(),
+    }
+}
+
+#[tokio::test]
+async fn happy_path_creates_a_container_publishes_it_once_and_reads_the_permalink() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            identity: 1,
+            media_read: 1,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let threads = adapter(&fake);
+
+    let account = threads.account().await.unwrap().unwrap();
+    assert_eq!(account.username, "inn_cats");
+    assert_eq!(account.id.as_deref(), Some(THREADS_USER_ID));
+
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let container = prepared.platform_ref.clone().unwrap();
+    assert_eq!(
+        fake.with(|s| s.container_state(&container)),
+        Some("FINISHED")
+    );
+    let params = fake.with(|s| s.container_params(&container));
+    assert_eq!(params["media_type"], "TEXT");
+    assert_eq!(params["text"], req.text);
+
+    let outcome = threads.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected a publish, got {outcome:?}");
+    };
+    let media_id = published.platform_post_id.clone().expect("the media id");
+    assert_eq!(
+        fake.with(|s| s.container_state(&container)),
+        Some("PUBLISHED")
+    );
+
+    let verification = threads.verify(&media_id).await;
+    let Verification::Verified {
+        permalink: Some(permalink),
+    } = &verification
+    else {
+        panic!("expected a permalink, got {verification:?}");
+    };
+    assert!(
+        permalink.starts_with("https://www.threads.com/@inn_cats/post/"),
+        "{permalink}"
+    );
+
+    for request in fake.server.received_requests().await.unwrap() {
+        assert_eq!(
+            request
+                .headers
+                .get("authorization")
+                .unwrap()
+                .to_str()
+                .unwrap(),
+            format!("Bearer {CANARY}")
+        );
+    }
+    assert_no_canary(&account);
+    assert_no_canary(&prepared);
+    assert_no_canary(&outcome);
+    assert_no_canary(&verification);
+    assert_no_canary(&threads);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn a_link_becomes_a_link_card_on_text_posts_and_part_of_the_caption_on_image_posts() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            limit: 2,
+            create: 2,
+            status_at_least: 2,
+            publish: 0,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let threads = adapter(&fake);
+    let mut req = post();
+    req.link = Some("https://inn.example/cats/".into());
+    let text_container = prepared(&threads, &req).await.platform_ref.unwrap();
+    let params = fake.with(|s| s.container_params(&text_container));
+    assert_eq!(params["media_type"], "TEXT");
+    assert_eq!(params["link_attachment"], "https://inn.example/cats/");
+
+    req.media = vec![image("https://inn.example/wp-content/uploads/cat.jpg")];
+    let image_container = prepared(&threads, &req).await.platform_ref.unwrap();
+    let params = fake.with(|s| s.container_params(&image_container));
+    assert_eq!(params["media_type"], "IMAGE");
+    assert_eq!(
+        params["image_url"],
+        "https://inn.example/wp-content/uploads/cat.jpg"
+    );
+    assert_eq!(params["alt_text"], "A cat asleep on a cushion");
+    assert!(params["text"].ends_with("\nhttps://inn.example/cats/"));
+    assert!(!params.contains_key("link_attachment"));
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn wrong_account_is_reported_before_any_container_is_created() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    fake.with(|s| s.username = "someone_else".into());
+    let threads = adapter(&fake);
+    let account = threads.account().await.unwrap().unwrap();
+    // The app compares this with the configured account and pauses the channel; the
+    // adapter's part is to report the real owner faithfully.
+    assert_eq!(account.username, "someone_else");
+    assert_ne!(account.username, "inn_cats");
+    assert_eq!(hits(&fake.server, "/threads").await, 0);
+    assert_no_canary(&account);
+}
+
+#[tokio::test]
+async fn container_that_finishes_after_a_few_polls_is_published() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 4,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.in_progress_reads = 3);
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Published(p) if p.platform_post_id.is_some()),
+        "{outcome:?}"
+    );
+    assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn error_container_is_rejected_and_never_published() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.new_containers = NewContainers::Error("FAILED_DOWNLOADING_VIDEO".into()));
+    let threads = adapter(&fake);
+    let err = threads.prepare(&post()).await.unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("expected a rejection, got {err:?}");
+    };
+    assert!(!credential);
+    assert!(reason.contains("FAILED_DOWNLOADING_VIDEO"), "{reason}");
+    assert_no_canary_shown(&err);
+}
+
+#[tokio::test]
+async fn expired_container_is_transient_and_never_published() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.new_containers = NewContainers::Expire);
+    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { reason, .. } if reason.contains("expired")),
+        "{err:?}"
+    );
+    assert_no_canary_shown(&err);
+}
+
+#[tokio::test]
+async fn container_still_in_progress_at_the_poll_timeout_is_transient() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 2,
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.new_containers = NewContainers::Hang);
+    let threads = Threads::new(
+        ThreadsSettings {
+            poll_timeout: Duration::from_millis(150),
+            ..settings(fake.uri())
+        },
+        client(),
+    )
+    .unwrap();
+    let err = threads.prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { reason, .. } if reason.contains("not ready")),
+        "{err:?}"
+    );
+    assert_no_canary_shown(&err);
+}
+
+#[tokio::test]
+async fn publish_answering_500_is_unknown_and_reconcile_finds_the_container_published() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::PublishThenStatus(500));
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Unknown { reason } if reason.contains("HTTP 500")),
+        "{outcome:?}"
+    );
+
+    let evidence = threads.reconcile(&reconcile_request(&prepared)).await;
+    let container = prepared.platform_ref.clone().unwrap();
+    let Evidence::Published { note, .. } = &evidence else {
+        panic!("expected evidence of publishing, got {evidence:?}");
+    };
+    assert!(
+        note.contains(&container) && note.contains("PUBLISHED"),
+        "{note}"
+    );
+    assert_no_canary(&outcome);
+    assert_no_canary(&evidence);
+}
+
+#[tokio::test]
+async fn publish_answering_502_without_publishing_reconciles_as_not_published() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::StatusWithoutPublishing(502));
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+
+    let evidence = threads.reconcile(&reconcile_request(&prepared)).await;
+    assert!(
+        matches!(&evidence, Evidence::NotPublished { note } if note.contains("FINISHED")),
+        "{evidence:?}"
+    );
+    assert_no_canary(&evidence);
+}
+
+#[tokio::test]
+async fn publish_timeout_after_sending_is_unknown() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::PublishThenDelay(LONG_DELAY));
+    let threads = Threads::new(
+        ThreadsSettings {
+            request_timeout: SHORT_TIMEOUT,
+            ..settings(fake.uri())
+        },
+        client(),
+    )
+    .unwrap();
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Unknown { reason } if reason.contains("timed out")),
+        "{outcome:?}"
+    );
+    assert_no_canary(&outcome);
+
+    // The container says what the lost answer would have.
+    let evidence = threads.reconcile(&reconcile_request(&prepared)).await;
+    assert!(
+        matches!(evidence, Evidence::Published { .. }),
+        "{evidence:?}"
+    );
+}
+
+#[tokio::test]
+async fn connection_refused_is_not_sent() {
+    let threads = Threads::new(settings(closed_port_url()), client()).unwrap();
+    let account = threads.account().await.unwrap_err();
+    assert!(
+        matches!(account, StepError::Transient { .. }),
+        "{account:?}"
+    );
+    let prepare = threads.prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(prepare, StepError::Transient { .. }),
+        "{prepare:?}"
+    );
+    let outcome = threads
+        .publish(
+            &post(),
+            &Prepared {
+                platform_ref: Some("17900000000000007".into()),
+            },
+        )
+        .await;
+    assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
+    assert_no_canary_shown(&account);
+    assert_no_canary_shown(&prepare);
+    assert_no_canary(&outcome);
+    // A failed read proves nothing.
+    let evidence = threads
+        .reconcile(&ReconcileRequest {
+            publish: post(),
+            platform_ref: Some("17900000000000007".into()),
+        })
+        .await;
+    assert_eq!(evidence, Evidence::Unknown);
+}
+
+#[tokio::test]
+async fn expired_token_is_a_credential_rejection() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            identity: 1,
+            limit: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.token_expired = true);
+    let threads = adapter(&fake);
+
+    let account = threads.account().await.unwrap_err();
+    assert!(
+        matches!(&account, StepError::Rejected { credential: true, reason } if reason.contains("code 190/463")),
+        "{account:?}"
+    );
+    let prepare = threads.prepare(&post()).await.unwrap_err();
+    assert!(
+        matches!(
+            prepare,
+            StepError::Rejected {
+                credential: true,
+                ..
+            }
+        ),
+        "{prepare:?}"
+    );
+
+    // The token expires between the container and the publish.
+    fake.with(|s| s.token_expired = false);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    fake.with(|s| s.token_expired = true);
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(
+            outcome,
+            Outcome::Rejected {
+                credential: true,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_no_canary_shown(&account);
+    assert_no_canary_shown(&prepare);
+    assert_no_canary(&outcome);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn publishing_limit_reached_is_transient_with_a_retry_hint_and_makes_no_container() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            limit: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    fake.with(|s| {
+        s.quota_total = 3;
+        s.fill_quota();
+    });
+    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
+    let StepError::Transient {
+        reason,
+        retry_after,
+    } = &err
+    else {
+        panic!("expected a transient refusal, got {err:?}");
+    };
+    assert!(reason.contains("3 of 3"), "{reason}");
+    assert!(retry_after.is_some_and(|d| d > chrono::Duration::zero()));
+    assert_no_canary_shown(&err);
+}
+
+#[tokio::test]
+async fn limit_reached_at_publish_is_not_sent_with_a_retry_hint() {
+    let fake = GraphFake::start(Flavour::Threads, PREPARE_AND_PUBLISH).await;
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    // Other clients of the account use the quota up meanwhile.
+    fake.with(|s| s.fill_quota());
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(
+            &outcome,
+            Outcome::NotSent {
+                retry_after: Some(_),
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let container = prepared.platform_ref.unwrap();
+    assert_eq!(
+        fake.with(|s| s.container_state(&container)),
+        Some("FINISHED")
+    );
+    assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn publish_answering_429_is_not_sent_with_retry_after() {
+    let fake = GraphFake::start(Flavour::Threads, PREPARE_AND_PUBLISH).await;
+    fake.with(|s| s.publish_mode = PublishMode::StatusWithoutPublishing(429));
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::NotSent { retry_after: Some(d), .. } if *d == chrono::Duration::seconds(120)),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn reconcile_reads_expired_and_error_containers_as_not_published_and_anything_else_as_unknown()
+ {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 4,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let threads = adapter(&fake);
+    let reconcile = |platform_ref: Option<String>| {
+        let threads = &threads;
+        async move {
+            threads
+                .reconcile(&ReconcileRequest {
+                    publish: post(),
+                    platform_ref,
+                })
+                .await
+        }
+    };
+    for state in ["EXPIRED", "ERROR"] {
+        let container = fake.with(|s| s.add_container(state));
+        let evidence = reconcile(Some(container)).await;
+        assert!(
+            matches!(&evidence, Evidence::NotPublished { note } if note.contains(state)),
+            "{evidence:?}"
+        );
+        assert_no_canary(&evidence);
+    }
+    let container = fake.with(|s| s.add_container("IN_PROGRESS"));
+    assert_eq!(reconcile(Some(container)).await, Evidence::Unknown);
+    // A media id has no status: the read fails, which proves nothing.
+    assert_eq!(
+        reconcile(Some("17900000000000999".into())).await,
+        Evidence::Unknown
+    );
+    assert_eq!(reconcile(None).await, Evidence::Unknown);
+}
+
+#[tokio::test]
+async fn base_urls_that_could_leak_the_token_are_refused() {
+    for bad in [
+        "http://graph.threads.net",
+        "https://user:pw@graph.threads.net",
+        "graph.threads.net",
+    ] {
+        let err = Threads::new(settings(bad.into()), client()).unwrap_err();
+        assert!(err.to_string().contains("base_url"), "{err}");
+    }
+}

@@ -1,0 +1,303 @@
+//! Cases for claims (SPEC §4 step 1): which post is due, what a claim writes, which posts
+//! are never claimed, and exclusivity under concurrent claimers with separate handles.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use airlock_core::{PostId, PostStatus};
+use airlock_store::{ClaimRequest, ClaimTarget, Claimed, Guard, PostUpdate, Store, StoreError};
+
+use crate::Ledger;
+use crate::fixture::*;
+
+fn claimed_id(claimed: Claimed) -> Option<PostId> {
+    match claimed {
+        Claimed::Post(post) => Some(post.id),
+        Claimed::Nothing => None,
+        Claimed::NotClaimable(post) => panic!("a due claim found an unclaimable post {post:?}"),
+    }
+}
+
+/// Due posts are claimed most overdue first (by `scheduled_at`); future ones wait.
+pub async fn claim_takes_the_most_overdue_post_first(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let recent = approved(s, "alpha", "recent", mins(-10)).await;
+    let oldest = approved(s, "alpha", "oldest", mins(-30)).await;
+    let future = approved(s, "alpha", "future", mins(10)).await;
+    draft(s, "alpha", "a draft is never due", mins(-60)).await;
+
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], t0()).await),
+        Some(oldest.id)
+    );
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], t0()).await),
+        Some(recent.id)
+    );
+    assert_eq!(claimed_id(claim_due(s, &["alpha"], &[], t0()).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await),
+        Some(future.id)
+    );
+}
+
+/// A post is not claimed before its `not_before`, and is from then on.
+pub async fn claim_waits_for_not_before(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = approved(s, "alpha", "deferred", mins(-10)).await;
+    let mut defer = PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(-1));
+    defer.set.not_before = Some(Some(mins(5)));
+    s.update_post(defer).await.unwrap();
+    assert_eq!(claimed_id(claim_due(s, &["alpha"], &[], t0()).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], mins(5)).await),
+        Some(post.id)
+    );
+}
+
+/// Only the listed channels are looked at; no channels means nothing is due.
+pub async fn claim_looks_only_at_the_listed_channels(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let alpha = approved(s, "alpha", "a", mins(-30)).await;
+    let beta = approved(s, "beta", "b", mins(-10)).await;
+    assert_eq!(claimed_id(claim_due(s, &[], &[], t0()).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &["beta", "gamma"], &[], t0()).await),
+        Some(beta.id)
+    );
+    assert_eq!(claimed_id(claim_due(s, &["beta"], &[], t0()).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha", "beta"], &[], t0()).await),
+        Some(alpha.id)
+    );
+}
+
+/// A test post is due only on a channel listed as publishing test posts, and a claim by
+/// id refuses it unless test posts are allowed.
+pub async fn test_posts_are_claimed_only_on_test_channels(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let mut new = new_post("sandbox", "a drill", mins(-10));
+    new.test = true;
+    let drill = approve(s, &create(s, new.clone()).await, mins(-5)).await;
+    new.content.channel = ch("threads-main");
+    let real_channel_drill = approve(s, &create(s, new).await, mins(-5)).await;
+
+    let everything = ["sandbox", "threads-main"];
+    assert_eq!(claimed_id(claim_due(s, &everything, &[], t0()).await), None);
+    assert_eq!(
+        claimed_id(claim_due(s, &everything, &["sandbox"], t0()).await),
+        Some(drill.id)
+    );
+    assert_eq!(
+        claimed_id(claim_due(s, &everything, &["sandbox"], t0()).await),
+        None
+    );
+
+    let by_id = ClaimTarget::Post {
+        id: real_channel_drill.id,
+        allow_test: false,
+    };
+    match s.claim(&claim_request(by_id, t0())).await.unwrap() {
+        Claimed::NotClaimable(post) => assert_eq!(post, real_channel_drill),
+        other => panic!("a test post on a real channel must not be claimed: {other:?}"),
+    }
+}
+
+/// A claim moves `approved -> posting` with this worker's lease and the next generation,
+/// records the event, and reads back what it wrote.
+pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = approved(s, "alpha", "claim me", mins(-1)).await;
+    let req = ClaimRequest {
+        target: due(&["alpha"], &[]),
+        worker: "host-1-abc".into(),
+        actor: "dispatcher:host-1-abc".into(),
+        now: t0(),
+        lease_until: mins(15),
+    };
+    let Claimed::Post(claimed) = s.claim(&req).await.unwrap() else {
+        panic!("the post is due");
+    };
+    assert_eq!(claimed.id, post.id);
+    assert_eq!(claimed.status, PostStatus::Posting);
+    assert_eq!(claimed.lease_owner.as_deref(), Some("host-1-abc"));
+    assert_eq!(claimed.lease_expires_at, Some(mins(15)));
+    assert_eq!(claimed.generation, post.generation + 1);
+    assert_eq!(claimed.updated_at, t0());
+    assert_eq!(s.get_post(post.id).await.unwrap(), claimed);
+    let event = events(s, post.id).await.pop().unwrap();
+    assert_eq!(event.kind, "status");
+    assert_eq!(
+        (event.from, event.to),
+        (Some(PostStatus::Approved), PostStatus::Posting)
+    );
+    assert_eq!(event.actor, "dispatcher:host-1-abc");
+    assert_eq!(event.at, t0());
+
+    // Released and claimed again: the generation moves on once more.
+    let back = s
+        .update_post(outcome(&claimed, PostStatus::Approved, mins(1)))
+        .await
+        .unwrap();
+    assert_eq!(back.lease_owner, None);
+    assert_eq!(back.generation, claimed.generation);
+    let again = claim(s, &back, mins(2)).await;
+    assert_eq!(again.generation, post.generation + 2);
+}
+
+/// Claiming a post by id that is not `approved` answers `NotClaimable` with the post as
+/// it is, and changes nothing; a missing post is `NotFound`.
+pub async fn a_post_that_is_not_approved_is_not_claimable(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    for status in [
+        PostStatus::Draft,
+        PostStatus::Posting,
+        PostStatus::Posted,
+        PostStatus::Failed,
+        PostStatus::NeedsReview,
+    ] {
+        let post = in_status(s, status, "alpha").await;
+        let target = ClaimTarget::Post {
+            id: post.id,
+            allow_test: true,
+        };
+        match s.claim(&claim_request(target, mins(30))).await.unwrap() {
+            Claimed::NotClaimable(found) => assert_eq!(found, post, "{status}"),
+            other => panic!("a {status} post must not be claimed: {other:?}"),
+        }
+        assert_eq!(s.get_post(post.id).await.unwrap(), post);
+    }
+    let missing = ClaimTarget::Post {
+        id: PostId(4242),
+        allow_test: true,
+    };
+    assert!(matches!(
+        s.claim(&claim_request(missing, t0())).await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+/// A post that ever got a `posted_at` is never claimed again, whatever its status says.
+pub async fn a_post_with_posted_at_is_never_claimed_again(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = in_status(s, PostStatus::NeedsReview, "alpha").await;
+    // A (wrong) write that returns it to the queue while recording a publish time.
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), "reconciler", mins(5));
+    update.to = Some(PostStatus::Approved);
+    update.set.posted_at = Some(mins(1));
+    let odd = s.update_post(update).await.unwrap();
+    assert_eq!(odd.status, PostStatus::Approved);
+
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await),
+        None
+    );
+    let target = ClaimTarget::Post {
+        id: post.id,
+        allow_test: true,
+    };
+    assert!(matches!(
+        s.claim(&claim_request(target, mins(10))).await.unwrap(),
+        Claimed::NotClaimable(_)
+    ));
+    assert_eq!(s.next_due_at(&[ch("alpha")], &[]).await.unwrap(), None);
+}
+
+/// The next due time is the earliest of `max(scheduled_at, not_before)` among approved
+/// posts on the channels (test posts only on test channels); `None` when nothing waits.
+pub async fn next_due_at_is_the_earliest_time_a_post_may_be_claimed(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let alpha = [ch("alpha")];
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), None);
+    draft(s, "alpha", "drafts wait for nobody", mins(1)).await;
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), None);
+
+    let soon = approved(s, "alpha", "soon but deferred", mins(10)).await;
+    approved(s, "alpha", "later", mins(20)).await;
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(10)));
+    let mut defer = PostUpdate::new(soon.id, Guard::Version(soon.version), "cli", t0());
+    defer.set.not_before = Some(Some(mins(30)));
+    s.update_post(defer).await.unwrap();
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(20)));
+
+    approved(s, "beta", "elsewhere", mins(5)).await;
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(20)));
+    assert_eq!(
+        s.next_due_at(&[ch("alpha"), ch("beta")], &[])
+            .await
+            .unwrap(),
+        Some(mins(5))
+    );
+    assert_eq!(s.next_due_at(&[], &[]).await.unwrap(), None);
+
+    let mut drill = new_post("alpha", "a drill", mins(2));
+    drill.test = true;
+    approve(s, &create(s, drill).await, t0()).await;
+    assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(20)));
+    assert_eq!(s.next_due_at(&alpha, &alpha).await.unwrap(), Some(mins(2)));
+}
+
+/// Many claimers, each with its own handle (a stand-in for a process), racing over many
+/// due posts: every post is claimed exactly once, each under generation 1.
+pub async fn concurrent_claimers_claim_each_post_exactly_once(ledger: &Ledger) {
+    const N_CLAIMERS: usize = 6;
+    const N_POSTS: usize = 24;
+    let s = ledger.store.as_ref();
+    let mut posts = Vec::new();
+    for idx in 0..N_POSTS {
+        let channel = if idx % 2 == 0 { "alpha" } else { "beta" };
+        posts.push(approved(s, channel, &format!("post {idx}"), mins(-(idx as i64))).await);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for claimer in 0..N_CLAIMERS {
+        let handle = ledger.backend.open().await;
+        tasks.spawn(async move {
+            let mut won = Vec::new();
+            loop {
+                let req = ClaimRequest {
+                    target: due(&["alpha", "beta"], &[]),
+                    worker: format!("worker-{claimer}"),
+                    actor: format!("dispatcher:worker-{claimer}"),
+                    now: t0(),
+                    lease_until: mins(15),
+                };
+                match handle.claim(&req).await.expect("claim") {
+                    Claimed::Post(post) => {
+                        assert_eq!(post.lease_owner.as_deref(), Some(req.worker.as_str()));
+                        won.push(post.id);
+                    }
+                    Claimed::Nothing => return won,
+                    Claimed::NotClaimable(post) => panic!("unexpected {post:?}"),
+                }
+            }
+        });
+    }
+    let mut claims: BTreeMap<PostId, usize> = BTreeMap::new();
+    while let Some(won) = tasks.join_next().await {
+        for id in won.expect("claimer task") {
+            *claims.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(claims.len(), N_POSTS, "every post is claimed: {claims:?}");
+    assert!(
+        claims.values().all(|n| *n == 1),
+        "a post was claimed twice: {claims:?}"
+    );
+    for post in posts {
+        let now = s.get_post(post.id).await.unwrap();
+        assert_eq!(now.status, PostStatus::Posting);
+        assert_eq!(now.generation, 1);
+        let claims_recorded = events(s, post.id)
+            .await
+            .iter()
+            .filter(|e| e.to == PostStatus::Posting)
+            .count();
+        assert_eq!(claims_recorded, 1);
+    }
+    assert_eq!(
+        claimed_id(claim_due(s, &["alpha", "beta"], &[], t0() + Duration::hours(1)).await),
+        None
+    );
+}

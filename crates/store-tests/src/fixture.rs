@@ -1,0 +1,299 @@
+//! What the cases share: fixed times, channel names, posts brought into each state, and
+//! the steps of the guarded publish path written the way `airlock-app` writes them.
+//!
+//! Times are fixed instants in the past of any real clock (March 2026), never `Utc::now()`:
+//! a case decides what "now" is for every call. Nothing here asserts anything a case
+//! does not ask for; a helper that cannot do its step panics with the store's error.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::{
+    ChannelName, Intent, NewPost, Post, PostContent, PostEvent, PostId, PostStatus,
+};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, CreatePost, Guard, IntentRequest, PostUpdate,
+    ReserveRequest, Reserved, Settle, Store,
+};
+
+/// The actor that writes drafts.
+pub const WRITER: &str = "token:writer";
+/// The actor that approves.
+pub const CRITIC: &str = "token:critic";
+/// The worker that claims (`lease_owner`).
+pub const WORKER: &str = "worker-1";
+/// The actor recorded for that worker's writes.
+pub const DISPATCHER: &str = "dispatcher:worker-1";
+/// How long a claim's lease lasts in the cases.
+pub const LEASE_MINUTES: i64 = 15;
+/// The calendar of daily limits in the cases.
+pub const TZ: Tz = chrono_tz::Asia::Tokyo;
+
+/// The cases' reference instant: 2026-03-02 03:00 UTC, which is noon in Tokyo.
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 2, 3, 0, 0)
+        .single()
+        .expect("a valid instant")
+}
+
+/// `t0` moved by `n` minutes.
+pub fn mins(n: i64) -> DateTime<Utc> {
+    t0() + Duration::minutes(n)
+}
+
+/// A channel name.
+pub fn ch(name: &str) -> ChannelName {
+    ChannelName::parse(name).expect("a valid channel name")
+}
+
+/// Plain content for a channel.
+pub fn content(channel: &str, text: &str) -> PostContent {
+    PostContent {
+        channel: ch(channel),
+        title: None,
+        text: text.to_owned(),
+        media: Vec::new(),
+        link: None,
+        source: None,
+    }
+}
+
+/// The insert shape of a non-test post without a slot.
+pub fn new_post(channel: &str, text: &str, scheduled_at: DateTime<Utc>) -> NewPost {
+    NewPost {
+        content: content(channel, text),
+        scheduled_at,
+        test: false,
+        slot: None,
+    }
+}
+
+/// A creation request by [`WRITER`] at `now`, without an idempotency key.
+pub fn create_request(new: NewPost, now: DateTime<Utc>) -> CreatePost {
+    CreatePost {
+        new,
+        actor: WRITER.to_owned(),
+        now,
+        idempotency: None,
+    }
+}
+
+/// Creates a draft scheduled at `scheduled_at`, created an hour before `t0`.
+pub async fn draft(
+    store: &dyn Store,
+    channel: &str,
+    text: &str,
+    scheduled_at: DateTime<Utc>,
+) -> Post {
+    create(store, new_post(channel, text, scheduled_at)).await
+}
+
+/// Creates a post from its insert shape, an hour before `t0`.
+pub async fn create(store: &dyn Store, new: NewPost) -> Post {
+    store
+        .create_post(create_request(new, mins(-60)))
+        .await
+        .expect("create a draft")
+        .post
+}
+
+/// The update [`CRITIC`] writes to approve a draft: the status and its approval hash.
+pub fn approval(post: &Post, now: DateTime<Utc>) -> PostUpdate {
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, now);
+    update.to = Some(PostStatus::Approved);
+    update.note = Some(format!("approved content {}", post.content_hash));
+    update.set.approved_hash = Some(Some(post.content_hash.clone()));
+    update.set.approved_by = Some(Some(CRITIC.to_owned()));
+    update
+}
+
+/// Approves a draft.
+pub async fn approve(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post {
+    store
+        .update_post(approval(post, now))
+        .await
+        .expect("approve a draft")
+}
+
+/// Creates and approves a post scheduled at `scheduled_at`.
+pub async fn approved(
+    store: &dyn Store,
+    channel: &str,
+    text: &str,
+    scheduled_at: DateTime<Utc>,
+) -> Post {
+    let post = draft(store, channel, text, scheduled_at).await;
+    approve(store, &post, mins(-59)).await
+}
+
+/// A claim by [`WORKER`] at `now` with a [`LEASE_MINUTES`] lease.
+pub fn claim_request(target: ClaimTarget, now: DateTime<Utc>) -> ClaimRequest {
+    ClaimRequest {
+        target,
+        worker: WORKER.to_owned(),
+        actor: DISPATCHER.to_owned(),
+        now,
+        lease_until: now + Duration::minutes(LEASE_MINUTES),
+    }
+}
+
+/// The due post among these channels (test posts only on `tests`).
+pub fn due(channels: &[&str], tests: &[&str]) -> ClaimTarget {
+    ClaimTarget::Due {
+        channels: channels.iter().map(|c| ch(c)).collect(),
+        test_channels: tests.iter().map(|c| ch(c)).collect(),
+    }
+}
+
+/// Claims the due post among these channels at `now`.
+pub async fn claim_due(
+    store: &dyn Store,
+    channels: &[&str],
+    tests: &[&str],
+    now: DateTime<Utc>,
+) -> Claimed {
+    store
+        .claim(&claim_request(due(channels, tests), now))
+        .await
+        .expect("claim")
+}
+
+/// Claims this approved post now (`post publish`), and insists that it worked.
+pub async fn claim(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post {
+    let target = ClaimTarget::Post {
+        id: post.id,
+        allow_test: true,
+    };
+    match store.claim(&claim_request(target, now)).await {
+        Ok(Claimed::Post(post)) => post,
+        other => panic!("post {} should be claimable: {other:?}", post.id),
+    }
+}
+
+/// An approved post scheduled a minute before `now`, claimed at `now`.
+pub async fn claimed(store: &dyn Store, channel: &str, text: &str, now: DateTime<Utc>) -> Post {
+    let post = approved(store, channel, text, now - Duration::minutes(1)).await;
+    claim(store, &post, now).await
+}
+
+/// Quota rules: `window_limit` per rolling hour across channels, `daily_limit` per Tokyo day.
+pub fn rules(window_limit: u32, daily_limit: u32) -> (WindowRule, DailyRule) {
+    (
+        WindowRule {
+            window: Duration::minutes(60),
+            limit: window_limit,
+        },
+        DailyRule {
+            limit: daily_limit,
+            tz: TZ,
+        },
+    )
+}
+
+/// A reservation request for a claimed post under [`rules`].
+pub fn reserve_request(
+    post: &Post,
+    now: DateTime<Utc>,
+    window_limit: u32,
+    daily_limit: u32,
+) -> ReserveRequest {
+    let (window, daily) = rules(window_limit, daily_limit);
+    ReserveRequest {
+        post_id: post.id,
+        generation: post.generation,
+        channel: post.content.channel.clone(),
+        now,
+        window,
+        daily,
+    }
+}
+
+/// Reserves quota for a claimed post.
+pub async fn reserve(
+    store: &dyn Store,
+    post: &Post,
+    now: DateTime<Utc>,
+    window_limit: u32,
+    daily_limit: u32,
+) -> Reserved {
+    store
+        .reserve(&reserve_request(post, now, window_limit, daily_limit))
+        .await
+        .expect("reserve")
+}
+
+/// The intent request of a claimed post at `now`.
+pub fn intent_request(post: &Post, now: DateTime<Utc>) -> IntentRequest {
+    IntentRequest {
+        post_id: post.id,
+        generation: post.generation,
+        idempotency_key: format!("airlock-{}-{}", post.id, post.generation),
+        platform_ref: None,
+        now,
+    }
+}
+
+/// Records the intent of a claimed post at `now`.
+pub async fn intent(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Intent {
+    store
+        .record_intent(&intent_request(post, now))
+        .await
+        .expect("record the intent")
+}
+
+/// An outcome write by [`DISPATCHER`], fenced by the post's generation.
+pub fn outcome(post: &Post, to: PostStatus, now: DateTime<Utc>) -> PostUpdate {
+    let mut update = PostUpdate::new(post.id, Guard::Generation(post.generation), DISPATCHER, now);
+    update.to = Some(to);
+    update.note = Some(format!("outcome {to}"));
+    if to == PostStatus::Posted {
+        update.set.posted_at = Some(now);
+        update.set.platform_post_id = Some(Some(format!("platform-{}", post.id)));
+    }
+    update
+}
+
+/// The whole guarded path for a claimed post: reserve (must be granted), intent at
+/// `now`, then `posted` with the reservation committed, a minute later.
+pub async fn publish(
+    store: &dyn Store,
+    post: &Post,
+    now: DateTime<Utc>,
+    window_limit: u32,
+    daily_limit: u32,
+) -> Post {
+    let granted = reserve(store, post, now, window_limit, daily_limit).await;
+    assert!(
+        matches!(granted, Reserved::Granted(_)),
+        "reservation for post {} should be granted: {granted:?}",
+        post.id
+    );
+    intent(store, post, now).await;
+    let mut update = outcome(post, PostStatus::Posted, now + Duration::minutes(1));
+    update.reservation = Some(Settle::Commit);
+    update.intent_phase = Some(airlock_store::IntentPhase::Succeeded);
+    store.update_post(update).await.expect("write the outcome")
+}
+
+/// A post in the given state on `channel`, the way the lifecycle gets it there.
+pub async fn in_status(store: &dyn Store, status: PostStatus, channel: &str) -> Post {
+    let now = t0();
+    match status {
+        PostStatus::Draft => draft(store, channel, "a draft", now).await,
+        PostStatus::Approved => approved(store, channel, "approved", now).await,
+        PostStatus::Posting => claimed(store, channel, "posting", now).await,
+        PostStatus::Posted | PostStatus::Failed | PostStatus::NeedsReview => {
+            let post = claimed(store, channel, status.as_str(), now).await;
+            store
+                .update_post(outcome(&post, status, mins(1)))
+                .await
+                .expect("write an outcome")
+        }
+    }
+}
+
+/// A post's events, oldest first.
+pub async fn events(store: &dyn Store, id: PostId) -> Vec<PostEvent> {
+    store.post_detail(id).await.expect("post detail").events
+}

@@ -1,0 +1,196 @@
+//! One conformance suite for airlock's [`Store`] contract (SPEC §8), written once and run
+//! against every backend: each case is a `pub async fn` that takes a fresh, empty ledger
+//! and panics when the backend breaks the contract documented in `airlock-store`.
+//!
+//! A backend's test file names a function that opens a fresh ledger and invokes
+//! [`conformance_suite!`], which expands to one `#[tokio::test]` per case, named as the
+//! case is (a sentence):
+//!
+//! ```text
+//! async fn fresh() -> airlock_store_tests::Ledger { /* a new database, migrated */ }
+//! airlock_store_tests::conformance_suite!(fresh);
+//! ```
+//!
+//! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`] (the cases).
+//!
+//! Time is always passed in: cases use fixed instants and never sleep or assert on
+//! durations. Concurrency cases race several handles, each with its own pool (stand-ins
+//! for processes), and assert exact counts. What needs hand-written SQL (trigger
+//! refusals, corrupt rows) is deliberately not here: it is dialect-specific and lives in
+//! each backend's own tests.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use airlock_store::Store;
+
+pub mod admin;
+pub mod claims;
+pub mod fixture;
+pub mod lifecycle;
+pub mod posts;
+pub mod quota;
+
+/// Opens more handles on one test database, for cases that race several processes.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Another handle, with its own connection pool, on the same database as the
+    /// ledger's store.
+    async fn open(&self) -> Arc<dyn Store>;
+}
+
+/// A fresh, migrated, empty ledger for one case. Dropping it may remove the database.
+pub struct Ledger {
+    /// The store under test.
+    pub store: Arc<dyn Store>,
+    /// More handles on the same database.
+    pub backend: Arc<dyn Backend>,
+}
+
+/// Expands to one `#[tokio::test]` per conformance case, each run on a ledger from
+/// `$fresh` (an `async fn() -> Ledger`). The calling crate needs `tokio` (with the
+/// `macros` and `rt-multi-thread` features) as a dev-dependency.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($fresh:path) => {
+        $crate::__with_cases!(__run_cases, $fresh);
+    };
+}
+
+/// Calls `$crate::$callback!` with the arguments and the list of every case, each as
+/// `store module::name` (takes an `Arc<dyn Store>`) or `ledger module::name` (takes a
+/// `&Ledger`). The single list of cases.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_cases {
+    ($callback:ident, $($args:tt)*) => {
+        $crate::$callback! { $($args)* ;
+            store posts::create_post_stores_a_draft_with_its_creation_event,
+            store posts::create_post_keeps_test_flag_slot_and_source,
+            store posts::create_post_with_the_same_key_and_body_returns_the_first_post,
+            store posts::create_post_with_the_same_key_and_another_body_is_refused,
+            store posts::idempotency_keys_are_forgotten_after_their_ttl,
+            store posts::a_filled_slot_returns_its_post_instead_of_a_second_one,
+            store posts::a_missing_post_is_not_found,
+            store posts::list_posts_filters_and_pages_newest_first,
+            store posts::update_post_writes_and_clears_the_fields_it_names,
+            store posts::a_stale_version_is_a_conflict_and_changes_nothing,
+            store posts::only_drafts_are_discarded_and_their_events_stay,
+            store posts::a_draft_with_publish_history_cannot_be_discarded,
+            store posts::add_event_appends_a_note_with_its_notifications,
+            store posts::events_after_pages_through_the_ledger_in_order,
+            store posts::sources_used_reports_the_last_use_of_each_source,
+            store lifecycle::every_status_pair_follows_is_legal,
+            store lifecycle::a_status_change_with_an_event_appends_both,
+            store lifecycle::a_via_step_records_both_transitions_in_order,
+            store lifecycle::an_illegal_via_step_changes_nothing,
+            store lifecycle::a_stale_generation_is_fenced_recorded_and_changes_nothing,
+            store lifecycle::a_generation_guard_on_a_settled_post_is_fenced,
+            store lifecycle::record_intent_is_fenced_by_generation_and_lease,
+            store lifecycle::record_intent_for_a_post_that_is_not_posting_is_fenced,
+            store lifecycle::an_outcome_settles_the_intent_and_the_reservation,
+            store lifecycle::intent_required_refuses_a_mismatch_with_conflict,
+            store lifecycle::intent_required_looks_at_the_current_generation,
+            store lifecycle::expired_leases_come_with_the_intent_of_their_generation,
+            store lifecycle::review_queue_lists_needs_review_posts_with_their_latest_intent,
+            store claims::claim_takes_the_most_overdue_post_first,
+            store claims::claim_waits_for_not_before,
+            store claims::claim_looks_only_at_the_listed_channels,
+            store claims::test_posts_are_claimed_only_on_test_channels,
+            store claims::a_claim_sets_the_lease_and_the_next_generation,
+            store claims::a_post_that_is_not_approved_is_not_claimable,
+            store claims::a_post_with_posted_at_is_never_claimed_again,
+            store claims::next_due_at_is_the_earliest_time_a_post_may_be_claimed,
+            ledger claims::concurrent_claimers_claim_each_post_exactly_once,
+            store quota::the_window_limit_holds_across_channels,
+            store quota::the_daily_limit_holds_per_channel_and_local_day,
+            store quota::an_unsent_reservation_counts_as_now,
+            store quota::releasing_a_reservation_frees_its_slot,
+            store quota::committed_and_needs_review_reservations_keep_counting,
+            store quota::reserve_is_idempotent_per_generation_and_fenced,
+            store quota::quota_rows_are_live_reservations_since_a_time,
+            ledger quota::concurrent_reservers_never_exceed_the_limits,
+            store admin::pausing_twice_keeps_the_first_pause_and_resume_lifts_it,
+            store admin::a_pause_after_failures_waits_for_consecutive_failures,
+            store admin::resume_resets_the_failure_count,
+            store admin::a_pause_with_a_change_is_set_in_its_transaction,
+            store admin::notifications_are_queued_with_their_change,
+            store admin::claimed_notifications_are_leased,
+            store admin::delivery_outcomes_are_recorded_and_counted,
+            ledger admin::concurrent_deliverers_never_share_a_notification,
+            store admin::tokens_authenticate_by_hash_until_revoked,
+            store admin::status_counts_count_posts_per_status,
+            store admin::a_healthy_ledger_breaks_no_invariant,
+            store admin::wait_for_due_returns_by_its_timeout,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __run_cases {
+    ($fresh:path ; $($kind:ident $module:ident :: $case:ident),* $(,)?) => {
+        $( $crate::__run_case!($kind, $fresh, $module, $case); )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __run_case {
+    (store, $fresh:path, $module:ident, $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $case() {
+            let ledger: $crate::Ledger = $fresh().await;
+            $crate::$module::$case(ledger.store.clone()).await;
+        }
+    };
+    (ledger, $fresh:path, $module:ident, $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $case() {
+            let ledger: $crate::Ledger = $fresh().await;
+            $crate::$module::$case(&ledger).await;
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __case_names {
+    (; $($kind:ident $module:ident :: $case:ident),* $(,)?) => {
+        &[$(concat!(stringify!($module), "::", stringify!($case))),*]
+    };
+}
+
+/// Every case as `module::name`, in the order the suite runs them.
+pub const CASES: &[&str] = __with_cases!(__case_names,);
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// Every `pub async fn` in a case module is in the suite, and nothing else is.
+    #[test]
+    fn the_suite_lists_every_case_exactly_once() {
+        let modules = [
+            ("posts", include_str!("posts.rs")),
+            ("lifecycle", include_str!("lifecycle.rs")),
+            ("claims", include_str!("claims.rs")),
+            ("quota", include_str!("quota.rs")),
+            ("admin", include_str!("admin.rs")),
+        ];
+        let mut defined = BTreeSet::new();
+        for (module, source) in modules {
+            for line in source.lines() {
+                if let Some(rest) = line.strip_prefix("pub async fn ") {
+                    let name = rest.split('(').next().unwrap_or_default();
+                    defined.insert(format!("{module}::{name}"));
+                }
+            }
+        }
+        let listed: BTreeSet<String> = super::CASES.iter().map(|c| c.to_string()).collect();
+        assert_eq!(listed.len(), super::CASES.len(), "a case is listed twice");
+        assert_eq!(defined, listed);
+    }
+}

@@ -1,0 +1,459 @@
+//! Cases for the lifecycle of SPEC §3 as the store enforces it: every pair of states
+//! through `update_post` against `airlock_core::status::is_legal`, one event per status
+//! change, `via` steps, fencing by generation, intents, expired leases and the review queue.
+//!
+//! Hand-written SQL against the triggers is backend-specific and lives in each backend's
+//! own tests, not here.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use airlock_core::status::is_legal;
+use airlock_core::{PostId, PostStatus};
+use airlock_store::{
+    EventNote, FailureStep, Guard, IntentPhase, PauseScope, PauseSpec, PostUpdate, Reserved,
+    Settle, Store, StoreError,
+};
+
+use crate::fixture::*;
+use crate::posts::notification;
+
+/// Every ordered pair of states, through `update_post`: a legal edge applies and appends
+/// exactly one `status` event with the writer's actor, note and time; an illegal one is
+/// `IllegalTransition` naming both states and changes nothing; naming the current state
+/// changes no status and appends no status event.
+pub async fn every_status_pair_follows_is_legal(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    for from in PostStatus::ALL {
+        for to in PostStatus::ALL {
+            let post = in_status(s, from, "threads-main").await;
+            assert_eq!(post.status, from);
+            let before = events(s, post.id).await;
+            let mut update =
+                PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(30));
+            update.to = Some(to);
+            update.note = Some(format!("{from} to {to}"));
+            let res = store.update_post(update).await;
+            let after = events(s, post.id).await;
+            if from == to {
+                let same = res.unwrap_or_else(|e| panic!("{from} -> {to}: {e}"));
+                assert_eq!(same.status, from);
+                assert!(
+                    after.iter().skip(before.len()).all(|e| e.kind != "status"),
+                    "{from} -> {to} appended a status event: {after:?}"
+                );
+            } else if is_legal(from, to) {
+                let moved = res.unwrap_or_else(|e| panic!("{from} -> {to} is legal: {e}"));
+                assert_eq!(moved.status, to, "{from} -> {to}");
+                assert_eq!(after.len(), before.len() + 1, "{from} -> {to}: {after:?}");
+                let event = after.last().unwrap();
+                assert_eq!(event.kind, "status");
+                assert_eq!(event.from, Some(from));
+                assert_eq!(event.to, to);
+                assert_eq!(event.actor, "cli");
+                assert_eq!(
+                    event.note.as_deref(),
+                    Some(format!("{from} to {to}").as_str())
+                );
+                assert_eq!(event.at, mins(30));
+                if to != PostStatus::Posting {
+                    assert_eq!(moved.lease_owner, None, "{from} -> {to} keeps a lease");
+                    assert_eq!(moved.lease_expires_at, None);
+                }
+            } else {
+                match res {
+                    Err(StoreError::IllegalTransition {
+                        id,
+                        from: refused_from,
+                        to: refused_to,
+                    }) => {
+                        assert_eq!(id, post.id);
+                        assert_eq!((refused_from, refused_to), (from, to));
+                    }
+                    other => panic!("{from} -> {to} is illegal, got {other:?}"),
+                }
+                assert_eq!(s.get_post(post.id).await.unwrap(), post, "{from} -> {to}");
+                assert_eq!(after, before, "{from} -> {to}");
+            }
+        }
+    }
+}
+
+/// A status change and a non-status event in one update append both, the status event first.
+pub async fn a_status_change_with_an_event_appends_both(store: Arc<dyn Store>) {
+    let post = approved(
+        store.as_ref(),
+        "threads-main",
+        "Edited after approval",
+        t0(),
+    )
+    .await;
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(3));
+    update.to = Some(PostStatus::Draft);
+    update.note = Some("edited (text): approval withdrawn".into());
+    update.event = Some(EventNote {
+        kind: "edited".into(),
+        note: Some("edited text".into()),
+    });
+    store.update_post(update).await.unwrap();
+    let events = events(store.as_ref(), post.id).await;
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!(events[2].kind, "status");
+    assert_eq!(events[2].from, Some(PostStatus::Approved));
+    assert_eq!(events[2].to, PostStatus::Draft);
+    assert_eq!(events[2].actor, WRITER);
+    assert_eq!(
+        events[2].note.as_deref(),
+        Some("edited (text): approval withdrawn")
+    );
+    assert_eq!(events[3].kind, "edited");
+    assert_eq!(events[3].to, PostStatus::Draft);
+    assert_eq!(events[3].actor, WRITER);
+    assert_eq!(events[3].at, mins(3));
+}
+
+/// `via` passes through a state: both steps are legal, both are recorded in order with
+/// the actor and note, and the lease is gone.
+pub async fn a_via_step_records_both_transitions_in_order(store: Arc<dyn Store>) {
+    let post = claimed(
+        store.as_ref(),
+        "threads-main",
+        "Changed after approval",
+        t0(),
+    )
+    .await;
+    let mut update = outcome(&post, PostStatus::Draft, mins(1));
+    update.via = Some(PostStatus::Approved);
+    update.note = Some("content changed after approval".into());
+    update.set.approved_hash = Some(None);
+    let after = store.update_post(update).await.unwrap();
+    assert_eq!(after.status, PostStatus::Draft);
+    assert_eq!(after.approved_hash, None);
+    assert_eq!(after.lease_owner, None);
+    assert_eq!(after.lease_expires_at, None);
+    let events = events(store.as_ref(), post.id).await;
+    let steps: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "status")
+        .map(|e| (e.from, e.to, e.actor.as_str(), e.note.as_deref()))
+        .collect();
+    let note = Some("content changed after approval");
+    assert_eq!(
+        steps[steps.len() - 2..],
+        [
+            (
+                Some(PostStatus::Posting),
+                PostStatus::Approved,
+                DISPATCHER,
+                note
+            ),
+            (
+                Some(PostStatus::Approved),
+                PostStatus::Draft,
+                DISPATCHER,
+                note
+            ),
+        ]
+    );
+}
+
+/// A `via` path with an illegal step is refused before anything is written.
+pub async fn an_illegal_via_step_changes_nothing(store: Arc<dyn Store>) {
+    let post = draft(store.as_ref(), "threads-main", "Skipping", t0()).await;
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(1));
+    update.via = Some(PostStatus::Posting);
+    update.to = Some(PostStatus::Posted);
+    update.set.posted_at = Some(mins(1));
+    assert!(matches!(
+        store.update_post(update).await,
+        Err(StoreError::IllegalTransition { .. })
+    ));
+    assert_eq!(store.get_post(post.id).await.unwrap(), post);
+    assert_eq!(events(store.as_ref(), post.id).await.len(), 1);
+}
+
+/// A write fenced by an old generation changes nothing — no status, field, reservation,
+/// intent, pause or notification — and leaves a `stale_outcome` event as evidence.
+pub async fn a_stale_generation_is_fenced_recorded_and_changes_nothing(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = claimed(s, "threads-main", "Reclaimed", t0()).await;
+    assert!(matches!(
+        reserve(s, &first, t0(), 10, 10).await,
+        Reserved::Granted(_)
+    ));
+    // The reaper returns it; another worker claims it again.
+    let mut reaped = outcome(&first, PostStatus::Approved, mins(20));
+    reaped.actor = "reaper".into();
+    reaped.reservation = Some(Settle::Release);
+    s.update_post(reaped).await.unwrap();
+    let second = claim(s, &s.get_post(first.id).await.unwrap(), mins(21)).await;
+    assert_eq!(second.generation, first.generation + 1);
+    assert!(matches!(
+        reserve(s, &second, mins(21), 10, 10).await,
+        Reserved::Granted(_)
+    ));
+    intent(s, &second, mins(22)).await;
+    let before = s.post_detail(first.id).await.unwrap();
+
+    let mut stale = outcome(&first, PostStatus::Posted, mins(23));
+    stale.reservation = Some(Settle::Commit);
+    stale.intent_phase = Some(IntentPhase::Succeeded);
+    stale.failures = Some(FailureStep::Increment);
+    stale.pause = Some(PauseSpec {
+        scope: PauseScope::Channel(ch("threads-main")),
+        reason: "stale".into(),
+        after_failures: None,
+        notify: vec![notification("paused")],
+    });
+    stale.notify = vec![notification("published")];
+    match s.update_post(stale).await {
+        Err(StoreError::Fenced { id, generation }) => {
+            assert_eq!(id, first.id);
+            assert_eq!(generation, first.generation);
+        }
+        res => panic!("expected Fenced, got {res:?}"),
+    }
+    let after = s.post_detail(first.id).await.unwrap();
+    assert_eq!(after.post, before.post);
+    assert_eq!(after.intents, before.intents);
+    assert_eq!(after.reservations, before.reservations);
+    assert_eq!(after.events.len(), before.events.len() + 1);
+    let evidence = after.events.last().unwrap();
+    assert_eq!(evidence.kind, "stale_outcome");
+    assert_eq!(evidence.actor, DISPATCHER);
+    assert_eq!(evidence.to, PostStatus::Posting);
+    assert!(evidence.note.is_some());
+    assert!(s.pauses().await.unwrap().is_empty());
+    assert_eq!(s.outbox_stats().await.unwrap().pending, 0);
+}
+
+/// A generation guard on a post that is no longer `posting` (settled by someone else) is
+/// fenced too, even when the generation number matches.
+pub async fn a_generation_guard_on_a_settled_post_is_fenced(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = claimed(s, "threads-main", "Settled", t0()).await;
+    let posted = s
+        .update_post(outcome(&post, PostStatus::Posted, mins(1)))
+        .await
+        .unwrap();
+    let late = outcome(&post, PostStatus::Failed, mins(2));
+    assert!(matches!(
+        s.update_post(late).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert_eq!(s.get_post(post.id).await.unwrap(), posted);
+    assert_eq!(
+        events(s, post.id).await.last().unwrap().kind,
+        "stale_outcome"
+    );
+}
+
+/// An intent is recorded only by the current generation under an unexpired lease; the
+/// post's reservation gets the intent's time as its send time.
+pub async fn record_intent_is_fenced_by_generation_and_lease(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = claimed(s, "threads-main", "Intent", t0()).await;
+    assert!(matches!(
+        reserve(s, &post, t0(), 10, 10).await,
+        Reserved::Granted(_)
+    ));
+    let lease_until = post.lease_expires_at.unwrap();
+    assert_eq!(lease_until, mins(LEASE_MINUTES));
+
+    let mut old = intent_request(&post, mins(1));
+    old.generation = post.generation - 1;
+    assert!(matches!(
+        s.record_intent(&old).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    for late in [lease_until, lease_until + Duration::seconds(1)] {
+        assert!(
+            matches!(
+                s.record_intent(&intent_request(&post, late)).await,
+                Err(StoreError::Fenced { .. })
+            ),
+            "an intent at {late} after the lease ended must be fenced"
+        );
+    }
+    assert!(s.post_detail(post.id).await.unwrap().intents.is_empty());
+
+    let mut req = intent_request(&post, mins(2));
+    req.platform_ref = Some("container-7".into());
+    let recorded = s.record_intent(&req).await.unwrap();
+    assert_eq!(recorded.post_id, post.id);
+    assert_eq!(recorded.generation, post.generation);
+    assert_eq!(recorded.phase, "sending");
+    assert_eq!(recorded.platform_ref.as_deref(), Some("container-7"));
+    assert_eq!(recorded.created_at, mins(2));
+    let detail = s.post_detail(post.id).await.unwrap();
+    assert_eq!(detail.intents, vec![recorded]);
+    assert_eq!(detail.reservations.len(), 1);
+    assert_eq!(detail.reservations[0].sent_at, Some(mins(2)));
+    assert_eq!(detail.reservations[0].state, "reserved");
+}
+
+/// An intent of a post that is not `posting` is fenced.
+pub async fn record_intent_for_a_post_that_is_not_posting_is_fenced(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = approved(s, "threads-main", "Not claimed", t0()).await;
+    assert!(matches!(
+        s.record_intent(&intent_request(&post, mins(1))).await,
+        Err(StoreError::Fenced { .. })
+    ));
+}
+
+/// Settling an outcome moves the intent of the guarded generation to its final phase and
+/// commits or releases the reservation.
+pub async fn an_outcome_settles_the_intent_and_the_reservation(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let posted = claimed(s, "alpha", "Posted", t0()).await;
+    let posted = publish(s, &posted, mins(1), 10, 10).await;
+    let detail = s.post_detail(posted.id).await.unwrap();
+    assert_eq!(detail.post.status, PostStatus::Posted);
+    assert_eq!(detail.post.posted_at, Some(mins(2)));
+    assert_eq!(detail.intents[0].phase, "succeeded");
+    assert_eq!(detail.intents[0].settled_at, Some(mins(2)));
+    assert_eq!(detail.reservations[0].state, "committed");
+    assert_eq!(detail.reservations[0].settled_at, Some(mins(2)));
+
+    let rejected = claimed(s, "alpha", "Rejected", t0()).await;
+    reserve(s, &rejected, mins(1), 10, 10).await;
+    intent(s, &rejected, mins(1)).await;
+    let mut update = outcome(&rejected, PostStatus::Failed, mins(2));
+    update.reservation = Some(Settle::Release);
+    update.intent_phase = Some(IntentPhase::Rejected);
+    update.set.error = Some(Some("400 invalid".into()));
+    s.update_post(update).await.unwrap();
+    let detail = s.post_detail(rejected.id).await.unwrap();
+    assert_eq!(detail.post.status, PostStatus::Failed);
+    assert_eq!(detail.post.error.as_deref(), Some("400 invalid"));
+    assert_eq!(detail.intents[0].phase, "rejected");
+    assert_eq!(detail.reservations[0].state, "released");
+}
+
+/// `intent_required` is decided inside the transaction: a mismatch is a `Conflict` that
+/// changes nothing.
+pub async fn intent_required_refuses_a_mismatch_with_conflict(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let unsent = claimed(s, "threads-main", "Unsent", t0()).await;
+    let mut wants_intent = outcome(&unsent, PostStatus::NeedsReview, mins(20));
+    wants_intent.actor = "reaper".into();
+    wants_intent.intent_required = Some(true);
+    assert!(matches!(
+        s.update_post(wants_intent).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(s.get_post(unsent.id).await.unwrap(), unsent);
+    let mut no_intent = outcome(&unsent, PostStatus::Approved, mins(20));
+    no_intent.actor = "reaper".into();
+    no_intent.intent_required = Some(false);
+    no_intent.set.count_attempt = true;
+    let back = s.update_post(no_intent).await.unwrap();
+    assert_eq!(back.status, PostStatus::Approved);
+    assert_eq!(back.attempts, 1);
+
+    let sent = claimed(s, "threads-main", "Sent", t0()).await;
+    intent(s, &sent, mins(1)).await;
+    let mut wants_none = outcome(&sent, PostStatus::Approved, mins(20));
+    wants_none.intent_required = Some(false);
+    assert!(matches!(
+        s.update_post(wants_none).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(s.get_post(sent.id).await.unwrap(), sent);
+    let mut wants_intent = outcome(&sent, PostStatus::NeedsReview, mins(20));
+    wants_intent.intent_required = Some(true);
+    assert_eq!(
+        s.update_post(wants_intent).await.unwrap().status,
+        PostStatus::NeedsReview
+    );
+}
+
+/// `intent_required` looks at the current generation only: an intent of an earlier claim
+/// does not count.
+pub async fn intent_required_looks_at_the_current_generation(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = claimed(s, "threads-main", "Twice", t0()).await;
+    intent(s, &first, mins(1)).await;
+    let mut back = outcome(&first, PostStatus::Approved, mins(2));
+    back.intent_phase = Some(IntentPhase::NotSent);
+    let back = s.update_post(back).await.unwrap();
+    let second = claim(s, &back, mins(3)).await;
+    let mut update = outcome(&second, PostStatus::Approved, mins(30));
+    update.intent_required = Some(false);
+    assert_eq!(
+        s.update_post(update).await.unwrap().status,
+        PostStatus::Approved
+    );
+}
+
+/// Expired leases are `posting` posts whose lease ended before `now`, each with the intent
+/// of its current generation (and only that one).
+pub async fn expired_leases_come_with_the_intent_of_their_generation(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let unsent = claimed(s, "threads-main", "No intent", t0()).await;
+    let sent = claimed(s, "threads-main", "With intent", t0()).await;
+    let sent_intent = intent(s, &sent, mins(1)).await;
+    let older = claimed(s, "threads-main", "Older intent", t0()).await;
+    intent(s, &older, mins(1)).await;
+    let mut back = outcome(&older, PostStatus::Approved, mins(2));
+    back.intent_phase = Some(IntentPhase::NotSent);
+    let back = s.update_post(back).await.unwrap();
+    let older = claim(s, &back, mins(3)).await;
+    approved(s, "threads-main", "Not claimed", t0()).await;
+
+    assert!(
+        s.expired_leases(mins(LEASE_MINUTES - 1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let expired = s.expired_leases(mins(LEASE_MINUTES + 4)).await.unwrap();
+    let found: Vec<(PostId, Option<i64>)> = expired
+        .iter()
+        .map(|e| (e.post.id, e.intent.as_ref().map(|i| i.generation)))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (unsent.id, None),
+            (sent.id, Some(sent.generation)),
+            (older.id, None)
+        ]
+    );
+    assert_eq!(expired[1].intent.as_ref(), Some(&sent_intent));
+    assert_eq!(expired[1].post, s.get_post(sent.id).await.unwrap());
+}
+
+/// The review queue holds `needs_review` posts, oldest first, with their latest intents.
+pub async fn review_queue_lists_needs_review_posts_with_their_latest_intent(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let later = claimed(s, "threads-main", "Unknown later", t0()).await;
+    let earlier = claimed(s, "threads-main", "Unknown earlier", t0()).await;
+    let no_intent = claimed(s, "threads-main", "Unknown without intent", t0()).await;
+    let mut req = intent_request(&earlier, mins(1));
+    req.platform_ref = Some("container-1".into());
+    s.record_intent(&req).await.unwrap();
+    intent(s, &later, mins(1)).await;
+    for (post, at) in [(&earlier, 2), (&later, 4), (&no_intent, 6)] {
+        let mut update = outcome(post, PostStatus::NeedsReview, mins(at));
+        update.intent_phase = Some(IntentPhase::Unknown);
+        s.update_post(update).await.unwrap();
+    }
+    s.update_post(outcome(
+        &claimed(s, "threads-main", "Posted", t0()).await,
+        PostStatus::Posted,
+        mins(3),
+    ))
+    .await
+    .unwrap();
+
+    let queue = s.review_queue().await.unwrap();
+    let ids: Vec<PostId> = queue.iter().map(|item| item.post.id).collect();
+    assert_eq!(ids, vec![earlier.id, later.id, no_intent.id]);
+    let first = queue[0].intent.as_ref().unwrap();
+    assert_eq!(first.platform_ref.as_deref(), Some("container-1"));
+    assert_eq!(first.phase, "unknown");
+    assert!(queue[2].intent.is_none());
+}

@@ -1,0 +1,257 @@
+//! Cases for quota reservations (SPEC §5): the rolling window across channels, the daily
+//! limit per channel in its time zone, what keeps counting and what frees a slot, the
+//! live rows, and exactness under concurrent reservers with separate handles.
+//!
+//! The arithmetic itself is `airlock_core::quota`'s and has its own unit tests; these
+//! cases check that a backend feeds it the right rows inside one serialized transaction.
+//! Corrupt rows need hand-written SQL and are checked in each backend's own tests.
+
+use std::sync::Arc;
+
+use chrono::{Duration, TimeZone, Utc};
+
+use airlock_core::quota::Limit;
+use airlock_core::{Post, PostStatus};
+use airlock_store::{IntentPhase, Reserved, Settle, Store, StoreError};
+
+use crate::Ledger;
+use crate::fixture::*;
+
+fn granted(res: Reserved) -> i64 {
+    match res {
+        Reserved::Granted(id) => id,
+        Reserved::Denied(denial) => panic!("expected a grant, got {denial:?}"),
+    }
+}
+
+/// A claimed post with a granted reservation and an intent sent at `sent`.
+async fn sent(store: &dyn Store, channel: &str, sent: chrono::DateTime<Utc>, limit: u32) -> Post {
+    let post = claimed(store, channel, &format!("sent at {sent}"), sent).await;
+    granted(reserve(store, &post, sent, limit, limit).await);
+    intent(store, &post, sent).await;
+    post
+}
+
+/// The rolling window counts every channel's reservations from their send time: at the
+/// limit a reservation is denied until the oldest leaves the window.
+pub async fn the_window_limit_holds_across_channels(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    sent(s, "alpha", t0(), 100).await;
+    sent(s, "beta", mins(1), 100).await;
+    sent(s, "gamma", mins(2), 100).await;
+
+    let next = claimed(s, "delta", "fourth", mins(3)).await;
+    match reserve(s, &next, mins(3), 3, 100).await {
+        Reserved::Denied(denial) => {
+            assert_eq!(denial.limit, Limit::Window);
+            assert_eq!((denial.used, denial.max), (3, 3));
+            assert_eq!(denial.next_free_at, mins(60));
+        }
+        granted => panic!("the window is full: {granted:?}"),
+    }
+    assert!(
+        s.post_detail(next.id)
+            .await
+            .unwrap()
+            .reservations
+            .is_empty()
+    );
+    granted(reserve(s, &next, mins(60), 3, 100).await);
+}
+
+/// The daily limit counts one channel's reservations per calendar day in its time zone;
+/// other channels are not affected, and a new local day starts afresh.
+pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    // 23:00 in Tokyo on the day before t0's day.
+    let yesterday = t0() - Duration::hours(13);
+    sent(s, "alpha", yesterday, 100).await;
+    sent(s, "alpha", t0(), 100).await;
+    sent(s, "alpha", mins(1), 100).await;
+
+    let third = claimed(s, "alpha", "third today", mins(2)).await;
+    let tokyo_midnight = Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).single().unwrap();
+    match reserve(s, &third, mins(2), 100, 2).await {
+        Reserved::Denied(denial) => {
+            assert_eq!(denial.limit, Limit::Daily);
+            assert_eq!((denial.used, denial.max), (2, 2));
+            assert_eq!(denial.next_free_at, tokyo_midnight);
+        }
+        granted => panic!("the day is full: {granted:?}"),
+    }
+    let other = claimed(s, "beta", "another channel", mins(2)).await;
+    granted(reserve(s, &other, mins(2), 100, 2).await);
+    granted(reserve(s, &third, tokyo_midnight, 100, 2).await);
+}
+
+/// An unsent reservation counts as "now" for as long as it is unsent.
+pub async fn an_unsent_reservation_counts_as_now(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = claimed(s, "alpha", "unsent", t0()).await;
+    granted(reserve(s, &first, t0(), 1, 100).await);
+    let second = claimed(s, "beta", "waiting", mins(90)).await;
+    match reserve(s, &second, mins(90), 1, 100).await {
+        Reserved::Denied(denial) => {
+            assert_eq!(denial.limit, Limit::Window);
+            assert_eq!(denial.next_free_at, mins(150));
+        }
+        granted => panic!("an unsent reservation still counts: {granted:?}"),
+    }
+}
+
+/// Releasing a reservation frees its slot at once.
+pub async fn releasing_a_reservation_frees_its_slot(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = claimed(s, "alpha", "released", t0()).await;
+    granted(reserve(s, &first, t0(), 1, 1).await);
+    let second = claimed(s, "alpha", "next", mins(1)).await;
+    assert!(matches!(
+        reserve(s, &second, mins(1), 1, 1).await,
+        Reserved::Denied(_)
+    ));
+    let mut release = outcome(&first, PostStatus::Approved, mins(2));
+    release.reservation = Some(Settle::Release);
+    s.update_post(release).await.unwrap();
+    assert_eq!(
+        s.post_detail(first.id).await.unwrap().reservations[0].state,
+        "released"
+    );
+    granted(reserve(s, &second, mins(3), 1, 1).await);
+}
+
+/// A committed reservation and one whose post needs review both keep counting.
+pub async fn committed_and_needs_review_reservations_keep_counting(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let published = sent(s, "alpha", t0(), 2).await;
+    let mut update = outcome(&published, PostStatus::Posted, mins(1));
+    update.reservation = Some(Settle::Commit);
+    s.update_post(update).await.unwrap();
+
+    let unknown = sent(s, "alpha", mins(2), 2).await;
+    let mut update = outcome(&unknown, PostStatus::NeedsReview, mins(3));
+    update.intent_phase = Some(IntentPhase::Unknown);
+    s.update_post(update).await.unwrap();
+    assert_eq!(
+        s.post_detail(unknown.id).await.unwrap().reservations[0].state,
+        "reserved"
+    );
+
+    let third = claimed(s, "beta", "third", mins(4)).await;
+    match reserve(s, &third, mins(4), 2, 100).await {
+        Reserved::Denied(denial) => {
+            assert_eq!(denial.used, 2);
+            assert_eq!(denial.next_free_at, mins(60));
+        }
+        granted => panic!("both still count: {granted:?}"),
+    }
+    let rows = s.quota_rows(mins(-60), mins(5)).await.unwrap();
+    assert_eq!(rows.0.len(), 2);
+}
+
+/// Reserving twice under one claim returns the same reservation; a stale generation or a
+/// post that is not `posting` is fenced.
+pub async fn reserve_is_idempotent_per_generation_and_fenced(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = claimed(s, "alpha", "twice", t0()).await;
+    let first = granted(reserve(s, &post, t0(), 1, 1).await);
+    let again = granted(reserve(s, &post, mins(1), 1, 1).await);
+    assert_eq!(first, again);
+    let detail = s.post_detail(post.id).await.unwrap();
+    assert_eq!(detail.reservations.len(), 1);
+    assert_eq!(detail.reservations[0].id, first);
+    assert_eq!(detail.reservations[0].generation, post.generation);
+    assert_eq!(detail.reservations[0].channel, ch("alpha"));
+    assert_eq!(detail.reservations[0].created_at, t0());
+    assert_eq!(detail.reservations[0].sent_at, None);
+
+    let mut stale = reserve_request(&post, mins(2), 10, 10);
+    stale.generation -= 1;
+    assert!(matches!(
+        s.reserve(&stale).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    let waiting = approved(s, "alpha", "not claimed", t0()).await;
+    assert!(matches!(
+        s.reserve(&reserve_request(&waiting, mins(2), 10, 10)).await,
+        Err(StoreError::Fenced { .. })
+    ));
+}
+
+/// The live rows are the reserved and committed reservations sent at or after `since`,
+/// and every unsent one; released ones never count.
+pub async fn quota_rows_are_live_reservations_since_a_time(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    assert!(s.quota_rows(mins(-60), mins(5)).await.unwrap().0.is_empty());
+    let unsent = claimed(s, "gamma", "unsent", mins(-300)).await;
+    granted(reserve(s, &unsent, mins(-300), 100, 100).await);
+    sent(s, "alpha", mins(-180), 100).await;
+    sent(s, "beta", mins(-10), 100).await;
+    let released = sent(s, "delta", mins(-5), 100).await;
+    let mut release = outcome(&released, PostStatus::Failed, mins(-4));
+    release.reservation = Some(Settle::Release);
+    s.update_post(release).await.unwrap();
+
+    let mut rows: Vec<(String, Option<chrono::DateTime<Utc>>)> = s
+        .quota_rows(mins(-60), t0())
+        .await
+        .unwrap()
+        .0
+        .into_iter()
+        .map(|r| (r.channel.to_string(), r.sent_at))
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        vec![
+            ("beta".to_owned(), Some(mins(-10))),
+            ("gamma".to_owned(), None)
+        ]
+    );
+}
+
+/// Many reservers, each with its own handle, racing for a daily limit and a window that
+/// spans channels: exactly the limit is granted, never more.
+pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
+    const N_POSTS: usize = 16;
+    const DAILY: u32 = 3;
+    const WINDOW: u32 = 5;
+    let s = ledger.store.as_ref();
+    let mut posts = Vec::new();
+    for idx in 0..N_POSTS {
+        // Half on alpha (bound by its daily limit), half spread over other channels.
+        let channel = if idx % 2 == 0 {
+            "alpha".to_owned()
+        } else {
+            format!("c{idx}")
+        };
+        posts.push(claimed(s, &channel, &format!("post {idx}"), t0()).await);
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for post in posts {
+        let handle = ledger.backend.open().await;
+        tasks.spawn(async move {
+            let res = reserve(handle.as_ref(), &post, mins(1), WINDOW, DAILY).await;
+            (post.content.channel.to_string(), res)
+        });
+    }
+    let mut granted_alpha = 0;
+    let mut granted_all = 0;
+    while let Some(done) = tasks.join_next().await {
+        let (channel, res) = done.expect("reserver task");
+        if matches!(res, Reserved::Granted(_)) {
+            granted_all += 1;
+            if channel == "alpha" {
+                granted_alpha += 1;
+            }
+        }
+    }
+    assert!(
+        granted_alpha <= DAILY,
+        "alpha got {granted_alpha} > {DAILY}"
+    );
+    assert_eq!(granted_all, WINDOW, "the window grants exactly its limit");
+    assert_eq!(
+        s.quota_rows(mins(-60), mins(5)).await.unwrap().0.len(),
+        WINDOW as usize
+    );
+}
