@@ -100,11 +100,13 @@ struct RawChannel {
     poll_timeout: Option<Span>,
     // instagram
     api_version: Option<String>,
+    user_id: Option<String>,
     // linkedin
     version: Option<String>,
     author: Option<String>,
     // wordpress
     username: Option<String>,
+    rest_route: Option<bool>,
     // compose (SPEC §9)
     site: Option<String>,
     #[serde(default)]
@@ -210,12 +212,16 @@ pub struct ChannelConfig {
     pub poll_timeout: Span,
     /// Instagram Graph API version.
     pub api_version: Option<String>,
+    /// Instagram user id for publish paths (Facebook Login).
+    pub user_id: Option<String>,
     /// LinkedIn-Version header.
     pub version: Option<String>,
     /// LinkedIn author URN.
     pub author: Option<String>,
     /// WordPress user name.
     pub username: Option<String>,
+    /// WordPress: route requests through `/?rest_route=` (sites without pretty permalinks).
+    pub rest_route: bool,
     /// Compose: site name.
     pub site: Option<String>,
     /// Compose: local slot times.
@@ -418,9 +424,11 @@ impl Config {
                     poll_interval: rc.poll_interval.unwrap_or(Span::seconds(5)),
                     poll_timeout,
                     api_version: rc.api_version,
+                    user_id: rc.user_id,
                     version: rc.version,
                     author: rc.author,
                     username: rc.username,
+                    rest_route: rc.rest_route.unwrap_or(false),
                     site: rc.site,
                     slots: rc.slots,
                     template: rc.template,
@@ -570,7 +578,7 @@ impl Config {
 /// Refuses keys that do not apply to a channel's kind, naming them.
 fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<(), String> {
     use ChannelKind::*;
-    let keys: [(&str, bool, &[ChannelKind]); 12] = [
+    let keys: [(&str, bool, &[ChannelKind]); 14] = [
         ("simulate", rc.simulate.is_some(), &[Sandbox]),
         ("path", rc.path.is_some(), &[Sandbox]),
         ("url", rc.url.is_some(), &[Webhook]),
@@ -601,6 +609,8 @@ fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<()
             &[Threads, Instagram],
         ),
         ("api_version", rc.api_version.is_some(), &[Instagram]),
+        ("user_id", rc.user_id.is_some(), &[Instagram]),
+        ("rest_route", rc.rest_route.is_some(), &[Wordpress]),
         (
             "version",
             rc.version.is_some() || rc.author.is_some(),

@@ -91,16 +91,69 @@ pub fn result_name(result: &PublishResult) -> &'static str {
     }
 }
 
-/// Delivers due notifications once; the number delivered.
-async fn deliver(_app: &App, _config: &Config) -> Result<usize, Failure> {
-    Ok(0)
+/// Delivers due notifications once; the number delivered. A failing sink never fails
+/// the pass: its notifications are retried later.
+async fn deliver(app: &App, config: &Config) -> Result<u32, Failure> {
+    if config.sinks.is_empty() {
+        return Ok(0);
+    }
+    let deliverer = wiring::build_deliverer(config, app)?;
+    match deliverer.deliver_once().await {
+        Ok(report) => Ok(report.delivered),
+        Err(e) => {
+            tracing::warn!(error = %e, "notification delivery failed; it will be retried");
+            Ok(0)
+        }
+    }
 }
 
-/// `serve`: the dispatcher, reaper and deliverer until Ctrl-C or SIGTERM.
+/// `serve`: the HTTP API, dispatcher, reaper and deliverer until Ctrl-C or SIGTERM.
 pub async fn serve(config: &Config) -> CmdResult {
     let app = wiring::app_for_publishing(config).await?;
+    let deliverer = wiring::build_deliverer(config, &app)?;
+    let listener = tokio::net::TcpListener::bind(&config.listen)
+        .await
+        .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", config.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| Failure::failed(e.to_string()))?;
+    eprintln!("airlock: serving http://{address} (API /api/v1, metrics /metrics; Ctrl-C to stop)");
+    serve_with(config, app, deliverer, listener).await?;
+    eprintln!("airlock: stopped serving {address}");
+    Ok(())
+}
+
+/// Runs every long-lived task of `serve` on an open listener until a signal arrives or one
+/// task exits (which stops the rest).
+pub async fn serve_with(
+    config: &Config,
+    app: App,
+    deliverer: airlock_notify::Deliverer,
+    listener: tokio::net::TcpListener,
+) -> CmdResult {
     let shutdown = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
+    let router = airlock_web::router(app.clone());
+    tasks.spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            if let Err(e) = airlock_web::serve(listener, router, shutdown).await {
+                tracing::error!(error = %e, "HTTP server failed");
+            }
+            "http"
+        }
+    });
+    tasks.spawn({
+        let shutdown = shutdown.clone();
+        let interval = config
+            .poll_interval
+            .as_std()
+            .min(std::time::Duration::from_secs(5));
+        async move {
+            deliverer.run(shutdown, interval).await;
+            "deliverer"
+        }
+    });
     let dispatcher = Dispatcher::new(
         app.clone(),
         DispatcherSettings {
@@ -119,14 +172,11 @@ pub async fn serve(config: &Config) -> CmdResult {
             "dispatcher"
         }
     });
-    eprintln!(
-        "airlock: serving {} (Ctrl-C to stop)",
-        config.path.display()
-    );
     tokio::select! {
         _ = shutdown_signal() => {}
         Some(done) = tasks.join_next() => {
-            tracing::error!(task = ?done, "a task exited; shutting down");
+            let task = done.unwrap_or("a task that panicked");
+            eprintln!("airlock: {task} stopped; shutting down");
         }
     }
     shutdown.cancel();

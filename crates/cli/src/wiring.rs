@@ -6,9 +6,14 @@ use std::sync::Arc;
 
 use airlock_app::App;
 use airlock_core::{ChannelKind, ChannelName};
+use airlock_notify::{DISCORD_API, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
 use airlock_platforms::credential::read_secret;
+use airlock_platforms::instagram::{Instagram, InstagramSettings};
+use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
 use airlock_platforms::sandbox::Sandbox;
+use airlock_platforms::threads::{Threads, ThreadsSettings};
 use airlock_platforms::webhook::Webhook;
+use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::Store;
 use airlock_store_sqlite::SqliteStore;
@@ -66,8 +71,122 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
                 .map_err(|e| e.to_string())?;
             Ok(Arc::new(Webhook::new(url, secret, client())))
         }
-        kind => Err(format!("{kind} channels are not available in this build")),
+        ChannelKind::Threads => {
+            let mut settings = ThreadsSettings::new(token(channel)?);
+            if let Some(url) = &channel.base_url {
+                settings.base_url = url.clone();
+            }
+            settings.request_timeout = channel.request_timeout.as_std();
+            settings.poll_interval = channel.poll_interval.as_std();
+            settings.poll_timeout = channel.poll_timeout.as_std();
+            Ok(Arc::new(
+                Threads::new(settings, client()).map_err(|e| e.to_string())?,
+            ))
+        }
+        ChannelKind::Instagram => {
+            let mut settings = InstagramSettings::new(token(channel)?);
+            if let Some(url) = &channel.base_url {
+                settings.base_url = url.clone();
+            }
+            if let Some(version) = &channel.api_version {
+                settings.api_version = version.clone();
+            }
+            settings.user_id = channel.user_id.clone();
+            settings.request_timeout = channel.request_timeout.as_std();
+            settings.poll_interval = channel.poll_interval.as_std();
+            settings.poll_timeout = channel.poll_timeout.as_std();
+            Ok(Arc::new(
+                Instagram::new(settings, client()).map_err(|e| e.to_string())?,
+            ))
+        }
+        ChannelKind::Linkedin => {
+            let mut settings = LinkedinSettings::new(token(channel)?);
+            if let Some(url) = &channel.base_url {
+                settings.base_url = url.clone();
+            }
+            if let Some(version) = &channel.version {
+                settings.version = version.clone();
+            }
+            settings.author = channel.author.clone();
+            settings.request_timeout = channel.request_timeout.as_std();
+            Ok(Arc::new(
+                Linkedin::new(settings, client()).map_err(|e| e.to_string())?,
+            ))
+        }
+        ChannelKind::Wordpress => {
+            let base_url = channel
+                .base_url
+                .clone()
+                .ok_or("wordpress channel without base_url")?;
+            let username = channel
+                .username
+                .clone()
+                .ok_or("wordpress channel without username")?;
+            let mut settings = WordpressSettings::new(base_url, username, token(channel)?);
+            settings.request_timeout = channel.request_timeout.as_std();
+            settings.rest_route = channel.rest_route;
+            Ok(Arc::new(
+                Wordpress::new(settings, client()).map_err(|e| e.to_string())?,
+            ))
+        }
     }
+}
+
+/// The channel's credential, read from its `token_file` (refusing loose permissions).
+fn token(channel: &ChannelConfig) -> Result<airlock_platforms::credential::SecretString, String> {
+    let path = channel
+        .token_file
+        .as_deref()
+        .ok_or_else(|| format!("{} channel without token_file", channel.kind))?;
+    read_secret(path).map_err(|e| e.to_string())
+}
+
+/// The notification deliverer for the configured sinks (reading their secret files).
+pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure> {
+    let sinks = config
+        .sinks
+        .values()
+        .map(|sink| {
+            let refuse = |e: String| Failure::refused(format!("notify.{}: {e}", sink.name));
+            let secret = |path: Option<&std::path::Path>| {
+                path.map(|p| read_secret(p).map_err(|e| refuse(e.to_string())))
+                    .transpose()
+            };
+            let kind = match sink.kind.as_str() {
+                "slack" => SinkKind::Slack {
+                    webhook_url: secret(sink.webhook_file.as_deref())?
+                        .ok_or_else(|| refuse("webhook_file is required".into()))?,
+                },
+                "discord" => SinkKind::Discord {
+                    token: secret(sink.token_file.as_deref())?
+                        .ok_or_else(|| refuse("token_file is required".into()))?,
+                    channel_id: sink.channel_id.clone().unwrap_or_default(),
+                    base_url: sink
+                        .base_url
+                        .clone()
+                        .unwrap_or_else(|| DISCORD_API.to_owned()),
+                },
+                _ => SinkKind::Webhook {
+                    url: sink.url.clone().unwrap_or_default(),
+                    secret: secret(sink.secret_file.as_deref())?,
+                },
+            };
+            Sink::new(SinkSettings {
+                name: sink.name.clone(),
+                kind,
+                events: sink.events.clone(),
+                request_timeout: sink.request_timeout.as_std(),
+            })
+            .map_err(|e| refuse(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Deliverer::new(
+        app.store().clone(),
+        sinks,
+        app.worker().to_owned(),
+        DeliverySettings::default(),
+    )
+    .map_err(|e| Failure::refused(format!("{}: notify: {e}", config.path.display())))
 }
 
 /// The app without adapters: enough for commands that never publish.
