@@ -31,8 +31,9 @@ pub mod review;
 mod settings;
 pub mod tokens;
 
+pub use airlock_core::EVENTS;
 pub use error::{Error, Result};
-pub use settings::{AppSettings, ChannelSettings, EVENTS, NotifyRoute};
+pub use settings::{AppSettings, ChannelSettings, NotifyRoute};
 
 /// Where `app` reads the time; tests pass a fixed or steppable clock.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;

@@ -108,14 +108,3 @@ pub struct NotifyRoute {
     /// `paused`, `resumed`, `verify_failed`).
     pub events: Vec<String>,
 }
-
-/// The notification events of SPEC §6.
-pub const EVENTS: [&str; 7] = [
-    "published",
-    "failed",
-    "needs_review",
-    "quota_deferred",
-    "paused",
-    "resumed",
-    "verify_failed",
-];

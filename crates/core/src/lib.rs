@@ -37,3 +37,14 @@ pub use post::{
 };
 pub use status::{IllegalTransition, Mover, PostStatus, Transition};
 pub use time::Span;
+
+/// The notification events of SPEC §6, as sinks subscribe to them.
+pub const EVENTS: [&str; 7] = [
+    "published",
+    "failed",
+    "needs_review",
+    "quota_deferred",
+    "paused",
+    "resumed",
+    "verify_failed",
+];

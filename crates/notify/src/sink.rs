@@ -23,16 +23,8 @@ pub const DEFAULT_REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 /// The Discord API base URL used unless a sink overrides it (for tests).
 pub const DISCORD_API: &str = "https://discord.com/api/v10";
 
-/// The notification events of SPEC §6, the values a sink's `events` may hold.
-pub const EVENTS: [&str; 7] = [
-    "published",
-    "failed",
-    "needs_review",
-    "quota_deferred",
-    "paused",
-    "resumed",
-    "verify_failed",
-];
+/// The notification events of SPEC §6.
+pub use airlock_core::EVENTS;
 
 /// One configured sink (`[notify.NAME]` in `airlock.toml`), as plain data.
 #[derive(Debug, Clone)]

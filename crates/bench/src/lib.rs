@@ -1,0 +1,347 @@
+//! Building blocks of airlock's benchmarks (`cargo bench -p airlock-bench`).
+//!
+//! - [`NoopPlatform`]: a channel that answers instantly, so what is measured is airlock's
+//!   guarded path and its store, not a network.
+//! - [`seed_sqlite_history`]: a long history (posted posts with their events, intents
+//!   and committed reservations) written with bulk SQL through the ledger's own
+//!   triggers, so the history looks like one airlock made.
+//! - [`measure_publishes`], [`measure_reservations`], [`measure_lag`]: the figures.
+//!
+//! This crate is the one place outside `store-*` with SQL: bulk seeding and raw-SQL
+//! anchors are what a benchmark compares airlock against.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration as StdDuration, Instant};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+
+use airlock_app::posts::{DraftInput, DraftOrigin};
+use airlock_app::{App, AppSettings, ChannelSettings, Principal};
+use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
+use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError, Verification};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, Guard, PostUpdate, ReserveRequest, Reserved, Settle, Store,
+};
+
+/// A channel that publishes instantly and always verifies.
+#[derive(Debug, Default)]
+pub struct NoopPlatform {
+    next: AtomicU64,
+}
+
+#[async_trait]
+impl Platform for NoopPlatform {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Sandbox
+    }
+
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        Ok(None)
+    }
+
+    async fn publish(&self, _req: &PublishRequest, _prepared: &Prepared) -> Outcome {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        Outcome::Published(Published {
+            platform_post_id: Some(format!("noop-{id}")),
+            permalink: None,
+        })
+    }
+
+    async fn verify(&self, _platform_post_id: &str) -> Verification {
+        Verification::Verified { permalink: None }
+    }
+}
+
+/// The bench channel's name.
+pub const CHANNEL: &str = "bench";
+
+/// Settings with one no-op channel and limits that never bind.
+pub fn settings() -> AppSettings {
+    let tz: Tz = "Asia/Tokyo".parse().expect("a known zone");
+    let mut settings = AppSettings::new(tz).with_channel(ChannelSettings::new(
+        ChannelName::parse(CHANNEL).expect("a valid name"),
+        ChannelKind::Sandbox,
+        u32::MAX,
+        tz,
+    ));
+    settings.window.limit = u32::MAX;
+    settings
+}
+
+/// An app over `store` with the no-op channel.
+pub fn app(store: Arc<dyn Store>, settings: AppSettings) -> App {
+    let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
+    platforms.insert(
+        ChannelName::parse(CHANNEL).expect("a valid name"),
+        Arc::new(NoopPlatform::default()),
+    );
+    App::new(store, settings, platforms, App::system_clock())
+}
+
+/// Creates and approves `n` posts due at `at` (or now), returning their ids.
+pub async fn approved_posts(app: &App, n: usize, at: Option<DateTime<Utc>>) -> Vec<PostId> {
+    let me = Principal::cli();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let input = DraftInput {
+            channel: CHANNEL.into(),
+            text: format!("bench post {i}: the garden cats found the sunny spot"),
+            scheduled_at: at.map(|t| t.to_rfc3339()),
+            ..DraftInput::default()
+        };
+        let post = app
+            .create_post(&me, input, None, DraftOrigin::default())
+            .await
+            .expect("create")
+            .post;
+        app.approve(&me, post.id).await.expect("approve");
+        ids.push(post.id);
+    }
+    ids
+}
+
+/// Guarded publishes per second with `workers` concurrent dispatchers over `n` due posts.
+pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
+    approved_posts(app, n, None).await;
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers {
+        let app = app.clone();
+        tasks.spawn(async move {
+            let mut done = 0usize;
+            while app.publish_next(None).await.expect("publish").is_some() {
+                done += 1;
+            }
+            done
+        });
+    }
+    let mut total = 0;
+    while let Some(done) = tasks.join_next().await {
+        total += done.expect("worker");
+    }
+    assert_eq!(total, n, "every post published once");
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Reserve-then-commit pairs per second on claimed posts (`workers` concurrent).
+pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
+    let ids = approved_posts(app, n, None).await;
+    let store = app.store().clone();
+    let now = Utc::now();
+    let mut claimed = Vec::with_capacity(n);
+    for id in ids {
+        let req = ClaimRequest {
+            target: ClaimTarget::Post {
+                id,
+                allow_test: false,
+            },
+            worker: "bench".into(),
+            actor: "dispatcher:bench".into(),
+            now,
+            lease_until: now + Duration::hours(1),
+        };
+        match store.claim(&req).await.expect("claim") {
+            Claimed::Post(post) => claimed.push(post),
+            other => panic!("could not claim: {other:?}"),
+        }
+    }
+    let settings = app.settings().clone();
+    let chunks: Vec<Vec<_>> = claimed
+        .chunks(n.div_ceil(workers))
+        .map(<[_]>::to_vec)
+        .collect();
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for chunk in chunks {
+        let store = store.clone();
+        let settings = settings.clone();
+        tasks.spawn(async move {
+            let channel = &settings.channels[&ChannelName::parse(CHANNEL).expect("valid")];
+            for post in chunk {
+                let now = Utc::now();
+                let reserved = store
+                    .reserve(&ReserveRequest {
+                        post_id: post.id,
+                        generation: post.generation,
+                        channel: channel.name.clone(),
+                        now,
+                        window: settings.window,
+                        daily: channel.daily(),
+                    })
+                    .await
+                    .expect("reserve");
+                assert!(matches!(reserved, Reserved::Granted(_)));
+                let mut commit =
+                    PostUpdate::new(post.id, Guard::Generation(post.generation), "bench", now);
+                commit.reservation = Some(Settle::Commit);
+                store.update_post(commit).await.expect("commit");
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("worker");
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Dispatch lag (due time to request) of `n` posts due over the next moments, published
+/// by `serve`'s dispatcher loop with `workers` workers. Returns sorted lags.
+pub async fn measure_lag(
+    app: &App,
+    workers: usize,
+    n: usize,
+    spacing: StdDuration,
+) -> Vec<StdDuration> {
+    let first = Utc::now()
+        + Duration::milliseconds(500)
+        + Duration::from_std(spacing).expect("small") * (n as i32 / 4);
+    let me = Principal::cli();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let at = first + Duration::from_std(spacing).expect("small") * i as i32;
+        let input = DraftInput {
+            channel: CHANNEL.into(),
+            text: format!("lag post {i}"),
+            scheduled_at: Some(at.to_rfc3339()),
+            ..DraftInput::default()
+        };
+        let post = app
+            .create_post(&me, input, None, DraftOrigin::default())
+            .await
+            .expect("create")
+            .post;
+        app.approve(&me, post.id).await.expect("approve");
+        ids.push(post.id);
+    }
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let dispatcher = airlock_dispatcher::Dispatcher::new(
+        app.clone(),
+        airlock_dispatcher::DispatcherSettings {
+            workers,
+            poll_interval: StdDuration::from_secs(30),
+            reap_interval: StdDuration::from_secs(30),
+        },
+    );
+    let running = tokio::spawn(dispatcher.run(shutdown.clone()));
+    let deadline = Instant::now() + spacing * n as u32 + StdDuration::from_secs(30);
+    let mut lags = Vec::with_capacity(n);
+    for id in &ids {
+        loop {
+            let detail = app.store().post_detail(*id).await.expect("detail");
+            if let Some(intent) = detail.intents.first() {
+                let due = detail.post.scheduled_at;
+                lags.push((intent.created_at - due).to_std().unwrap_or_default());
+                break;
+            }
+            assert!(Instant::now() < deadline, "post {id} was never published");
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+    }
+    shutdown.cancel();
+    running.await.expect("dispatcher");
+    lags.sort();
+    lags
+}
+
+/// The `q`-quantile of sorted durations.
+pub fn quantile(sorted: &[StdDuration], q: f64) -> StdDuration {
+    if sorted.is_empty() {
+        return StdDuration::ZERO;
+    }
+    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[idx]
+}
+
+/// Writes `n` posted posts (with events, intents and committed reservations spread
+/// over the past year) into a SQLite ledger, through its triggers.
+pub async fn seed_sqlite_history(pool: &sqlx::SqlitePool, n: u64) -> Result<(), sqlx::Error> {
+    const BATCH: u64 = 100_000;
+    let hash = "0".repeat(64);
+    let mut start = 0;
+    while start < n {
+        let end = (start + BATCH).min(n);
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+        let ts = |expr: &str| {
+            format!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ({expr}) || ' seconds')")
+        };
+        let insert = format!(
+            "WITH RECURSIVE seq(n) AS (SELECT {first} UNION ALL SELECT n + 1 FROM seq WHERE n < {last}) \
+             INSERT INTO posts (channel, status, text, media, scheduled_at, content_hash, created_by, \
+               edited_by, created_at, updated_at, event_actor, event_note) \
+             SELECT 'history', 'draft', 'history post ' || n || ': the garden cats found the sunny spot', '[]', \
+               {at}, '{hash}', 'bench', 'bench', {at}, {at}, 'bench', 'seeded' FROM seq",
+            first = start + 1,
+            last = end,
+            at = ts("86400 + n % 31536000"),
+        );
+        sqlx::query(sqlx::AssertSqlSafe(insert))
+            .execute(&mut *tx)
+            .await?;
+        let last: i64 = sqlx::query_scalar("SELECT max(id) FROM posts")
+            .fetch_one(&mut *tx)
+            .await?;
+        let range = format!("id BETWEEN {} AND {last}", last - (end - start) as i64 + 1);
+        for step in [
+            "status = 'approved', approved_hash = content_hash, approved_by = 'bench'",
+            "status = 'posting', generation = 1, lease_owner = 'bench', lease_expires_at = updated_at",
+            "status = 'posted', lease_owner = NULL, lease_expires_at = NULL, posted_at = updated_at, platform_post_id = 'h' || id",
+        ] {
+            let update = format!(
+                "UPDATE posts SET {step}, version = version + 1, event_actor = 'bench' WHERE {range}"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(update))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let intents = format!(
+            "INSERT INTO intents (post_id, generation, idempotency_key, phase, created_at, settled_at) \
+             SELECT id, 1, 'airlock-' || id, 'succeeded', posted_at, posted_at FROM posts WHERE {range}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(intents))
+            .execute(&mut *tx)
+            .await?;
+        let reservations = format!(
+            "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, settled_at) \
+             SELECT id, 1, channel, 'committed', posted_at, posted_at, posted_at FROM posts WHERE {range}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(reservations))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        start = end;
+    }
+    sqlx::query("ANALYZE").execute(pool).await?;
+    Ok(())
+}
+
+/// Raw SQLite commits per second with the ledger's settings: one `BEGIN IMMEDIATE`
+/// transaction updating a row and appending an event, as a claim does, nothing around it.
+pub async fn sqlite_commit_anchor(pool: &sqlx::SqlitePool, n: usize) -> Result<f64, sqlx::Error> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS anchor_rows (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)",
+    )
+    .execute(pool)
+    .await?;
+    sqlx::query("CREATE TABLE IF NOT EXISTS anchor_events (id INTEGER PRIMARY KEY, row_id INTEGER, at TEXT)")
+        .execute(pool)
+        .await?;
+    sqlx::query("INSERT OR IGNORE INTO anchor_rows (id, n) VALUES (1, 0)")
+        .execute(pool)
+        .await?;
+    let start = Instant::now();
+    for _ in 0..n {
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+        sqlx::query("UPDATE anchor_rows SET n = n + 1 WHERE id = 1")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO anchor_events (row_id, at) VALUES (1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
