@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 mod admin;
 mod config;
 mod demo;
+mod mcp;
 mod output;
 mod post;
 mod run;
@@ -39,6 +40,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run the HTTP API, dashboard, MCP endpoint, dispatcher, reaper and notification deliverer.
     Serve,
+    /// MCP over stdio for one agent; the API token comes from AIRLOCK_TOKEN.
+    Mcp,
     /// One pass: reap, reconcile, publish what is due, deliver notifications (for cron).
     Dispatch {
         /// Required: run one pass and exit.
@@ -203,6 +206,7 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Init { dir } => demo::init(dir).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Serve => run::serve(&load()?).await,
+        Command::Mcp => mcp::run(&load()?).await,
         Command::Dispatch {
             once,
             channels,

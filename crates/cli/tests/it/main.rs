@@ -2,4 +2,5 @@
 
 mod dispatch;
 mod lifecycle;
+mod mcp;
 mod support;
