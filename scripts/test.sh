@@ -48,8 +48,25 @@ ensure_rust_tools() {
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
 }
 
+ensure_python_mcp() {
+  # The independent MCP client test (crates/mcp/tests/python_client.py) runs the official
+  # MCP Python SDK from .venv at the repository root.
+  if [ -x .venv/bin/python ] && .venv/bin/python -c "import mcp" >/dev/null 2>&1; then return; fi
+  log "installing the MCP Python SDK into .venv"
+  local python
+  python=$(command -v python3.11 || command -v python3 || true)
+  if [ -z "$python" ] || ! "$python" -c "import venv, ensurepip" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+    python=/usr/bin/python3
+  fi
+  "$python" -m venv --clear .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check "mcp>=2,<3"
+  .venv/bin/python -c "import mcp" || { echo "the MCP Python SDK did not install into .venv" >&2; exit 1; }
+}
+
 ensure_rust_tools
 ensure_postgres
+ensure_python_mcp
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
