@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod admin;
+mod compose;
 mod config;
 mod demo;
 mod mcp;
@@ -84,6 +85,10 @@ enum Command {
         #[arg(long)]
         online: bool,
     },
+    /// Articles of a site eligible for a channel, in the order compose takes them, and why others are skipped.
+    Candidates(compose::CandidatesArgs),
+    /// Draft the next post for a channel from its site, optionally for a slot (HH:MM).
+    Compose(compose::ComposeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -234,5 +239,7 @@ async fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
         Command::Doctor { online } => admin::doctor(&config_path, online).await,
+        Command::Candidates(args) => compose::candidates(&load()?, args).await,
+        Command::Compose(args) => compose::compose(&load()?, args).await,
     }
 }
