@@ -507,38 +507,72 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
     })
 }
 
-/// Rule 8, in order, `concurrency` articles at a time. With `first_only`, stops after the
-/// batch holding the first article that passes and returns only that one.
+/// Rule 8 for every pending article, at most `concurrency` requests at a time; results
+/// keep the pending order. With `first_only`, checks `concurrency` articles at a time in
+/// order and stops after the batch holding the first that passes, returning only that one.
 async fn check_in_order(
     pending: Vec<Eligible>,
     checker: &Checker,
     first_only: bool,
 ) -> (Vec<Eligible>, Vec<Skipped>) {
-    let batch_size = checker.settings().concurrency.max(1);
+    let concurrency = checker.settings().concurrency.max(1);
+    if !first_only {
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+        return split(check_all(pending, checker, Some(permits)).await);
+    }
     let mut eligible = Vec::new();
     let mut skipped = Vec::new();
     let mut pending = pending.into_iter().peekable();
     while pending.peek().is_some() {
-        let batch: Vec<Eligible> = pending.by_ref().take(batch_size).collect();
-        let mut tasks = tokio::task::JoinSet::new();
-        for (idx, candidate) in batch.into_iter().enumerate() {
-            let checker = checker.clone();
-            tasks.spawn(async move { (idx, check_one(&checker, candidate).await) });
-        }
-        let mut results = Vec::new();
-        while let Some(done) = tasks.join_next().await {
-            results.push(done.expect("a HEAD check does not panic"));
-        }
-        results.sort_by_key(|(idx, _)| *idx);
-        for (_, result) in results {
-            match result {
-                Ok(candidate) => eligible.push(candidate),
-                Err(skip) => skipped.push(skip),
-            }
-        }
-        if first_only && !eligible.is_empty() {
-            eligible.truncate(1);
+        let batch: Vec<Eligible> = pending.by_ref().take(concurrency).collect();
+        let (passed, failed) = split(check_all(batch, checker, None).await);
+        skipped.extend(failed);
+        if let Some(first) = passed.into_iter().next() {
+            eligible.push(first);
             break;
+        }
+    }
+    (eligible, skipped)
+}
+
+/// Checks every article at once (or as `permits` allow), in the order given.
+async fn check_all(
+    pending: Vec<Eligible>,
+    checker: &Checker,
+    permits: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+) -> Vec<Result<Eligible, Skipped>> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for (idx, candidate) in pending.into_iter().enumerate() {
+        let checker = checker.clone();
+        let permits = permits.clone();
+        tasks.spawn(async move {
+            let _permit = match &permits {
+                Some(permits) => Some(
+                    permits
+                        .acquire()
+                        .await
+                        .expect("the semaphore is never closed"),
+                ),
+                None => None,
+            };
+            (idx, check_one(&checker, candidate).await)
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        results.push(done.expect("a HEAD check does not panic"));
+    }
+    results.sort_by_key(|(idx, _)| *idx);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
+fn split(results: Vec<Result<Eligible, Skipped>>) -> (Vec<Eligible>, Vec<Skipped>) {
+    let mut eligible = Vec::new();
+    let mut skipped = Vec::new();
+    for result in results {
+        match result {
+            Ok(candidate) => eligible.push(candidate),
+            Err(skip) => skipped.push(skip),
         }
     }
     (eligible, skipped)

@@ -16,6 +16,9 @@
 //!    next run; one a person edited, rejected or unapproved is left alone.
 //!
 //! A dry run does steps 1 and 2 and reports the post it would draft, writing nothing.
+//!
+//! Without a slot every run drafts: the reuse window keeps consecutive runs from taking
+//! the same article, but only a slot makes a run idempotent.
 
 use chrono::{DateTime, Utc};
 
