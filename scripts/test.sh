@@ -64,9 +64,28 @@ ensure_python_mcp() {
   .venv/bin/python -c "import mcp" || { echo "the MCP Python SDK did not install into .venv" >&2; exit 1; }
 }
 
+ensure_browser() {
+  # The dashboard's browser test (crates/dashboard/tests/it/browser.rs) drives Debian's
+  # Chromium with playwright-core from npm (never a browser download of its own).
+  if [ ! -x /usr/bin/chromium ]; then
+    apt_install chromium
+  fi
+  if ! have node || ! have npm; then
+    apt_install nodejs npm
+  fi
+  local dir=crates/dashboard/tests/browser
+  if [ ! -d "$dir/node_modules/playwright-core" ]; then
+    log "installing playwright-core (npm ci in $dir)"
+    (cd "$dir" && { npm ci --no-audit --no-fund --loglevel=error || npm install --no-audit --no-fund --loglevel=error; })
+  fi
+  [ -x /usr/bin/chromium ] && [ -d "$dir/node_modules/playwright-core" ] || {
+    echo "the browser test needs /usr/bin/chromium and $dir/node_modules/playwright-core" >&2; exit 1; }
+}
+
 ensure_rust_tools
 ensure_postgres
 ensure_python_mcp
+ensure_browser
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

@@ -121,11 +121,11 @@ pub async fn approve(
         let post = d.app().approve(who, id).await?;
         let tz = tz_of(d, &post.content.channel);
         let when = if post.scheduled_at <= d.app().now() {
-            "it is due now".to_owned()
+            "it is due now and goes out on the next dispatch pass".to_owned()
         } else {
             format!("it goes out at {}", local(post.scheduled_at, tz))
         };
-        Ok(format!("Approved post #{id}: {when}, or publish it now"))
+        Ok(format!("Approved post #{id}: {when} (or publish it now)"))
     })
     .await
 }

@@ -101,6 +101,10 @@ try {
   });
 
   await step("the inbox shows the evidence before the verdicts", async () => {
+    await page.goto(`${base}/posts/${posts.review[0]}`);
+    await sees(page, "Did this post go out?");
+    await sees(page, "Request sent at");
+    await shot(page, "04-needs-review-post");
     await page.click("nav >> text=Needs review");
     await page.waitForURL(`${base}/review`);
     await sees(page, "Request sent at");

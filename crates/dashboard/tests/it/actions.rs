@@ -79,11 +79,9 @@ async fn approving_a_draft_redirects_back_and_shows_the_result_once() {
     assert_eq!(page.location(), path);
     assert_eq!(h.status(id).await, PostStatus::Approved);
     let shown = browser.get(&path).await;
-    assert!(
-        shown
-            .body
-            .contains(&format!("Approved post #{id}: it is due now"))
-    );
+    assert!(shown.body.contains(&format!(
+        "Approved post #{id}: it is due now and goes out on the next dispatch pass"
+    )));
     assert!(shown.body.contains("flash-done"));
     let again = browser.get(&path).await;
     assert!(!again.body.contains("flash-done"), "a flash shows once");
