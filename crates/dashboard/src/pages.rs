@@ -678,18 +678,21 @@ async fn live_part(
         limit: Some(TABLE_LIMIT),
         ..PostFilter::default()
     };
-    let posts = app
+    let posts: Vec<PostRow> = app
         .list_posts(who, &filter)
         .await?
         .iter()
         .map(|p| post_row(app, p, now))
         .collect();
-    let filter_label = match (&status, &channel) {
+    let mut filter_label = match (&status, &channel) {
         (None, None) => "All posts".to_owned(),
         (Some(s), None) => format!("Posts: {}", status_label(*s)),
         (None, Some(c)) => format!("Posts on {c}"),
         (Some(s), Some(c)) => format!("Posts on {c}: {}", status_label(*s)),
     };
+    if posts.len() >= TABLE_LIMIT as usize {
+        filter_label.push_str(&format!(", the newest {TABLE_LIMIT}"));
+    }
     let mut live_url = "/live?".to_owned();
     if let Some(s) = status {
         live_url.push_str(&format!("status={}", s.as_str()));

@@ -90,7 +90,14 @@ try {
     await shot(page, "02-queue");
   });
 
-  await step("the operator approves a draft", async () => {
+  await step("the operator approves a draft, and an open queue refreshes by itself", async () => {
+    const watcher = await context.newPage();
+    watcher.on("console", (msg) => {
+      if (msg.type() === "error") problems.push(`console (queue tab): ${msg.text()}`);
+    });
+    await watcher.goto(`${base}/`);
+    const drafts = () => textOf(watcher, ".count.st-draft .count-n");
+    if ((await drafts()) !== "1") fail(`expected 1 draft in the queue tab, got ${await drafts()}`);
     await page.goto(`${base}/posts/${posts.draft}`);
     await sees(page, "Mochi has claimed the window seat again.");
     await page.click("button:has-text('Approve')");
@@ -98,6 +105,16 @@ try {
     const badge = await textOf(page, ".post-head .badge");
     if (badge !== "approved") fail(`expected the badge to say approved, got ${badge}`);
     await shot(page, "03-approved");
+    try {
+      await watcher.waitForFunction(
+        () => document.querySelector(".count.st-draft .count-n").textContent.trim() === "0",
+        null,
+        { timeout: 10000 },
+      );
+    } catch {
+      fail(`the queue tab did not refresh its counts by itself (still ${await drafts()} drafts)`);
+    }
+    await watcher.close();
   });
 
   await step("the inbox shows the evidence before the verdicts", async () => {

@@ -52,7 +52,11 @@ async fn an_operator_works_the_queue_in_headless_chromium() {
     let h = Harness::new().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base_url = format!("http://{}", listener.local_addr().unwrap());
-    let router = h.router();
+    // Live refresh every second, so the script can watch an open queue update itself.
+    let router = h.router_with(airlock_dashboard::DashboardSettings {
+        refresh_seconds: 1,
+        ..airlock_dashboard::DashboardSettings::default()
+    });
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
     let shots = screenshot_dir();
     std::fs::create_dir_all(&shots).unwrap();
