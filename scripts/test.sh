@@ -48,8 +48,44 @@ ensure_rust_tools() {
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy >/dev/null 2>&1 || true
 }
 
+ensure_python_mcp() {
+  # The independent MCP client test (crates/mcp/tests/python_client.py) runs the official
+  # MCP Python SDK from .venv at the repository root.
+  if [ -x .venv/bin/python ] && .venv/bin/python -c "import mcp" >/dev/null 2>&1; then return; fi
+  log "installing the MCP Python SDK into .venv"
+  local python
+  python=$(command -v python3.11 || command -v python3 || true)
+  if [ -z "$python" ] || ! "$python" -c "import venv, ensurepip" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+    python=/usr/bin/python3
+  fi
+  "$python" -m venv --clear .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check "mcp>=2,<3"
+  .venv/bin/python -c "import mcp" || { echo "the MCP Python SDK did not install into .venv" >&2; exit 1; }
+}
+
+ensure_browser() {
+  # The dashboard's browser test (crates/dashboard/tests/it/browser.rs) drives Debian's
+  # Chromium with playwright-core from npm (never a browser download of its own).
+  if [ ! -x /usr/bin/chromium ]; then
+    apt_install chromium
+  fi
+  if ! have node || ! have npm; then
+    apt_install nodejs npm
+  fi
+  local dir=crates/dashboard/tests/browser
+  if [ ! -d "$dir/node_modules/playwright-core" ]; then
+    log "installing playwright-core (npm ci in $dir)"
+    (cd "$dir" && { npm ci --no-audit --no-fund --loglevel=error || npm install --no-audit --no-fund --loglevel=error; })
+  fi
+  [ -x /usr/bin/chromium ] && [ -d "$dir/node_modules/playwright-core" ] || {
+    echo "the browser test needs /usr/bin/chromium and $dir/node_modules/playwright-core" >&2; exit 1; }
+}
+
 ensure_rust_tools
 ensure_postgres
+ensure_python_mcp
+ensure_browser
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

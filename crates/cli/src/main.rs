@@ -9,8 +9,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod admin;
+mod compose;
 mod config;
 mod demo;
+mod mcp;
 mod output;
 mod post;
 mod run;
@@ -39,6 +41,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run the HTTP API, dashboard, MCP endpoint, dispatcher, reaper and notification deliverer.
     Serve,
+    /// MCP over stdio for one agent; the API token comes from AIRLOCK_TOKEN.
+    Mcp,
     /// One pass: reap, reconcile, publish what is due, deliver notifications (for cron).
     Dispatch {
         /// Required: run one pass and exit.
@@ -81,6 +85,10 @@ enum Command {
         #[arg(long)]
         online: bool,
     },
+    /// Articles of a site eligible for a channel, in the order compose takes them, and why others are skipped.
+    Candidates(compose::CandidatesArgs),
+    /// Draft the next post for a channel from its site, optionally for a slot (HH:MM).
+    Compose(compose::ComposeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +211,7 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Init { dir } => demo::init(dir).await,
         Command::Demo(args) => demo::demo(args).await,
         Command::Serve => run::serve(&load()?).await,
+        Command::Mcp => mcp::run(&load()?).await,
         Command::Dispatch {
             once,
             channels,
@@ -230,5 +239,7 @@ async fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
         Command::Doctor { online } => admin::doctor(&config_path, online).await,
+        Command::Candidates(args) => compose::candidates(&load()?, args).await,
+        Command::Compose(args) => compose::compose(&load()?, args).await,
     }
 }

@@ -188,15 +188,24 @@ pub(crate) async fn live_reservations(
     since: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<QuotaRows> {
-    // Both halves read the partial index `reservations_live`.
+    // Times are compared as text, which orders canonical times only. The range starts at
+    // the beginning of `since`'s UTC date rather than at `since` itself, so a time written
+    // in another form on that date (SQLite's own `datetime('now')` form,
+    // '2026-03-01 16:00:00', sorts before '2026-03-01T15:00:00.000Z') is read and refused
+    // by the check instead of silently not counted; so is text below '1' (signs, blanks,
+    // zero). The extra rows read are checked, then dropped.
+    // Every branch reads the partial index `reservations_live`.
     let rows = sqlx::query(
         "SELECT id, channel, state, created_at, sent_at FROM reservations \
          WHERE state <> 'released' AND sent_at >= ? \
          UNION ALL \
          SELECT id, channel, state, created_at, sent_at FROM reservations \
-         WHERE state <> 'released' AND sent_at IS NULL",
+         WHERE state <> 'released' AND sent_at IS NULL \
+         UNION ALL \
+         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         WHERE state <> 'released' AND sent_at < '1'",
     )
-    .bind(ts(since))
+    .bind(since.format("%Y-%m-%d").to_string())
     .fetch_all(conn)
     .await
     .map_err(db)?;
@@ -212,7 +221,10 @@ pub(crate) async fn live_reservations(
             sent_at: sent_at.as_deref().map(parse_ts),
         });
     }
-    QuotaRows::check(raw, now)
+    let mut live = QuotaRows::check(raw, now)?;
+    live.0
+        .retain(|r| r.sent_at.is_none_or(|sent| sent >= since));
+    Ok(live)
 }
 
 pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> Result<Intent> {

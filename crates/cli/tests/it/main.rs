@@ -1,5 +1,7 @@
 //! The `airlock` binary as a user runs it: exit codes, JSON, processes.
 
+mod compose;
 mod dispatch;
 mod lifecycle;
+mod mcp;
 mod support;

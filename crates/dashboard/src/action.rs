@@ -1,0 +1,386 @@
+//! The dashboard's actions: one `POST` form each, calling one operation of
+//! [`airlock_app::App`] as the signed-in operator, then redirecting back (303, so a
+//! reload never repeats the action) with the result or the app's refusal as a flash.
+//!
+//! The app's error texts say what happened and what to do; they are shown as they are.
+//! CSRF was checked before any of these run ([`crate::guard::csrf`]).
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use airlock_app::posts::EditInput;
+use airlock_app::review::Resolution;
+use airlock_app::{Error, Result};
+use airlock_core::{PostId, PostStatus};
+
+use crate::auth::Operator;
+use crate::session::{Dashboard, Flash};
+use crate::view::{local, local_rfc3339, safe_back};
+
+/// A form with nothing but where to go back to.
+#[derive(Debug, Deserialize)]
+pub struct BackForm {
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `reject`: a reason.
+#[derive(Debug, Deserialize)]
+pub struct RejectForm {
+    /// Why (required by the app).
+    #[serde(default)]
+    pub reason: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `edit`: the draft's fields as the form shows them; only those that differ from the
+/// post are changed.
+#[derive(Debug, Deserialize)]
+pub struct EditForm {
+    /// Text.
+    #[serde(default)]
+    pub text: String,
+    /// Title (empty clears it).
+    #[serde(default)]
+    pub title: String,
+    /// Link (empty clears it).
+    #[serde(default)]
+    pub link: String,
+    /// RFC 3339 or `now`.
+    #[serde(default)]
+    pub scheduled_at: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `resolve`: the verdict and, when it went out, optionally where.
+#[derive(Debug, Deserialize)]
+pub struct ResolveForm {
+    /// `published` or `not_published`.
+    #[serde(default)]
+    pub outcome: String,
+    /// The permalink a person found (optional).
+    #[serde(default)]
+    pub permalink: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `note`: the note.
+#[derive(Debug, Deserialize)]
+pub struct NoteForm {
+    /// 1-2000 characters.
+    #[serde(default)]
+    pub note: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `pause`: a channel (empty: everything) and a reason.
+#[derive(Debug, Deserialize)]
+pub struct PauseForm {
+    /// A channel, or empty for all publishing.
+    #[serde(default)]
+    pub channel: String,
+    /// Why (required by the app).
+    #[serde(default)]
+    pub reason: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `resume`: a channel (empty: everything).
+#[derive(Debug, Deserialize)]
+pub struct ResumeForm {
+    /// A channel, or empty for all publishing.
+    #[serde(default)]
+    pub channel: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `POST /posts/{id}/approve`.
+pub async fn approve(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        let post = d.app().approve(who, id).await?;
+        let tz = tz_of(d, &post.content.channel);
+        let when = if post.scheduled_at <= d.app().now() {
+            "it is due now and goes out on the next dispatch pass".to_owned()
+        } else {
+            format!("it goes out at {}", local(post.scheduled_at, tz))
+        };
+        Ok(format!("Approved post #{id}: {when} (or publish it now)"))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/reject`.
+pub async fn reject(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<RejectForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        d.app().reject(who, id, &form.reason).await?;
+        Ok(format!(
+            "Rejected post #{id}: it is a draft again, with your reason for its writer"
+        ))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/unapprove`.
+pub async fn unapprove(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        d.app().unapprove(who, id).await?;
+        Ok(format!(
+            "Withdrew the approval of post #{id}: it is a draft again"
+        ))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/edit`: changes the fields that differ from the post.
+pub async fn edit(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<EditForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back.clone(), |id| async move {
+        let post = d.app().get_post(who, id).await?.post;
+        let tz = tz_of(d, &post.content.channel);
+        // Browsers send text areas with CRLF line ends; the ledger keeps what was meant.
+        let text = form.text.replace("\r\n", "\n");
+        let title = form.title.trim().to_owned();
+        let link = form.link.trim().to_owned();
+        let scheduled_at = form.scheduled_at.trim().to_owned();
+        let input = EditInput {
+            text: (text != post.content.text).then_some(text),
+            title: (title != post.content.title.clone().unwrap_or_default()).then_some(title),
+            media: None,
+            link: (link != post.content.link.clone().unwrap_or_default()).then_some(link),
+            scheduled_at: (scheduled_at != local_rfc3339(post.scheduled_at, tz))
+                .then_some(scheduled_at),
+        };
+        if input == EditInput::default() {
+            return Err(Error::Invalid(format!(
+                "nothing changed on post #{id}: edit a field before saving"
+            )));
+        }
+        let was_approved = post.status == PostStatus::Approved;
+        d.app().edit_post(who, id, input).await?;
+        Ok(if was_approved {
+            format!("Saved post #{id}; its approval was withdrawn, so it needs approving again")
+        } else {
+            format!("Saved post #{id}")
+        })
+    })
+    .await
+}
+
+/// `POST /posts/{id}/publish`: publishes an approved post now, through the guarded path.
+pub async fn publish(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        let post = d.app().publish_now(who, id).await?;
+        Ok(format!(
+            "Published post #{id} on {}{}",
+            post.content.channel,
+            post.permalink.map(|p| format!(": {p}")).unwrap_or_default()
+        ))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/requeue`: a failed post goes back to approved.
+pub async fn requeue(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        d.app().requeue(who, id).await?;
+        Ok(format!(
+            "Requeued post #{id}: it is approved again and goes out when due"
+        ))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/resolve`: a person's verdict on a `needs_review` post.
+pub async fn resolve(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<ResolveForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        let resolution = match form.outcome.as_str() {
+            "published" => Resolution::Published {
+                permalink: Some(form.permalink.trim().to_owned()).filter(|p| !p.is_empty()),
+            },
+            "not_published" => Resolution::NotPublished,
+            _ => {
+                return Err(Error::Invalid(
+                    "choose whether the post went out or not".into(),
+                ));
+            }
+        };
+        let published = matches!(resolution, Resolution::Published { .. });
+        d.app().resolve(who, id, resolution).await?;
+        Ok(if published {
+            format!("Marked post #{id} as published: its quota slot stays counted")
+        } else {
+            format!("Marked post #{id} as not published: it is failed now; requeue it to try again")
+        })
+    })
+    .await
+}
+
+/// `POST /posts/{id}/note`.
+pub async fn note(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<NoteForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        d.app().add_note(who, id, &form.note).await?;
+        Ok(format!("Added a note to post #{id}"))
+    })
+    .await
+}
+
+/// `POST /pause`: pauses one channel or all publishing, with a reason.
+pub async fn pause(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Form(form): Form<PauseForm>,
+) -> Response {
+    let channel = Some(form.channel.trim()).filter(|c| !c.is_empty());
+    let label = scope_label(channel);
+    let result = dash
+        .app()
+        .pause(&op.principal, channel, &form.reason)
+        .await
+        .map(|paused| {
+            if paused {
+                format!("Paused {label}: {}", form.reason.trim())
+            } else {
+                format!("{label} was already paused")
+            }
+        });
+    finish(&dash, &op, form.back.as_deref(), "/".to_owned(), result)
+}
+
+/// `POST /resume`: lifts the pause of one channel or of all publishing.
+pub async fn resume(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Form(form): Form<ResumeForm>,
+) -> Response {
+    let channel = Some(form.channel.trim()).filter(|c| !c.is_empty());
+    let label = scope_label(channel);
+    let result = dash
+        .app()
+        .resume(&op.principal, channel)
+        .await
+        .map(|resumed| {
+            if resumed {
+                format!("Resumed {label}")
+            } else {
+                format!("{label} was not paused")
+            }
+        });
+    finish(&dash, &op, form.back.as_deref(), "/".to_owned(), result)
+}
+
+fn scope_label(channel: Option<&str>) -> String {
+    match channel {
+        Some(name) => format!("channel {name}"),
+        None => "all publishing".to_owned(),
+    }
+}
+
+fn tz_of(dash: &Dashboard, channel: &airlock_core::ChannelName) -> chrono_tz::Tz {
+    dash.app()
+        .settings()
+        .channels
+        .get(channel)
+        .map(|c| c.timezone)
+        .unwrap_or(dash.app().settings().timezone)
+}
+
+/// Parses the post id, runs `act`, flashes its message or error, redirects back.
+async fn run_on_post<F, Fut>(
+    dash: &Dashboard,
+    op: &Operator,
+    id: &str,
+    back: Option<String>,
+    act: F,
+) -> Response
+where
+    F: FnOnce(PostId) -> Fut,
+    Fut: Future<Output = Result<String>>,
+{
+    let result = match id.parse::<PostId>() {
+        Ok(id) => act(id).await,
+        Err(e) => Err(Error::Invalid(e.to_string())),
+    };
+    let fallback = match id.parse::<PostId>() {
+        Ok(id) => format!("/posts/{id}"),
+        Err(_) => "/".to_owned(),
+    };
+    finish(dash, op, back.as_deref(), fallback, result)
+}
+
+fn finish(
+    dash: &Dashboard,
+    op: &Operator,
+    back: Option<&str>,
+    fallback: String,
+    result: Result<String>,
+) -> Response {
+    let flash = match result {
+        Ok(message) => Flash::done(message),
+        Err(e) if e.is_refusal() => Flash::refused(format!("Not done: {e}")),
+        Err(e) => Flash::refused(format!("Failed: {e}")),
+    };
+    dash.flash(&op.session, flash);
+    Redirect::to(&safe_back(back, fallback)).into_response()
+}

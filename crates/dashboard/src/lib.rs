@@ -1,0 +1,102 @@
+//! airlock's dashboard: the human-visible ledger, server-rendered, usable without
+//! JavaScript, on a laptop or a phone (SPEC §7 "Dashboard").
+//!
+//! [`router`] builds an [`axum::Router`] that `airlock serve` merges at `/`. Every page
+//! and every action goes through [`airlock_app::App`], so the dashboard enforces nothing
+//! on its own and bypasses nothing: roles, pauses, quotas and the lifecycle are the
+//! app's. It never touches the store.
+//!
+//! Layout:
+//! - [`session`]: in-memory sessions with random 256-bit ids, CSRF tokens derived from
+//!   them, cookies and flash messages.
+//! - [`guard`]: middleware for every response (security headers) and every `POST`
+//!   (a valid CSRF token or 403, before any handler runs).
+//! - [`auth`]: `GET/POST /login`, `POST /logout`, and the [`auth::Operator`] extractor
+//!   that re-authenticates the session's token on each request.
+//! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`) and the
+//!   live fragment (`/live`).
+//! - [`action`]: the `POST` forms; each calls one app operation, stores the result or
+//!   the refusal as a flash message and redirects back (post/redirect/get).
+//! - [`view`]: formatting helpers shared by the templates (local times, excerpts).
+//! - [`asset`]: the stylesheet and the optional live-refresh script, compiled in.
+//!
+//! **Architecture Invariant:** everything an agent wrote reaches the page through
+//! askama's HTML escaping; no template marks user data `|safe`.
+//!
+//! What it deliberately does not do: keep sessions across restarts (a restart signs
+//! everyone out), or offer token management (that stays on the CLI).
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+pub mod action;
+pub mod asset;
+pub mod auth;
+pub mod guard;
+pub mod pages;
+pub mod session;
+pub mod view;
+
+/// How the dashboard behaves; `airlock serve` builds it from its configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardSettings {
+    /// Add `Secure` to cookies: set this whenever the dashboard is reached over HTTPS
+    /// (always, unless it listens on loopback only).
+    pub secure_cookies: bool,
+    /// How long a session lasts after login, whatever the activity (default 12 hours).
+    /// Revoking the token ends it sooner: the token is re-checked on every request.
+    pub session_ttl: Duration,
+    /// Seconds between live refreshes of the queue in browsers with JavaScript; `0`
+    /// turns live refresh off (default 15). Pages never depend on it.
+    pub refresh_seconds: u32,
+}
+
+impl Default for DashboardSettings {
+    fn default() -> Self {
+        DashboardSettings {
+            secure_cookies: false,
+            session_ttl: Duration::from_secs(12 * 3600),
+            refresh_seconds: 15,
+        }
+    }
+}
+
+/// The dashboard's routes, for `airlock serve` to merge at `/`.
+///
+/// Pages: `GET /` (queue), `GET /posts/{id}`, `GET /review`, `GET /live` (the queue's
+/// live fragment), `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each
+/// with the CSRF field `csrf`): `/login`, `/logout`, `/posts/{id}/approve`, `/reject`,
+/// `/unapprove`, `/edit`, `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
+/// `/resume` (one channel or all). Every response carries the security headers of
+/// [`guard::SECURITY_HEADERS`].
+pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
+    let state = session::Dashboard::new(app, settings);
+    Router::new()
+        .route("/", get(pages::queue))
+        .route("/live", get(pages::live))
+        .route("/review", get(pages::review))
+        .route("/posts/{id}", get(pages::post))
+        .route("/posts/{id}/approve", post(action::approve))
+        .route("/posts/{id}/reject", post(action::reject))
+        .route("/posts/{id}/unapprove", post(action::unapprove))
+        .route("/posts/{id}/edit", post(action::edit))
+        .route("/posts/{id}/publish", post(action::publish))
+        .route("/posts/{id}/requeue", post(action::requeue))
+        .route("/posts/{id}/resolve", post(action::resolve))
+        .route("/posts/{id}/note", post(action::note))
+        .route("/pause", post(action::pause))
+        .route("/resume", post(action::resume))
+        .route("/login", get(auth::login_page).post(auth::login))
+        .route("/logout", post(auth::logout))
+        .route("/static/dashboard.css", get(asset::stylesheet))
+        .route("/static/dashboard.js", get(asset::script))
+        .route("/static/favicon.svg", get(asset::favicon))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::csrf,
+        ))
+        .layer(axum::middleware::from_fn(guard::security_headers))
+        .with_state(state)
+}

@@ -1,0 +1,1037 @@
+//! The pages: the queue (`/`), its live fragment (`/live`), a post (`/posts/{id}`) and
+//! the `needs_review` inbox (`/review`), plus the error page.
+//!
+//! Handlers read through [`airlock_app::App`] as the signed-in operator and turn the
+//! answers into view models of plain strings (times already in the channel's calendar),
+//! so templates only lay them out. Times of a post show in its channel's time zone;
+//! pauses and the rolling window show in the configured default time zone.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::Deserialize;
+
+use airlock_app::control::{ChannelQuota, QuotaStatus};
+use airlock_app::{App, Error};
+use airlock_core::quota::day_bounds;
+use airlock_core::{ChannelName, Post, PostDetail, PostId, PostStatus};
+use airlock_store::{Pause, PostFilter};
+
+use crate::auth::Operator;
+use crate::session::{Dashboard, Flash};
+use crate::view::{
+    excerpt, is_web_link, local, local_precise, local_rfc3339, local_time, relative, status_label,
+};
+
+/// At most this many posts are counted per status; more show as `1000+`.
+const COUNT_LIMIT: u32 = 1000;
+/// At most this many posts are listed in the queue table.
+const TABLE_LIMIT: u32 = 200;
+
+/// What every signed-in page shows around its content.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The page title.
+    pub title: String,
+    /// Who is signed in (`token:ops`).
+    pub actor: String,
+    /// The CSRF token for this page's forms.
+    pub csrf: String,
+    /// Messages from the last action.
+    pub flashes: Vec<Flash>,
+    /// Posts that need a person (the inbox badge).
+    pub review_count: usize,
+    /// Which navigation item is current: `queue`, `review` or `post`.
+    pub nav: &'static str,
+}
+
+/// One post in a list.
+#[derive(Debug, Clone)]
+pub struct PostRow {
+    /// Id.
+    pub id: i64,
+    /// State name (CSS class).
+    pub status: &'static str,
+    /// State label.
+    pub status_label: &'static str,
+    /// Channel.
+    pub channel: String,
+    /// Title, if any.
+    pub title: Option<String>,
+    /// The start of the text.
+    pub excerpt: String,
+    /// When it is scheduled, in its channel's calendar.
+    pub scheduled: String,
+    /// When it was published, if it was.
+    pub posted: Option<String>,
+    /// How long ago it last changed.
+    pub updated: String,
+    /// A test post.
+    pub test: bool,
+}
+
+/// One status with its count, as a filter link.
+#[derive(Debug, Clone)]
+pub struct CountRow {
+    /// State name (CSS class).
+    pub status: &'static str,
+    /// State label.
+    pub label: &'static str,
+    /// `12`, or `1000+`.
+    pub count: String,
+    /// The filter link.
+    pub href: String,
+    /// Whether the queue is filtered to this status now.
+    pub active: bool,
+}
+
+/// One line of today's schedule.
+#[derive(Debug, Clone)]
+pub struct ScheduleRow {
+    /// `09:00 JST`, in the channel's calendar.
+    pub time: String,
+    /// `in 2 h`.
+    pub relative: String,
+    /// Channel.
+    pub channel: String,
+    /// Post id.
+    pub id: i64,
+    /// The start of the text.
+    pub excerpt: String,
+    /// What happens: `scheduled`, `due now`, `held: paused`, `publishing`, `published`.
+    pub state: String,
+    /// CSS class for the state.
+    pub class: &'static str,
+}
+
+/// The queue's part that live refresh replaces: inbox, counts, today, the table.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// Posts that need a person, oldest first.
+    pub inbox: Vec<PostRow>,
+    /// Counts per status.
+    pub counts: Vec<CountRow>,
+    /// What goes out today, per channel calendar.
+    pub schedule: Vec<ScheduleRow>,
+    /// The filtered posts.
+    pub posts: Vec<PostRow>,
+    /// `all posts`, `drafts on cats`.
+    pub filter_label: String,
+    /// The fragment's own URL, for the refresh script.
+    pub live_url: String,
+    /// Seconds between refreshes (`0`: none).
+    pub refresh_seconds: u32,
+    /// When this was rendered, in the default calendar.
+    pub rendered_at: String,
+}
+
+/// An active pause, as a banner.
+#[derive(Debug, Clone)]
+pub struct PauseRow {
+    /// `All publishing` or `Channel cats`.
+    pub label: String,
+    /// The form value to resume it: empty for all, else the channel.
+    pub channel: String,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub actor: String,
+    /// Since when.
+    pub since: String,
+}
+
+/// A channel with its daily gauge and pause state.
+#[derive(Debug, Clone)]
+pub struct ChannelRow {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// Calendar name.
+    pub timezone: String,
+    /// Used today.
+    pub used: u32,
+    /// Daily limit.
+    pub limit: u32,
+    /// `max` of the gauge (at least 1).
+    pub gauge_max: u32,
+    /// Level from which the gauge warns.
+    pub gauge_high: u32,
+    /// When this channel can publish next: `now`, or a local time with how far off.
+    pub next_slot: String,
+    /// The pause reason, when paused (by itself or everything).
+    pub paused: Option<String>,
+    /// Whether the channel itself is paused (so it can be resumed here).
+    pub own_pause: bool,
+}
+
+/// The rolling window gauge.
+#[derive(Debug, Clone)]
+pub struct WindowRow {
+    /// `60m`.
+    pub window: String,
+    /// Counted now.
+    pub used: u32,
+    /// Limit.
+    pub limit: u32,
+    /// `max` of the gauge (at least 1).
+    pub gauge_max: u32,
+    /// Level from which the gauge warns.
+    pub gauge_high: u32,
+    /// `now`, or when the next slot frees.
+    pub next_slot: String,
+}
+
+/// `GET /`.
+#[derive(Template, WebTemplate)]
+#[template(path = "queue.html")]
+pub struct QueuePage {
+    /// Frame.
+    pub layout: Layout,
+    /// Active pauses.
+    pub pauses: Vec<PauseRow>,
+    /// Whether everything is paused.
+    pub global_paused: bool,
+    /// The refreshable part.
+    pub live: Live,
+    /// Channels with gauges.
+    pub channels: Vec<ChannelRow>,
+    /// The rolling window.
+    pub window: WindowRow,
+    /// The status filter (`""`: any).
+    pub filter_status: String,
+    /// The channel filter (`""`: any).
+    pub filter_channel: String,
+    /// Every status, for the filter.
+    pub status_options: Vec<SelectOption>,
+    /// Every channel, for the filter.
+    pub channel_options: Vec<SelectOption>,
+}
+
+/// One `<option>`.
+#[derive(Debug, Clone)]
+pub struct SelectOption {
+    /// Value.
+    pub value: String,
+    /// Label.
+    pub label: String,
+    /// Whether it is selected.
+    pub selected: bool,
+}
+
+/// `GET /live`: the queue's refreshable fragment.
+#[derive(Template, WebTemplate)]
+#[template(path = "live.html")]
+pub struct LiveFragment {
+    /// The refreshable part.
+    pub live: Live,
+}
+
+/// A post's content and facts, formatted.
+#[derive(Debug, Clone)]
+pub struct PostView {
+    /// Id.
+    pub id: i64,
+    /// State name (CSS class).
+    pub status: &'static str,
+    /// State label.
+    pub status_label: &'static str,
+    /// Channel.
+    pub channel: String,
+    /// Channel kind, if the channel is configured.
+    pub kind: String,
+    /// The channel's calendar.
+    pub timezone: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Text, as written.
+    pub text: String,
+    /// Media `(url, alt, clickable)`.
+    pub media: Vec<(String, Option<String>, bool)>,
+    /// Link and whether it is clickable.
+    pub link: Option<(String, bool)>,
+    /// The source article `(path, sha256, updated)`.
+    pub source: Option<(String, String, Option<String>)>,
+    /// Scheduled, local.
+    pub scheduled: String,
+    /// Scheduled, relative.
+    pub scheduled_relative: String,
+    /// Scheduled, RFC 3339 in the channel's calendar (the edit form's value).
+    pub scheduled_input: String,
+    /// Content hash.
+    pub content_hash: String,
+    /// Approved hash.
+    pub approved_hash: Option<String>,
+    /// Whether the approved hash matches the content (`None`: not approved).
+    pub hash_matches: Option<bool>,
+    /// Who approved it.
+    pub approved_by: Option<String>,
+    /// Who created it.
+    pub created_by: String,
+    /// Who last edited it.
+    pub edited_by: String,
+    /// Fencing generation.
+    pub generation: i64,
+    /// Attempts.
+    pub attempts: i64,
+    /// Lease `(owner, until)`.
+    pub lease: Option<(String, String)>,
+    /// Not claimed before.
+    pub not_before: Option<String>,
+    /// Platform id.
+    pub platform_post_id: Option<String>,
+    /// Permalink and whether it is clickable.
+    pub permalink: Option<(String, bool)>,
+    /// Published at.
+    pub posted_at: Option<String>,
+    /// Verified at.
+    pub verified_at: Option<String>,
+    /// Last error.
+    pub error: Option<String>,
+    /// Test post.
+    pub test: bool,
+    /// Compose slot.
+    pub slot: Option<String>,
+    /// Created.
+    pub created_at: String,
+    /// Updated.
+    pub updated_at: String,
+}
+
+/// One event on a timeline.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    /// When, local.
+    pub at: String,
+    /// Kind (`status`, `note`, ...).
+    pub kind: String,
+    /// `draft → approved`, or the state it stayed in.
+    pub change: String,
+    /// Who.
+    pub actor: String,
+    /// Why.
+    pub note: Option<String>,
+}
+
+/// One intent.
+#[derive(Debug, Clone)]
+pub struct IntentRow {
+    /// Generation.
+    pub generation: i64,
+    /// Idempotency key.
+    pub idempotency_key: String,
+    /// Phase.
+    pub phase: String,
+    /// Platform handle.
+    pub platform_ref: Option<String>,
+    /// When the request was about to be sent.
+    pub created_at: String,
+    /// When settled.
+    pub settled_at: Option<String>,
+}
+
+/// One quota reservation.
+#[derive(Debug, Clone)]
+pub struct ReservationRow {
+    /// Id.
+    pub id: i64,
+    /// Generation.
+    pub generation: i64,
+    /// `reserved`, `committed`, `released`.
+    pub state: String,
+    /// Created.
+    pub created_at: String,
+    /// Sent.
+    pub sent_at: Option<String>,
+    /// Settled.
+    pub settled_at: Option<String>,
+}
+
+/// Which actions the post page offers, by state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Actions {
+    /// Draft.
+    pub approve: bool,
+    /// Draft or approved.
+    pub reject: bool,
+    /// Approved.
+    pub unapprove: bool,
+    /// Draft or approved.
+    pub edit: bool,
+    /// Approved.
+    pub publish: bool,
+    /// Failed.
+    pub requeue: bool,
+    /// Needs review.
+    pub resolve: bool,
+}
+
+/// `GET /posts/{id}`.
+#[derive(Template, WebTemplate)]
+#[template(path = "post.html")]
+pub struct PostPage {
+    /// Frame.
+    pub layout: Layout,
+    /// The post.
+    pub p: PostView,
+    /// Timeline, oldest first.
+    pub events: Vec<EventRow>,
+    /// Intents.
+    pub intents: Vec<IntentRow>,
+    /// Reservations.
+    pub reservations: Vec<ReservationRow>,
+    /// Offered actions.
+    pub actions: Actions,
+    /// Where actions return.
+    pub back: String,
+}
+
+/// One post in the inbox, with its evidence.
+#[derive(Debug, Clone)]
+pub struct ReviewItem {
+    /// The post.
+    pub p: PostView,
+    /// Intents (when the request went out, with which key).
+    pub intents: Vec<IntentRow>,
+    /// Timeline.
+    pub events: Vec<EventRow>,
+    /// Reservations.
+    pub reservations: Vec<ReservationRow>,
+}
+
+/// `GET /review`.
+#[derive(Template, WebTemplate)]
+#[template(path = "review.html")]
+pub struct ReviewPage {
+    /// Frame.
+    pub layout: Layout,
+    /// Posts that need a person.
+    pub items: Vec<ReviewItem>,
+}
+
+/// A page for errors (404, 503).
+#[derive(Template, WebTemplate)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    /// Heading.
+    pub title: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// `?status=&channel=` on the queue.
+#[derive(Debug, Default, Deserialize)]
+pub struct QueueQuery {
+    /// A state name, or empty.
+    #[serde(default)]
+    pub status: String,
+    /// A channel, or empty.
+    #[serde(default)]
+    pub channel: String,
+}
+
+/// An error page with a status code and a way back.
+pub fn error_page(status: StatusCode, title: &str, message: &str) -> Response {
+    (
+        status,
+        ErrorPage {
+            title: title.to_owned(),
+            message: message.to_owned(),
+        },
+    )
+        .into_response()
+}
+
+fn app_error_page(e: Error) -> Response {
+    match e {
+        Error::NotFound(message) => error_page(StatusCode::NOT_FOUND, "Not found", &message),
+        Error::Invalid(message) => error_page(StatusCode::BAD_REQUEST, "Not understood", &message),
+        other => error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The ledger is unavailable",
+            &other.to_string(),
+        ),
+    }
+}
+
+/// `GET /`: the queue.
+pub async fn queue(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Query(query): Query<QueueQuery>,
+) -> Response {
+    match queue_page(&dash, &op, &query).await {
+        Ok(page) => page.into_response(),
+        Err(e) => app_error_page(e),
+    }
+}
+
+/// `GET /live`: the queue's live fragment (inbox, counts, today, table).
+pub async fn live(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Query(query): Query<QueueQuery>,
+) -> Response {
+    let pauses = match dash.app().pauses(&op.principal).await {
+        Ok(pauses) => pauses,
+        Err(e) => return app_error_page(e),
+    };
+    match live_part(&dash, &op, &query, &pauses).await {
+        Ok(live) => LiveFragment { live }.into_response(),
+        Err(e) => app_error_page(e),
+    }
+}
+
+/// `GET /posts/{id}`.
+pub async fn post(State(dash): State<Dashboard>, op: Operator, Path(id): Path<String>) -> Response {
+    let id = match id.parse::<PostId>() {
+        Ok(id) => id,
+        Err(e) => return error_page(StatusCode::NOT_FOUND, "Not found", &e.to_string()),
+    };
+    match post_page(&dash, &op, id).await {
+        Ok(page) => page.into_response(),
+        Err(e) => app_error_page(e),
+    }
+}
+
+/// `GET /review`: the inbox.
+pub async fn review(State(dash): State<Dashboard>, op: Operator) -> Response {
+    match review_page(&dash, &op).await {
+        Ok(page) => page.into_response(),
+        Err(e) => app_error_page(e),
+    }
+}
+
+fn layout(
+    dash: &Dashboard,
+    op: &Operator,
+    nav: &'static str,
+    title: String,
+    review_count: usize,
+) -> Layout {
+    Layout {
+        title,
+        actor: op.principal.actor.to_string(),
+        csrf: op.csrf.clone(),
+        flashes: dash.take_flashes(&op.session),
+        review_count,
+        nav,
+    }
+}
+
+async fn queue_page(
+    dash: &Dashboard,
+    op: &Operator,
+    query: &QueueQuery,
+) -> Result<QueuePage, Error> {
+    let app = dash.app();
+    let who = &op.principal;
+    let now = app.now();
+    let default_tz = app.settings().timezone;
+    let pauses = app.pauses(who).await?;
+    let live = live_part(dash, op, query, &pauses).await?;
+    let quota = app.quota_status(who).await?;
+    let statuses = app.channel_statuses(who).await?;
+    let global_paused = pauses.iter().any(|p| p.scope == "*");
+
+    let channels = statuses
+        .iter()
+        .map(|status| {
+            let quota_row = quota.channels.iter().find(|q| q.channel == status.name);
+            let tz = channel_tz(app, &status.name);
+            ChannelRow {
+                name: status.name.to_string(),
+                kind: status.kind.to_string(),
+                timezone: tz.name().to_owned(),
+                used: status.daily_used,
+                limit: status.daily_limit,
+                gauge_max: status.daily_limit.max(1),
+                gauge_high: gauge_high(status.daily_limit),
+                next_slot: next_slot(quota_row, now, tz),
+                paused: status.pause_reason.clone(),
+                own_pause: pauses.iter().any(|p| p.scope == status.name.as_str()),
+            }
+        })
+        .collect();
+    let window = window_row(&quota, now, default_tz);
+    let pauses = pauses
+        .iter()
+        .map(|pause| PauseRow {
+            label: if pause.scope == "*" {
+                "All publishing".to_owned()
+            } else {
+                format!("Channel {}", pause.scope)
+            },
+            channel: if pause.scope == "*" {
+                String::new()
+            } else {
+                pause.scope.clone()
+            },
+            reason: pause.reason.clone(),
+            actor: pause.actor.clone(),
+            since: format!(
+                "{} ({})",
+                local(pause.at, default_tz),
+                relative(pause.at, now)
+            ),
+        })
+        .collect();
+    let layout = layout(dash, op, "queue", "Queue".to_owned(), live.inbox.len());
+    let filter_status = parse_status(&query.status)
+        .map(|s| s.as_str().to_owned())
+        .unwrap_or_default();
+    let filter_channel = parse_channel(app, &query.channel)
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let status_options = PostStatus::ALL
+        .iter()
+        .map(|s| SelectOption {
+            value: s.as_str().to_owned(),
+            label: status_label(*s).to_owned(),
+            selected: filter_status == s.as_str(),
+        })
+        .collect();
+    let channel_options = app
+        .settings()
+        .channels
+        .keys()
+        .map(|c| SelectOption {
+            value: c.to_string(),
+            label: c.to_string(),
+            selected: filter_channel == c.as_str(),
+        })
+        .collect();
+    Ok(QueuePage {
+        layout,
+        pauses,
+        global_paused,
+        live,
+        channels,
+        window,
+        filter_status,
+        filter_channel,
+        status_options,
+        channel_options,
+    })
+}
+
+async fn live_part(
+    dash: &Dashboard,
+    op: &Operator,
+    query: &QueueQuery,
+    pauses: &[Pause],
+) -> Result<Live, Error> {
+    let app = dash.app();
+    let who = &op.principal;
+    let now = app.now();
+    let status = parse_status(&query.status);
+    let channel = parse_channel(app, &query.channel);
+
+    let mut by_status: BTreeMap<PostStatus, Vec<Post>> = BTreeMap::new();
+    for s in PostStatus::ALL {
+        let filter = PostFilter {
+            status: Some(s),
+            limit: Some(COUNT_LIMIT),
+            ..PostFilter::default()
+        };
+        by_status.insert(s, app.list_posts(who, &filter).await?);
+    }
+    let channel_query = channel
+        .as_ref()
+        .map(|c| format!("&channel={c}"))
+        .unwrap_or_default();
+    let counts = PostStatus::ALL
+        .iter()
+        .map(|s| {
+            let n = by_status[s].len();
+            CountRow {
+                status: s.as_str(),
+                label: status_label(*s),
+                count: if n >= COUNT_LIMIT as usize {
+                    format!("{COUNT_LIMIT}+")
+                } else {
+                    n.to_string()
+                },
+                href: format!("/?status={}{channel_query}", s.as_str()),
+                active: status == Some(*s),
+            }
+        })
+        .collect();
+
+    let mut inbox: Vec<PostRow> = by_status[&PostStatus::NeedsReview]
+        .iter()
+        .map(|p| post_row(app, p, now))
+        .collect();
+    inbox.reverse();
+
+    let schedule = schedule(app, &by_status, pauses, now);
+
+    let filter = PostFilter {
+        status,
+        channel: channel.clone(),
+        limit: Some(TABLE_LIMIT),
+        ..PostFilter::default()
+    };
+    let posts: Vec<PostRow> = app
+        .list_posts(who, &filter)
+        .await?
+        .iter()
+        .map(|p| post_row(app, p, now))
+        .collect();
+    let mut filter_label = match (&status, &channel) {
+        (None, None) => "All posts".to_owned(),
+        (Some(s), None) => format!("Posts: {}", status_label(*s)),
+        (None, Some(c)) => format!("Posts on {c}"),
+        (Some(s), Some(c)) => format!("Posts on {c}: {}", status_label(*s)),
+    };
+    if posts.len() >= TABLE_LIMIT as usize {
+        filter_label.push_str(&format!(", the newest {TABLE_LIMIT}"));
+    }
+    let mut live_url = "/live?".to_owned();
+    if let Some(s) = status {
+        live_url.push_str(&format!("status={}", s.as_str()));
+    }
+    live_url.push_str(&channel_query);
+    Ok(Live {
+        inbox,
+        counts,
+        schedule,
+        posts,
+        filter_label,
+        live_url,
+        refresh_seconds: dash.settings().refresh_seconds,
+        rendered_at: local_precise(now, app.settings().timezone),
+    })
+}
+
+/// What goes out today in each channel's calendar: approved posts scheduled before the
+/// local day ends (overdue ones included), posts being published, posts published today.
+fn schedule(
+    app: &App,
+    by_status: &BTreeMap<PostStatus, Vec<Post>>,
+    pauses: &[Pause],
+    now: DateTime<Utc>,
+) -> Vec<ScheduleRow> {
+    let global_pause = pauses.iter().any(|p| p.scope == "*");
+    let mut rows: Vec<(DateTime<Utc>, ScheduleRow)> = Vec::new();
+    let mut push = |at: DateTime<Utc>, post: &Post, tz: Tz, state: String, class| {
+        rows.push((
+            at,
+            ScheduleRow {
+                time: local_time(at, tz),
+                relative: relative(at, now),
+                channel: post.content.channel.to_string(),
+                id: post.id.0,
+                excerpt: excerpt(&post.content.text, 90),
+                state,
+                class,
+            },
+        ));
+    };
+    for post in &by_status[&PostStatus::Approved] {
+        let tz = channel_tz(app, &post.content.channel);
+        let (_, day_end) = day_bounds(now, tz);
+        if post.scheduled_at >= day_end {
+            continue;
+        }
+        let paused = global_pause
+            || pauses
+                .iter()
+                .any(|p| p.scope == post.content.channel.as_str());
+        let at = post
+            .scheduled_at
+            .max(post.not_before.unwrap_or(post.scheduled_at));
+        let (state, class) = if paused {
+            ("held: paused".to_owned(), "held")
+        } else if post.not_before.is_some_and(|t| t > now) {
+            (format!("waiting until {}", local_time(at, tz)), "held")
+        } else if post.scheduled_at <= now {
+            ("due now".to_owned(), "due")
+        } else {
+            ("scheduled".to_owned(), "scheduled")
+        };
+        push(at, post, tz, state, class);
+    }
+    for post in &by_status[&PostStatus::Posting] {
+        let tz = channel_tz(app, &post.content.channel);
+        push(
+            post.scheduled_at,
+            post,
+            tz,
+            "publishing now".to_owned(),
+            "due",
+        );
+    }
+    for post in &by_status[&PostStatus::Posted] {
+        let tz = channel_tz(app, &post.content.channel);
+        let (day_start, day_end) = day_bounds(now, tz);
+        if let Some(at) = post.posted_at
+            && at >= day_start
+            && at < day_end
+        {
+            push(at, post, tz, "published".to_owned(), "published");
+        }
+    }
+    rows.sort_by_key(|(at, row)| (*at, row.id));
+    rows.into_iter().map(|(_, row)| row).collect()
+}
+
+async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPage, Error> {
+    let app = dash.app();
+    let who = &op.principal;
+    let now = app.now();
+    let detail = app.get_post(who, id).await?;
+    let review_count = review_count(app, op).await?;
+    let tz = channel_tz(app, &detail.post.content.channel);
+    let status = detail.post.status;
+    let actions = Actions {
+        approve: status == PostStatus::Draft,
+        reject: matches!(status, PostStatus::Draft | PostStatus::Approved),
+        unapprove: status == PostStatus::Approved,
+        edit: matches!(status, PostStatus::Draft | PostStatus::Approved),
+        publish: status == PostStatus::Approved,
+        requeue: status == PostStatus::Failed,
+        resolve: status == PostStatus::NeedsReview,
+    };
+    let layout = layout(dash, op, "post", format!("Post #{id}"), review_count);
+    Ok(PostPage {
+        layout,
+        p: post_view(app, &detail.post, now),
+        events: event_rows(&detail, tz),
+        intents: intent_rows(&detail, tz),
+        reservations: reservation_rows(&detail, tz),
+        actions,
+        back: format!("/posts/{id}"),
+    })
+}
+
+async fn review_page(dash: &Dashboard, op: &Operator) -> Result<ReviewPage, Error> {
+    let app = dash.app();
+    let who = &op.principal;
+    let now = app.now();
+    let filter = PostFilter {
+        status: Some(PostStatus::NeedsReview),
+        limit: Some(COUNT_LIMIT),
+        ..PostFilter::default()
+    };
+    let mut posts = app.list_posts(who, &filter).await?;
+    posts.reverse();
+    let mut items = Vec::with_capacity(posts.len());
+    for post in posts {
+        let detail = match app.get_post(who, post.id).await {
+            Ok(detail) => detail,
+            // Settled or discarded between the list and now: it is no longer in the inbox.
+            Err(Error::NotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        if detail.post.status != PostStatus::NeedsReview {
+            continue;
+        }
+        let tz = channel_tz(app, &detail.post.content.channel);
+        items.push(ReviewItem {
+            p: post_view(app, &detail.post, now),
+            intents: intent_rows(&detail, tz),
+            events: event_rows(&detail, tz),
+            reservations: reservation_rows(&detail, tz),
+        });
+    }
+    let layout = layout(dash, op, "review", "Needs review".to_owned(), items.len());
+    Ok(ReviewPage { layout, items })
+}
+
+async fn review_count(app: &App, op: &Operator) -> Result<usize, Error> {
+    let filter = PostFilter {
+        status: Some(PostStatus::NeedsReview),
+        limit: Some(COUNT_LIMIT),
+        ..PostFilter::default()
+    };
+    Ok(app.list_posts(&op.principal, &filter).await?.len())
+}
+
+fn parse_status(value: &str) -> Option<PostStatus> {
+    value.trim().parse().ok()
+}
+
+fn parse_channel(app: &App, value: &str) -> Option<ChannelName> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    app.channel(value).ok().map(|c| c.name.clone())
+}
+
+/// A channel's calendar, or the default one for a channel no longer configured.
+fn channel_tz(app: &App, channel: &ChannelName) -> Tz {
+    app.settings()
+        .channels
+        .get(channel)
+        .map(|c| c.timezone)
+        .unwrap_or(app.settings().timezone)
+}
+
+fn gauge_high(limit: u32) -> u32 {
+    // Warn when one slot is left (or at once for a limit of one).
+    limit.saturating_sub(1).max(1)
+}
+
+fn next_slot(quota: Option<&ChannelQuota>, now: DateTime<Utc>, tz: Tz) -> String {
+    match quota.and_then(|q| q.next_slot_at) {
+        Some(at) => format!("{} ({})", local(at, tz), relative(at, now)),
+        None => "now".to_owned(),
+    }
+}
+
+fn window_row(quota: &QuotaStatus, now: DateTime<Utc>, tz: Tz) -> WindowRow {
+    let usage = &quota.window.usage;
+    WindowRow {
+        window: quota.window.window.to_string(),
+        used: usage.used,
+        limit: usage.limit,
+        gauge_max: usage.limit.max(1),
+        gauge_high: gauge_high(usage.limit),
+        next_slot: match usage.next_free_at {
+            Some(at) => format!("{} ({})", local(at, tz), relative(at, now)),
+            None => "now".to_owned(),
+        },
+    }
+}
+
+fn post_row(app: &App, post: &Post, now: DateTime<Utc>) -> PostRow {
+    let tz = channel_tz(app, &post.content.channel);
+    PostRow {
+        id: post.id.0,
+        status: post.status.as_str(),
+        status_label: status_label(post.status),
+        channel: post.content.channel.to_string(),
+        title: post.content.title.clone(),
+        excerpt: excerpt(&post.content.text, 120),
+        scheduled: local(post.scheduled_at, tz),
+        posted: post.posted_at.map(|at| local(at, tz)),
+        updated: relative(post.updated_at, now),
+        test: post.test,
+    }
+}
+
+fn post_view(app: &App, post: &Post, now: DateTime<Utc>) -> PostView {
+    let tz = channel_tz(app, &post.content.channel);
+    let content = &post.content;
+    PostView {
+        id: post.id.0,
+        status: post.status.as_str(),
+        status_label: status_label(post.status),
+        channel: content.channel.to_string(),
+        kind: app
+            .settings()
+            .channels
+            .get(&content.channel)
+            .map(|c| c.kind.to_string())
+            .unwrap_or_else(|| "not configured".to_owned()),
+        timezone: tz.name().to_owned(),
+        title: content.title.clone(),
+        text: content.text.clone(),
+        media: content
+            .media
+            .iter()
+            .map(|m| (m.url.clone(), m.alt.clone(), is_web_link(&m.url)))
+            .collect(),
+        link: content.link.as_ref().map(|l| (l.clone(), is_web_link(l))),
+        source: content
+            .source
+            .as_ref()
+            .map(|s| (s.path.clone(), s.sha256.clone(), s.updated.clone())),
+        scheduled: local(post.scheduled_at, tz),
+        scheduled_relative: relative(post.scheduled_at, now),
+        scheduled_input: local_rfc3339(post.scheduled_at, tz),
+        content_hash: post.content_hash.to_string(),
+        approved_hash: post.approved_hash.as_ref().map(|h| h.to_string()),
+        hash_matches: post
+            .approved_hash
+            .as_ref()
+            .map(|h| h.as_str() == post.content_hash.as_str()),
+        approved_by: post.approved_by.clone(),
+        created_by: post.created_by.clone(),
+        edited_by: post.edited_by.clone(),
+        generation: post.generation,
+        attempts: post.attempts,
+        lease: post.lease_owner.as_ref().map(|owner| {
+            (
+                owner.clone(),
+                post.lease_expires_at
+                    .map(|at| local_precise(at, tz))
+                    .unwrap_or_default(),
+            )
+        }),
+        not_before: post
+            .not_before
+            .map(|at| format!("{} ({})", local(at, tz), relative(at, now))),
+        platform_post_id: post.platform_post_id.clone(),
+        permalink: post.permalink.as_ref().map(|l| (l.clone(), is_web_link(l))),
+        posted_at: post.posted_at.map(|at| local_precise(at, tz)),
+        verified_at: post.verified_at.map(|at| local_precise(at, tz)),
+        error: post.error.clone(),
+        test: post.test,
+        slot: post.slot.clone(),
+        created_at: local_precise(post.created_at, tz),
+        updated_at: format!(
+            "{} ({})",
+            local_precise(post.updated_at, tz),
+            relative(post.updated_at, now)
+        ),
+    }
+}
+
+fn event_rows(detail: &PostDetail, tz: Tz) -> Vec<EventRow> {
+    detail
+        .events
+        .iter()
+        .map(|e| EventRow {
+            at: local_precise(e.at, tz),
+            kind: e.kind.clone(),
+            change: match e.from {
+                Some(from) if from != e.to => {
+                    format!("{} → {}", status_label(from), status_label(e.to))
+                }
+                Some(_) => status_label(e.to).to_owned(),
+                None => format!("→ {}", status_label(e.to)),
+            },
+            actor: e.actor.clone(),
+            note: e.note.clone(),
+        })
+        .collect()
+}
+
+fn intent_rows(detail: &PostDetail, tz: Tz) -> Vec<IntentRow> {
+    detail
+        .intents
+        .iter()
+        .map(|i| IntentRow {
+            generation: i.generation,
+            idempotency_key: i.idempotency_key.clone(),
+            phase: i.phase.clone(),
+            platform_ref: i.platform_ref.clone(),
+            created_at: local_precise(i.created_at, tz),
+            settled_at: i.settled_at.map(|at| local_precise(at, tz)),
+        })
+        .collect()
+}
+
+fn reservation_rows(detail: &PostDetail, tz: Tz) -> Vec<ReservationRow> {
+    detail
+        .reservations
+        .iter()
+        .map(|r| ReservationRow {
+            id: r.id,
+            generation: r.generation,
+            state: r.state.clone(),
+            created_at: local_precise(r.created_at, tz),
+            sent_at: r.sent_at.map(|at| local_precise(at, tz)),
+            settled_at: r.settled_at.map(|at| local_precise(at, tz)),
+        })
+        .collect()
+}

@@ -1,0 +1,365 @@
+//! MCP over streamable HTTP at `/mcp`, behind a guard that runs on every request:
+//!
+//! 1. **Origin**: a request with an `Origin` header must come from the server's own
+//!    origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`, `http://[::1]:<port>`)
+//!    or one listed in [`HttpSettings::allowed_origins`], else 403. Requests without an
+//!    `Origin` (agents, CLIs: not browsers) pass. This keeps a web page the user visits
+//!    from driving the tools.
+//! 2. **Host**: the `Host` header must name loopback, the listen address, or one of
+//!    [`HttpSettings::allowed_hosts`], else 403 (DNS rebinding).
+//! 3. **Bearer token**: `Authorization: Bearer <token>` is checked with
+//!    [`App::authenticate`] on every request, not only when a session starts, so a
+//!    revoked token stops working at once. Missing, unknown or revoked: 401 with
+//!    `WWW-Authenticate: Bearer`. The token's [`airlock_app::Principal`] goes into the
+//!    request's extensions, where each tool reads it.
+//!
+//! rmcp's own `Host` and `Origin` checks are configured with the same lists, as a second
+//! line; this guard answers first, with airlock's JSON error shape
+//! `{"error": {"code", "message"}}`.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use airlock_app::{App, Error};
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::AirlockMcp;
+
+/// The path the MCP endpoint is served at.
+pub const PATH: &str = "/mcp";
+
+/// How the HTTP transport is exposed.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// The address the server listens on. Its port makes the server's own origins
+    /// (`http://127.0.0.1:<port>`, `http://localhost:<port>`), and a specific IP is
+    /// accepted as `Host`.
+    pub listen: SocketAddr,
+    /// Further browser origins allowed to call `/mcp`, written `scheme://host[:port]`
+    /// (`https://agents.example`); the port defaults to the scheme's. An entry that does
+    /// not parse allows nothing and is logged.
+    pub allowed_origins: Vec<String>,
+    /// Further names accepted in the `Host` header (`airlock.example` or
+    /// `airlock.example:8443`), needed when clients reach the server by a name other
+    /// than loopback or the listen IP (for example behind a reverse proxy, or when
+    /// listening on `0.0.0.0`).
+    pub allowed_hosts: Vec<String>,
+    /// Cancelled when the server shuts down: open MCP sessions and their streams end,
+    /// so a graceful shutdown does not wait for clients to hang up.
+    pub shutdown: CancellationToken,
+}
+
+impl HttpSettings {
+    /// Settings for a server listening on `listen`, allowing only its own origins and
+    /// loopback host names.
+    pub fn new(listen: SocketAddr) -> Self {
+        HttpSettings {
+            listen,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The origins allowed in an `Origin` header, normalized as
+    /// `scheme://host:port` with an explicit port.
+    pub fn origins(&self) -> BTreeSet<String> {
+        let port = self.listen.port();
+        let mut origins: BTreeSet<String> = [
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::1]:{port}"),
+        ]
+        .into_iter()
+        .collect();
+        if !self.listen.ip().is_unspecified() {
+            origins.insert(format!("http://{}", self.listen));
+        }
+        for entry in &self.allowed_origins {
+            match normalize_origin(entry) {
+                Some(origin) => {
+                    origins.insert(origin);
+                }
+                None => tracing::warn!(
+                    origin = entry.as_str(),
+                    "ignoring allowed origin that is not scheme://host[:port]: it allows nothing"
+                ),
+            }
+        }
+        origins
+    }
+
+    /// The names allowed in a `Host` header (`host` or `host:port`).
+    pub fn hosts(&self) -> BTreeSet<String> {
+        let mut hosts: BTreeSet<String> = ["localhost", "127.0.0.1", "::1"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let ip = self.listen.ip();
+        if !ip.is_unspecified() {
+            hosts.insert(ip.to_string());
+        }
+        hosts.extend(
+            self.allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty()),
+        );
+        hosts
+    }
+}
+
+/// `scheme://host:port` with an explicit port and a lowercase host, or `None` when
+/// `origin` is not an http(s) origin (`null`, a path, garbage).
+pub fn normalize_origin(origin: &str) -> Option<String> {
+    let url = url::Url::parse(origin.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || url.path() != "/" && !url.path().is_empty() {
+        return None;
+    }
+    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return None;
+    }
+    let host = match url.host()? {
+        url::Host::Domain(domain) => domain.to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+    };
+    let port = url.port_or_known_default()?;
+    Some(format!("{}://{host}:{port}", url.scheme()))
+}
+
+/// The `/mcp` endpoint as a router to merge into `airlock serve`'s router. Every request
+/// passes the guard described in the module docs; tools run as the request's token.
+pub fn router(app: App, settings: HttpSettings) -> Router {
+    let origins = settings.origins();
+    let hosts = settings.hosts();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts.iter().cloned())
+        .with_allowed_origins(origins.iter().cloned())
+        .enforce_origin_validation()
+        .with_cancellation_token(settings.shutdown.child_token());
+    let factory_app = app.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(AirlockMcp::per_request(factory_app.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let guard = Guard {
+        app,
+        origins: Arc::new(origins),
+        hosts: Arc::new(hosts),
+    };
+    Router::new()
+        .route_service(PATH, service)
+        .layer(middleware::from_fn_with_state(guard, check_request))
+}
+
+/// Serves [`router`] on `listener` until `settings.shutdown` is cancelled. `serve`
+/// mounts the router into its own server instead; this runs it alone (tests, tools).
+pub async fn serve(
+    app: App,
+    listener: tokio::net::TcpListener,
+    mut settings: HttpSettings,
+) -> std::io::Result<()> {
+    settings.listen = listener.local_addr()?;
+    let shutdown = settings.shutdown.clone();
+    axum::serve(listener, router(app, settings))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+#[derive(Clone)]
+struct Guard {
+    app: App,
+    origins: Arc<BTreeSet<String>>,
+    hosts: Arc<BTreeSet<String>>,
+}
+
+async fn check_request(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .ok()
+            .and_then(normalize_origin)
+            .is_some_and(|o| guard.origins.contains(&o));
+        if !allowed {
+            tracing::warn!(origin = ?origin, "refused an MCP request from a foreign Origin");
+            return error_response(
+                StatusCode::FORBIDDEN,
+                "forbidden_origin",
+                "this Origin may not call /mcp: browsers may call it only from airlock's own origin or one listed in the server's allowed origins",
+            );
+        }
+    }
+    if !host_allowed(headers, request.uri(), &guard.hosts) {
+        tracing::warn!(host = ?headers.get(header::HOST), "refused an MCP request for a foreign Host");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden_host",
+            "this Host may not call /mcp: connect through loopback or the listen address, or add the name to the server's allowed hosts",
+        );
+    }
+    let principal = match bearer(headers) {
+        Some(token) => guard.app.authenticate(token).await,
+        None => Err(Error::Unauthorized),
+    };
+    match principal {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(Error::Unauthorized) => {
+            let mut response = error_response(
+                StatusCode::UNAUTHORIZED,
+                Error::Unauthorized.code(),
+                &Error::Unauthorized.to_string(),
+            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response
+        }
+        Err(other) => {
+            tracing::error!(code = other.code(), "token check failed: {other}");
+            error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                other.code(),
+                &format!("cannot check the token now: {other}"),
+            )
+        }
+    }
+}
+
+/// The secret of an `Authorization: Bearer <token>` header (the scheme is
+/// case-insensitive).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn host_allowed(headers: &HeaderMap, uri: &axum::http::Uri, allowed: &BTreeSet<String>) -> bool {
+    let authority = match headers.get(header::HOST) {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|s| s.parse::<axum::http::uri::Authority>().ok()),
+        None => uri.authority().cloned(),
+    };
+    let Some(authority) = authority else {
+        return false;
+    };
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let port = authority.port_u16();
+    allowed.iter().any(|entry| {
+        let (entry_host, entry_port) = split_host_port(entry);
+        entry_host == host && entry_port.is_none_or(|p| Some(p) == port)
+    })
+}
+
+/// `host` or `host:port` (IPv6 addresses bare or in brackets).
+fn split_host_port(entry: &str) -> (String, Option<u16>) {
+    if entry.parse::<IpAddr>().is_ok() {
+        return (entry.to_owned(), None);
+    }
+    match entry.parse::<axum::http::uri::Authority>() {
+        Ok(authority) => (
+            authority
+                .host()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            authority.port_u16(),
+        ),
+        Err(_) => (entry.to_owned(), None),
+    }
+}
+
+fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = json!({"error": {"code": code, "message": message}});
+    (status, axum::Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_normalized_with_explicit_ports() {
+        assert_eq!(
+            normalize_origin("https://Agents.Example").as_deref(),
+            Some("https://agents.example:443")
+        );
+        assert_eq!(
+            normalize_origin("http://localhost:8080/").as_deref(),
+            Some("http://localhost:8080")
+        );
+        assert_eq!(
+            normalize_origin("http://[::1]:9").as_deref(),
+            Some("http://[::1]:9")
+        );
+        assert_eq!(normalize_origin("null"), None);
+        assert_eq!(normalize_origin("https://evil.example/path"), None);
+        assert_eq!(normalize_origin("file:///etc/passwd"), None);
+    }
+
+    #[test]
+    fn own_origins_follow_the_listen_port() {
+        let mut settings = HttpSettings::new("127.0.0.1:8080".parse().unwrap());
+        settings.allowed_origins = vec!["https://agents.example".into(), "nonsense".into()];
+        let origins = settings.origins();
+        assert!(origins.contains("http://127.0.0.1:8080"));
+        assert!(origins.contains("http://localhost:8080"));
+        assert!(origins.contains("https://agents.example:443"));
+        assert!(!origins.contains("http://localhost:8081"));
+        assert_eq!(origins.len(), 4, "{origins:?}");
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_optional_port() {
+        let mut settings = HttpSettings::new("0.0.0.0:8080".parse().unwrap());
+        settings.allowed_hosts = vec!["airlock.example:8443".into()];
+        let hosts = settings.hosts();
+        let check = |host: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+            host_allowed(&headers, &axum::http::Uri::from_static("/mcp"), &hosts)
+        };
+        assert!(check("127.0.0.1:8080"));
+        assert!(check("localhost"));
+        assert!(check("[::1]:8080"));
+        assert!(check("airlock.example:8443"));
+        assert!(!check("airlock.example:80"));
+        assert!(!check("0.0.0.0:8080"));
+        assert!(!check("evil.example:8080"));
+    }
+
+    #[test]
+    fn only_a_non_empty_bearer_token_is_taken() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            bearer(&headers).map(str::to_owned)
+        };
+        assert_eq!(with("Bearer alk_1").as_deref(), Some("alk_1"));
+        assert_eq!(with("bearer  alk_1 ").as_deref(), Some("alk_1"));
+        assert_eq!(with("Basic abc"), None);
+        assert_eq!(with("Bearer "), None);
+        assert_eq!(bearer(&HeaderMap::new()), None);
+    }
+}

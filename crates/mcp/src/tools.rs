@@ -1,0 +1,616 @@
+//! The nine tools of SPEC §7, their argument schemas and annotations.
+//!
+//! Each tool resolves the caller's [`Principal`], calls one [`App`] operation, and
+//! answers with the JSON the HTTP API returns for it (the post JSON, `PostDetail`,
+//! `QuotaStatus`, the channel list). Every [`airlock_app::Error`] becomes a tool error
+//! result (`isError: true`) whose text is the error's message followed by its code, and
+//! whose structured content is the HTTP API's `{"error": {"code", "message"}}`. Arguments
+//! that do not match a tool's schema (unknown fields, wrong types) are tool errors too,
+//! naming the tool and what is wrong. No refusal is ever a protocol error.
+//!
+//! Who the caller is: over stdio the principal is fixed when the server starts (the
+//! token in `AIRLOCK_TOKEN`); over HTTP the [`crate::http`] guard authenticates every
+//! request and puts its [`Principal`] into the request's extensions, where the tool
+//! reads it. A tool that finds no principal refuses (fail closed).
+
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::{App, Error, Principal};
+use airlock_core::{ChannelName, Media, PostId, PostStatus};
+use airlock_store::PostFilter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What the server tells every client about airlock when it connects.
+pub const INSTRUCTIONS: &str = "\
+airlock publishes posts to real channels AT MOST ONCE, inside server-side quotas, with roles. \
+Lifecycle: draft_post (writer role) creates a draft; approve_post by ANOTHER principal with the \
+critic role approves it (a token never approves a post it created or last edited); publish_post \
+(publisher role) publishes an approved post now, or airlock's dispatcher publishes it at its \
+scheduled_at. update_draft edits a draft (an approved post returns to draft and needs approval \
+again); reject_post sends a post back to its writer with a reason. \
+Quotas (a rolling window across all channels and a daily limit per channel) and pauses are \
+enforced by the server: a refused call is a tool error that says why and what to do, for \
+example when the next quota slot frees or why a channel is paused. Wait for that time instead \
+of retrying in a loop; quota_status and list_channels show limits, use and pauses. \
+A post whose outcome could not be known (a timeout after sending) becomes needs_review and \
+its channel pauses until a person settles it: never draft the same content again to retry. \
+Pass an idempotency_key to draft_post so a retried call returns the same post. \
+Results are the JSON of airlock's HTTP API.";
+
+/// The MCP server: airlock's tools over one [`App`]. Cheap to clone.
+#[derive(Clone)]
+pub struct AirlockMcp {
+    app: App,
+    caller: Caller,
+    tool_router: ToolRouter<AirlockMcp>,
+}
+
+/// Where a tool call's principal comes from.
+#[derive(Clone)]
+enum Caller {
+    /// Authenticated once for the whole connection (stdio).
+    Fixed(Principal),
+    /// Authenticated on every HTTP request by the guard in [`crate::http`].
+    PerRequest,
+}
+
+impl std::fmt::Debug for AirlockMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let caller = match &self.caller {
+            Caller::Fixed(principal) => principal.actor.to_string(),
+            Caller::PerRequest => "per request".to_owned(),
+        };
+        f.debug_struct("AirlockMcp")
+            .field("app", &self.app)
+            .field("caller", &caller)
+            .finish()
+    }
+}
+
+impl AirlockMcp {
+    /// A server whose every tool call acts as `principal` (stdio: one token per process).
+    pub fn for_principal(app: App, principal: Principal) -> Self {
+        AirlockMcp {
+            app,
+            caller: Caller::Fixed(principal),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// A server that takes each call's principal from its HTTP request, as put there by
+    /// the bearer-token guard of [`crate::router`]. Without that guard every call refuses.
+    pub(crate) fn per_request(app: App) -> Self {
+        AirlockMcp {
+            app,
+            caller: Caller::PerRequest,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, Error> {
+        match &self.caller {
+            Caller::Fixed(principal) => Ok(principal.clone()),
+            Caller::PerRequest => context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Principal>())
+                .cloned()
+                .ok_or(Error::Unauthorized),
+        }
+    }
+}
+
+/// One image or video attached to a post.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MediaArg {
+    /// Public http(s) URL the platform fetches the file from.
+    pub url: String,
+    /// Alternative text describing the image, for screen readers.
+    #[serde(default)]
+    pub alt: Option<String>,
+}
+
+impl From<MediaArg> for Media {
+    fn from(media: MediaArg) -> Self {
+        Media {
+            url: media.url,
+            alt: media.alt,
+        }
+    }
+}
+
+/// Arguments of `draft_post`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DraftPostArgs {
+    /// A configured channel name (see list_channels), e.g. "threads-main".
+    pub channel: String,
+    /// The post's text (Markdown for article channels such as wordpress).
+    pub text: String,
+    /// Title; required by article channels (wordpress), ignored elsewhere.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Images or videos to attach, each {url, alt}.
+    #[serde(default)]
+    pub media: Option<Vec<MediaArg>>,
+    /// A link to attach (http or https URL).
+    #[serde(default)]
+    pub link: Option<String>,
+    /// When to publish: RFC 3339 like "2026-12-01T08:00:00+09:00", or "now" (the default).
+    #[serde(default)]
+    pub scheduled_at: Option<String>,
+    /// Any string of 1-200 characters that identifies this draft request: calling again
+    /// with the same key (within 24 hours) returns the same post instead of a second one;
+    /// the same key with different content is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Arguments of `update_draft`: the post and the fields to change.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateDraftArgs {
+    /// The post's id.
+    #[schemars(range(min = 1))]
+    pub id: i64,
+    /// New text.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// New title; an empty string clears it.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// New media, replacing all current media; an empty list removes them.
+    #[serde(default)]
+    pub media: Option<Vec<MediaArg>>,
+    /// New link; an empty string clears it.
+    #[serde(default)]
+    pub link: Option<String>,
+    /// New schedule: RFC 3339 or "now".
+    #[serde(default)]
+    pub scheduled_at: Option<String>,
+}
+
+/// A post's state (SPEC §3).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusArg {
+    /// Written, editable, waiting for approval.
+    Draft,
+    /// Approved, waiting for its schedule or a publish_post.
+    Approved,
+    /// Being published right now.
+    Posting,
+    /// Published.
+    Posted,
+    /// Definitely not published.
+    Failed,
+    /// Outcome unknown; a person must settle it.
+    NeedsReview,
+}
+
+impl From<StatusArg> for PostStatus {
+    fn from(status: StatusArg) -> Self {
+        match status {
+            StatusArg::Draft => PostStatus::Draft,
+            StatusArg::Approved => PostStatus::Approved,
+            StatusArg::Posting => PostStatus::Posting,
+            StatusArg::Posted => PostStatus::Posted,
+            StatusArg::Failed => PostStatus::Failed,
+            StatusArg::NeedsReview => PostStatus::NeedsReview,
+        }
+    }
+}
+
+/// Arguments of `list_posts`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListPostsArgs {
+    /// Only posts in this state.
+    #[serde(default)]
+    pub status: Option<StatusArg>,
+    /// Only posts for this channel.
+    #[serde(default)]
+    pub channel: Option<String>,
+}
+
+/// Arguments naming one post.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostIdArgs {
+    /// The post's id (the `id` field of the post JSON).
+    #[schemars(range(min = 1))]
+    pub id: i64,
+}
+
+/// Arguments of `reject_post`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectPostArgs {
+    /// The post's id.
+    #[schemars(range(min = 1))]
+    pub id: i64,
+    /// Why, for the writer who revises it (shown on the post as `error`).
+    pub reason: String,
+}
+
+/// No arguments.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[tool_router]
+impl AirlockMcp {
+    /// Creates a draft.
+    #[tool(
+        name = "draft_post",
+        description = "Create a draft post for a configured channel. Needs the writer role. \
+Nothing is published yet: another principal with the critic role must approve it (approve_post), \
+then a publisher publishes it (publish_post) or airlock does at scheduled_at. Pass idempotency_key \
+to make retries safe: the same key returns the same post. Returns the post JSON (status draft).",
+        annotations(
+            title = "Draft a post",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn draft_post(
+        &self,
+        Parameters(args): Parameters<DraftPostArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            let input = DraftInput {
+                channel: args.channel,
+                text: args.text,
+                title: args.title,
+                media: args
+                    .media
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(Media::from)
+                    .collect(),
+                link: args.link,
+                scheduled_at: args.scheduled_at,
+                test: false,
+            };
+            let created = self
+                .app
+                .create_post(&who, input, args.idempotency_key, DraftOrigin::default())
+                .await?;
+            Ok(created.post)
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Edits a draft.
+    #[tool(
+        name = "update_draft",
+        description = "Change a draft's text, title, media, link or scheduled_at (fields left out \
+stay as they are). Needs the writer role. Editing an approved post returns it to draft: it needs \
+approval again. Posts being published or already published cannot be edited. Returns the post JSON.",
+        annotations(
+            title = "Update a draft",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn update_draft(
+        &self,
+        Parameters(args): Parameters<UpdateDraftArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            let edit = EditInput {
+                text: args.text,
+                title: args.title,
+                media: args
+                    .media
+                    .map(|media| media.into_iter().map(Media::from).collect()),
+                link: args.link,
+                scheduled_at: args.scheduled_at,
+            };
+            self.app.edit_post(&who, PostId(args.id), edit).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Lists posts.
+    #[tool(
+        name = "list_posts",
+        description = "List posts, newest first (at most 100), optionally only one status and/or \
+channel. Read-only; any role. Returns a JSON array of posts.",
+        annotations(
+            title = "List posts",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_posts(
+        &self,
+        Parameters(args): Parameters<ListPostsArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            let channel = args
+                .channel
+                .as_deref()
+                .map(ChannelName::parse)
+                .transpose()
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+            let filter = PostFilter {
+                status: args.status.map(PostStatus::from),
+                channel,
+                ..PostFilter::default()
+            };
+            self.app.list_posts(&who, &filter).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Shows one post.
+    #[tool(
+        name = "get_post",
+        description = "One post with its events (who moved it when), publish intents and quota \
+reservations. Read-only; any role. Returns the post JSON plus events, intents and reservations.",
+        annotations(
+            title = "Get a post",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_post(
+        &self,
+        Parameters(args): Parameters<PostIdArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.get_post(&who, PostId(args.id)).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Approves a draft.
+    #[tool(
+        name = "approve_post",
+        description = "Approve a draft for publishing (draft -> approved) once the channel's \
+content policy passes; the approved content is fixed by its hash, and any later edit withdraws \
+the approval. Needs the critic role, and a token never approves a post it created or last edited \
+(separation of duties). Returns the post JSON (status approved).",
+        annotations(
+            title = "Approve a post",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn approve_post(
+        &self,
+        Parameters(args): Parameters<PostIdArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.approve(&who, PostId(args.id)).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Rejects a post.
+    #[tool(
+        name = "reject_post",
+        description = "Reject a draft or an approved post with a reason: it stays (or returns to) \
+draft, with the reason in its error field, for the writer to revise. Withdraws an approval. \
+Needs the critic role. Returns the post JSON.",
+        annotations(
+            title = "Reject a post",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn reject_post(
+        &self,
+        Parameters(args): Parameters<RejectPostArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.reject(&who, PostId(args.id), &args.reason).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Publishes an approved post now.
+    #[tool(
+        name = "publish_post",
+        description = "Publish an approved post to its real channel now, whatever its schedule, \
+through airlock's guarded path: pauses, the approved content hash, the content policy and the \
+quotas are checked, and the post is sent at most once; it cannot be unpublished. Needs the \
+publisher role. Returns the post JSON (status posted), or an error saying why not: over quota \
+and when the next slot frees, paused and the reason, not approved, or an unknown outcome that \
+now needs a person's review (do not retry).",
+        annotations(
+            title = "Publish a post",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
+    )]
+    async fn publish_post(
+        &self,
+        Parameters(args): Parameters<PostIdArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.publish_now(&who, PostId(args.id)).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Quota use.
+    #[tool(
+        name = "quota_status",
+        description = "Quota use now: the rolling window across all channels and each channel's \
+daily limit (used, limit, remaining), with when the next slot frees. Read-only; any role.",
+        annotations(
+            title = "Quota status",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn quota_status(
+        &self,
+        Parameters(NoArgs {}): Parameters<NoArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.quota_status(&who).await
+        }
+        .await;
+        answer(result)
+    }
+
+    /// Channels.
+    #[tool(
+        name = "list_channels",
+        description = "The configured channels: name, kind, expected account, whether publishing \
+is paused and why, and today's use against the daily limit. Read-only; any role.",
+        annotations(
+            title = "List channels",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn list_channels(
+        &self,
+        Parameters(NoArgs {}): Parameters<NoArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context)?;
+            self.app.channel_statuses(&who).await
+        }
+        .await;
+        answer(result)
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for AirlockMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("airlock", env!("CARGO_PKG_VERSION"))
+                    .with_title("airlock: drafts, review and at-most-once publishing"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let name = request.name.to_string();
+        let call = ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(call).await?;
+        Ok(explain_argument_error(&name, response))
+    }
+}
+
+/// A tool's answer: the JSON on success, a tool error on any refusal or failure.
+fn answer<T: Serialize>(result: Result<T, Error>) -> CallToolResult {
+    match result {
+        Ok(value) => {
+            let value = serde_json::to_value(&value).expect("airlock's JSON types serialize");
+            let mut ok = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+            // Structured content must be an object for clients of older protocol
+            // versions; lists stay text only.
+            if value.is_object() {
+                ok.structured_content = Some(value);
+            }
+            ok
+        }
+        Err(error) => {
+            if !error.is_refusal() {
+                tracing::warn!(code = error.code(), "MCP tool call failed: {error}");
+            }
+            refusal(error.code(), &error.to_string())
+        }
+    }
+}
+
+/// A tool error with the message and code, like the HTTP API's error JSON.
+fn refusal(code: &str, message: &str) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "{message} [code: {code}]"
+    ))]);
+    result.structured_content = Some(json!({"error": {"code": code, "message": message}}));
+    result
+}
+
+/// rmcp answers arguments that do not deserialize with a bare tool error; say which tool
+/// and what to do, in the same shape as every other refusal.
+fn explain_argument_error(tool: &str, response: CallToolResponse) -> CallToolResponse {
+    const PREFIX: &str = "failed to deserialize parameters: ";
+    let CallToolResponse::Complete(result) = &response else {
+        return response;
+    };
+    if result.is_error != Some(true) || result.structured_content.is_some() {
+        return response;
+    }
+    let text = result
+        .content
+        .iter()
+        .find_map(|block| block.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default();
+    let Some(problem) = text.strip_prefix(PREFIX) else {
+        return response;
+    };
+    refusal(
+        "invalid",
+        &format!(
+            "invalid arguments for {tool}: {problem}; see the tool's input schema in tools/list"
+        ),
+    )
+    .into()
+}

@@ -1,0 +1,401 @@
+//! The PostgreSQL backend of airlock's [`Store`]: for several processes or machines
+//! sharing one queue (SPEC §8).
+//!
+//! - **Claims** lock the most overdue due row with `FOR UPDATE SKIP LOCKED` and move it
+//!   to `posting` in one short statement, then read the row back and proceed only if
+//!   status, owner and generation are this worker's. No transaction is ever held across
+//!   a platform request: every method is one short transaction.
+//! - **Quotas** are exact under any number of processes: every reservation takes one
+//!   transaction-level advisory lock on the global window (the window spans channels)
+//!   before it reads the live rows, decides with `airlock_core::quota::decide` and inserts.
+//!   Rows are checked fail-closed with `QuotaRows::check`.
+//! - **Triggers** in `migrations/0001_ledger.sql` refuse illegal status changes and
+//!   append the event of every status change, whatever SQL statement made it.
+//! - **Wake-ups**: a status change to `approved` and a lifted pause send
+//!   `NOTIFY airlock_due` inside their transaction; [`Store::wait_for_due`] listens on a
+//!   dedicated connection ([`wake`]). A notification is a hint; a missed one costs the
+//!   caller one poll interval.
+//! - **Migrations** are embedded and applied by [`PgStore::connect`] under an advisory
+//!   lock, so processes starting together do not race.
+//!
+//! Layout: [`posts`] (drafts, guarded updates, events), [`publish`] (claims, reservations,
+//! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`rows`] (decoding),
+//! [`wake`] (LISTEN/NOTIFY). Row shapes and sqlx types stay inside this crate: errors
+//! leave it as [`StoreError`].
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{Connection, PgConnection};
+
+use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_store::{
+    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
+    NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
+    PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
+    TokenRecord,
+};
+
+mod admin;
+mod posts;
+mod publish;
+mod rows;
+mod wake;
+
+/// The PostgreSQL store. Cheap to clone: clones share the pool and the wake-up listener.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    wake: Arc<wake::Wake>,
+}
+
+/// Connection settings beyond the URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PgSettings {
+    /// Most connections this process opens (besides the wake-up listener).
+    pub max_connections: u32,
+    /// How long a caller waits for a free connection before the store is unavailable.
+    pub acquire_timeout: StdDuration,
+}
+
+impl Default for PgSettings {
+    /// Ten connections: every method is one short transaction, so a handful serve a
+    /// dispatcher, the HTTP API and the deliverer, and a hundred-connection server
+    /// still fits several processes.
+    fn default() -> Self {
+        PgSettings {
+            max_connections: 10,
+            acquire_timeout: StdDuration::from_secs(30),
+        }
+    }
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Advisory lock classes (two-int form; the first int). See the migration's header.
+pub(crate) mod lock {
+    /// Every reservation: the rolling window spans channels.
+    pub const QUOTA: i32 = 1_095_912_449;
+    /// The event feed watermark (shared by every event insert, see the migration).
+    pub const EVENTS: i32 = 1_095_912_450;
+    /// Applying migrations.
+    pub const MIGRATE: i32 = 1_095_912_451;
+    /// Creation idempotency keys, keyed by a hash of scope and key.
+    pub const CREATE_KEY: i32 = 1_095_912_452;
+    /// Compose slots, keyed by a hash of channel and slot.
+    pub const SLOT: i32 = 1_095_912_453;
+}
+
+impl PgStore {
+    /// Connects to a `postgres://` URL with [`PgSettings::default`] and applies pending
+    /// migrations.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, PgSettings::default()).await
+    }
+
+    /// Connects with explicit settings and applies pending migrations.
+    pub async fn connect_with(url: &str, settings: PgSettings) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| {
+            StoreError::Unavailable(
+                format!("cannot read the PostgreSQL URL (postgres://USER@HOST[:PORT]/DB): {e}")
+                    .into(),
+            )
+        })?;
+        let options = options.application_name("airlock");
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .min_connections(0)
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_with(options.clone())
+            .await
+            .map_err(|e| unavailable_at(&options, e))?;
+        let store = PgStore {
+            pool,
+            wake: Arc::new(wake::Wake::new(options)),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies pending migrations, holding a session advisory lock on a connection of
+    /// its own so that processes starting at once apply them one after another (the
+    /// later ones find nothing to do).
+    pub async fn migrate(&self) -> Result<()> {
+        let mut lock_conn = PgConnection::connect_with(&self.wake.options())
+            .await
+            .map_err(db)?;
+        sqlx::query("SELECT pg_advisory_lock($1, 0)")
+            .bind(lock::MIGRATE)
+            .execute(&mut lock_conn)
+            .await
+            .map_err(db)?;
+        let applied = MIGRATOR.run(&self.pool).await;
+        // Closing the session releases its lock whatever happened.
+        lock_conn.close().await.ok();
+        applied.map_err(|e| StoreError::Unavailable(Box::new(e)))?;
+        Ok(())
+    }
+
+    /// The connection pool, for tests and tools that read the ledger directly.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Closes the pool and stops the wake-up listener of this store and its clones.
+    pub async fn close(&self) {
+        self.wake.stop();
+        self.pool.close().await;
+    }
+}
+
+fn unavailable_at(options: &PgConnectOptions, e: sqlx::Error) -> StoreError {
+    // Name the server, never the password.
+    StoreError::Unavailable(
+        format!(
+            "cannot connect to PostgreSQL at {}:{} (database {:?}, user {:?}): {e}",
+            options.get_host(),
+            options.get_port(),
+            options.get_database().unwrap_or("(default)"),
+            options.get_username()
+        )
+        .into(),
+    )
+}
+
+/// Maps a database error with nothing more specific to say.
+pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    match e {
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+            StoreError::Corrupt(e.to_string())
+        }
+        e => StoreError::Unavailable(Box::new(e)),
+    }
+}
+
+/// The SQLSTATE of a database error, if it is one.
+pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
+    match e {
+        sqlx::Error::Database(d) => d.code().map(|c| c.into_owned()),
+        _ => None,
+    }
+}
+
+/// SQLSTATE of the lifecycle trigger's refusal (see the migration).
+pub(crate) const ILLEGAL_TRANSITION: &str = "AL001";
+
+/// Whether a database error is a unique violation.
+pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+pub(crate) fn status_of(text: &str) -> Result<PostStatus> {
+    PostStatus::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Begins a transaction on a pooled connection.
+pub(crate) async fn begin(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    pool.begin().await.map_err(db)
+}
+
+/// Takes a transaction-level advisory lock, held until the transaction ends.
+pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+        .bind(class)
+        .bind(key)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+/// Takes a transaction-level advisory lock keyed by a hash of `text`.
+pub(crate) async fn xact_lock_text(conn: &mut PgConnection, class: i32, text: &str) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+        .bind(class)
+        .bind(text)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        posts::create(&self.pool, req).await
+    }
+
+    async fn get_post(&self, id: PostId) -> Result<airlock_core::Post> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        posts::get_in(&mut conn, id).await
+    }
+
+    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
+        posts::detail(&self.pool, id).await
+    }
+
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
+        posts::list(&self.pool, filter).await
+    }
+
+    async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {
+        posts::update(&self.pool, update).await
+    }
+
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        posts::delete_draft(&self.pool, id, version, actor, now).await
+    }
+
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        posts::add_event(&self.pool, id, event, actor, now, notify).await
+    }
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        posts::events_after(&self.pool, after, limit).await
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {
+        publish::claim(&self.pool, req).await
+    }
+
+    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved> {
+        publish::reserve(&self.pool, req).await
+    }
+
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        publish::record_intent(&self.pool, req).await
+    }
+
+    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+        publish::expired_leases(&self.pool, now).await
+    }
+
+    async fn review_queue(&self) -> Result<Vec<ReviewItem>> {
+        publish::review_queue(&self.pool).await
+    }
+
+    async fn next_due_at(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>> {
+        publish::next_due_at(&self.pool, channels, test_channels).await
+    }
+
+    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        publish::live_reservations(&mut conn, since, now).await
+    }
+
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        let mut tx = begin(&self.pool).await?;
+        let created = admin::insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(created)
+    }
+
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        admin::resume(&self.pool, scope, actor, now, notify).await
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>> {
+        admin::pauses(&self.pool).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Notification>> {
+        admin::claim_notifications(&self.pool, now, worker, lease_until, limit).await
+    }
+
+    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()> {
+        admin::notification_delivered(&self.pool, id, now).await
+    }
+
+    async fn notification_failed(
+        &self,
+        id: i64,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+    ) -> Result<()> {
+        admin::notification_failed(&self.pool, id, error, retry_at).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        admin::outbox_stats(&self.pool).await
+    }
+
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        admin::create_token(&self.pool, token).await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        admin::tokens(&self.pool).await
+    }
+
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        admin::revoke_token(&self.pool, name, now).await
+    }
+
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
+        admin::authenticate(&self.pool, secret_sha256, now).await
+    }
+
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
+        admin::status_counts(&self.pool).await
+    }
+
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
+        admin::check_invariants(&self.pool, now).await
+    }
+
+    async fn wait_for_due(&self, timeout: StdDuration) {
+        self.wake.wait(timeout).await;
+    }
+
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        admin::sources_used(&self.pool, channel, since).await
+    }
+}

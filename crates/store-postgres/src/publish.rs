@@ -1,0 +1,366 @@
+//! The store's side of the guarded publish path: claims, reservations, intents,
+//! expired leases and the review queue.
+//!
+//! Claims and reservations are short transactions and never wait for a platform.
+//! A claim skips rows other claimers hold (`FOR UPDATE SKIP LOCKED`) and reads its
+//! result back. Every reservation serializes on one advisory lock for the global
+//! window, so the count it decides on includes every reservation committed before it,
+//! from any process.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
+
+use airlock_core::quota::{day_bounds, decide};
+use airlock_core::{ChannelName, Intent, PostId, PostStatus};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError,
+};
+
+use crate::posts::{get_in, lock_post};
+use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
+use crate::{begin, db, is_unique_violation, lock, xact_lock};
+
+fn names(channels: &[ChannelName]) -> Vec<String> {
+    channels.iter().map(|c| c.as_str().to_owned()).collect()
+}
+
+pub(crate) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Claimed> {
+    let note = format!(
+        "claimed, lease until {}",
+        airlock_core::time::format_utc(req.lease_until)
+    );
+    let claimed: Option<(i64, i64)> = match &req.target {
+        ClaimTarget::Due {
+            channels,
+            test_channels,
+        } => {
+            if channels.is_empty() {
+                return Ok(Claimed::Nothing);
+            }
+            // One statement, one short transaction: pick the most overdue due row that no
+            // other claimer holds, and move it to `posting` under a new generation.
+            let row = sqlx::query(
+                "WITH next AS ( \
+                   SELECT id FROM posts \
+                   WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= $1 \
+                     AND (not_before IS NULL OR not_before <= $1) \
+                     AND channel = ANY($2) AND (NOT test OR channel = ANY($3)) \
+                   ORDER BY scheduled_at, id \
+                   LIMIT 1 \
+                   FOR UPDATE SKIP LOCKED) \
+                 UPDATE posts p SET status = 'posting', lease_owner = $4, lease_expires_at = $5, \
+                   generation = p.generation + 1, version = p.version + 1, updated_at = $1, \
+                   event_actor = $6, event_note = $7 \
+                 FROM next WHERE p.id = next.id AND p.status = 'approved' AND p.posted_at IS NULL \
+                 RETURNING p.id, p.generation",
+            )
+            .bind(req.now)
+            .bind(names(channels))
+            .bind(names(test_channels))
+            .bind(&req.worker)
+            .bind(req.lease_until)
+            .bind(&req.actor)
+            .bind(&note)
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?;
+            match row {
+                Some(row) => Some((rows::get(&row, "id")?, rows::get(&row, "generation")?)),
+                None => return Ok(Claimed::Nothing),
+            }
+        }
+        ClaimTarget::Post { id, allow_test } => {
+            let mut tx = begin(pool).await?;
+            let post = lock_post(&mut tx, *id).await?;
+            if post.status != PostStatus::Approved
+                || post.posted_at.is_some()
+                || (post.test && !allow_test)
+            {
+                return Ok(Claimed::NotClaimable(post));
+            }
+            let generation: Option<i64> = sqlx::query_scalar(
+                "UPDATE posts SET status = 'posting', lease_owner = $1, lease_expires_at = $2, \
+                 generation = generation + 1, version = version + 1, updated_at = $3, \
+                 event_actor = $4, event_note = $5 \
+                 WHERE id = $6 AND status = 'approved' AND posted_at IS NULL \
+                 RETURNING generation",
+            )
+            .bind(&req.worker)
+            .bind(req.lease_until)
+            .bind(req.now)
+            .bind(&req.actor)
+            .bind(&note)
+            .bind(id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+            tx.commit().await.map_err(db)?;
+            generation.map(|generation| (id.0, generation))
+        }
+    };
+    let Some((id, generation)) = claimed else {
+        return Ok(Claimed::Nothing);
+    };
+
+    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let post = get_in(&mut conn, PostId(id)).await?;
+    if post.status == PostStatus::Posting
+        && post.generation == generation
+        && post.lease_owner.as_deref() == Some(req.worker.as_str())
+    {
+        Ok(Claimed::Post(post))
+    } else {
+        Ok(Claimed::Nothing)
+    }
+}
+
+/// Locks the post and fails with [`StoreError::Fenced`] unless it is `posting` under
+/// `generation` (and, when `lease_valid_at` is given, its lease has not expired by then).
+async fn check_fence(
+    conn: &mut PgConnection,
+    id: PostId,
+    generation: i64,
+    lease_valid_at: Option<DateTime<Utc>>,
+) -> Result<()> {
+    let row = sqlx::query(
+        "SELECT status, generation, lease_expires_at FROM posts WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id.0)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db)?
+    .ok_or(StoreError::NotFound(id))?;
+    let status: String = rows::get(&row, "status")?;
+    let current: i64 = rows::get(&row, "generation")?;
+    let lease: Option<DateTime<Utc>> = rows::get(&row, "lease_expires_at")?;
+    let lease_ok = match (lease_valid_at, lease) {
+        (None, _) => true,
+        (Some(at), Some(lease)) => lease > at,
+        (Some(_), None) => false,
+    };
+    if status == PostStatus::Posting.as_str() && current == generation && lease_ok {
+        Ok(())
+    } else {
+        Err(StoreError::Fenced { id, generation })
+    }
+}
+
+pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reserved> {
+    let mut tx = begin(pool).await?;
+    check_fence(&mut tx, req.post_id, req.generation, None).await?;
+    let existing: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM reservations \
+         WHERE post_id = $1 AND generation = $2 AND state = 'reserved'",
+    )
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if let Some(id) = existing {
+        return Ok(Reserved::Granted(id));
+    }
+    // Serialize every reservation on the global window. The rows are read by the next
+    // statement, whose snapshot is taken after the lock: it sees every reservation
+    // committed by the previous holder.
+    xact_lock(&mut tx, lock::QUOTA, 0).await?;
+    let (day_start, _) = day_bounds(req.now, req.daily.tz);
+    let since = day_start.min(req.now - req.window.window);
+    let live = live_reservations(&mut tx, since, req.now).await?;
+    let decision = decide(
+        req.now,
+        req.window,
+        req.daily,
+        &live.window_counted(req.now),
+        &live.channel_counted(&req.channel, req.now),
+    );
+    if let Err(denial) = decision {
+        return Ok(Reserved::Denied(denial));
+    }
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
+         VALUES ($1, $2, $3, 'reserved', $4) RETURNING id",
+    )
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .bind(req.channel.as_str())
+    .bind(req.now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(Reserved::Granted(id))
+}
+
+/// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
+/// A time PostgreSQL holds but chrono cannot (`±infinity`) is handed to the check as
+/// unreadable text, never dropped.
+pub(crate) async fn live_reservations(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<QuotaRows> {
+    // Each branch reads the partial index `reservations_live`; the last one makes sure a
+    // row sent at '-infinity' is seen (and refused) rather than silently out of range.
+    let rows = sqlx::query(
+        "WITH live AS ( \
+           SELECT * FROM reservations WHERE state <> 'released' AND sent_at >= $1 \
+           UNION ALL \
+           SELECT * FROM reservations WHERE state <> 'released' AND sent_at IS NULL \
+           UNION ALL \
+           SELECT * FROM reservations WHERE state <> 'released' AND sent_at = '-infinity') \
+         SELECT id, channel, state, \
+           CASE WHEN isfinite(created_at) THEN created_at END AS created_at, \
+           created_at::text AS created_text, \
+           CASE WHEN isfinite(sent_at) THEN sent_at END AS sent_at, \
+           sent_at::text AS sent_text \
+         FROM live",
+    )
+    .bind(since)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    let mut raw = Vec::with_capacity(rows.len());
+    for row in rows {
+        let created_at: Option<DateTime<Utc>> = rows::get(&row, "created_at")?;
+        let created_text: String = rows::get(&row, "created_text")?;
+        let sent_at: Option<DateTime<Utc>> = rows::get(&row, "sent_at")?;
+        let sent_text: Option<String> = rows::get(&row, "sent_text")?;
+        raw.push(RawReservation {
+            id: row.try_get("id").map_err(db)?,
+            channel: row.try_get("channel").map_err(db)?,
+            state: row.try_get("state").map_err(db)?,
+            created_at: created_at.ok_or(created_text),
+            sent_at: sent_text.map(|text| sent_at.ok_or(text)),
+        });
+    }
+    QuotaRows::check(raw, now)
+}
+
+pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<Intent> {
+    let mut tx = begin(pool).await?;
+    check_fence(&mut tx, req.post_id, req.generation, Some(req.now)).await?;
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
+         VALUES ($1, $2, $3, 'sending', $4, $5) RETURNING {INTENT_COLUMNS}"
+    )))
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .bind(&req.idempotency_key)
+    .bind(&req.platform_ref)
+    .bind(req.now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| {
+        if is_unique_violation(&e) {
+            StoreError::Duplicate(format!(
+                "an intent for post {} generation {}",
+                req.post_id, req.generation
+            ))
+        } else {
+            db(e)
+        }
+    })?;
+    let intent = rows::intent(&row)?;
+    sqlx::query(
+        "UPDATE reservations SET sent_at = $1 \
+         WHERE post_id = $2 AND generation = $3 AND state = 'reserved'",
+    )
+    .bind(req.now)
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(intent)
+}
+
+async fn intent_for(
+    conn: &mut PgConnection,
+    id: PostId,
+    generation: Option<i64>,
+) -> Result<Option<Intent>> {
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {INTENT_COLUMNS} FROM intents \
+         WHERE post_id = $1 AND ($2::bigint IS NULL OR generation = $2) \
+         ORDER BY id DESC LIMIT 1"
+    )))
+    .bind(id.0)
+    .bind(generation)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    row.as_ref().map(rows::intent).transpose()
+}
+
+/// A read-only transaction with one snapshot, so posts and their intents agree.
+async fn snapshot(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await
+        .map_err(db)
+}
+
+pub(crate) async fn expired_leases(pool: &PgPool, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+    let mut tx = snapshot(pool).await?;
+    let posts = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts \
+         WHERE status = 'posting' AND lease_expires_at < $1 ORDER BY id"
+    )))
+    .bind(now)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::post)
+    .collect::<Result<Vec<_>>>()?;
+    let mut expired = Vec::with_capacity(posts.len());
+    for post in posts {
+        let intent = intent_for(&mut tx, post.id, Some(post.generation)).await?;
+        expired.push(ExpiredLease { post, intent });
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(expired)
+}
+
+pub(crate) async fn review_queue(pool: &PgPool) -> Result<Vec<ReviewItem>> {
+    let mut tx = snapshot(pool).await?;
+    let posts = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
+    )))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::post)
+    .collect::<Result<Vec<_>>>()?;
+    let mut items = Vec::with_capacity(posts.len());
+    for post in posts {
+        let intent = intent_for(&mut tx, post.id, None).await?;
+        items.push(ReviewItem { post, intent });
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(items)
+}
+
+pub(crate) async fn next_due_at(
+    pool: &PgPool,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+) -> Result<Option<DateTime<Utc>>> {
+    if channels.is_empty() {
+        return Ok(None);
+    }
+    sqlx::query_scalar(
+        "SELECT min(GREATEST(scheduled_at, COALESCE(not_before, scheduled_at))) FROM posts \
+         WHERE status = 'approved' AND posted_at IS NULL \
+           AND channel = ANY($1) AND (NOT test OR channel = ANY($2))",
+    )
+    .bind(names(channels))
+    .bind(names(test_channels))
+    .fetch_one(pool)
+    .await
+    .map_err(db)
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the PostgreSQL backend, one binary: the conformance suite, the
+//! triggers against hand-written SQL, several pools racing as separate processes, and
+//! LISTEN/NOTIFY wake-ups. Each test gets a fresh database (see [`support`]).
+
+mod conformance;
+mod processes;
+mod support;
+mod triggers;
+mod wake;

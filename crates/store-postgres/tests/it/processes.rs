@@ -1,0 +1,141 @@
+//! Several pools on one database, each a stand-in for a separate airlock process:
+//! migrations applied once, every post claimed once, one daily limit never exceeded.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use airlock_core::{PostId, PostStatus};
+use airlock_store::{ClaimRequest, Claimed, IntentPhase, Reserved, Settle, Store};
+use airlock_store_postgres::PgStore;
+use airlock_store_tests::fixture::*;
+
+use crate::support::TestDb;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_starting_together_migrate_a_fresh_database_once() {
+    let db = TestDb::create().await;
+    let mut starts = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let url = db.url.clone();
+        starts.spawn(async move {
+            PgStore::connect(&url)
+                .await
+                .map(|store| store.pool().size())
+        });
+    }
+    while let Some(started) = starts.join_next().await {
+        started.unwrap().expect("every process starts");
+    }
+    let mut conn = db.conn().await;
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(applied, 1);
+}
+
+/// One dispatcher process: claim, reserve, then publish or defer, until nothing is due.
+async fn dispatch(store: Arc<dyn Store>, worker: String, daily: u32) -> Vec<(PostId, bool)> {
+    let mut done = Vec::new();
+    loop {
+        let req = ClaimRequest {
+            target: due(&["alpha", "beta"], &[]),
+            worker: worker.clone(),
+            actor: format!("dispatcher:{worker}"),
+            now: t0(),
+            lease_until: mins(15),
+        };
+        let post = match store.claim(&req).await.expect("claim") {
+            Claimed::Post(post) => post,
+            Claimed::Nothing => return done,
+            Claimed::NotClaimable(post) => panic!("unexpected {post:?}"),
+        };
+        assert_eq!(post.lease_owner.as_deref(), Some(worker.as_str()));
+        match reserve(store.as_ref(), &post, t0(), 1000, daily).await {
+            Reserved::Granted(_) => {
+                intent(store.as_ref(), &post, t0()).await;
+                let mut update = outcome(&post, PostStatus::Posted, t0());
+                update.actor = format!("dispatcher:{worker}");
+                update.reservation = Some(Settle::Commit);
+                update.intent_phase = Some(IntentPhase::Succeeded);
+                store.update_post(update).await.expect("posted");
+                done.push((post.id, true));
+            }
+            Reserved::Denied(denial) => {
+                let mut update = outcome(&post, PostStatus::Approved, t0());
+                update.actor = format!("dispatcher:{worker}");
+                update.set.not_before = Some(Some(denial.next_free_at));
+                store.update_post(update).await.expect("deferred");
+                done.push((post.id, false));
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
+    const PROCESSES: usize = 4;
+    const POSTS_PER_CHANNEL: usize = 15;
+    const DAILY: u32 = 4;
+    let db = TestDb::create().await;
+    let setup = db.store().await;
+    let mut posts = Vec::new();
+    for idx in 0..POSTS_PER_CHANNEL {
+        for channel in ["alpha", "beta"] {
+            posts.push(
+                approved(
+                    &setup,
+                    channel,
+                    &format!("{channel} {idx}"),
+                    mins(-(idx as i64)),
+                )
+                .await,
+            );
+        }
+    }
+
+    let mut processes = tokio::task::JoinSet::new();
+    for idx in 0..PROCESSES {
+        let store: Arc<dyn Store> = Arc::new(db.store().await);
+        processes.spawn(dispatch(store, format!("process-{idx}"), DAILY));
+    }
+    let mut handled: BTreeMap<PostId, usize> = BTreeMap::new();
+    let mut published = 0;
+    while let Some(done) = processes.join_next().await {
+        for (id, posted) in done.expect("dispatcher process") {
+            *handled.entry(id).or_default() += 1;
+            published += usize::from(posted);
+        }
+    }
+    assert_eq!(handled.len(), posts.len(), "every post was claimed");
+    assert!(
+        handled.values().all(|n| *n == 1),
+        "a post was claimed twice: {handled:?}"
+    );
+    assert_eq!(
+        published,
+        2 * DAILY as usize,
+        "each channel published exactly its daily limit"
+    );
+
+    for channel in ["alpha", "beta"] {
+        let posted = setup
+            .list_posts(&airlock_store::PostFilter {
+                status: Some(PostStatus::Posted),
+                channel: Some(ch(channel)),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(posted.len(), DAILY as usize, "{channel}");
+    }
+    for post in &posts {
+        let claims = events(&setup, post.id)
+            .await
+            .iter()
+            .filter(|e| e.to == PostStatus::Posting)
+            .count();
+        assert_eq!(claims, 1, "post {} was claimed {claims} times", post.id);
+    }
+    assert!(setup.check_invariants(mins(1)).await.unwrap().is_empty());
+}

@@ -1,0 +1,78 @@
+//! LISTEN/NOTIFY wake-ups across processes: a dispatcher waiting in `wait_for_due` on
+//! one pool returns when another pool approves a post or lifts a pause.
+//!
+//! The listener starts on the first wait, so the other side repeats its change until the
+//! waiter has returned; the bound on repetitions keeps a broken wake-up from hanging the
+//! test, it does not measure anything.
+
+use std::time::Duration as StdDuration;
+
+use airlock_store::{PauseScope, Store};
+use airlock_store_postgres::PgStore;
+use airlock_store_tests::fixture::*;
+
+use crate::support::TestDb;
+
+const LONG_WAIT: StdDuration = StdDuration::from_secs(3600);
+
+async fn woken_by<F, Fut>(waiter: PgStore, mut change: F)
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut waiting = tokio::spawn(async move { waiter.wait_for_due(LONG_WAIT).await });
+    for round in 0..300 {
+        change(round).await;
+        if tokio::time::timeout(StdDuration::from_millis(100), &mut waiting)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+    }
+    panic!("wait_for_due never woke up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_in_another_process_wakes_a_waiting_dispatcher() {
+    let db = TestDb::create().await;
+    let waiter = db.store().await;
+    let other = db.store().await;
+    woken_by(waiter, |round| {
+        let other = other.clone();
+        async move {
+            approved(&other, "alpha", &format!("approved {round}"), t0()).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lifted_pause_in_another_process_wakes_a_waiting_dispatcher() {
+    let db = TestDb::create().await;
+    let waiter = db.store().await;
+    let other = db.store().await;
+    let scope = PauseScope::Channel(ch("alpha"));
+    woken_by(waiter, |round| {
+        let other = other.clone();
+        let scope = scope.clone();
+        async move {
+            let at = mins(i64::from(round));
+            other
+                .pause(&scope, "drill", "cli", at, Vec::new())
+                .await
+                .unwrap();
+            other.resume(&scope, "cli", at, Vec::new()).await.unwrap();
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_store_still_waits_out_its_timeout() {
+    let db = TestDb::create().await;
+    let store = db.store().await;
+    store.wait_for_due(StdDuration::from_millis(10)).await;
+    store.close().await;
+    store.wait_for_due(StdDuration::from_millis(10)).await;
+}
