@@ -209,10 +209,10 @@ pub async fn quota_rows_are_live_reservations_since_a_time(store: Arc<dyn Store>
     );
 }
 
-/// Many reservers, each with its own handle, racing for a daily limit and a window that
-/// spans channels: exactly the limit is granted, never more.
+/// Many reservers, each with its own handle, released at once to race for a daily limit
+/// and a window that spans channels: exactly the limit is granted, never more.
 pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
-    const N_POSTS: usize = 16;
+    const N_POSTS: usize = 24;
     const DAILY: u32 = 3;
     const WINDOW: u32 = 5;
     let s = ledger.store.as_ref();
@@ -226,10 +226,13 @@ pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
         };
         posts.push(claimed(s, &channel, &format!("post {idx}"), t0()).await);
     }
+    let start = Arc::new(tokio::sync::Barrier::new(N_POSTS));
     let mut tasks = tokio::task::JoinSet::new();
     for post in posts {
         let handle = ledger.backend.open().await;
+        let start = start.clone();
         tasks.spawn(async move {
+            start.wait().await;
             let res = reserve(handle.as_ref(), &post, mins(1), WINDOW, DAILY).await;
             (post.content.channel.to_string(), res)
         });

@@ -35,8 +35,14 @@ async fn processes_starting_together_migrate_a_fresh_database_once() {
 }
 
 /// One dispatcher process: claim, reserve, then publish or defer, until nothing is due.
-async fn dispatch(store: Arc<dyn Store>, worker: String, daily: u32) -> Vec<(PostId, bool)> {
+async fn dispatch(
+    store: Arc<dyn Store>,
+    worker: String,
+    daily: u32,
+    start: Arc<tokio::sync::Barrier>,
+) -> Vec<(PostId, bool)> {
     let mut done = Vec::new();
+    start.wait().await;
     loop {
         let req = ClaimRequest {
             target: due(&["alpha", "beta"], &[]),
@@ -94,10 +100,16 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
         }
     }
 
+    let start = Arc::new(tokio::sync::Barrier::new(PROCESSES));
     let mut processes = tokio::task::JoinSet::new();
     for idx in 0..PROCESSES {
         let store: Arc<dyn Store> = Arc::new(db.store().await);
-        processes.spawn(dispatch(store, format!("process-{idx}"), DAILY));
+        processes.spawn(dispatch(
+            store,
+            format!("process-{idx}"),
+            DAILY,
+            start.clone(),
+        ));
     }
     let mut handled: BTreeMap<PostId, usize> = BTreeMap::new();
     let mut published = 0;
