@@ -143,8 +143,6 @@ struct RawSite {
 pub struct Config {
     /// The file it came from.
     pub path: PathBuf,
-    /// Its directory; relative paths are resolved against it.
-    pub dir: PathBuf,
     /// Default calendar.
     pub timezone: Tz,
     /// The store URL (`sqlite:///abs/path.db` or `postgres://...`).
@@ -516,7 +514,6 @@ impl Config {
 
         Ok(Config {
             path: path.to_path_buf(),
-            dir,
             timezone,
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),

@@ -13,6 +13,7 @@ use airlock_store::PostFilter;
 
 use crate::config::Config;
 use crate::output::print_posts;
+use crate::run::{Server, shutdown_signal};
 use crate::{CmdResult, Failure, wiring};
 
 const EXAMPLE_CONFIG: &str = include_str!("airlock.example.toml");
@@ -23,6 +24,12 @@ pub struct DemoArgs {
     /// Where to create the demo workspace (recreated on every run).
     #[arg(long, value_name = "DIR", default_value = "airlock-demo")]
     dir: PathBuf,
+    /// Where to serve the dashboard (default 127.0.0.1:8080, or a free port if that is taken).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Set up the workspace and print the queue, without serving.
+    #[arg(long)]
+    no_serve: bool,
 }
 
 /// `airlock init`: writes `airlock.toml`, creates the store, prints an operator token once.
@@ -116,7 +123,9 @@ fn prepare_dir(dir: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::failed(format!("cannot create {}: {e}", dir.display())))
 }
 
-/// `airlock demo`: a fresh workspace with a sandbox, sample posts in every state, the queue.
+/// `airlock demo`: a fresh workspace with sandbox channels and sample posts in every
+/// state, then `serve` on it: the dashboard URL and an operator token are printed, and
+/// two approved posts go out through the sandbox within the first minutes.
 pub async fn demo(args: DemoArgs) -> CmdResult {
     prepare_dir(&args.dir)?;
     let config = Config::load(&args.dir.join("airlock.toml"))?;
@@ -136,12 +145,42 @@ pub async fn demo(args: DemoArgs) -> CmdResult {
     println!();
     print_posts(&posts);
     println!();
-    println!("operator token: {}", token.token.expose_secret());
+    let config_arg = args.dir.join("airlock.toml");
+    if args.no_serve {
+        println!("operator token: {}", token.token.expose_secret());
+        println!("try: airlock --config {} post show 1", config_arg.display());
+        return Ok(());
+    }
+    let listener = bind(args.listen.as_deref().unwrap_or(&config.listen)).await?;
+    let server = Server::new(&config, app, listener)?;
+    println!("dashboard:      {}/", server.url());
     println!(
-        "try: airlock --config {} post show 1",
-        args.dir.join("airlock.toml").display()
+        "operator token: {}   (paste it on the login page)",
+        token.token.expose_secret()
     );
-    Ok(())
+    println!("posts 8 and 9 go out through the sandbox in the next two minutes; watch the queue.");
+    println!(
+        "also try: airlock --config {} post list",
+        config_arg.display()
+    );
+    println!("Ctrl-C stops the demo.");
+    server.run(shutdown_signal()).await
+}
+
+/// Binds `address`; when its port is taken, a free port on the same host.
+async fn bind(address: &str) -> Result<tokio::net::TcpListener, Failure> {
+    match tokio::net::TcpListener::bind(address).await {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            let host = address
+                .rsplit_once(':')
+                .map_or("127.0.0.1", |(host, _)| host);
+            tokio::net::TcpListener::bind((host, 0))
+                .await
+                .map_err(|e| Failure::failed(format!("cannot listen on {host}: {e}")))
+        }
+        Err(e) => Err(Failure::failed(format!("cannot listen on {address}: {e}"))),
+    }
 }
 
 const PACE: &str = "Please respect the cats' own pace.";
@@ -215,6 +254,17 @@ async fn seed(app: &App) -> Result<(), Failure> {
     let id = add(draft("strict", "Drill: the platform refuses this one.")).await?;
     app.approve(&me, id).await?;
     expect_failure(app.publish_now(&me, id).await, PostStatus::Failed)?;
+
+    // Approved and due within the next two minutes: the dispatcher publishes them live.
+    for (minutes, text) in [
+        (1, "Kuro is waiting at the door for the evening guests."),
+        (2, "Tonight's forecast: purring, with a chance of naps."),
+    ] {
+        let mut soon = draft("cats", &format!("{text} {PACE}"));
+        soon.scheduled_at = Some((app.now() + chrono::Duration::minutes(minutes)).to_rfc3339());
+        let id = add(soon).await?;
+        app.approve(&me, id).await?;
+    }
     Ok(())
 }
 

@@ -107,84 +107,134 @@ async fn deliver(app: &App, config: &Config) -> Result<u32, Failure> {
     }
 }
 
-/// `serve`: the HTTP API, dispatcher, reaper and deliverer until Ctrl-C or SIGTERM.
+/// `serve`: the HTTP API, dashboard, MCP endpoint, dispatcher, reaper, slot scheduler
+/// and notification deliverer, until Ctrl-C or SIGTERM.
 pub async fn serve(config: &Config) -> CmdResult {
     let app = wiring::app_for_publishing(config).await?;
-    let deliverer = wiring::build_deliverer(config, &app)?;
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", config.listen)))?;
-    let address = listener
-        .local_addr()
-        .map_err(|e| Failure::failed(e.to_string()))?;
-    eprintln!("airlock: serving http://{address} (API /api/v1, metrics /metrics; Ctrl-C to stop)");
-    serve_with(config, app, deliverer, listener).await?;
-    eprintln!("airlock: stopped serving {address}");
-    Ok(())
+    let server = Server::new(config, app, listener)?;
+    eprintln!(
+        "airlock: serving {} (dashboard /, API /api/v1, MCP /mcp, metrics /metrics; Ctrl-C to stop)",
+        server.url()
+    );
+    server.run(shutdown_signal()).await
 }
 
-/// Runs every long-lived task of `serve` on an open listener until a signal arrives or one
-/// task exits (which stops the rest).
-pub async fn serve_with(
-    config: &Config,
+/// Everything `serve` runs, built and checked before anything starts.
+pub struct Server {
     app: App,
-    deliverer: airlock_notify::Deliverer,
     listener: tokio::net::TcpListener,
-) -> CmdResult {
-    let shutdown = CancellationToken::new();
-    let mut tasks = tokio::task::JoinSet::new();
-    let router = airlock_web::router(app.clone());
-    tasks.spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            if let Err(e) = airlock_web::serve(listener, router, shutdown).await {
+    address: std::net::SocketAddr,
+    deliverer: airlock_notify::Deliverer,
+    scheduler: Option<airlock_compose::Scheduler>,
+    dispatcher: DispatcherSettings,
+    allowed_origins: Vec<String>,
+    deliver_interval: std::time::Duration,
+}
+
+impl Server {
+    /// Builds the server's parts (refusing bad sink or compose settings) on an open listener.
+    pub fn new(
+        config: &Config,
+        app: App,
+        listener: tokio::net::TcpListener,
+    ) -> Result<Self, Failure> {
+        let address = listener
+            .local_addr()
+            .map_err(|e| Failure::failed(e.to_string()))?;
+        let deliverer = wiring::build_deliverer(config, &app)?;
+        let compose = crate::compose::settings(config)?;
+        let scheduler = if compose.channels.values().any(|c| !c.slots.is_empty()) {
+            Some(
+                airlock_compose::Scheduler::new(
+                    app.clone(),
+                    compose,
+                    airlock_compose::ScheduleSettings::default(),
+                )
+                .map_err(|e| Failure::refused(format!("{}: {e}", config.path.display())))?,
+            )
+        } else {
+            None
+        };
+        let poll = config.poll_interval.as_std();
+        Ok(Server {
+            app,
+            listener,
+            address,
+            deliverer,
+            scheduler,
+            dispatcher: DispatcherSettings {
+                workers: config.workers,
+                poll_interval: poll,
+                reap_interval: poll.min(std::time::Duration::from_secs(30)),
+            },
+            allowed_origins: config.allowed_origins.clone(),
+            deliver_interval: poll.min(std::time::Duration::from_secs(5)),
+        })
+    }
+
+    /// `http://ADDRESS`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Runs every task until `stop` resolves or one task exits (which stops the rest).
+    pub async fn run(self, stop: impl std::future::Future<Output = ()>) -> CmdResult {
+        let shutdown = CancellationToken::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut mcp = airlock_mcp::HttpSettings::new(self.address);
+        mcp.allowed_origins = self.allowed_origins;
+        mcp.shutdown = shutdown.child_token();
+        let router = airlock_web::router(self.app.clone())
+            .merge(airlock_dashboard::router(
+                self.app.clone(),
+                airlock_dashboard::DashboardSettings::default(),
+            ))
+            .merge(airlock_mcp::router(self.app.clone(), mcp));
+        let listener = self.listener;
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            if let Err(e) = airlock_web::serve(listener, router, token).await {
                 tracing::error!(error = %e, "HTTP server failed");
             }
-            "http"
+            "the HTTP server"
+        });
+        let (deliverer, interval, token) =
+            (self.deliverer, self.deliver_interval, shutdown.clone());
+        tasks.spawn(async move {
+            deliverer.run(token, interval).await;
+            "the notification deliverer"
+        });
+        let dispatcher = Dispatcher::new(self.app.clone(), self.dispatcher);
+        let token = shutdown.clone();
+        tasks.spawn(async move {
+            dispatcher.run(token).await;
+            "the dispatcher"
+        });
+        if let Some(scheduler) = self.scheduler {
+            let token = shutdown.clone();
+            tasks.spawn(async move {
+                scheduler.run(token).await;
+                "the slot scheduler"
+            });
         }
-    });
-    tasks.spawn({
-        let shutdown = shutdown.clone();
-        let interval = config
-            .poll_interval
-            .as_std()
-            .min(std::time::Duration::from_secs(5));
-        async move {
-            deliverer.run(shutdown, interval).await;
-            "deliverer"
+        tokio::select! {
+            _ = stop => {}
+            Some(done) = tasks.join_next() => {
+                let task = done.unwrap_or("a task that panicked");
+                eprintln!("airlock: {task} stopped; shutting down");
+            }
         }
-    });
-    let dispatcher = Dispatcher::new(
-        app.clone(),
-        DispatcherSettings {
-            workers: config.workers,
-            poll_interval: config.poll_interval.as_std(),
-            reap_interval: config
-                .poll_interval
-                .as_std()
-                .min(std::time::Duration::from_secs(30)),
-        },
-    );
-    tasks.spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            dispatcher.run(shutdown).await;
-            "dispatcher"
-        }
-    });
-    tokio::select! {
-        _ = shutdown_signal() => {}
-        Some(done) = tasks.join_next() => {
-            let task = done.unwrap_or("a task that panicked");
-            eprintln!("airlock: {task} stopped; shutting down");
-        }
+        shutdown.cancel();
+        while tasks.join_next().await.is_some() {}
+        Ok(())
     }
-    shutdown.cancel();
-    while tasks.join_next().await.is_some() {}
-    Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("SIGTERM handler installs");

@@ -16,12 +16,14 @@ use airlock_platforms::webhook::Webhook;
 use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::Store;
+use airlock_store_postgres::PgStore;
 use airlock_store_sqlite::SqliteStore;
 
 use crate::Failure;
 use crate::config::{ChannelConfig, Config};
 
-/// Opens the configured store, applying pending migrations.
+/// Opens the configured store (SQLite or PostgreSQL by the URL's scheme), applying
+/// pending migrations. The only place that names a concrete backend.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
     let url = config.database.as_str();
     if url.starts_with("sqlite:") {
@@ -30,10 +32,10 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
             .map_err(|e| Failure::failed(format!("{e}")))?;
         return Ok(Arc::new(store));
     }
-    Err(Failure::refused(format!(
-        "{}: database {url:?}: this build supports sqlite:// databases",
-        config.path.display()
-    )))
+    let store = PgStore::connect(url)
+        .await
+        .map_err(|e| Failure::failed(format!("{e}")))?;
+    Ok(Arc::new(store))
 }
 
 /// Builds every channel's adapter. Any credential problem refuses the whole command
