@@ -261,6 +261,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                     .map(|c| app.channel(&c).map(|c| c.name.clone()))
                     .transpose()?,
                 before: None,
+                slot: None,
                 limit: Some(limit.clamp(1, 10_000)),
             };
             let posts = app.list_posts(&me, &filter).await?;

@@ -162,21 +162,17 @@ pub(crate) async fn compose_slot(
     })
 }
 
-/// The post already filling `key` on the channel, if the ledger has one among the
-/// channel's recent posts. Only a shortcut that saves `HEAD` checks: the store's
-/// uniqueness of (channel, slot) is what guarantees one post per slot.
+/// The post already filling `key` on the channel, if any. Only a shortcut that saves
+/// `HEAD` checks: the store's uniqueness of (channel, slot) is what guarantees one post
+/// per slot.
 async fn slot_post(app: &App, target: Target<'_>, key: &str) -> Result<Option<Post>> {
     let filter = PostFilter {
         channel: Some(target.channel.channel.clone()),
-        limit: Some(500),
+        slot: Some(key.to_owned()),
+        limit: Some(1),
         ..PostFilter::default()
     };
-    Ok(app
-        .store()
-        .list_posts(&filter)
-        .await?
-        .into_iter()
-        .find(|post| post.slot.as_deref() == Some(key)))
+    Ok(app.store().list_posts(&filter).await?.into_iter().next())
 }
 
 /// Approves a post as the channel's `auto_approve` principal when it is a draft the

@@ -257,7 +257,7 @@ impl Deliverer {
                 );
                 tracing::warn!(notification = notification.id, sink = %notification.sink, "{error}");
                 self.store
-                    .notification_failed(notification.id, &error, None)
+                    .notification_failed(notification.id, &error, None, (self.clock)())
                     .await?;
                 report.abandoned += 1;
                 continue;
@@ -311,7 +311,7 @@ impl Deliverer {
                     "notification not delivered; will retry"
                 );
                 self.store
-                    .notification_failed(notification.id, &failure.reason, Some(at))
+                    .notification_failed(notification.id, &failure.reason, Some(at), (self.clock)())
                     .await?;
                 Ok(true)
             }
@@ -319,7 +319,7 @@ impl Deliverer {
                 let error = format!("gave up after {n_failures} attempts: {}", failure.reason);
                 tracing::error!(notification = notification.id, sink = %notification.sink, "{error}");
                 self.store
-                    .notification_failed(notification.id, &error, None)
+                    .notification_failed(notification.id, &error, None, (self.clock)())
                     .await?;
                 Ok(false)
             }

@@ -186,6 +186,7 @@ pub(crate) async fn notification_failed(
     id: i64,
     error: &str,
     retry_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let query = match retry_at {
         Some(at) => sqlx::query(
@@ -194,13 +195,12 @@ pub(crate) async fn notification_failed(
         )
         .bind(error)
         .bind(at),
-        // The contract passes no `now` for giving up; the abandon time is informational.
         None => sqlx::query(
             "UPDATE outbox SET attempts = attempts + 1, last_error = $1, abandoned_at = $2, \
              locked_by = NULL, locked_until = NULL WHERE id = $3",
         )
         .bind(error)
-        .bind(Utc::now()),
+        .bind(now),
     };
     query.bind(id).execute(pool).await.map_err(db)?;
     Ok(())

@@ -351,8 +351,9 @@ impl Store for PgStore {
         id: i64,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
     ) -> Result<()> {
-        admin::notification_failed(&self.pool, id, error, retry_at).await
+        admin::notification_failed(&self.pool, id, error, retry_at, now).await
     }
 
     async fn outbox_stats(&self) -> Result<OutboxStats> {

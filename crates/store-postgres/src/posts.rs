@@ -224,6 +224,9 @@ pub(crate) async fn list(pool: &PgPool, filter: &PostFilter) -> Result<Vec<Post>
     if let Some(before) = filter.before {
         query.push(" AND id < ").push_bind(before.0);
     }
+    if let Some(slot) = &filter.slot {
+        query.push(" AND slot = ").push_bind(slot.clone());
+    }
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));

@@ -189,6 +189,7 @@ pub(crate) async fn notification_failed(
     id: i64,
     error: &str,
     retry_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
 ) -> Result<()> {
     let query = match retry_at {
         Some(at) => sqlx::query(
@@ -202,7 +203,7 @@ pub(crate) async fn notification_failed(
              locked_by = NULL, locked_until = NULL WHERE id = ?",
         )
         .bind(error)
-        .bind(ts(Utc::now())),
+        .bind(ts(now)),
     };
     query.bind(id).execute(pool).await.map_err(db)?;
     Ok(())

@@ -255,8 +255,9 @@ impl Store for SqliteStore {
         id: i64,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
     ) -> Result<()> {
-        admin::notification_failed(&self.pool, id, error, retry_at).await
+        admin::notification_failed(&self.pool, id, error, retry_at, now).await
     }
 
     async fn outbox_stats(&self) -> Result<OutboxStats> {

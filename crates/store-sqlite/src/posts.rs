@@ -184,6 +184,9 @@ pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<P
     if let Some(before) = filter.before {
         query.push(" AND id < ").push_bind(before.0);
     }
+    if let Some(slot) = &filter.slot {
+        query.push(" AND slot = ").push_bind(slot.clone());
+    }
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));

@@ -241,7 +241,13 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
     .bind(ts(req.now))
     .execute(&mut *tx)
     .await
-    .map_err(db)?;
+    .map_err(|e| match e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Duplicate(format!(
+            "an intent for post {} generation {}",
+            req.post_id, req.generation
+        )),
+        e => db(e),
+    })?;
     sqlx::query(
         "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
     )

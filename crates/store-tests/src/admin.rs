@@ -302,10 +302,10 @@ pub async fn delivery_outcomes_are_recorded_and_counted(store: Arc<dyn Store>) {
     let claimed = s.claim_notifications(t0(), "d", mins(1), 10).await.unwrap();
     let (delivered, retried, abandoned) = (claimed[0].id, claimed[1].id, claimed[2].id);
     s.notification_delivered(delivered, mins(1)).await.unwrap();
-    s.notification_failed(retried, "502 from the sink", Some(mins(10)))
+    s.notification_failed(retried, "502 from the sink", Some(mins(10)), mins(1))
         .await
         .unwrap();
-    s.notification_failed(abandoned, "410 gone", None)
+    s.notification_failed(abandoned, "410 gone", None, mins(1))
         .await
         .unwrap();
     assert_eq!(

@@ -291,6 +291,13 @@ pub async fn record_intent_is_fenced_by_generation_and_lease(store: Arc<dyn Stor
     assert_eq!(detail.reservations.len(), 1);
     assert_eq!(detail.reservations[0].sent_at, Some(mins(2)));
     assert_eq!(detail.reservations[0].state, "reserved");
+
+    // One irreversible request per generation: a second intent is refused.
+    assert!(matches!(
+        s.record_intent(&intent_request(&post, mins(3))).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    assert_eq!(s.post_detail(post.id).await.unwrap().intents.len(), 1);
 }
 
 /// An intent of a post that is not `posting` is fenced.

@@ -171,6 +171,20 @@ pub async fn a_filled_slot_returns_its_post_instead_of_a_second_one(store: Arc<d
         .unwrap();
     assert!(!elsewhere.existing);
     assert_ne!(elsewhere.post.id, first.post.id);
+
+    let filled = PostFilter {
+        channel: Some(ch("threads-main")),
+        slot: slot.clone(),
+        ..PostFilter::default()
+    };
+    let found = store.list_posts(&filled).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, first.post.id);
+    let empty = PostFilter {
+        slot: Some("2026-03-02T11:30+09:00".into()),
+        ..PostFilter::default()
+    };
+    assert!(store.list_posts(&empty).await.unwrap().is_empty());
 }
 
 /// Reading, updating, noting or discarding a post that does not exist is `NotFound`.

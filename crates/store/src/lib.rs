@@ -374,6 +374,8 @@ pub struct PostFilter {
     pub channel: Option<ChannelName>,
     /// Only ids below this (paging backwards).
     pub before: Option<PostId>,
+    /// Only the post filling this compose slot (with `channel`, at most one).
+    pub slot: Option<String>,
     /// At most this many, newest first (default 100).
     pub limit: Option<u32>,
 }
@@ -562,7 +564,8 @@ pub trait Store: Send + Sync + 'static {
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent at `now`. Fenced
-    /// unless the post is `posting` under the generation with a lease that has not expired.
+    /// unless the post is `posting` under the generation with a lease that has not expired;
+    /// a second intent for the same generation is [`StoreError::Duplicate`].
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent>;
 
     /// `posting` posts whose lease ended before `now`.
@@ -616,12 +619,13 @@ pub trait Store: Send + Sync + 'static {
     /// Marks a notification delivered.
     async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()>;
 
-    /// Records a failed delivery: retry at `retry_at`, or give up when `None`.
+    /// Records a failed delivery at `now`: retry at `retry_at`, or give up when `None`.
     async fn notification_failed(
         &self,
         id: i64,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
     ) -> Result<()>;
 
     /// Outbox counts.

@@ -163,6 +163,7 @@ pub async fn list_posts(
         status,
         channel,
         before: query.before.map(PostId),
+        slot: None,
         limit: Some(query.limit.unwrap_or(100).clamp(1, 1000)),
     };
     Ok(Json(app.list_posts(&who, &filter).await.recorded(&app)?))
