@@ -6,8 +6,16 @@
 //! outcome, verification), so the path is bound by SQLite commits when
 //! `publishes/s × 5 ≈ anchor commits/s`.
 //!
+//! With PostgreSQL reachable (`AIRLOCK_BENCH_PG`, default
+//! `postgres://postgres@127.0.0.1:5432`) the same figures follow for PostgreSQL at 1, 2,
+//! 4 and 8 workers, plus the dispatch lag when another process approves (LISTEN/NOTIFY),
+//! and then `../shared/bench/anchors.sh` runs on the same server so airlock's figures
+//! print as ratios of the raw claim and reservation transactions.
+//!
 //! Environment: `AIRLOCK_BENCH_HISTORY` (posted posts in the long ledger, default
-//! 1000000), `AIRLOCK_BENCH_POSTS` (posts per throughput run, default 2000).
+//! 1000000), `AIRLOCK_BENCH_POSTS` (posts per throughput run, default 2000),
+//! `AIRLOCK_BENCH_ANCHORS` (path of anchors.sh, default `../shared/bench/anchors.sh`
+//! beside the repository), `AIRLOCK_BENCH_ONLY` (`sqlite` or `postgres`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,6 +74,16 @@ async fn history_template(n: u64) -> PathBuf {
 async fn main() {
     let history_n = env_num("AIRLOCK_BENCH_HISTORY", 1_000_000);
     let posts = env_num("AIRLOCK_BENCH_POSTS", 2000) as usize;
+    let only = std::env::var("AIRLOCK_BENCH_ONLY").unwrap_or_default();
+    if only != "postgres" {
+        sqlite(history_n, posts).await;
+    }
+    if only != "sqlite" {
+        postgres::run(history_n, posts).await;
+    }
+}
+
+async fn sqlite(history_n: u64, posts: usize) {
     let history = history_template(history_n).await;
     let dir = tempfile::tempdir_in(history.parent().expect("dir")).expect("tempdir");
     println!("airlock bench, SQLite (WAL, synchronous=FULL), {posts} posts per run");
@@ -152,4 +170,184 @@ async fn main() {
         publish[0][0] * 5.0 / anchor[0] * 100.0,
         publish[0][1] * 5.0 / anchor[1] * 100.0
     );
+}
+
+mod postgres {
+    //! The PostgreSQL half: fresh databases per figure (the long ledger copied from a
+    //! seeded template database), then the raw-SQL anchors on the same server.
+
+    use std::process::Command;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use airlock_bench::*;
+    use airlock_store::Store;
+    use airlock_store_postgres::PgStore;
+
+    fn server() -> String {
+        std::env::var("AIRLOCK_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+    }
+
+    async fn admin(sql: String) -> Result<(), sqlx::Error> {
+        let pool = sqlx::PgPool::connect(&format!("{}/postgres", server())).await?;
+        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&pool).await?;
+        pool.close().await;
+        Ok(())
+    }
+
+    /// A fresh database, empty or a copy of `template`, with airlock's migrations.
+    async fn database(name: &str, template: Option<&str>) -> Arc<PgStore> {
+        admin(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.expect("drop");
+        let create = match template {
+            Some(t) => format!("CREATE DATABASE {name} TEMPLATE {t}"),
+            None => format!("CREATE DATABASE {name}"),
+        };
+        admin(create).await.expect("create database");
+        Arc::new(PgStore::connect(&format!("{}/{name}", server())).await.expect("connect"))
+    }
+
+    async fn history_template(n: u64) -> String {
+        let name = format!("airlock_bench_history_{n}");
+        let exists = async {
+            let pool = sqlx::PgPool::connect(&format!("{}/postgres", server())).await?;
+            let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+                .bind(&name)
+                .fetch_optional(&pool)
+                .await?;
+            pool.close().await;
+            Ok::<_, sqlx::Error>(found.is_some())
+        };
+        if exists.await.expect("list databases") {
+            return name;
+        }
+        let partial = format!("{name}_partial");
+        eprintln!("seeding {n} posted posts into PostgreSQL database {name} (once; reused later) ...");
+        let started = std::time::Instant::now();
+        let store = database(&partial, None).await;
+        seed_pg_history(store.pool(), n).await.expect("seed");
+        store.pool().close().await;
+        drop(store);
+        admin(format!("ALTER DATABASE {partial} RENAME TO {name}")).await.expect("rename");
+        eprintln!("seeded in {:.0} s", started.elapsed().as_secs_f64());
+        name
+    }
+
+    fn anchors() -> Vec<(String, usize, f64)> {
+        let script = std::env::var("AIRLOCK_BENCH_ANCHORS").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/bench/anchors.sh").into()
+        });
+        if !std::path::Path::new(&script).exists() {
+            eprintln!("anchors: {script} not found; set AIRLOCK_BENCH_ANCHORS to its path");
+            return Vec::new();
+        }
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(server())
+            .env("DUR", std::env::var("AIRLOCK_BENCH_ANCHOR_SECONDS").unwrap_or_else(|_| "5".into()))
+            .env("CLIENTS", "1 2 4 8")
+            .output()
+            .expect("run anchors.sh");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace();
+                Some((
+                    parts.next()?.to_owned(),
+                    parts.next()?.parse().ok()?,
+                    parts.next()?.parse().ok()?,
+                ))
+            })
+            .collect()
+    }
+
+    pub async fn run(history_n: u64, posts: usize) {
+        if sqlx::PgPool::connect(&format!("{}/postgres", server())).await.is_err() {
+            println!("PostgreSQL is not reachable at {}: PostgreSQL figures skipped (scripts/test.sh starts it)", server());
+            return;
+        }
+        let template = history_template(history_n).await;
+        println!();
+        println!("airlock bench, PostgreSQL, {posts} posts per run");
+        println!("{:<34} {:>14} {:>14}", "figure", "empty ledger", format!("{history_n} posted"));
+        let mut publish_at_4 = [0.0f64; 2];
+        let mut reserve_1 = [0.0f64; 2];
+        for workers in [1usize, 2, 4, 8] {
+            let mut pair = [0.0f64; 2];
+            for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {
+                let store = database("airlock_bench_run", t).await;
+                let app = app(store.clone() as Arc<dyn Store>, settings());
+                pair[idx] = measure_publishes(&app, workers, posts).await;
+                store.pool().close().await;
+            }
+            if workers == 4 {
+                publish_at_4 = pair;
+            }
+            println!("{:<34} {:>14.0} {:>14.0}", format!("publishes/s, {workers} worker(s)"), pair[0], pair[1]);
+        }
+        for workers in [1usize, 4] {
+            let mut pair = [0.0f64; 2];
+            for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {
+                let store = database("airlock_bench_run", t).await;
+                let app = app(store.clone() as Arc<dyn Store>, settings());
+                pair[idx] = measure_reservations(&app, workers, posts).await;
+                store.pool().close().await;
+            }
+            if workers == 1 {
+                reserve_1 = pair;
+            }
+            println!("{:<34} {:>14.0} {:>14.0}", format!("reserve+commit/s, {workers} worker(s)"), pair[0], pair[1]);
+        }
+        let mut lags = Vec::new();
+        for t in [None, Some(template.as_str())] {
+            let store = database("airlock_bench_run", t).await;
+            let dispatching = app(store.clone() as Arc<dyn Store>, settings());
+            let other = Arc::new(PgStore::connect(&format!("{}/airlock_bench_run", server())).await.expect("connect"));
+            let approving = app(other.clone() as Arc<dyn Store>, settings());
+            lags.push(measure_wakeup_lag(&dispatching, &approving, 100, Duration::from_millis(30)).await);
+            other.pool().close().await;
+            store.pool().close().await;
+        }
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+        for q in [0.5, 0.99] {
+            println!(
+                "{:<34} {:>14} {:>14}",
+                format!("lag after another process approves p{}", (q * 100.0) as u32),
+                ms(quantile(&lags[0], q)),
+                ms(quantile(&lags[1], q))
+            );
+        }
+        admin("DROP DATABASE IF EXISTS airlock_bench_run WITH (FORCE)".into()).await.expect("drop");
+
+        let anchors = anchors();
+        if anchors.is_empty() {
+            return;
+        }
+        println!();
+        println!("raw-SQL anchors on the same server (shared/bench/anchors.sh): scenario clients tps");
+        for (scenario, clients, tps) in &anchors {
+            println!("  {scenario:<8} {clients:>2} {tps:>10.0}");
+        }
+        let find = |scenario: &str, clients: usize| {
+            anchors
+                .iter()
+                .find(|(s, c, _)| s == scenario && *c == clients)
+                .map(|(_, _, tps)| *tps)
+        };
+        if let Some(claim4) = find("claim", 4) {
+            println!(
+                "guarded publish at 4 workers / raw claim at 4 clients: {:.2} (empty), {:.2} (history); target >= 0.5",
+                publish_at_4[0] / claim4,
+                publish_at_4[1] / claim4
+            );
+        }
+        if let (Some(reserve), Some(commit)) = (find("reserve", 1), find("commit", 1)) {
+            // One reserve+commit pair is one reserve and one commit transaction.
+            let pair_rate = 1.0 / (1.0 / reserve + 1.0 / commit);
+            println!(
+                "reserve+commit at 1 worker / raw reserve+commit pair at 1 client: {:.2} (empty), {:.2} (history)",
+                reserve_1[0] / pair_rate,
+                reserve_1[1] / pair_rate
+            );
+        }
+    }
 }

@@ -276,7 +276,8 @@ pub async fn seed_sqlite_history(pool: &sqlx::SqlitePool, n: u64) -> Result<(), 
                {at}, '{hash}', 'bench', 'bench', {at}, {at}, 'bench', 'seeded' FROM seq",
             first = start + 1,
             last = end,
-            at = ts("86400 + n % 31536000"),
+            // Spread evenly over the year before yesterday, as a long-lived ledger is.
+            at = ts(&format!("2 * 86400 + n * {}", (31_536_000 / n.max(1)).max(1))),
         );
         sqlx::query(sqlx::AssertSqlSafe(insert))
             .execute(&mut *tx)
@@ -344,4 +345,114 @@ pub async fn sqlite_commit_anchor(pool: &sqlx::SqlitePool, n: usize) -> Result<f
         tx.commit().await?;
     }
     Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Writes `n` posted posts (with events, intents and committed reservations spread
+/// over the year before yesterday) into a PostgreSQL ledger, through its triggers.
+pub async fn seed_pg_history(pool: &sqlx::PgPool, n: u64) -> Result<(), sqlx::Error> {
+    const BATCH: u64 = 100_000;
+    let hash = "0".repeat(64);
+    let spacing = (31_536_000 / n.max(1)).max(1);
+    let mut start = 0;
+    while start < n {
+        let end = (start + BATCH).min(n);
+        let mut tx = pool.begin().await?;
+        let insert = format!(
+            "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+               edited_by, created_at, updated_at, event_actor, event_note) \
+             SELECT 'history', 'draft', 'history post ' || g || ': the garden cats found the sunny spot', \
+               t, '{hash}', 'bench', 'bench', t, t, 'bench', 'seeded' \
+             FROM (SELECT g, now() - interval '2 days' - make_interval(secs => g * {spacing}) AS t \
+                   FROM generate_series({first}, {last}) AS g) AS s",
+            first = start + 1,
+            last = end,
+        );
+        sqlx::query(sqlx::AssertSqlSafe(insert)).execute(&mut *tx).await?;
+        let last: i64 = sqlx::query_scalar("SELECT max(id) FROM posts").fetch_one(&mut *tx).await?;
+        let range = format!("id BETWEEN {} AND {last}", last - (end - start) as i64 + 1);
+        for step in [
+            "status = 'approved', approved_hash = content_hash, approved_by = 'bench'",
+            "status = 'posting', generation = 1, lease_owner = 'bench', lease_expires_at = updated_at",
+            "status = 'posted', lease_owner = NULL, lease_expires_at = NULL, posted_at = updated_at, platform_post_id = 'h' || id",
+        ] {
+            let update = format!(
+                "UPDATE posts SET {step}, version = version + 1, event_actor = 'bench' WHERE {range}"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(update)).execute(&mut *tx).await?;
+        }
+        let intents = format!(
+            "INSERT INTO intents (post_id, generation, idempotency_key, phase, created_at, settled_at) \
+             SELECT id, 1, 'airlock-' || id, 'succeeded', posted_at, posted_at FROM posts WHERE {range}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(intents)).execute(&mut *tx).await?;
+        let reservations = format!(
+            "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, settled_at) \
+             SELECT id, 1, channel, 'committed', posted_at, posted_at, posted_at FROM posts WHERE {range}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(reservations)).execute(&mut *tx).await?;
+        tx.commit().await?;
+        start = end;
+    }
+    sqlx::query("VACUUM ANALYZE").execute(pool).await?;
+    Ok(())
+}
+
+/// Dispatch lag when another process approves: `dispatching` runs `serve`'s loop with a
+/// long poll interval, `approving` (a separate store connection, as another process
+/// would have) approves already-due drafts one by one. The lag is from the approval to
+/// the request; only a cross-process wake-up (PostgreSQL `NOTIFY`) keeps it short.
+pub async fn measure_wakeup_lag(
+    dispatching: &App,
+    approving: &App,
+    n: usize,
+    spacing: StdDuration,
+) -> Vec<StdDuration> {
+    let me = Principal::cli();
+    let mut drafts = Vec::with_capacity(n);
+    for i in 0..n {
+        let input = DraftInput {
+            channel: CHANNEL.into(),
+            text: format!("wake-up post {i}"),
+            ..DraftInput::default()
+        };
+        drafts.push(approving.create_post(&me, input, None, DraftOrigin::default()).await.expect("create").post.id);
+    }
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let dispatcher = airlock_dispatcher::Dispatcher::new(
+        dispatching.clone(),
+        airlock_dispatcher::DispatcherSettings {
+            workers: 2,
+            poll_interval: StdDuration::from_secs(600),
+            reap_interval: StdDuration::from_secs(600),
+        },
+    );
+    let running = tokio::spawn(dispatcher.run(shutdown.clone()));
+    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    let mut approved_at = Vec::with_capacity(n);
+    for id in &drafts {
+        let post = approving.approve(&me, *id).await.expect("approve");
+        approved_at.push(post.updated_at);
+        tokio::time::sleep(spacing).await;
+    }
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    let mut lags = Vec::with_capacity(n);
+    for (id, approved) in drafts.iter().zip(approved_at) {
+        loop {
+            let detail = approving.store().post_detail(*id).await.expect("detail");
+            if let Some(intent) = detail.intents.first() {
+                lags.push((intent.created_at - approved).to_std().unwrap_or_default());
+                break;
+            }
+            if Instant::now() > deadline {
+                // Never woken: the lag is at least the time waited.
+                lags.push(StdDuration::from_secs(60));
+                break;
+            }
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+    }
+    shutdown.cancel();
+    running.await.expect("dispatcher");
+    lags.sort();
+    lags
 }

@@ -78,6 +78,14 @@ impl std::fmt::Debug for AirlockMcp {
 }
 
 impl AirlockMcp {
+    /// [`answer`], counting refusals for `/metrics` like the HTTP API does.
+    fn answer<T: Serialize>(&self, result: Result<T, Error>) -> CallToolResult {
+        if let Err(error) = &result {
+            self.app.record_refusal(error);
+        }
+        answer(result)
+    }
+
     /// A server whose every tool call acts as `principal` (stdio: one token per process).
     pub fn for_principal(app: App, principal: Principal) -> Self {
         AirlockMcp {
@@ -294,7 +302,7 @@ to make retries safe: the same key returns the same post. Returns the post JSON 
             Ok(created.post)
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Edits a draft.
@@ -330,7 +338,7 @@ approval again. Posts being published or already published cannot be edited. Ret
             self.app.edit_post(&who, PostId(args.id), edit).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Lists posts.
@@ -367,7 +375,7 @@ channel. Read-only; any role. Returns a JSON array of posts.",
             self.app.list_posts(&who, &filter).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Shows one post.
@@ -393,7 +401,7 @@ reservations. Read-only; any role. Returns the post JSON plus events, intents an
             self.app.get_post(&who, PostId(args.id)).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Approves a draft.
@@ -421,7 +429,7 @@ the approval. Needs the critic role, and a token never approves a post it create
             self.app.approve(&who, PostId(args.id)).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Rejects a post.
@@ -448,7 +456,7 @@ Needs the critic role. Returns the post JSON.",
             self.app.reject(&who, PostId(args.id), &args.reason).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Publishes an approved post now.
@@ -478,7 +486,7 @@ now needs a person's review (do not retry).",
             self.app.publish_now(&who, PostId(args.id)).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Quota use.
@@ -504,7 +512,7 @@ daily limit (used, limit, remaining), with when the next slot frees. Read-only; 
             self.app.quota_status(&who).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 
     /// Channels.
@@ -530,7 +538,7 @@ is paused and why, and today's use against the daily limit. Read-only; any role.
             self.app.channel_statuses(&who).await
         }
         .await;
-        answer(result)
+        self.answer(result)
     }
 }
 
