@@ -2,4 +2,5 @@
 
 mod dispatch;
 mod lifecycle;
+mod platforms;
 mod support;
