@@ -12,7 +12,7 @@ use chrono::Duration;
 use reqwest::header::HeaderMap;
 use secrecy::{ExposeSecret, SecretString};
 
-use airlock_platforms::http::{Redactor, check_base_url, client, describe_transport, truncate};
+use airlock_platforms::http::{Redactor, check_base_url, client, describe_transport};
 use airlock_store::Notification;
 
 use crate::{discord, slack, webhook};
@@ -342,7 +342,7 @@ impl Outgoing<'_> {
             reason: self.redactor.summary(&format!(
                 "{kind}: HTTP {}: {}",
                 answer.status,
-                truncate(detail.trim(), 160)
+                self.redactor.excerpt(detail.trim(), 160)
             )),
             retry_after,
         }

@@ -25,7 +25,7 @@ use airlock_core::{Outcome, Published};
 
 use crate::http::{
     Answer, Redactor, describe_transport, endpoint, form_body, id_string, outcome_for_status,
-    retry_after, send, transport_failure, truncate,
+    retry_after, send, transport_failure,
 };
 use crate::{Evidence, StepError, Verification};
 
@@ -202,10 +202,10 @@ impl Graph {
                     (Some(code), None) => format!(", code {code}"),
                     _ => String::new(),
                 };
-                format!("{code}: {}", truncate(&error.message, 160))
+                format!("{code}: {}", self.redactor.excerpt(&error.message, 160))
             }
             None if answer.text().trim().is_empty() => String::new(),
-            None => format!(": {}", truncate(answer.text().trim(), 120)),
+            None => format!(": {}", self.redactor.excerpt(answer.text().trim(), 120)),
         };
         self.redactor.summary(&format!(
             "{}: {what}: HTTP {}{detail}",

@@ -236,6 +236,17 @@ impl Redactor {
 
     /// `text` with every secret replaced by `[redacted]`, shortened to a summary.
     pub fn summary(&self, text: &str) -> String {
+        truncate(self.redact(text).trim(), 300)
+    }
+
+    /// An excerpt of at most `max` characters of text a platform sent, redacted *before* it
+    /// is shortened: shortening first could cut an echoed secret in two and leave a piece
+    /// of it that no longer matches, so it would survive [`Redactor::summary`].
+    pub fn excerpt(&self, text: &str, max: usize) -> String {
+        truncate(&self.redact(text), max)
+    }
+
+    fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
             let secret = secret.expose_secret();
@@ -243,7 +254,7 @@ impl Redactor {
                 out = out.replace(secret, "[redacted]");
             }
         }
-        truncate(out.trim(), 300)
+        out
     }
 }
 
@@ -311,5 +322,15 @@ mod tests {
             "bad token [redacted] given"
         );
         assert_eq!(truncate("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn an_excerpt_is_redacted_before_it_is_cut_so_no_piece_of_a_secret_survives() {
+        let redactor = Redactor::new([SecretString::from("tok-canary-123".to_owned())]);
+        let echoed = "authorization: Bearer tok-canary-123";
+        // Cut inside the secret: "…Bearer tok-cana" would no longer match it.
+        let excerpt = redactor.excerpt(echoed, 26);
+        assert!(!excerpt.contains("tok-"), "{excerpt}");
+        assert_eq!(excerpt, "authorization: Bearer [red…");
     }
 }

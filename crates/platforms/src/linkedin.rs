@@ -38,7 +38,7 @@ use airlock_core::{ChannelKind, Outcome, Published};
 
 use crate::http::{
     Answer, Redactor, check_base_url, describe_transport, endpoint, outcome_for_status,
-    retry_after, send, transport_failure, truncate,
+    retry_after, send, transport_failure,
 };
 use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
 
@@ -202,9 +202,9 @@ impl Linkedin {
         let message = body["message"].as_str().map(str::trim).unwrap_or("");
         let detail = match (code, message) {
             (Some(code), "") => format!(", {code}"),
-            (Some(code), message) => format!(", {code}: {}", truncate(message, 160)),
+            (Some(code), message) => format!(", {code}: {}", self.redactor.excerpt(message, 160)),
             (None, "") => String::new(),
-            (None, message) => format!(": {}", truncate(message, 160)),
+            (None, message) => format!(": {}", self.redactor.excerpt(message, 160)),
         };
         self.redactor
             .summary(&format!("linkedin: {what}: HTTP {}{detail}", answer.status))

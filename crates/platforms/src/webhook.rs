@@ -14,7 +14,7 @@ use sha2::Sha256;
 
 use airlock_core::{ChannelKind, Outcome, Published};
 
-use crate::http::{Redactor, describe_transport, outcome_for_status, transport_failure, truncate};
+use crate::http::{Redactor, describe_transport, outcome_for_status, transport_failure};
 use crate::{Account, Platform, Prepared, PublishRequest, StepError};
 
 /// A webhook channel.
@@ -122,7 +122,7 @@ impl Platform for Webhook {
         let reason = self.redactor.summary(&format!(
             "webhook: HTTP {}: {}",
             status.as_u16(),
-            truncate(text.trim(), 160)
+            self.redactor.excerpt(text.trim(), 160)
         ));
         outcome_for_status(status.as_u16(), &headers, reason)
     }

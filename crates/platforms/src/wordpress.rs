@@ -37,7 +37,7 @@ use airlock_core::{ChannelKind, Outcome, PostId, Published};
 
 use crate::http::{
     Answer, Redactor, check_base_url, describe_transport, endpoint, id_string, outcome_for_status,
-    retry_after, send, transport_failure, truncate,
+    retry_after, send, transport_failure,
 };
 use crate::{
     Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
@@ -317,8 +317,8 @@ impl Wordpress {
         let detail = match (code, message) {
             ("", "") => String::new(),
             (code, "") => format!(", {code}"),
-            ("", message) => format!(": {}", truncate(message, 160)),
-            (code, message) => format!(", {code}: {}", truncate(message, 160)),
+            ("", message) => format!(": {}", self.redactor.excerpt(message, 160)),
+            (code, message) => format!(", {code}: {}", self.redactor.excerpt(message, 160)),
         };
         self.redactor.summary(&format!(
             "wordpress: {what}: HTTP {}{detail}",
