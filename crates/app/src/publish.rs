@@ -678,6 +678,9 @@ impl App {
     }
 
     /// Not sent: back to `approved` with one more attempt, or `failed` at `max_attempts`.
+    /// Not sent. A platform's "not now" (429 or 408 with `Retry-After`, a publishing limit
+    /// reached) waits for the hinted time without counting an attempt, like our own quota;
+    /// any other failure counts one, backs off, and fails the post at `max_attempts`.
     async fn not_sent(
         &self,
         post: Post,
@@ -686,16 +689,21 @@ impl App {
         settle: Option<Settle>,
         intent: Option<IntentPhase>,
     ) -> Result<PublishReport> {
-        let n_attempts = post.attempts + 1;
-        if n_attempts >= i64::from(self.settings().max_attempts) {
+        let counts = retry_after.is_none();
+        let n_attempts = post.attempts + i64::from(counts);
+        if counts && n_attempts >= i64::from(self.settings().max_attempts) {
             let reason = format!("gave up after {n_attempts} attempts: {reason}");
             return self.rejected(post, reason, false, settle, intent).await;
         }
         let not_before = self.now() + retry_after.unwrap_or_else(|| retry_backoff(n_attempts));
         let mut update = self.update(&post);
         update.to = Some(PostStatus::Approved);
-        update.note = Some(format!("not sent (attempt {n_attempts}): {reason}"));
-        update.set.count_attempt = true;
+        update.note = Some(if counts {
+            format!("not sent (attempt {n_attempts}): {reason}")
+        } else {
+            format!("not sent, the platform asked to wait until {}: {reason}", format_utc(not_before))
+        });
+        update.set.count_attempt = counts;
         update.set.not_before = Some(Some(not_before));
         update.set.error = Some(Some(reason.clone()));
         update.reservation = settle.or(Some(Settle::Release));
