@@ -701,7 +701,10 @@ impl App {
         update.note = Some(if counts {
             format!("not sent (attempt {n_attempts}): {reason}")
         } else {
-            format!("not sent, the platform asked to wait until {}: {reason}", format_utc(not_before))
+            format!(
+                "not sent, the platform asked to wait until {}: {reason}",
+                format_utc(not_before)
+            )
         });
         update.set.count_attempt = counts;
         update.set.not_before = Some(Some(not_before));

@@ -185,7 +185,8 @@ mod postgres {
     use airlock_store_postgres::PgStore;
 
     fn server() -> String {
-        std::env::var("AIRLOCK_BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+        std::env::var("AIRLOCK_BENCH_PG")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
     }
 
     async fn admin(sql: String) -> Result<(), sqlx::Error> {
@@ -197,23 +198,30 @@ mod postgres {
 
     /// A fresh database, empty or a copy of `template`, with airlock's migrations.
     async fn database(name: &str, template: Option<&str>) -> Arc<PgStore> {
-        admin(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await.expect("drop");
+        admin(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await
+            .expect("drop");
         let create = match template {
             Some(t) => format!("CREATE DATABASE {name} TEMPLATE {t}"),
             None => format!("CREATE DATABASE {name}"),
         };
         admin(create).await.expect("create database");
-        Arc::new(PgStore::connect(&format!("{}/{name}", server())).await.expect("connect"))
+        Arc::new(
+            PgStore::connect(&format!("{}/{name}", server()))
+                .await
+                .expect("connect"),
+        )
     }
 
     async fn history_template(n: u64) -> String {
         let name = format!("airlock_bench_history_{n}");
         let exists = async {
             let pool = sqlx::PgPool::connect(&format!("{}/postgres", server())).await?;
-            let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
-                .bind(&name)
-                .fetch_optional(&pool)
-                .await?;
+            let found: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+                    .bind(&name)
+                    .fetch_optional(&pool)
+                    .await?;
             pool.close().await;
             Ok::<_, sqlx::Error>(found.is_some())
         };
@@ -221,20 +229,28 @@ mod postgres {
             return name;
         }
         let partial = format!("{name}_partial");
-        eprintln!("seeding {n} posted posts into PostgreSQL database {name} (once; reused later) ...");
+        eprintln!(
+            "seeding {n} posted posts into PostgreSQL database {name} (once; reused later) ..."
+        );
         let started = std::time::Instant::now();
         let store = database(&partial, None).await;
         seed_pg_history(store.pool(), n).await.expect("seed");
         store.pool().close().await;
         drop(store);
-        admin(format!("ALTER DATABASE {partial} RENAME TO {name}")).await.expect("rename");
+        admin(format!("ALTER DATABASE {partial} RENAME TO {name}"))
+            .await
+            .expect("rename");
         eprintln!("seeded in {:.0} s", started.elapsed().as_secs_f64());
         name
     }
 
     fn anchors() -> Vec<(String, usize, f64)> {
         let script = std::env::var("AIRLOCK_BENCH_ANCHORS").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/bench/anchors.sh").into()
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/bench/anchors.sh"
+            )
+            .into()
         });
         if !std::path::Path::new(&script).exists() {
             eprintln!("anchors: {script} not found; set AIRLOCK_BENCH_ANCHORS to its path");
@@ -243,7 +259,10 @@ mod postgres {
         let out = Command::new("bash")
             .arg(&script)
             .arg(server())
-            .env("DUR", std::env::var("AIRLOCK_BENCH_ANCHOR_SECONDS").unwrap_or_else(|_| "5".into()))
+            .env(
+                "DUR",
+                std::env::var("AIRLOCK_BENCH_ANCHOR_SECONDS").unwrap_or_else(|_| "5".into()),
+            )
             .env("CLIENTS", "1 2 4 8")
             .output()
             .expect("run anchors.sh");
@@ -261,14 +280,25 @@ mod postgres {
     }
 
     pub async fn run(history_n: u64, posts: usize) {
-        if sqlx::PgPool::connect(&format!("{}/postgres", server())).await.is_err() {
-            println!("PostgreSQL is not reachable at {}: PostgreSQL figures skipped (scripts/test.sh starts it)", server());
+        if sqlx::PgPool::connect(&format!("{}/postgres", server()))
+            .await
+            .is_err()
+        {
+            println!(
+                "PostgreSQL is not reachable at {}: PostgreSQL figures skipped (scripts/test.sh starts it)",
+                server()
+            );
             return;
         }
         let template = history_template(history_n).await;
         println!();
         println!("airlock bench, PostgreSQL, {posts} posts per run");
-        println!("{:<34} {:>14} {:>14}", "figure", "empty ledger", format!("{history_n} posted"));
+        println!(
+            "{:<34} {:>14} {:>14}",
+            "figure",
+            "empty ledger",
+            format!("{history_n} posted")
+        );
         let mut publish_at_4 = [0.0f64; 2];
         let mut reserve_1 = [0.0f64; 2];
         for workers in [1usize, 2, 4, 8] {
@@ -282,7 +312,12 @@ mod postgres {
             if workers == 4 {
                 publish_at_4 = pair;
             }
-            println!("{:<34} {:>14.0} {:>14.0}", format!("publishes/s, {workers} worker(s)"), pair[0], pair[1]);
+            println!(
+                "{:<34} {:>14.0} {:>14.0}",
+                format!("publishes/s, {workers} worker(s)"),
+                pair[0],
+                pair[1]
+            );
         }
         for workers in [1usize, 4] {
             let mut pair = [0.0f64; 2];
@@ -295,15 +330,26 @@ mod postgres {
             if workers == 1 {
                 reserve_1 = pair;
             }
-            println!("{:<34} {:>14.0} {:>14.0}", format!("reserve+commit/s, {workers} worker(s)"), pair[0], pair[1]);
+            println!(
+                "{:<34} {:>14.0} {:>14.0}",
+                format!("reserve+commit/s, {workers} worker(s)"),
+                pair[0],
+                pair[1]
+            );
         }
         let mut lags = Vec::new();
         for t in [None, Some(template.as_str())] {
             let store = database("airlock_bench_run", t).await;
             let dispatching = app(store.clone() as Arc<dyn Store>, settings());
-            let other = Arc::new(PgStore::connect(&format!("{}/airlock_bench_run", server())).await.expect("connect"));
+            let other = Arc::new(
+                PgStore::connect(&format!("{}/airlock_bench_run", server()))
+                    .await
+                    .expect("connect"),
+            );
             let approving = app(other.clone() as Arc<dyn Store>, settings());
-            lags.push(measure_wakeup_lag(&dispatching, &approving, 100, Duration::from_millis(30)).await);
+            lags.push(
+                measure_wakeup_lag(&dispatching, &approving, 100, Duration::from_millis(30)).await,
+            );
             other.pool().close().await;
             store.pool().close().await;
         }
@@ -316,14 +362,18 @@ mod postgres {
                 ms(quantile(&lags[1], q))
             );
         }
-        admin("DROP DATABASE IF EXISTS airlock_bench_run WITH (FORCE)".into()).await.expect("drop");
+        admin("DROP DATABASE IF EXISTS airlock_bench_run WITH (FORCE)".into())
+            .await
+            .expect("drop");
 
         let anchors = anchors();
         if anchors.is_empty() {
             return;
         }
         println!();
-        println!("raw-SQL anchors on the same server (shared/bench/anchors.sh): scenario clients tps");
+        println!(
+            "raw-SQL anchors on the same server (shared/bench/anchors.sh): scenario clients tps"
+        );
         for (scenario, clients, tps) in &anchors {
             println!("  {scenario:<8} {clients:>2} {tps:>10.0}");
         }

@@ -277,7 +277,10 @@ pub async fn seed_sqlite_history(pool: &sqlx::SqlitePool, n: u64) -> Result<(), 
             first = start + 1,
             last = end,
             // Spread evenly over the year before yesterday, as a long-lived ledger is.
-            at = ts(&format!("2 * 86400 + n * {}", (31_536_000 / n.max(1)).max(1))),
+            at = ts(&format!(
+                "2 * 86400 + n * {}",
+                (31_536_000 / n.max(1)).max(1)
+            )),
         );
         sqlx::query(sqlx::AssertSqlSafe(insert))
             .execute(&mut *tx)
@@ -367,8 +370,12 @@ pub async fn seed_pg_history(pool: &sqlx::PgPool, n: u64) -> Result<(), sqlx::Er
             first = start + 1,
             last = end,
         );
-        sqlx::query(sqlx::AssertSqlSafe(insert)).execute(&mut *tx).await?;
-        let last: i64 = sqlx::query_scalar("SELECT max(id) FROM posts").fetch_one(&mut *tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(insert))
+            .execute(&mut *tx)
+            .await?;
+        let last: i64 = sqlx::query_scalar("SELECT max(id) FROM posts")
+            .fetch_one(&mut *tx)
+            .await?;
         let range = format!("id BETWEEN {} AND {last}", last - (end - start) as i64 + 1);
         for step in [
             "status = 'approved', approved_hash = content_hash, approved_by = 'bench'",
@@ -378,18 +385,24 @@ pub async fn seed_pg_history(pool: &sqlx::PgPool, n: u64) -> Result<(), sqlx::Er
             let update = format!(
                 "UPDATE posts SET {step}, version = version + 1, event_actor = 'bench' WHERE {range}"
             );
-            sqlx::query(sqlx::AssertSqlSafe(update)).execute(&mut *tx).await?;
+            sqlx::query(sqlx::AssertSqlSafe(update))
+                .execute(&mut *tx)
+                .await?;
         }
         let intents = format!(
             "INSERT INTO intents (post_id, generation, idempotency_key, phase, created_at, settled_at) \
              SELECT id, 1, 'airlock-' || id, 'succeeded', posted_at, posted_at FROM posts WHERE {range}"
         );
-        sqlx::query(sqlx::AssertSqlSafe(intents)).execute(&mut *tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(intents))
+            .execute(&mut *tx)
+            .await?;
         let reservations = format!(
             "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, settled_at) \
              SELECT id, 1, channel, 'committed', posted_at, posted_at, posted_at FROM posts WHERE {range}"
         );
-        sqlx::query(sqlx::AssertSqlSafe(reservations)).execute(&mut *tx).await?;
+        sqlx::query(sqlx::AssertSqlSafe(reservations))
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         start = end;
     }
@@ -415,7 +428,14 @@ pub async fn measure_wakeup_lag(
             text: format!("wake-up post {i}"),
             ..DraftInput::default()
         };
-        drafts.push(approving.create_post(&me, input, None, DraftOrigin::default()).await.expect("create").post.id);
+        drafts.push(
+            approving
+                .create_post(&me, input, None, DraftOrigin::default())
+                .await
+                .expect("create")
+                .post
+                .id,
+        );
     }
     let shutdown = tokio_util::sync::CancellationToken::new();
     let dispatcher = airlock_dispatcher::Dispatcher::new(

@@ -88,7 +88,10 @@ async fn too_many_requests_is_not_sent_and_waits_for_retry_after() {
     };
     assert_eq!(not_before, h.clock.now() + chrono::Duration::seconds(120));
     assert_eq!(report.post.status, PostStatus::Approved);
-    assert_eq!(report.post.attempts, 0, "a platform's \"not now\" is not an attempt");
+    assert_eq!(
+        report.post.attempts, 0,
+        "a platform's \"not now\" is not an attempt"
+    );
     assert_eq!(reservations, ["released"]);
 }
 
