@@ -55,6 +55,7 @@ struct RawConfig {
 struct RawServer {
     listen: Option<String>,
     allowed_origins: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -151,6 +152,8 @@ pub struct Config {
     pub listen: String,
     /// Extra origins allowed to call `/mcp` besides the server's own.
     pub allowed_origins: Vec<String>,
+    /// Extra `Host` names `/mcp` answers to (behind a proxy, or listening beyond loopback).
+    pub allowed_hosts: Vec<String>,
     /// Lease length.
     pub stale_after: Span,
     /// Idle dispatcher backstop.
@@ -518,6 +521,7 @@ impl Config {
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
             allowed_origins: raw.server.allowed_origins.unwrap_or_default(),
+            allowed_hosts: raw.server.allowed_hosts.unwrap_or_default(),
             stale_after,
             poll_interval: raw.dispatcher.poll_interval.unwrap_or(Span::seconds(30)),
             max_attempts,

@@ -37,7 +37,7 @@ pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> 
         print_json(&json!({
             "reaped": report.reaped.iter().map(|r| json!({"id": r.post.id, "status": r.post.status})).collect::<Vec<_>>(),
             "reconciled": report.reconciled.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "evidence": r.evidence})).collect::<Vec<_>>(),
-            "published": report.published.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "result": result_name(&r.result), "permalink": r.post.permalink, "error": r.post.error})).collect::<Vec<_>>(),
+            "published": report.published.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "result": r.result.name(), "permalink": r.post.permalink, "error": r.post.error})).collect::<Vec<_>>(),
             "notifications_delivered": delivered,
         }));
     } else {
@@ -131,6 +131,7 @@ pub struct Server {
     scheduler: Option<airlock_compose::Scheduler>,
     dispatcher: DispatcherSettings,
     allowed_origins: Vec<String>,
+    allowed_hosts: Vec<String>,
     deliver_interval: std::time::Duration,
 }
 
@@ -171,6 +172,7 @@ impl Server {
                 reap_interval: poll.min(std::time::Duration::from_secs(30)),
             },
             allowed_origins: config.allowed_origins.clone(),
+            allowed_hosts: config.allowed_hosts.clone(),
             deliver_interval: poll.min(std::time::Duration::from_secs(5)),
         })
     }
@@ -186,6 +188,7 @@ impl Server {
         let mut tasks = tokio::task::JoinSet::new();
         let mut mcp = airlock_mcp::HttpSettings::new(self.address);
         mcp.allowed_origins = self.allowed_origins;
+        mcp.allowed_hosts = self.allowed_hosts;
         mcp.shutdown = shutdown.child_token();
         let router = airlock_web::router(self.app.clone())
             .merge(airlock_dashboard::router(
