@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use airlock_core::{Action, Actor, ChannelName, PostId, Role, RoleSet};
+use airlock_core::{Action, Actor, ChannelName, Post, PostId, PostStatus, Role, RoleSet};
 use airlock_platforms::Platform;
-use airlock_store::{NewNotification, Store};
+use airlock_store::{Guard, NewNotification, PostUpdate, Store};
 
 pub mod control;
 mod error;
@@ -214,6 +214,34 @@ impl App {
 
     fn platform(&self, name: &ChannelName) -> Option<&Arc<dyn Platform>> {
         self.inner.platforms.get(name)
+    }
+
+    /// The post, when it is in one of `states`; otherwise a refusal saying `rule`.
+    pub(crate) async fn post_in(
+        &self,
+        id: PostId,
+        states: &[PostStatus],
+        rule: &str,
+    ) -> Result<Post> {
+        let post = self.store().get_post(id).await?;
+        if states.contains(&post.status) {
+            Ok(post)
+        } else {
+            Err(Error::IllegalTransition(format!(
+                "post {id} is {}: {rule}",
+                post.status
+            )))
+        }
+    }
+
+    /// A change by a person or agent, guarded by the version they read.
+    pub(crate) fn change_by(&self, who: &Principal, post: &Post) -> PostUpdate {
+        PostUpdate::new(
+            post.id,
+            Guard::Version(post.version),
+            who.actor.to_string(),
+            self.now(),
+        )
     }
 
     /// Notifications for `event` to every sink that wants it.

@@ -7,7 +7,7 @@ use airlock_core::{
     Action, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent, PostId, PostStatus,
     Source,
 };
-use airlock_store::{CreateKey, Created, EventNote, Guard, PostFields, PostFilter, PostUpdate};
+use airlock_store::{CreateKey, Created, EventNote, PostFields, PostFilter};
 use serde::{Deserialize, Serialize};
 
 use crate::{App, Error, Principal, Result};
@@ -144,7 +144,6 @@ impl App {
     pub async fn edit_post(&self, who: &Principal, id: PostId, input: EditInput) -> Result<Post> {
         who.require(Action::Edit)?;
         let now = self.now();
-        let post = self.store().get_post(id).await?;
         let edit = PostEdit {
             text: input.text,
             title: input.title.map(|t| non_empty(Some(t))),
@@ -163,17 +162,17 @@ impl App {
                     .into(),
             ));
         }
-        if !matches!(post.status, PostStatus::Draft | PostStatus::Approved) {
-            return Err(Error::IllegalTransition(format!(
-                "post {id} is {}: only drafts and approved posts can be edited",
-                post.status
-            )));
-        }
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Draft, PostStatus::Approved],
+                "only drafts and approved posts can be edited",
+            )
+            .await?;
         let content = edit.apply_to(&post.content);
         check_content(&content)?;
         let hash = content.hash();
-        let mut update =
-            PostUpdate::new(id, Guard::Version(post.version), who.actor.to_string(), now);
+        let mut update = self.change_by(who, &post);
         update.set = PostFields {
             content: Some((content, hash)),
             scheduled_at: edit.scheduled_at,
@@ -200,13 +199,9 @@ impl App {
     /// a post it created or last edited.
     pub async fn approve(&self, who: &Principal, id: PostId) -> Result<Post> {
         who.require(Action::Approve)?;
-        let post = self.store().get_post(id).await?;
-        if post.status != PostStatus::Draft {
-            return Err(Error::IllegalTransition(format!(
-                "post {id} is {}: only drafts can be approved",
-                post.status
-            )));
-        }
+        let post = self
+            .post_in(id, &[PostStatus::Draft], "only drafts can be approved")
+            .await?;
         let actor = who.actor.to_string();
         if !who.sod_exempt && (post.created_by == actor || post.edited_by == actor) {
             return Err(Error::Forbidden(format!(
@@ -218,8 +213,7 @@ impl App {
         if !violations.is_empty() {
             return Err(Error::Policy(violations));
         }
-        let mut update =
-            PostUpdate::new(id, Guard::Version(post.version), actor.clone(), self.now());
+        let mut update = self.change_by(who, &post);
         update.to = Some(PostStatus::Approved);
         update.note = Some(format!("approved content {}", post.content_hash));
         update.set.approved_hash = Some(Some(post.content_hash.clone()));
@@ -240,29 +234,26 @@ impl App {
                 "a rejection needs a reason (--reason)".into(),
             ));
         }
-        let post = self.store().get_post(id).await?;
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Draft, PostStatus::Approved],
+                "only drafts and approved posts can be rejected",
+            )
+            .await?;
         let actor = who.actor.to_string();
-        let mut update =
-            PostUpdate::new(id, Guard::Version(post.version), actor.clone(), self.now());
+        let mut update = self.change_by(who, &post);
         update.set.error = Some(Some(format!("rejected by {actor}: {reason}")));
-        match post.status {
-            PostStatus::Draft => {
-                update.event = Some(EventNote {
-                    kind: "rejected".into(),
-                    note: Some(reason.to_owned()),
-                });
-            }
-            PostStatus::Approved => {
-                update.to = Some(PostStatus::Draft);
-                update.note = Some(format!("rejected: {reason}"));
-                update.set.approved_hash = Some(None);
-                update.set.approved_by = Some(None);
-            }
-            other => {
-                return Err(Error::IllegalTransition(format!(
-                    "post {id} is {other}: only drafts and approved posts can be rejected"
-                )));
-            }
+        if post.status == PostStatus::Approved {
+            update.to = Some(PostStatus::Draft);
+            update.note = Some(format!("rejected: {reason}"));
+            update.set.approved_hash = Some(None);
+            update.set.approved_by = Some(None);
+        } else {
+            update.event = Some(EventNote {
+                kind: "rejected".into(),
+                note: Some(reason.to_owned()),
+            });
         }
         Ok(self.store().update_post(update).await?)
     }
@@ -270,19 +261,14 @@ impl App {
     /// Withdraws an approval (critic): `approved -> draft`.
     pub async fn unapprove(&self, who: &Principal, id: PostId) -> Result<Post> {
         who.require(Action::Unapprove)?;
-        let post = self.store().get_post(id).await?;
-        if post.status != PostStatus::Approved {
-            return Err(Error::IllegalTransition(format!(
-                "post {id} is {}: only approved posts can be unapproved",
-                post.status
-            )));
-        }
-        let mut update = PostUpdate::new(
-            id,
-            Guard::Version(post.version),
-            who.actor.to_string(),
-            self.now(),
-        );
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Approved],
+                "only approved posts can be unapproved",
+            )
+            .await?;
+        let mut update = self.change_by(who, &post);
         update.to = Some(PostStatus::Draft);
         update.note = Some("approval withdrawn".into());
         update.set.approved_hash = Some(None);
@@ -293,13 +279,13 @@ impl App {
     /// Discards a draft (writer or operator); its events stay in the ledger.
     pub async fn discard(&self, who: &Principal, id: PostId) -> Result<()> {
         who.require(Action::Discard)?;
-        let post = self.store().get_post(id).await?;
-        if post.status != PostStatus::Draft {
-            return Err(Error::IllegalTransition(format!(
-                "post {id} is {}: only drafts can be discarded (unapprove it first)",
-                post.status
-            )));
-        }
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Draft],
+                "only drafts can be discarded (unapprove it first)",
+            )
+            .await?;
         self.store()
             .delete_draft(id, post.version, &who.actor.to_string(), self.now())
             .await?;

@@ -230,8 +230,7 @@ impl App {
             )));
         }
         let actor = who.actor.to_string();
-        let mut update =
-            PostUpdate::new(id, Guard::Version(post.version), actor.clone(), self.now());
+        let mut update = self.change_by(who, &post);
         match resolution {
             Resolution::Published { permalink } => {
                 if let Some(link) = &permalink {
@@ -291,19 +290,14 @@ impl App {
     /// Returns a failed post to the queue (operator); never automatic.
     pub async fn requeue(&self, who: &Principal, id: PostId) -> Result<Post> {
         who.require(Action::Requeue)?;
-        let post = self.store().get_post(id).await?;
-        if post.status != PostStatus::Failed {
-            return Err(Error::IllegalTransition(format!(
-                "post {id} is {}: only failed posts can be requeued",
-                post.status
-            )));
-        }
-        let mut update = PostUpdate::new(
-            id,
-            Guard::Version(post.version),
-            who.actor.to_string(),
-            self.now(),
-        );
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Failed],
+                "only failed posts can be requeued",
+            )
+            .await?;
+        let mut update = self.change_by(who, &post);
         update.to = Some(PostStatus::Approved);
         update.note = Some("requeued".into());
         update.set.reset_attempts = true;

@@ -9,7 +9,7 @@ use secrecy::ExposeSecret;
 use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, Principal};
 use airlock_core::{Media, PostStatus, Role, RoleSet};
-use airlock_store::PostFilter;
+use airlock_store::{ClaimRequest, ClaimTarget, PostFilter};
 
 use crate::config::Config;
 use crate::output::print_posts;
@@ -158,7 +158,12 @@ pub async fn demo(args: DemoArgs) -> CmdResult {
         "operator token: {}   (paste it on the login page)",
         token.token.expose_secret()
     );
-    println!("posts 8 and 9 go out through the sandbox in the next two minutes; watch the queue.");
+    println!(
+        "posts 8 and 9 go out through the sandbox in the next two minutes; post 10 was claimed by"
+    );
+    println!(
+        "a worker that crashed: the reaper returns it to the queue when its lease ends, then it goes out."
+    );
     println!(
         "also try: airlock --config {} post list",
         config_arg.display()
@@ -265,6 +270,30 @@ async fn seed(app: &App) -> Result<(), Failure> {
         let id = add(soon).await?;
         app.approve(&me, id).await?;
     }
+
+    // Claimed by a worker that then "crashed" before sending anything: `posting` until
+    // its three-minute lease ends, when the reaper returns it to the queue (no intent was
+    // recorded, so nothing can have gone out) and the dispatcher publishes it.
+    let id = add(draft(
+        "cats",
+        &format!("Mochi tried the new scratching post; verdict pending. {PACE}"),
+    ))
+    .await?;
+    app.approve(&me, id).await?;
+    let now = app.now();
+    app.store()
+        .claim(&ClaimRequest {
+            target: ClaimTarget::Post {
+                id,
+                allow_test: true,
+            },
+            worker: "crashed-demo-worker".into(),
+            actor: "dispatcher:crashed-demo-worker".into(),
+            now,
+            lease_until: now + chrono::Duration::minutes(3),
+        })
+        .await
+        .map_err(|e| Failure::failed(e.to_string()))?;
     Ok(())
 }
 

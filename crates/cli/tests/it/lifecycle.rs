@@ -354,3 +354,52 @@ fn discarding_a_draft_keeps_its_events() {
     ws.ok(&["post", "discard", &id]);
     assert_refused(&ws.run(&["post", "show", &id]), "not found");
 }
+
+#[test]
+fn demo_sets_up_posts_in_every_state_on_a_fresh_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("demo");
+    let run = finish(
+        std::process::Command::new(binary())
+            .args(["demo", "--no-serve", "--dir"])
+            .arg(&workspace)
+            .env_remove("AIRLOCK_CONFIG")
+            .current_dir(dir.path())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    for status in [
+        "draft",
+        "approved",
+        "posting",
+        "posted",
+        "failed",
+        "needs_review",
+    ] {
+        assert!(
+            run.stdout.contains(status),
+            "no {status} post in:\n{}",
+            run.stdout
+        );
+    }
+    assert!(run.stdout.contains("operator token: alk_"));
+    assert!(workspace.join("airlock.toml").exists());
+    assert!(workspace.join("sandbox/cats.jsonl").exists());
+    // Running it again recreates the workspace; a foreign directory is refused.
+    let again = std::process::Command::new(binary())
+        .args(["demo", "--no-serve", "--dir"])
+        .arg(&workspace)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    std::fs::create_dir_all(dir.path().join("mine")).unwrap();
+    let refused = finish(
+        std::process::Command::new(binary())
+            .args(["demo", "--no-serve", "--dir"])
+            .arg(dir.path().join("mine"))
+            .output()
+            .unwrap(),
+    );
+    assert_refused(&refused, "not an airlock demo workspace");
+}
