@@ -18,10 +18,13 @@ pub struct Series {
     pub value: u64,
 }
 
+/// A series' identity: metric name and sorted label pairs.
+type SeriesKey = (&'static str, Vec<(&'static str, String)>);
+
 /// Labelled counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    counters: Mutex<BTreeMap<(&'static str, Vec<(&'static str, String)>), u64>>,
+    counters: Mutex<BTreeMap<SeriesKey, u64>>,
 }
 
 impl Metrics {
