@@ -4,4 +4,5 @@ mod compose;
 mod dispatch;
 mod lifecycle;
 mod mcp;
+mod postgres;
 mod support;
