@@ -5,8 +5,9 @@
 //! due-able (status to `approved`, a pause lifted), so a notification arrives only once
 //! the change is committed. The listener starts on the first [`Wake::wait`] (a CLI
 //! command that never waits opens no extra connection), runs in a background task, and
-//! reconnects quietly after errors. After a reconnect it wakes every waiter once, since a
-//! notification may have been missed meanwhile.
+//! reconnects quietly after errors. Each time its `LISTEN` is in place (the first time
+//! too) it wakes every waiter once: a notification sent before that reached nobody, so
+//! the waiters look at the ledger again, now with the listener in place.
 //!
 //! This is a hint, never the record: waking up tells a dispatcher to look at the ledger,
 //! and a missed notification only costs it its poll interval. Nothing here decides
@@ -108,8 +109,6 @@ async fn listen(options: PgConnectOptions, signal: watch::Sender<u64>) {
             tracing::debug!(error = %e, "wake-up listener lost its connection; reconnecting");
         }
         tokio::time::sleep(RECONNECT_AFTER).await;
-        // Something may have become due while nobody listened.
-        signal.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 
@@ -126,6 +125,10 @@ async fn listen_once(
         .await?;
     let mut listener = PgListener::connect_with(&pool).await?;
     listener.listen(CHANNEL).await?;
+    // Something may have become due while nobody listened: before the first LISTEN (a
+    // waiter that looked at the ledger, then started the listener) or while reconnecting.
+    // Waking only now, with LISTEN in place, leaves no gap for a notification to fall in.
+    signal.send_modify(|n| *n = n.wrapping_add(1));
     loop {
         // `None`: the connection dropped and was re-established; notifications sent in
         // between are lost, so wake the waiters to look at the ledger.

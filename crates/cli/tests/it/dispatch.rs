@@ -1,10 +1,7 @@
 //! `dispatch --once` as real processes: cron overlaps, a dispatcher killed mid-request,
 //! quotas shared by concurrent processes.
 
-use std::io::Read;
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::support::*;
@@ -143,31 +140,6 @@ fn concurrent_dispatch_processes_never_exceed_the_quota() {
         .ok(&["post", "list", "--status", "approved", "--json"])
         .json();
     assert_eq!(approved.as_array().unwrap().len(), 8);
-}
-
-/// A webhook endpoint that accepts requests and never answers, counting them.
-fn silent_server() -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    let held = Arc::new(Mutex::new(Vec::new()));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { break };
-            let mut buf = [0u8; 8192];
-            let mut got = Vec::new();
-            while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&buf[..n]),
-                }
-            }
-            seen.fetch_add(1, Ordering::SeqCst);
-            held.lock().unwrap().push(stream);
-        }
-    });
-    (url, count)
 }
 
 #[test]

@@ -5,4 +5,5 @@ mod dispatch;
 mod lifecycle;
 mod mcp;
 mod platforms;
+mod postgres;
 mod support;

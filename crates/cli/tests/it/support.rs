@@ -1,7 +1,11 @@
 //! Runs the real `airlock` binary against a config in a temp dir.
 
+use std::io::Read;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub struct Workspace {
     pub dir: tempfile::TempDir,
@@ -123,4 +127,29 @@ pub fn count_lines_for(path: &Path, post_id: i64) -> usize {
         .lines()
         .filter(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["post_id"] == post_id)
         .count()
+}
+
+/// A webhook endpoint that accepts requests and never answers, counting them.
+pub fn silent_server() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let held = Arc::new(Mutex::new(Vec::new()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut buf = [0u8; 8192];
+            let mut got = Vec::new();
+            while !String::from_utf8_lossy(&got).contains("\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            held.lock().unwrap().push(stream);
+        }
+    });
+    (url, count)
 }

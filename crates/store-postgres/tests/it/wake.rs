@@ -68,6 +68,23 @@ async fn a_lifted_pause_in_another_process_wakes_a_waiting_dispatcher() {
     .await;
 }
 
+/// A dispatcher looks at the ledger, then waits; its first wait starts the listener. A
+/// post approved once, right then, while that listener is still connecting, must not be
+/// missed until the poll interval: the waiter returns to look again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_made_while_the_listener_starts_still_wakes_the_waiter() {
+    let db = TestDb::create().await;
+    let waiter = db.store().await;
+    let other = db.store().await;
+    let post = draft(&other, "alpha", "approved once", t0()).await;
+    let waiting = tokio::spawn(async move { waiter.wait_for_due(LONG_WAIT).await });
+    approve(&other, &post, t0()).await;
+    tokio::time::timeout(StdDuration::from_secs(10), waiting)
+        .await
+        .expect("wait_for_due never woke up")
+        .expect("the waiter ran");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_store_still_waits_out_its_timeout() {
     let db = TestDb::create().await;
