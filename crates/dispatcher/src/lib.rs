@@ -99,6 +99,8 @@ impl Dispatcher {
 
     async fn worker(&self, worker: usize, shutdown: CancellationToken) {
         tracing::debug!(worker, "dispatcher worker started");
+        // Read before each look at the ledger, so a signal in between is not lost.
+        let mut seen = self.app.store().due_signals().await;
         while !shutdown.is_cancelled() {
             match self.app.publish_next(None).await {
                 Ok(Some(report)) => {
@@ -116,7 +118,7 @@ impl Dispatcher {
             }
             let wait = self.idle_wait().await;
             tokio::select! {
-                _ = self.app.store().wait_for_due(wait) => {}
+                signals = self.app.store().wait_for_due(seen, wait) => seen = signals,
                 _ = self.app.wake().notified() => {}
                 _ = shutdown.cancelled() => break,
             }

@@ -388,8 +388,12 @@ impl Store for PgStore {
         admin::check_invariants(&self.pool, now).await
     }
 
-    async fn wait_for_due(&self, timeout: StdDuration) {
-        self.wake.wait(timeout).await;
+    async fn due_signals(&self) -> u64 {
+        self.wake.signals()
+    }
+
+    async fn wait_for_due(&self, seen: u64, timeout: StdDuration) -> u64 {
+        self.wake.wait(seen, timeout).await
     }
 
     async fn sources_used(

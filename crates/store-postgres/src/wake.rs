@@ -57,15 +57,24 @@ impl Wake {
         self.options.clone()
     }
 
-    /// Returns when a notification arrives or `timeout` passes, whichever is first.
-    pub(crate) async fn wait(&self, timeout: StdDuration) {
+    /// The signal counter now (starting the listener if it is not running).
+    pub(crate) fn signals(&self) -> u64 {
+        *self.subscribe().borrow()
+    }
+
+    /// Returns the counter once it differs from `seen` — at once if a signal already came
+    /// since the caller read `seen` — or when `timeout` passes, whichever is first.
+    pub(crate) async fn wait(&self, seen: u64, timeout: StdDuration) -> u64 {
         let mut signal = self.subscribe();
-        signal.borrow_and_update();
+        if *signal.borrow_and_update() != seen {
+            return *signal.borrow();
+        }
         match tokio::time::timeout(timeout, signal.changed()).await {
             Ok(Ok(())) | Err(_) => {}
             // The listener is gone (stopped): behave like a plain poll, never spin.
             Ok(Err(_)) => tokio::time::sleep(timeout).await,
         }
+        *signal.borrow()
     }
 
     /// Stops the listener; a later [`Wake::wait`] starts it again.
@@ -82,7 +91,10 @@ impl Wake {
         {
             return listening.signal.clone();
         }
-        let (tx, rx) = watch::channel(0u64);
+        // A new listener counts on from where the last one stopped, so a cursor read from
+        // the old one never equals the new one's count by accident.
+        let start = state.as_ref().map_or(0, |l| *l.signal.borrow());
+        let (tx, rx) = watch::channel(start);
         let task = tokio::spawn(listen(self.options.clone(), tx));
         *state = Some(Listening {
             task,

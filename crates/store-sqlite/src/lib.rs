@@ -292,9 +292,14 @@ impl Store for SqliteStore {
         admin::check_invariants(&self.pool, now).await
     }
 
-    async fn wait_for_due(&self, timeout: StdDuration) {
+    async fn due_signals(&self) -> u64 {
+        0
+    }
+
+    async fn wait_for_due(&self, _seen: u64, timeout: StdDuration) -> u64 {
         // SQLite has no cross-process signal; in-process wake-ups come from the app.
         tokio::time::sleep(timeout).await;
+        0
     }
 
     async fn sources_used(

@@ -500,7 +500,8 @@ pub async fn a_healthy_ledger_breaks_no_invariant(store: Arc<dyn Store>) {
 
 /// Waiting for due work returns by its timeout when nothing happens (a hint, never the record).
 pub async fn wait_for_due_returns_by_its_timeout(store: Arc<dyn Store>) {
+    let seen = store.due_signals().await;
     store
-        .wait_for_due(Duration::milliseconds(20).to_std().unwrap())
+        .wait_for_due(seen, Duration::milliseconds(20).to_std().unwrap())
         .await;
 }

@@ -653,10 +653,17 @@ pub trait Store: Send + Sync + 'static {
     /// Ledger invariants that do not hold, each a sentence (empty when healthy).
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>>;
 
-    /// Waits until another process may have made a post due (approved, requeued,
-    /// resumed), or `timeout` passes. A wake-up is a hint, never the record: callers look
-    /// at the ledger afterwards. Backends without cross-process signals just sleep.
-    async fn wait_for_due(&self, timeout: std::time::Duration);
+    /// A counter of "a post may have become due" signals from other processes, to pass to
+    /// [`Store::wait_for_due`]. Read it *before* looking at the ledger, so that a signal
+    /// arriving between that look and the wait is not lost. Backends without
+    /// cross-process signals always answer 0.
+    async fn due_signals(&self) -> u64;
+
+    /// Waits until the signal counter differs from `seen` (another process may have made
+    /// a post due: approved, requeued, resumed), or `timeout` passes; returns the counter.
+    /// A wake-up is a hint, never the record: callers look at the ledger afterwards.
+    /// Backends without cross-process signals just sleep.
+    async fn wait_for_due(&self, seen: u64, timeout: std::time::Duration) -> u64;
 
     /// When each source path was last used on a channel (SPEC §9 `reuse_after`).
     async fn sources_used(

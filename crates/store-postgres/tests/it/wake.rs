@@ -20,7 +20,8 @@ where
     F: FnMut(u32) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let mut waiting = tokio::spawn(async move { waiter.wait_for_due(LONG_WAIT).await });
+    let seen = waiter.due_signals().await;
+    let mut waiting = tokio::spawn(async move { waiter.wait_for_due(seen, LONG_WAIT).await });
     for round in 0..300 {
         change(round).await;
         if tokio::time::timeout(StdDuration::from_millis(100), &mut waiting)
@@ -77,7 +78,8 @@ async fn an_approval_made_while_the_listener_starts_still_wakes_the_waiter() {
     let waiter = db.store().await;
     let other = db.store().await;
     let post = draft(&other, "alpha", "approved once", t0()).await;
-    let waiting = tokio::spawn(async move { waiter.wait_for_due(LONG_WAIT).await });
+    let seen = waiter.due_signals().await;
+    let waiting = tokio::spawn(async move { waiter.wait_for_due(seen, LONG_WAIT).await });
     approve(&other, &post, t0()).await;
     tokio::time::timeout(StdDuration::from_secs(10), waiting)
         .await
@@ -89,7 +91,35 @@ async fn an_approval_made_while_the_listener_starts_still_wakes_the_waiter() {
 async fn a_closed_store_still_waits_out_its_timeout() {
     let db = TestDb::create().await;
     let store = db.store().await;
-    store.wait_for_due(StdDuration::from_millis(10)).await;
+    let seen = store.due_signals().await;
+    let seen = store.wait_for_due(seen, StdDuration::from_millis(10)).await;
     store.close().await;
-    store.wait_for_due(StdDuration::from_millis(10)).await;
+    store.wait_for_due(seen, StdDuration::from_millis(10)).await;
+}
+
+/// The dispatcher reads the counter, looks at the ledger, then waits. A post approved
+/// between the look and the wait must wake it at once, not after the poll interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_between_the_look_and_the_wait_is_not_lost() {
+    let db = TestDb::create().await;
+    let waiter = db.store().await;
+    let other = db.store().await;
+    // Let the listener settle, as a running dispatcher's would be.
+    let mut seen = waiter.due_signals().await;
+    seen = waiter
+        .wait_for_due(seen, StdDuration::from_millis(500))
+        .await;
+    let post = draft(&other, "alpha", "approved in the gap", t0()).await;
+    approve(&other, &post, t0()).await;
+    // Give the notification time to arrive before the wait starts.
+    let start = tokio::time::Instant::now();
+    while waiter.due_signals().await == seen && start.elapsed() < StdDuration::from_secs(10) {
+        tokio::time::sleep(StdDuration::from_millis(10)).await;
+    }
+    tokio::time::timeout(
+        StdDuration::from_secs(5),
+        waiter.wait_for_due(seen, LONG_WAIT),
+    )
+    .await
+    .expect("a signal that came before the wait was lost");
 }
