@@ -369,6 +369,7 @@ impl App {
             idempotency_key: request.idempotency_key.clone(),
             platform_ref: prepared.platform_ref.clone(),
             now: sent_at,
+            lease_margin: channel.request_timeout + Duration::seconds(5),
         };
         match self.store().record_intent(&intent).await {
             Ok(_) => {}
@@ -672,12 +673,11 @@ impl App {
                 retry_after,
             } => self.not_sent(post, reason, retry_after, settle, None).await,
             StepError::Rejected { reason, credential } => {
-                self.rejected(post, reason, credential, settle, None).await
+                self.rejected(post, reason, credential, settle, None, false).await
             }
         }
     }
 
-    /// Not sent: back to `approved` with one more attempt, or `failed` at `max_attempts`.
     /// Not sent. A platform's "not now" (429 or 408 with `Retry-After`, a publishing limit
     /// reached) waits for the hinted time without counting an attempt, like our own quota;
     /// any other failure counts one, backs off, and fails the post at `max_attempts`.
@@ -693,7 +693,9 @@ impl App {
         let n_attempts = post.attempts + i64::from(counts);
         if counts && n_attempts >= i64::from(self.settings().max_attempts) {
             let reason = format!("gave up after {n_attempts} attempts: {reason}");
-            return self.rejected(post, reason, false, settle, intent).await;
+            return self
+                .rejected(post, reason, false, settle, intent, true)
+                .await;
         }
         let not_before = self.now() + retry_after.unwrap_or_else(|| retry_backoff(n_attempts));
         let mut update = self.update(&post);
@@ -722,9 +724,11 @@ impl App {
         credential: bool,
         settle: Option<Settle>,
         intent: Option<IntentPhase>,
+        count_attempt: bool,
     ) -> Result<PublishReport> {
         let channel = post.content.channel.clone();
         let mut update = self.update(&post);
+        update.set.count_attempt = count_attempt;
         update.to = Some(PostStatus::Failed);
         update.note = Some(reason.clone());
         update.set.error = Some(Some(reason.clone()));
@@ -816,13 +820,7 @@ impl App {
                 .await
             }
             Outcome::Rejected { reason, credential } => {
-                self.rejected(
-                    post,
-                    reason,
-                    credential,
-                    Some(Settle::Release),
-                    Some(IntentPhase::Rejected),
-                )
+                self.rejected(post, reason, credential, Some(Settle::Release), Some(IntentPhase::Rejected), false)
                 .await
             }
             Outcome::Unknown { reason } => {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use airlock_core::{Action, Actor, Post, PostId, PostStatus};
+use airlock_core::{Action, Actor, Intent, Post, PostId, PostStatus};
 use airlock_platforms::{Evidence, ReconcileRequest};
 use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, StoreError};
 
@@ -94,6 +94,7 @@ impl App {
             post.lease_owner.as_deref().unwrap_or("?")
         );
         update.set.error = Some(Some(reason.clone()));
+        update.set.count_attempt = true;
         if n_attempts >= i64::from(self.settings().max_attempts) {
             update.to = Some(PostStatus::Failed);
             update.note = Some(format!("gave up after {n_attempts} attempts: {reason}"));
@@ -109,7 +110,6 @@ impl App {
         } else {
             update.to = Some(PostStatus::Approved);
             update.note = Some(format!("not sent (attempt {n_attempts}): {reason}"));
-            update.set.count_attempt = true;
             update.set.not_before = Some(Some(self.now() + retry_backoff(n_attempts)));
         }
         let post = self.write_reaped(update).await?;
@@ -193,6 +193,9 @@ impl App {
                     format!("reconciled: published; {note}")
                 }
                 Evidence::NotPublished { note } => {
+                    if !self.absence_is_settled(&post, item.intent.as_ref()).await? {
+                        continue;
+                    }
                     update.to = Some(PostStatus::Approved);
                     update.set.error = Some(None);
                     update.reservation = Some(Settle::Release);
@@ -211,6 +214,23 @@ impl App {
             }
         }
         Ok(settled)
+    }
+
+    /// Whether a platform's "nothing was published" can be taken as proof: not while the
+    /// request may still be running or processing (within a lease of its send), and never
+    /// when a late answer from the sending worker was recorded (it may say "published").
+    async fn absence_is_settled(&self, post: &Post, intent: Option<&Intent>) -> Result<bool> {
+        let Some(intent) = intent else {
+            return Ok(false);
+        };
+        if self.now() < intent.created_at + self.settings().stale_after {
+            return Ok(false);
+        }
+        let detail = self.store().post_detail(post.id).await?;
+        Ok(!detail
+            .events
+            .iter()
+            .any(|e| e.kind == "stale_outcome" && e.at >= intent.created_at))
     }
 
     /// A person settles a `needs_review` post (operator).

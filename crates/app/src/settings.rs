@@ -74,6 +74,9 @@ pub struct ChannelSettings {
     pub policy: ContentPolicy,
     /// Where source files of its posts live, to re-hash them before publishing.
     pub source_dir: Option<PathBuf>,
+    /// The longest one request to the platform may take; the lease must outlast the
+    /// irreversible request by at least this when it is sent.
+    pub request_timeout: Duration,
 }
 
 impl ChannelSettings {
@@ -87,6 +90,7 @@ impl ChannelSettings {
             timezone,
             policy: kind.platform_policy(),
             source_dir: None,
+            request_timeout: Duration::seconds(30),
         }
     }
 

@@ -326,6 +326,11 @@ impl Config {
             return Err(fail("dispatcher.max_attempts must be at least 1".into()));
         }
         let window_limit = raw.quota.window_limit.unwrap_or(3);
+        if window_limit == 0 {
+            return Err(fail(
+                "quota.window_limit must be at least 1; to stop publishing, use `airlock pause --all`".into(),
+            ));
+        }
 
         let mut channels = BTreeMap::new();
         for (name, rc) in raw.channels {
@@ -337,6 +342,12 @@ impl Config {
                 .parse()
                 .map_err(|e| fail(format!("{}: {e}", key("kind"))))?;
             check_applicable(&name, kind, &rc).map_err(fail)?;
+            if rc.daily_limit == 0 {
+                return Err(fail(format!(
+                    "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
+                    key("daily_limit")
+                )));
+            }
             let http = !matches!(kind, ChannelKind::Sandbox);
             let platform = !matches!(kind, ChannelKind::Sandbox | ChannelKind::Webhook);
             if platform {
@@ -372,10 +383,10 @@ impl Config {
             }
             let request_timeout = rc.request_timeout.unwrap_or(Span::seconds(30));
             let poll_timeout = rc.poll_timeout.unwrap_or(Span::minutes(5));
-            let mut longest = request_timeout.as_chrono();
+            // Every request up to and including the irreversible one, plus container polling.
+            let mut longest = request_timeout.as_chrono() * kind.requests_per_publish();
             if kind.polls_containers() {
-                // identity, container, quota read, polling, publish, permalink read
-                longest = request_timeout.as_chrono() * 4 + poll_timeout.as_chrono();
+                longest += poll_timeout.as_chrono();
             }
             if http && stale_after.as_chrono() <= longest {
                 return Err(fail(format!(
@@ -570,6 +581,7 @@ impl Config {
                 .as_ref()
                 .and_then(|site| self.sites.get(site))
                 .map(|site| site.dir.clone());
+            settings_channel.request_timeout = channel.request_timeout.as_chrono();
             settings = settings.with_channel(settings_channel);
         }
         settings

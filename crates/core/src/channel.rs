@@ -61,6 +61,18 @@ impl ChannelKind {
         matches!(self, ChannelKind::Threads | ChannelKind::Instagram)
     }
 
+    /// How many requests one publish makes up to and including the irreversible one
+    /// (identity, quota read, container creation, slug lookups, the publish), not counting
+    /// container polling: what a claim's lease must outlast.
+    pub fn requests_per_publish(self) -> i32 {
+        match self {
+            ChannelKind::Sandbox => 0,
+            ChannelKind::Webhook => 1,
+            ChannelKind::Linkedin => 2,
+            ChannelKind::Threads | ChannelKind::Instagram | ChannelKind::Wordpress => 4,
+        }
+    }
+
     /// The platform's own content rules, before the channel's configured ones.
     pub fn platform_policy(self) -> ContentPolicy {
         match self {

@@ -83,10 +83,12 @@ pub fn window_usage(now: DateTime<Utc>, rule: WindowRule, counted: &[DateTime<Ut
     let next_free_at = (used >= rule.limit).then(|| {
         // When the oldest entries drop out until one fewer than the limit remain.
         let drop_idx = (used - rule.limit) as usize;
+        // A zero limit never frees a slot; say "one window from now" rather than "now",
+        // so a caller waiting for it does not spin.
         inside
             .get(drop_idx)
             .map(|at| *at + rule.window)
-            .unwrap_or(now)
+            .unwrap_or(now + rule.window)
     });
     Usage {
         used,

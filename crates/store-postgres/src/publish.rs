@@ -14,7 +14,7 @@ use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, now_after,
 };
 
 use crate::posts::{get_in, lock_post};
@@ -148,7 +148,14 @@ async fn check_fence(
 }
 
 pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reserved> {
-    let mut tx = begin(pool).await?;
+    let started = std::time::Instant::now();
+    // READ COMMITTED whatever the server's default: each statement after the advisory lock
+    // must see what the previous holder committed, which a REPEATABLE READ snapshot taken
+    // before the lock would not.
+    let mut tx = pool
+        .begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
+        .await
+        .map_err(db)?;
     check_fence(&mut tx, req.post_id, req.generation, None).await?;
     let existing: Option<i64> = sqlx::query_scalar(
         "SELECT id FROM reservations \
@@ -166,15 +173,16 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
     // statement, whose snapshot is taken after the lock: it sees every reservation
     // committed by the previous holder.
     xact_lock(&mut tx, lock::QUOTA, 0).await?;
-    let (day_start, _) = day_bounds(req.now, req.daily.tz);
-    let since = day_start.min(req.now - req.window.window);
-    let live = live_reservations(&mut tx, since, req.now).await?;
+    let now = now_after(req.now, started);
+    let (day_start, _) = day_bounds(now, req.daily.tz);
+    let since = day_start.min(now - req.window.window);
+    let live = live_reservations(&mut tx, since, now).await?;
     let decision = decide(
-        req.now,
+        now,
         req.window,
         req.daily,
-        &live.window_counted(req.now),
-        &live.channel_counted(&req.channel, req.now),
+        &live.window_counted(now),
+        &live.channel_counted(&req.channel, now),
     );
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));
@@ -186,7 +194,7 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
     .bind(req.post_id.0)
     .bind(req.generation)
     .bind(req.channel.as_str())
-    .bind(req.now)
+    .bind(now)
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
@@ -240,8 +248,23 @@ pub(crate) async fn live_reservations(
 }
 
 pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<Intent> {
+    let started = std::time::Instant::now();
     let mut tx = begin(pool).await?;
-    check_fence(&mut tx, req.post_id, req.generation, Some(req.now)).await?;
+    // The fence locks the post row; the lease is judged at the time that lock is ours.
+    check_fence(&mut tx, req.post_id, req.generation, None).await?;
+    let now = now_after(req.now, started);
+    let lease: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT lease_expires_at FROM posts WHERE id = $1")
+            .bind(req.post_id.0)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+    if lease.is_none_or(|lease| lease <= now + req.lease_margin) {
+        return Err(StoreError::Fenced {
+            id: req.post_id,
+            generation: req.generation,
+        });
+    }
     let row = sqlx::query(AssertSqlSafe(format!(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES ($1, $2, $3, 'sending', $4, $5) RETURNING {INTENT_COLUMNS}"
@@ -250,7 +273,7 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
     .bind(req.generation)
     .bind(&req.idempotency_key)
     .bind(&req.platform_ref)
-    .bind(req.now)
+    .bind(now)
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| {
@@ -268,7 +291,7 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
         "UPDATE reservations SET sent_at = $1 \
          WHERE post_id = $2 AND generation = $3 AND state = 'reserved'",
     )
-    .bind(req.now)
+    .bind(now)
     .bind(req.post_id.0)
     .bind(req.generation)
     .execute(&mut *tx)

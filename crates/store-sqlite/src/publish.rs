@@ -8,7 +8,7 @@ use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, now_after,
 };
 
 use crate::posts::get_in;
@@ -141,7 +141,9 @@ async fn check_fence(
 }
 
 pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result<Reserved> {
+    let started = std::time::Instant::now();
     let mut tx = store.begin_write().await?;
+    let now = now_after(req.now, started);
     check_fence(&mut tx, req.post_id, req.generation, None).await?;
     let existing: Option<i64> = sqlx::query_scalar(
         "SELECT id FROM reservations WHERE post_id = ? AND generation = ? AND state = 'reserved'",
@@ -154,15 +156,15 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    let (day_start, _) = day_bounds(req.now, req.daily.tz);
-    let since = day_start.min(req.now - req.window.window);
-    let live = live_reservations(&mut tx, since, req.now).await?;
+    let (day_start, _) = day_bounds(now, req.daily.tz);
+    let since = day_start.min(now - req.window.window);
+    let live = live_reservations(&mut tx, since, now).await?;
     let decision = decide(
-        req.now,
+        now,
         req.window,
         req.daily,
-        &live.window_counted(req.now),
-        &live.channel_counted(&req.channel, req.now),
+        &live.window_counted(now),
+        &live.channel_counted(&req.channel, now),
     );
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));
@@ -174,7 +176,7 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
     .bind(req.post_id.0)
     .bind(req.generation)
     .bind(req.channel.as_str())
-    .bind(ts(req.now))
+    .bind(ts(now))
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
@@ -228,8 +230,10 @@ pub(crate) async fn live_reservations(
 }
 
 pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> Result<Intent> {
+    let started = std::time::Instant::now();
     let mut tx = store.begin_write().await?;
-    check_fence(&mut tx, req.post_id, req.generation, Some(req.now)).await?;
+    let now = now_after(req.now, started);
+    check_fence(&mut tx, req.post_id, req.generation, Some(now + req.lease_margin)).await?;
     sqlx::query(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES (?, ?, ?, 'sending', ?, ?)",
@@ -238,7 +242,7 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
     .bind(req.generation)
     .bind(&req.idempotency_key)
     .bind(&req.platform_ref)
-    .bind(ts(req.now))
+    .bind(ts(now))
     .execute(&mut *tx)
     .await
     .map_err(|e| match e {
@@ -251,7 +255,7 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
     sqlx::query(
         "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
     )
-    .bind(ts(req.now))
+    .bind(ts(now))
     .bind(req.post_id.0)
     .bind(req.generation)
     .execute(&mut *tx)
@@ -264,7 +268,7 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
         idempotency_key: req.idempotency_key.clone(),
         phase: "sending".into(),
         platform_ref: req.platform_ref.clone(),
-        created_at: req.now,
+        created_at: now,
         settled_at: None,
     })
 }

@@ -231,6 +231,7 @@ pub fn intent_request(post: &Post, now: DateTime<Utc>) -> IntentRequest {
         idempotency_key: format!("airlock-{}-{}", post.id, post.generation),
         platform_ref: None,
         now,
+        lease_margin: chrono::Duration::zero(),
     }
 }
 

@@ -276,6 +276,13 @@ pub async fn record_intent_is_fenced_by_generation_and_lease(store: Arc<dyn Stor
             "an intent at {late} after the lease ended must be fenced"
         );
     }
+    // The lease must outlast the request it is about to cover.
+    let mut tight = intent_request(&post, lease_until - Duration::minutes(1));
+    tight.lease_margin = Duration::minutes(2);
+    assert!(matches!(
+        s.record_intent(&tight).await,
+        Err(StoreError::Fenced { .. })
+    ));
     assert!(s.post_detail(post.id).await.unwrap().intents.is_empty());
 
     let mut req = intent_request(&post, mins(2));

@@ -464,6 +464,22 @@ pub struct IntentRequest {
     pub platform_ref: Option<String>,
     /// Now: also the reservation's send time.
     pub now: DateTime<Utc>,
+    /// The longest the irreversible request can take: the lease must outlast `now` by
+    /// this much, or the intent is fenced and nothing is sent.
+    pub lease_margin: Duration,
+}
+
+/// `now` advanced by the time spent since `started`, typically waiting for a lock: a
+/// decision inside a transaction is made at the time the lock was obtained, not the
+/// time the request was built (which may be seconds earlier under contention). Waits
+/// under a second are ignored: they matter to no limit or lease (leases keep a margin)
+/// and would only blur the recorded times.
+pub fn now_after(now: DateTime<Utc>, started: std::time::Instant) -> DateTime<Utc> {
+    let waited = started.elapsed();
+    if waited < std::time::Duration::from_secs(1) {
+        return now;
+    }
+    now + Duration::from_std(waited).unwrap_or_default()
 }
 
 /// A `posting` post whose lease ended, with the intent of its current generation.
@@ -560,12 +576,14 @@ pub trait Store: Send + Sync + 'static {
     /// Claims a post for publishing and reads it back.
     async fn claim(&self, req: &ClaimRequest) -> Result<Claimed>;
 
-    /// Reserves quota for a claimed post, or says when a slot frees.
+    /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
+    /// advanced by any wait for the lock ([`now_after`]).
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
-    /// Records the intent and marks the post's reservation as sent at `now`. Fenced
-    /// unless the post is `posting` under the generation with a lease that has not expired;
-    /// a second intent for the same generation is [`StoreError::Duplicate`].
+    /// Records the intent and marks the post's reservation as sent, at `now` advanced by
+    /// any wait for the lock ([`now_after`]). Fenced unless the post is `posting` under the
+    /// generation with a lease that outlasts that time by `lease_margin`; a second intent
+    /// for the same generation is [`StoreError::Duplicate`].
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent>;
 
     /// `posting` posts whose lease ended before `now`.

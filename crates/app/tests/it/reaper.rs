@@ -53,6 +53,7 @@ async fn die_after(h: &Harness, app: &App, post: &Post, with_intent: bool) -> Po
                 idempotency_key: key,
                 platform_ref: None,
                 now,
+                lease_margin: chrono::Duration::seconds(35),
             })
             .await
             .unwrap();
