@@ -153,7 +153,7 @@ impl App {
             .channels
             .values()
             .map(|channel| {
-                let mine = rows.channel_counted(&channel.name, now);
+                let mine = rows.daily_counted(&channel.name);
                 let usage = daily_usage(now, channel.daily(), &mine);
                 let next_slot_at = [window.next_free_at, usage.next_free_at]
                     .into_iter()

@@ -673,7 +673,8 @@ impl App {
                 retry_after,
             } => self.not_sent(post, reason, retry_after, settle, None).await,
             StepError::Rejected { reason, credential } => {
-                self.rejected(post, reason, credential, settle, None, false).await
+                self.rejected(post, reason, credential, settle, None, false)
+                    .await
             }
         }
     }
@@ -820,7 +821,14 @@ impl App {
                 .await
             }
             Outcome::Rejected { reason, credential } => {
-                self.rejected(post, reason, credential, Some(Settle::Release), Some(IntentPhase::Rejected), false)
+                self.rejected(
+                    post,
+                    reason,
+                    credential,
+                    Some(Settle::Release),
+                    Some(IntentPhase::Rejected),
+                    false,
+                )
                 .await
             }
             Outcome::Unknown { reason } => {

@@ -1,8 +1,10 @@
 //! Quota arithmetic (SPEC §5) as pure functions of `now`.
 //!
 //! Two limits hold together: a rolling window across all channels and a calendar-day
-//! limit per channel in an IANA time zone. A live (reserved or committed) reservation
-//! counts at its send time, or at `now` while it has not been sent. The stores call
+//! limit per channel in an IANA time zone. In the window a live (reserved or committed)
+//! reservation counts at its send time, or at `now` while it has not been sent, so the
+//! window holds as the platform sees it; against the daily limit it counts on the local
+//! day it was made, so serialized decisions keep each day exact. The stores call
 //! [`decide`] inside the transaction that inserts a reservation, so the arithmetic is
 //! the same on every backend.
 
@@ -116,7 +118,7 @@ pub fn daily_usage(now: DateTime<Utc>, rule: DailyRule, counted: &[DateTime<Utc>
 /// Whether one more publish on a channel fits both limits at `now`.
 ///
 /// `window_counted` holds the counted time of every live reservation on every channel;
-/// `channel_counted` those of the channel asking.
+/// `channel_counted` the times the asking channel's live reservations were made.
 pub fn decide(
     now: DateTime<Utc>,
     window: WindowRule,

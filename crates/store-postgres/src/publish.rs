@@ -182,7 +182,7 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
         req.window,
         req.daily,
         &live.window_counted(now),
-        &live.channel_counted(&req.channel, now),
+        &live.daily_counted(&req.channel),
     );
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));

@@ -164,7 +164,7 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
         req.window,
         req.daily,
         &live.window_counted(now),
-        &live.channel_counted(&req.channel, now),
+        &live.daily_counted(&req.channel),
     );
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));
@@ -233,7 +233,13 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
     let started = std::time::Instant::now();
     let mut tx = store.begin_write().await?;
     let now = now_after(req.now, started);
-    check_fence(&mut tx, req.post_id, req.generation, Some(now + req.lease_margin)).await?;
+    check_fence(
+        &mut tx,
+        req.post_id,
+        req.generation,
+        Some(now + req.lease_margin),
+    )
+    .await?;
     sqlx::query(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES (?, ?, ?, 'sending', ?, ?)",

@@ -84,6 +84,44 @@ pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Stor
     granted(reserve(s, &third, tokyo_midnight, 100, 2).await);
 }
 
+/// A request decided just before local midnight and sent just after it counts on the
+/// day it was decided: the next day's decisions see a day with nothing in it, and no
+/// local day ever holds more decisions than its limit.
+pub async fn a_reservation_counts_on_the_day_it_was_decided(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let tokyo_midnight = Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).single().unwrap();
+    let late = claimed(
+        s,
+        "alpha",
+        "decided at 23:59:59",
+        tokyo_midnight - Duration::seconds(1),
+    )
+    .await;
+    granted(reserve(s, &late, tokyo_midnight - Duration::seconds(1), 100, 1).await);
+    intent(s, &late, tokyo_midnight + Duration::seconds(1)).await;
+    // Another request on the new day: that day has no decision yet.
+    let next = claimed(
+        s,
+        "alpha",
+        "decided at 00:00:02",
+        tokyo_midnight + Duration::seconds(2),
+    )
+    .await;
+    granted(reserve(s, &next, tokyo_midnight + Duration::seconds(2), 100, 1).await);
+    // And the new day is now full, whichever send times its requests get.
+    let third = claimed(
+        s,
+        "alpha",
+        "decided at 00:00:03",
+        tokyo_midnight + Duration::seconds(3),
+    )
+    .await;
+    match reserve(s, &third, tokyo_midnight + Duration::seconds(3), 100, 1).await {
+        Reserved::Denied(denial) => assert_eq!(denial.limit, Limit::Daily),
+        granted => panic!("one decision per day: {granted:?}"),
+    }
+}
+
 /// An unsent reservation counts as "now" for as long as it is unsent.
 pub async fn an_unsent_reservation_counts_as_now(store: Arc<dyn Store>) {
     let s = store.as_ref();

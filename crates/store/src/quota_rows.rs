@@ -18,6 +18,8 @@ const SKEW: Duration = Duration::minutes(5);
 pub struct LiveReservation {
     /// Its channel.
     pub channel: ChannelName,
+    /// When it was made (the decision).
+    pub created_at: DateTime<Utc>,
     /// When its request was sent, if it was.
     pub sent_at: Option<DateTime<Utc>>,
 }
@@ -69,7 +71,11 @@ impl QuotaRows {
             }
             let channel = ChannelName::parse(&row.channel)
                 .map_err(|_| bad(format!("names no valid channel ({:?})", row.channel)))?;
-            live.push(LiveReservation { channel, sent_at });
+            live.push(LiveReservation {
+                channel,
+                created_at,
+                sent_at,
+            });
         }
         Ok(QuotaRows(live))
     }
@@ -79,12 +85,15 @@ impl QuotaRows {
         self.0.iter().map(|r| counted_at(r.sent_at, now)).collect()
     }
 
-    /// When each live reservation of one channel counts.
-    pub fn channel_counted(&self, channel: &ChannelName, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    /// When each live reservation of one channel counts against its daily limit: the
+    /// moment it was made. Decisions are serialized in the store, so counting them by
+    /// decision time keeps the day exact even when a request decided just before local
+    /// midnight is sent just after it.
+    pub fn daily_counted(&self, channel: &ChannelName) -> Vec<DateTime<Utc>> {
         self.0
             .iter()
             .filter(|r| &r.channel == channel)
-            .map(|r| counted_at(r.sent_at, now))
+            .map(|r| r.created_at)
             .collect()
     }
 }

@@ -193,3 +193,93 @@ async fn without_evidence_a_person_decides() {
     assert_eq!(post.status, PostStatus::Approved);
     assert_eq!(post.attempts, 0);
 }
+
+/// A platform whose publish times out and whose container reads "not published".
+#[derive(Debug)]
+struct SaysNothingWentOut;
+
+#[async_trait::async_trait]
+impl airlock_platforms::Platform for SaysNothingWentOut {
+    fn kind(&self) -> airlock_core::ChannelKind {
+        airlock_core::ChannelKind::Sandbox
+    }
+    async fn account(
+        &self,
+    ) -> Result<Option<airlock_platforms::Account>, airlock_platforms::StepError> {
+        Ok(None)
+    }
+    async fn publish(
+        &self,
+        _req: &airlock_platforms::PublishRequest,
+        _prepared: &Prepared,
+    ) -> airlock_core::Outcome {
+        airlock_core::Outcome::Unknown {
+            reason: "timed out after sending".into(),
+        }
+    }
+    async fn reconcile(
+        &self,
+        _req: &airlock_platforms::ReconcileRequest,
+    ) -> airlock_platforms::Evidence {
+        airlock_platforms::Evidence::NotPublished {
+            note: "the container reads FINISHED".into(),
+        }
+    }
+}
+
+fn nothing_went_out(dir: &std::path::Path) -> Vec<TestChannel> {
+    let _ = dir;
+    vec![TestChannel {
+        settings: airlock_app::ChannelSettings::new(
+            name("slow"),
+            airlock_core::ChannelKind::Sandbox,
+            10,
+            tokyo(),
+        ),
+        platform: std::sync::Arc::new(SaysNothingWentOut),
+    }]
+}
+
+#[tokio::test]
+async fn not_published_evidence_is_trusted_only_once_the_request_cannot_still_be_running() {
+    let h = Harness::new(nothing_went_out).await;
+    let app = h.app();
+    let post = approved(&app, "slow", "hello").await;
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert_eq!(report.post.status, PostStatus::NeedsReview);
+    // Right after the send, "not published yet" proves nothing: the request may still land.
+    assert!(app.reconcile().await.unwrap().is_empty());
+    assert_eq!(status(&app, post.id).await, PostStatus::NeedsReview);
+    h.clock
+        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    let settled = app.reconcile().await.unwrap();
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0].post.status, PostStatus::Approved);
+    assert!(settled[0].evidence.contains("FINISHED"));
+    let detail = app.store().post_detail(post.id).await.unwrap();
+    assert_eq!(detail.reservations[0].state, "released");
+}
+
+#[tokio::test]
+async fn a_late_answer_from_the_sending_worker_keeps_the_post_for_a_person() {
+    let h = Harness::new(nothing_went_out).await;
+    let app = h.app();
+    let post = approved(&app, "slow", "hello").await;
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    // The worker's late "it went out" arrives after the post needs review: refused, recorded.
+    let mut late = airlock_store::PostUpdate::new(
+        post.id,
+        airlock_store::Guard::Generation(report.post.generation),
+        "dispatcher:late",
+        h.clock.now(),
+    );
+    late.to = Some(PostStatus::Posted);
+    assert!(app.store().update_post(late).await.is_err());
+    h.clock
+        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    assert!(
+        app.reconcile().await.unwrap().is_empty(),
+        "a person decides"
+    );
+    assert_eq!(status(&app, post.id).await, PostStatus::NeedsReview);
+}
