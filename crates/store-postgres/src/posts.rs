@@ -328,11 +328,14 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     }
     push_fields(&mut query, &update);
     query.push(" WHERE id = ").push_bind(update.id.0);
-    query
+    // Nothing below changes the post row, so the row as written is the answer.
+    query.push(format!(" RETURNING {POST_COLUMNS}"));
+    let written = query
         .build()
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await
         .map_err(|e| refused(e, after))?;
+    let post = rows::post(&written)?;
 
     if let Some(event) = &update.event {
         insert_event(&mut tx, update.id, event, after, &update.actor, update.now).await?;
@@ -411,7 +414,6 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
         .await?;
     }
     admin::insert_outbox(&mut tx, &update.notify, update.now).await?;
-    let post = get_in(&mut tx, update.id).await?;
     tx.commit().await.map_err(db)?;
     Ok(post)
 }

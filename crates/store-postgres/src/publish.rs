@@ -123,7 +123,7 @@ async fn check_fence(
     id: PostId,
     generation: i64,
     lease_valid_at: Option<DateTime<Utc>>,
-) -> Result<()> {
+) -> Result<Option<DateTime<Utc>>> {
     let row = sqlx::query(
         "SELECT status, generation, lease_expires_at FROM posts WHERE id = $1 FOR UPDATE",
     )
@@ -141,7 +141,7 @@ async fn check_fence(
         (Some(_), None) => false,
     };
     if status == PostStatus::Posting.as_str() && current == generation && lease_ok {
-        Ok(())
+        Ok(lease)
     } else {
         Err(StoreError::Fenced { id, generation })
     }
@@ -251,14 +251,8 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
     let started = std::time::Instant::now();
     let mut tx = begin(pool).await?;
     // The fence locks the post row; the lease is judged at the time that lock is ours.
-    check_fence(&mut tx, req.post_id, req.generation, None).await?;
+    let lease = check_fence(&mut tx, req.post_id, req.generation, None).await?;
     let now = now_after(req.now, started);
-    let lease: Option<DateTime<Utc>> =
-        sqlx::query_scalar("SELECT lease_expires_at FROM posts WHERE id = $1")
-            .bind(req.post_id.0)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
     if lease.is_none_or(|lease| lease <= now + req.lease_margin) {
         return Err(StoreError::Fenced {
             id: req.post_id,
