@@ -157,11 +157,6 @@ async fn sqlite(history_n: u64, posts: usize) {
         ms(quantile(&lag[0], 0.99)),
         ms(quantile(&lag[1], 0.99)),
     );
-    figures(
-        "commits/publish vs anchor",
-        format!("{:.2}", anchor[0] / publish[0][0]),
-        format!("{:.2}", anchor[1] / publish[0][1]),
-    );
     for (label, empty, long) in rows {
         println!("{label:<28} {empty:>14} {long:>14}");
     }
