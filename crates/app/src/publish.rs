@@ -105,6 +105,11 @@ pub struct PublishReport {
     pub sent_at: Option<DateTime<Utc>>,
 }
 
+/// How much longer than the irreversible request a lease must still run when the request
+/// is sent, so the outcome is written before the reaper could see the lease expire.
+/// Configuration refuses a `stale_after` that cannot leave this room.
+pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
+
 /// The idempotency key of a post's approved content: sent to platforms that accept one,
 /// the same for every attempt at the same approved content.
 pub fn idempotency_key(id: PostId, approved_hash: &str) -> String {
@@ -369,7 +374,7 @@ impl App {
             idempotency_key: request.idempotency_key.clone(),
             platform_ref: prepared.platform_ref.clone(),
             now: sent_at,
-            lease_margin: channel.request_timeout + Duration::seconds(5),
+            lease_margin: channel.request_timeout + LEASE_SLACK,
         };
         match self.store().record_intent(&intent).await {
             Ok(_) => {}

@@ -383,8 +383,10 @@ impl Config {
             }
             let request_timeout = rc.request_timeout.unwrap_or(Span::seconds(30));
             let poll_timeout = rc.poll_timeout.unwrap_or(Span::minutes(5));
-            // Every request up to and including the irreversible one, plus container polling.
-            let mut longest = request_timeout.as_chrono() * kind.requests_per_publish();
+            // Every request up to and including the irreversible one, plus container polling,
+            // plus the slack the guarded path keeps between the send and the lease's end.
+            let mut longest = request_timeout.as_chrono() * kind.requests_per_publish()
+                + airlock_app::publish::LEASE_SLACK;
             if kind.polls_containers() {
                 longest += poll_timeout.as_chrono();
             }
