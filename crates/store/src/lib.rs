@@ -472,11 +472,12 @@ pub struct IntentRequest {
 /// `now` advanced by the time spent since `started`, typically waiting for a lock: a
 /// decision inside a transaction is made at the time the lock was obtained, not the
 /// time the request was built (which may be seconds earlier under contention). Waits
-/// under a second are ignored: they matter to no limit or lease (leases keep a margin)
-/// and would only blur the recorded times.
+/// under 100 ms are ignored: they are well inside the slack a lease keeps beyond its
+/// request (`airlock_app::publish::LEASE_SLACK`, 500 ms), and counting them would only
+/// blur the recorded times.
 pub fn now_after(now: DateTime<Utc>, started: std::time::Instant) -> DateTime<Utc> {
     let waited = started.elapsed();
-    if waited < std::time::Duration::from_secs(1) {
+    if waited < std::time::Duration::from_millis(100) {
         return now;
     }
     now + Duration::from_std(waited).unwrap_or_default()
