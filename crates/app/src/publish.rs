@@ -120,9 +120,10 @@ pub struct PublishReport {
 /// Configuration refuses a `stale_after` that cannot leave this room.
 pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 
-/// How many times in a row a platform may answer "not now" for a post before each further
-/// one counts as an attempt: a platform that keeps refusing must not hold a post forever.
-pub const FREE_PLATFORM_WAITS: i64 = 5;
+/// How many times a platform may answer "not now" for a post (a requeue starts the count
+/// again) before each further one counts as an attempt: a platform that keeps refusing
+/// must not hold a post forever. With the hourly retry of a publishing limit, a day.
+pub const FREE_PLATFORM_WAITS: i64 = 24;
 
 /// The idempotency key of a post's approved content: sent to platforms that accept one,
 /// the same for every attempt at the same approved content.
@@ -192,10 +193,12 @@ impl App {
 
     /// Claims `claim`'s post and runs the guarded path, both in a task of their own that
     /// runs to its end whatever happens to the caller. `None` when nothing was claimed.
-    /// A panic is caught: logged with the post id, and the post settled as the reaper
-    /// would (no intent: back to the queue; an intent: needs review).
+    /// A panic is caught by a supervising task, also when nobody waits any more: logged
+    /// with the post id, and the post settled as the reaper would (no intent: back to the
+    /// queue; an intent: needs review).
     async fn claim_and_run(&self, claim: ClaimRequest) -> Result<Option<PublishReport>> {
         let app = self.clone();
+        let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let slot = claimed.clone();
         let run = self.inner.publishes.spawn(async move {
@@ -207,13 +210,18 @@ impl App {
             boundary("publish::after_claim");
             app.run_claimed(post).await.map(Some)
         });
-        match run.await {
-            Ok(result) => result,
-            Err(join) => {
-                let claimed = *claimed.lock().expect("lock is never poisoned");
-                Err(self.after_panic(claimed, join).await)
+        let supervised = self.inner.publishes.spawn(async move {
+            match run.await {
+                Ok(result) => result,
+                Err(join) => {
+                    let claimed = *claimed.lock().expect("lock is never poisoned");
+                    Err(supervisor.after_panic(claimed, join).await)
+                }
             }
-        }
+        });
+        supervised
+            .await
+            .map_err(|e| Error::Internal(format!("the task supervising a publish failed: {e}")))?
     }
 
     /// Publishes an approved post now (publisher), whatever its schedule, through the
@@ -399,7 +407,19 @@ impl App {
             .map(|h| h.as_str().to_owned())
             .unwrap_or_default();
         let mut request = publish_request(&post, idempotency_key(post.id, &approved_hash));
-        request.earlier = self.earlier_attempts(&post).await?;
+        request.now = self.now();
+        request.earlier = match self.earlier_attempts(&post).await {
+            Ok(earlier) => earlier,
+            // Without the earlier attempts' handles a retry could make a second copy.
+            Err(e) => {
+                let reason = format!(
+                    "the earlier attempts of this post cannot be read ({e}); nothing was sent"
+                );
+                return self
+                    .not_sent(post, reason, None, Some(Settle::Release), None)
+                    .await;
+            }
+        };
         let prepared = match platform.prepare(&request).await {
             Ok(prepared) => prepared,
             Err(step) => return self.step_failed(post, step, Some(Settle::Release)).await,
@@ -419,7 +439,7 @@ impl App {
             idempotency_key: request.idempotency_key.clone(),
             platform_ref: prepared.platform_ref.clone(),
             now: sent_at,
-            lease_margin: channel.request_timeout + LEASE_SLACK,
+            lease_margin: channel.publish_time(),
         };
         match self.store().record_intent(&intent).await {
             Ok(_) => {}
@@ -433,7 +453,19 @@ impl App {
         }
         boundary("publish::after_intent");
 
-        // 5. The one irreversible request.
+        // 5. The one irreversible request — unless this worker was held up after its intent
+        // (frozen, starved) long enough that its lease may end before the answer: the
+        // reaper may already have handed the post to a person, who may publish it again.
+        if let Some(lease) = post.lease_expires_at
+            && self.now() + channel.publish_time() > lease
+        {
+            let reason = format!(
+                "the lease ends at {} and would not outlast the request: nothing was sent",
+                format_utc(lease)
+            );
+            tracing::warn!(post_id = %post.id, "{reason}");
+            return self.finish_unsent_intent(post, reason).await;
+        }
         let outcome = self.send(platform.as_ref(), &request, &prepared).await;
         boundary("publish::after_send");
 
@@ -666,10 +698,37 @@ impl App {
                     tracing::warn!(post_id = %post.id, error = %e, "writing the outcome failed; trying again within the lease");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                    // The failed commit may have landed after all (its answer was lost):
+                    // then the write is done, and writing again would only be fenced.
+                    if let Ok(now) = self.store().get_post(post.id).await
+                        && now.generation == post.generation
+                        && now.version != post.version
+                        && update.to.is_some_and(|to| to == now.status)
+                    {
+                        return Ok(PublishReport {
+                            post: now,
+                            result,
+                            sent_at: None,
+                        });
+                    }
                 }
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// The intent was recorded but the request was not sent (the lease would not outlast
+    /// it): back to the queue like any not-sent attempt, the intent settled `not_sent`. If
+    /// the reaper got there first, the write is fenced and the post stays with a person.
+    async fn finish_unsent_intent(&self, post: Post, reason: String) -> Result<PublishReport> {
+        self.not_sent(
+            post,
+            reason,
+            None,
+            Some(Settle::Release),
+            Some(IntentPhase::NotSent),
+        )
+        .await
     }
 
     async fn stale(&self, post: Post) -> Result<PublishReport> {
@@ -829,7 +888,7 @@ impl App {
     /// Not sent. A platform's "not now" (429 or 408 with `Retry-After`, a publishing limit
     /// reached) waits for the hinted time — clamped between `min_retry_after` and
     /// `max_retry_after` — without counting an attempt, like our own quota, until it has
-    /// happened [`FREE_PLATFORM_WAITS`] times in a row; any other failure counts one,
+    /// happened [`FREE_PLATFORM_WAITS`] times; any other failure counts one,
     /// backs off, and fails the post at `max_attempts`.
     async fn not_sent(
         &self,
@@ -859,7 +918,7 @@ impl App {
                 format_utc(not_before)
             ),
             (Some(_), true) => format!(
-                "not sent (attempt {n_attempts}): the platform asked to wait {} times in a row, so waits count as attempts now: {reason}",
+                "not sent (attempt {n_attempts}): the platform asked to wait {} times, so waits count as attempts now: {reason}",
                 post.waits + 1
             ),
         });
@@ -924,7 +983,7 @@ impl App {
     ) -> Result<PublishReport> {
         match outcome {
             Outcome::Published(published) => {
-                if let Some(reason) = self.claimed_by_another_post(&post, &published).await? {
+                if let Some(reason) = self.claimed_by_another_post(&post, &published).await {
                     return self
                         .rejected(
                             post,
@@ -1038,28 +1097,35 @@ impl App {
 
     /// When the platform named a post it already had (`Published::existing`), that post is
     /// this one's publish only if no other post of the ledger has its id: otherwise the
-    /// text duplicates another post, and this one fails.
+    /// text duplicates another post, and this one fails. When the ledger cannot be asked,
+    /// the answer stands: a post marked published is never sent again, one marked failed
+    /// could be.
     async fn claimed_by_another_post(
         &self,
         post: &Post,
         published: &airlock_core::Published,
-    ) -> Result<Option<String>> {
+    ) -> Option<String> {
         let (Some(existing), Some(id)) = (&published.existing, &published.platform_post_id) else {
-            return Ok(None);
+            return None;
         };
         let filter = PostFilter {
-            channel: Some(post.content.channel.clone()),
             platform_post_id: Some(id.clone()),
             limit: Some(2),
             ..PostFilter::default()
         };
-        let owners = self.store().list_posts(&filter).await?;
-        Ok(owners.iter().find(|other| other.id != post.id).map(|other| {
+        let owners = match self.store().list_posts(&filter).await {
+            Ok(owners) => owners,
+            Err(e) => {
+                tracing::warn!(post_id = %post.id, error = %e, "cannot check whether another post has {id}; taking the platform's answer");
+                return None;
+            }
+        };
+        owners.iter().find(|other| other.id != post.id).map(|other| {
             format!(
                 "duplicate content: the platform refused this text as a copy of {id}, which is post {}'s; nothing new was published ({existing})",
                 other.id
             )
-        }))
+        })
     }
 
     async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
@@ -1146,6 +1212,7 @@ pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
         link: post.content.link.clone(),
         scheduled_at: post.scheduled_at,
         idempotency_key,
+        now: post.updated_at,
         earlier: Vec::new(),
     }
 }

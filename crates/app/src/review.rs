@@ -184,7 +184,10 @@ impl App {
                     )
                 });
             let request = ReconcileRequest {
-                publish: publish_request(&post, key),
+                publish: airlock_platforms::PublishRequest {
+                    now: self.now(),
+                    ..publish_request(&post, key)
+                },
                 platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
             };
             let evidence = platform.reconcile(&request).await;
@@ -223,11 +226,14 @@ impl App {
                     format!("reconciled: published; {}", proof.note)
                 }
                 Evidence::CannotLand { note } => {
-                    if self
-                        .late_answer_recorded(&post, item.intent.as_ref())
-                        .await?
-                    {
-                        continue;
+                    match self.late_answer_recorded(&post, item.intent.as_ref()).await {
+                        Ok(false) => {}
+                        Ok(true) => continue,
+                        // Its timeline cannot be read: leave it to a person, go on with the rest.
+                        Err(e) => {
+                            tracing::error!(post_id = %post.id, error = %e, "reconcile: the post's timeline cannot be read; skipped");
+                            continue;
+                        }
                     }
                     update.to = Some(PostStatus::Approved);
                     update.set.error = Some(None);

@@ -102,6 +102,12 @@ impl ChannelSettings {
         }
     }
 
+    /// The longest the irreversible step may take, with the slack a lease keeps beyond
+    /// it: a lease must outlast this when the intent is recorded and the request sent.
+    pub fn publish_time(&self) -> Duration {
+        self.request_timeout * self.kind.requests_in_publish() + crate::publish::LEASE_SLACK
+    }
+
     /// Its daily rule.
     pub fn daily(&self) -> DailyRule {
         DailyRule {

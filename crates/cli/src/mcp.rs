@@ -39,7 +39,8 @@ pub async fn run(config: &Config) -> CmdResult {
         Err(other) => return Err(other.into()),
     };
     tracing::info!(actor = %principal.actor, roles = %principal.roles.to_list(), "serving MCP over stdio");
-    airlock_mcp::serve_stdio(app, principal)
-        .await
-        .map_err(|e| Failure::failed(e.to_string()))
+    let served = airlock_mcp::serve_stdio(app.clone(), principal).await;
+    // A publish an agent started runs to its end even when the agent hung up.
+    app.drain().await;
+    served.map_err(|e| Failure::failed(e.to_string()))
 }

@@ -61,15 +61,28 @@ impl ChannelKind {
         matches!(self, ChannelKind::Threads | ChannelKind::Instagram)
     }
 
-    /// How many requests one publish makes up to and including the irreversible one
-    /// (identity, quota read, container creation, slug lookups, the publish), not counting
-    /// container polling: what a claim's lease must outlast.
+    /// How many requests one publish makes, from the identity read to the end of the
+    /// irreversible step (identity, quota read, container creation, key lookup, the
+    /// publish and the read that may follow its refusal), not counting container polling:
+    /// what a claim's lease must outlast.
     pub fn requests_per_publish(self) -> i32 {
         match self {
             ChannelKind::Sandbox => 0,
             ChannelKind::Webhook => 1,
-            ChannelKind::Linkedin => 2,
-            ChannelKind::Threads | ChannelKind::Instagram | ChannelKind::Wordpress => 4,
+            ChannelKind::Linkedin => 3,
+            ChannelKind::Wordpress => 4,
+            ChannelKind::Threads | ChannelKind::Instagram => 5,
+        }
+    }
+
+    /// How many requests the irreversible step itself may make: the publish, and for some
+    /// kinds one read after a refusal (Threads and Instagram read the container, LinkedIn
+    /// reads the post a duplicate names). The lease must outlast them all when the intent
+    /// is recorded.
+    pub fn requests_in_publish(self) -> i32 {
+        match self {
+            ChannelKind::Threads | ChannelKind::Instagram | ChannelKind::Linkedin => 2,
+            _ => 1,
         }
     }
 

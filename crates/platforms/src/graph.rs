@@ -32,6 +32,12 @@ use crate::http::{
 };
 use crate::{Evidence, Prepared, Proof, PublishRequest, StepError, Verification};
 
+/// How long after an attempt's publish was sent its container may be published again
+/// (when that attempt's outcome is unknown and a person requeued the post).
+pub(crate) fn reuse_after() -> Duration {
+    Duration::minutes(15)
+}
+
 /// When to look again after a publishing limit was reached. The limits are rolling 24 h
 /// windows whose oldest entry the API does not show, so the exact moment a slot frees is
 /// unknown; an hour keeps the number of refused tries small.
@@ -330,24 +336,25 @@ impl Graph {
         }
     }
 
-    /// Polls a new container until it is `FINISHED` (ready to publish).
+    /// Polls a container until it is `FINISHED` (ready to publish) or `PUBLISHED` (an
+    /// earlier attempt's request on it landed: the post is out, and that is proof).
     ///
     /// `ERROR` is a definite refusal (the media or text cannot be processed); `EXPIRED`, a
     /// container still processing at `poll_timeout`, and read errors that may pass are
     /// transient: the next attempt creates a new container.
-    pub async fn wait_until_finished(
+    async fn wait_until_ready(
         &self,
         container: &str,
         fields: ContainerFields,
         poll_interval: StdDuration,
         poll_timeout: StdDuration,
-    ) -> Result<(), StepError> {
+    ) -> Result<Ready, StepError> {
         let p = self.platform;
         let deadline = tokio::time::Instant::now() + poll_timeout;
         loop {
             let last = match self.container_status(container, fields).await {
                 Ok((status, detail)) => match status.as_str() {
-                    "FINISHED" => return Ok(()),
+                    "FINISHED" => return Ok(Ready::Finished),
                     "ERROR" => {
                         return Err(StepError::Rejected {
                             reason: format!(
@@ -362,16 +369,9 @@ impl Graph {
                             "{p}: container {container} expired before it was published; a new one is made on the next attempt"
                         )));
                     }
-                    // Only a publish makes a container PUBLISHED, and airlock has not sent
-                    // one: someone else used it. Retrying would make a second post.
-                    "PUBLISHED" => {
-                        return Err(StepError::Rejected {
-                            reason: format!(
-                                "{p}: container {container} reads PUBLISHED although airlock never published it: check the profile by hand before requeueing"
-                            ),
-                            credential: false,
-                        });
-                    }
+                    // Only a publish makes a container PUBLISHED, and nobody but airlock
+                    // knows its id: an earlier attempt's request on it landed.
+                    "PUBLISHED" => return Ok(Ready::Published),
                     other => format!("container {container} is {other}"),
                 },
                 Err(e @ StepError::Rejected { .. }) => return Err(e),
@@ -398,12 +398,7 @@ impl Graph {
         steps: PrepareSteps<'_>,
     ) -> Result<Prepared, StepError> {
         let reuse = match self.earlier_containers(req, steps.fields).await? {
-            Earlier::Published(proof) => {
-                return Ok(Prepared {
-                    platform_ref: None,
-                    already_published: Some(proof),
-                });
-            }
+            Earlier::Published(proof) => return Ok(already(proof)),
             Earlier::Reuse(container) => Some(container),
             Earlier::None => None,
         };
@@ -416,14 +411,25 @@ impl Graph {
             }
             None => self.create_container(steps.create, steps.form).await?,
         };
-        self.wait_until_finished(
-            &container,
-            steps.fields,
-            steps.poll_interval,
-            steps.poll_timeout,
-        )
-        .await?;
-        Ok(Prepared::with_ref(container))
+        let ready = self
+            .wait_until_ready(
+                &container,
+                steps.fields,
+                steps.poll_interval,
+                steps.poll_timeout,
+            )
+            .await?;
+        Ok(match ready {
+            Ready::Finished => Prepared::with_ref(container),
+            Ready::Published => already(Proof {
+                platform_post_id: None,
+                permalink: None,
+                note: format!(
+                    "{} container {container} turned PUBLISHED while this attempt waited for it: an earlier attempt's request on it landed",
+                    self.platform
+                ),
+            }),
+        })
     }
 
     /// What the containers of earlier attempts allow the next one to do.
@@ -465,6 +471,21 @@ impl Graph {
         match live.as_slice() {
             [] => Ok(Earlier::None),
             [(container, attempt)] if attempt.idempotency_key == req.idempotency_key => {
+                // A backend may still be processing a publish sent moments ago; publishing
+                // the container again then relies on the platform refusing the second one
+                // atomically, which Meta does not document. Wait until that is unlikely.
+                let settled_at = attempt.sent_at + reuse_after();
+                let now = req.now;
+                if now < settled_at {
+                    return Err(StepError::Transient {
+                        reason: format!(
+                            "{p}: container {container} was sent by the attempt of generation {} at {}; it is published again once its request can no longer be processing",
+                            attempt.generation,
+                            airlock_core::time::format_utc(attempt.sent_at)
+                        ),
+                        retry_after: Some(settled_at - now),
+                    });
+                }
                 Ok(Earlier::Reuse((*container).to_owned()))
             }
             [(container, attempt), ..] => {
@@ -472,7 +493,7 @@ impl Graph {
                 // again would send the old text, and a new one could make a second post.
                 // Wait until the old one expires, 24 hours after it was made.
                 let expires = attempt.sent_at + Duration::hours(24) + Duration::minutes(5);
-                let wait = (expires - chrono::Utc::now()).max(Duration::minutes(5));
+                let wait = (expires - req.now).max(Duration::minutes(5));
                 Err(StepError::Transient {
                     reason: format!(
                         "{p}: container {container}, sent by the attempt of generation {} for content approved earlier, can still be published; no new container is made until it expires (24 hours after it was made)",
@@ -512,9 +533,9 @@ impl Graph {
         }
     }
 
-    /// The irreversible request: `POST <segments>?creation_id=<container>`, once. A refusal
-    /// saying the container cannot be published is checked against the container: when it
-    /// reads `PUBLISHED`, an earlier attempt's request published it, and that is this post.
+    /// The irreversible request: `POST <segments>?creation_id=<container>`, once. A definite
+    /// refusal is checked against the container: when it reads `PUBLISHED`, an earlier
+    /// attempt's request published it, and that is this post.
     pub async fn publish(
         &self,
         segments: &[&str],
@@ -537,8 +558,12 @@ impl Graph {
             });
         }
         let outcome = self.publish_failure(&answer);
-        if matches!(outcome, Outcome::NotSent { .. })
-            && refusal(&answer) == Refusal::ContainerUnusable
+        // A definite refusal may be the platform refusing to publish a container twice:
+        // when the container reads PUBLISHED, an earlier attempt's request published it.
+        if matches!(
+            refusal(&answer),
+            Refusal::ContainerUnusable | Refusal::Refused
+        ) && (400..500).contains(&answer.status)
             && let Ok((status, _)) = self.container_status(container, fields).await
             && status == "PUBLISHED"
         {
@@ -660,6 +685,21 @@ impl Graph {
             },
             _ => Evidence::NoProof,
         }
+    }
+}
+
+/// What polling a container found.
+enum Ready {
+    /// Ready to publish.
+    Finished,
+    /// Already published by an earlier attempt's request.
+    Published,
+}
+
+fn already(proof: Proof) -> Prepared {
+    Prepared {
+        platform_ref: None,
+        already_published: Some(proof),
     }
 }
 

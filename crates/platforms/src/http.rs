@@ -183,17 +183,24 @@ pub(crate) fn id_string(value: Option<&serde_json::Value>) -> Option<String> {
 /// can never overflow a time or hold a post for years.
 const RETRY_AFTER_CAP_SECS: f64 = 366.0 * 86_400.0;
 
-/// `Retry-After` in seconds, capped at a year (the HTTP-date form is treated as absent).
+/// `Retry-After` as seconds or as an HTTP date, capped at a year.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds = headers
-        .get(RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)?;
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let seconds = match value.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => seconds,
+        Ok(_) => return None,
+        // `Wed, 21 Oct 2026 07:28:00 GMT`: the IMF-fixdate of RFC 9110.
+        Err(_) => {
+            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            (at.to_utc() - chrono::Utc::now()).num_milliseconds().max(0) as f64 / 1000.0
+        }
+    };
     Duration::try_milliseconds((seconds.min(RETRY_AFTER_CAP_SECS) * 1000.0).ceil() as i64)
+}
+
+/// How long a 429 or 408 without a `Retry-After` asks to wait: "not now", unspecified.
+pub fn default_retry_after() -> Duration {
+    Duration::seconds(60)
 }
 
 /// The outcome of a non-2xx answer to the irreversible request, by the SPEC §7 table.
@@ -202,7 +209,7 @@ pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> 
         StatusClass::Success => unreachable!("outcome_for_status is for non-2xx answers"),
         StatusClass::NotSent => Outcome::NotSent {
             reason: summary,
-            retry_after: retry_after(headers),
+            retry_after: Some(retry_after(headers).unwrap_or_else(default_retry_after)),
         },
         StatusClass::CredentialRejected => Outcome::Rejected {
             reason: summary,
@@ -318,10 +325,21 @@ mod tests {
         }
         headers.insert(RETRY_AFTER, "-5".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+        let in_two_minutes = (chrono::Utc::now() + Duration::seconds(120))
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        headers.insert(RETRY_AFTER, in_two_minutes.parse().unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > Duration::seconds(110) && wait <= Duration::seconds(120),
+            "{wait:?}"
+        );
         headers.insert(
             RETRY_AFTER,
-            "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap(),
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
+        assert_eq!(retry_after(&headers), Some(Duration::zero()));
+        headers.insert(RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
     }
 

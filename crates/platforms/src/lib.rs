@@ -68,6 +68,9 @@ pub struct PublishRequest {
     pub scheduled_at: DateTime<Utc>,
     /// Derived from post id and approved hash; sent where the platform accepts one.
     pub idempotency_key: String,
+    /// Now, by the guarded path's clock: adapters measure the age of earlier attempts
+    /// against it.
+    pub now: DateTime<Utc>,
     /// Earlier attempts at this post that reached the irreversible request, oldest first.
     /// Their requests may still land, so an adapter reuses their handles (the same
     /// container, the same key) instead of making new ones wherever the platform then

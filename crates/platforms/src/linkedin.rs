@@ -311,8 +311,10 @@ impl Linkedin {
         }
     }
 
-    /// Reads a post back by URN (`GET /rest/posts/{urn}`); why not, when it cannot.
+    /// Reads a post back by URN (`GET /rest/posts/{urn}`) and checks it is this channel's
+    /// author's; why not, when it cannot.
     async fn read_post(&self, urn: &str) -> Result<(), String> {
+        let author = self.author().await.map_err(|e| e.to_string())?;
         let encoded: String = url::form_urlencoded::byte_serialize(urn.as_bytes()).collect();
         let request = self
             .client
@@ -322,7 +324,16 @@ impl Linkedin {
             .header("LinkedIn-Version", &self.version)
             .header("X-Restli-Protocol-Version", "2.0.0");
         match send(request).await {
-            Ok(answer) if answer.is_success() => Ok(()),
+            Ok(answer) if answer.is_success() => {
+                let found = answer
+                    .json()
+                    .and_then(|post| post["author"].as_str().map(str::to_owned));
+                match found {
+                    Some(found) if found == author => Ok(()),
+                    Some(found) => Err(format!("it was posted by {found}, not {author}")),
+                    None => Err("the read names no author".to_owned()),
+                }
+            }
             Ok(answer) => Err(format!("HTTP {}", answer.status)),
             Err(e) => Err(describe_transport(&e)),
         }

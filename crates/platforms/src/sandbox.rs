@@ -217,6 +217,7 @@ mod tests {
             link: None,
             scheduled_at: chrono::Utc::now(),
             idempotency_key: "key-7".into(),
+            now: chrono::Utc::now(),
             earlier: Vec::new(),
         }
     }

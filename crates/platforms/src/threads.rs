@@ -224,6 +224,7 @@ mod tests {
             link: link.map(str::to_owned),
             scheduled_at: chrono::Utc::now(),
             idempotency_key: "k".into(),
+            now: chrono::Utc::now(),
             earlier: Vec::new(),
         }
     }

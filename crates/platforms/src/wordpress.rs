@@ -7,16 +7,19 @@
 //! 2. [`Platform::prepare`] (repeatable): looks for airlock's own article of this post,
 //!    by the idempotency key every article airlock makes carries (an HTML comment
 //!    `<!-- airlock:KEY -->` at the end of its content), with an authenticated search in
-//!    every status, trash included. An article carrying this attempt's key is this post,
-//!    published by an earlier attempt: nothing is sent and the post is settled as
-//!    published. One carrying an earlier attempt's key (content approved before) stops the
-//!    post for a person. Slugs are never used to find anything: WordPress renames them
-//!    (a taken slug, an all-digit one, `feed`, `embed` get `-2`).
+//!    every status, trash included, every page of it. An article carrying this attempt's
+//!    key, or an earlier attempt's (the content approved before), is this post, published
+//!    by that attempt: nothing is sent and the post is settled as published. Slugs are
+//!    never used to find anything: WordPress renames them (a taken slug, an all-digit one,
+//!    `feed`, `embed` get `-2`).
 //! 3. [`Platform::publish`] (irreversible, once): `POST /wp-json/wp/v2/posts` with the
-//!    title, the text rendered from Markdown to HTML with the key
-//!    comment, `status: "publish"` and a slug made from the title. The permalink is the
-//!    answer's `link`, in whatever slug WordPress chose.
-//! 4. [`Platform::verify`]: reads the article back and checks it is published.
+//!    title, the text rendered from Markdown to HTML with the key comment, `status:
+//!    "publish"` and a slug made from the title. The permalink is the answer's `link`, in
+//!    whatever slug WordPress chose.
+//! 4. [`Platform::verify`]: reads the article back, checks it is published, and checks
+//!    that its key comment survived and the site's search finds it — without that, an
+//!    unknown outcome on this channel could only be settled by a person, and a failed
+//!    verification says so.
 //! 5. [`Platform::reconcile`]: the same search by the intent's key. An article carrying it
 //!    proves the publish happened; finding none proves nothing (the request may still be
 //!    on its way), so the post waits for a person.
@@ -89,6 +92,17 @@ pub struct Wordpress {
 /// Every status an article can be in: an article airlock made and someone later moved
 /// (unpublished, trashed) was still made.
 const EVERY_STATUS: &str = "publish,future,draft,pending,private,trash";
+
+/// The key in an article's content, from its key comment.
+fn key_in(content: &str) -> Option<&str> {
+    let start = content.find("<!-- airlock:")? + "<!-- airlock:".len();
+    let end = content[start..].find(" -->")?;
+    Some(&content[start..start + end])
+}
+
+/// Search pages read when looking an article up by its key (100 articles each): far more
+/// than articles can share an airlock key's text.
+const MAX_LOOKUP_PAGES: u32 = 20;
 
 /// The comment every article airlock makes carries, so it can be found by its key.
 pub fn key_marker(idempotency_key: &str) -> String {
@@ -369,6 +383,18 @@ impl Wordpress {
         route: &[&str],
         query: &[(&str, &str)],
     ) -> Result<Value, StepError> {
+        self.get_page(what, route, query)
+            .await
+            .map(|(value, _)| value)
+    }
+
+    /// A `GET` and the `X-WP-TotalPages` of its answer (1 when absent).
+    async fn get_page(
+        &self,
+        what: &str,
+        route: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<(Value, u32), StepError> {
         let request = self.authorized(self.client.get(self.url(route, query)));
         let answer = send(request)
             .await
@@ -376,45 +402,62 @@ impl Wordpress {
         if !answer.is_success() {
             return Err(self.step_error(what, &answer));
         }
-        answer.json().ok_or_else(|| {
+        let pages = answer
+            .headers
+            .get("x-wp-totalpages")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(1);
+        let value = answer.json().ok_or_else(|| {
             StepError::transient(format!(
                 "wordpress: {what}: HTTP {} with an answer that is not JSON",
                 answer.status
             ))
-        })
+        })?;
+        Ok((value, pages))
     }
 
-    /// airlock's own article carrying `key`, if there is one, in any status.
+    /// airlock's own article carrying `key`, if there is one, in any status: every page of
+    /// core's search for the key, each candidate checked for the exact key comment.
     async fn find_by_key(&self, key: &str) -> Result<Option<Found>, StepError> {
         let what = "article lookup by key";
-        let answer = self
-            .get_json(
-                what,
-                &["posts"],
-                &[
-                    ("search", key),
-                    ("status", EVERY_STATUS),
-                    ("context", "edit"),
-                ],
-            )
-            .await?;
-        let Some(items) = answer.as_array() else {
-            return Err(StepError::transient(format!(
-                "wordpress: {what}: the answer is not a list of articles"
-            )));
-        };
         let marker = key_marker(key);
-        for item in items {
-            let found = Found::from_json(item).ok_or_else(|| {
-                StepError::transient(format!(
-                    "wordpress: {what}: an article in the answer has no id"
-                ))
-            })?;
-            if found.content.contains(&marker) {
-                return Ok(Some(found));
+        let mut page = 1;
+        loop {
+            let page_number = page.to_string();
+            let (answer, pages) = self
+                .get_page(
+                    what,
+                    &["posts"],
+                    &[
+                        ("search", key),
+                        ("status", EVERY_STATUS),
+                        ("context", "edit"),
+                        ("per_page", "100"),
+                        ("page", &page_number),
+                    ],
+                )
+                .await?;
+            let Some(items) = answer.as_array() else {
+                return Err(StepError::transient(format!(
+                    "wordpress: {what}: the answer is not a list of articles"
+                )));
+            };
+            for item in items {
+                let found = Found::from_json(item).ok_or_else(|| {
+                    StepError::transient(format!(
+                        "wordpress: {what}: an article in the answer has no id"
+                    ))
+                })?;
+                if found.content.contains(&marker) {
+                    return Ok(Some(found));
+                }
             }
+            if page >= pages.min(MAX_LOOKUP_PAGES) {
+                return Ok(None);
+            }
+            page += 1;
         }
-        Ok(None)
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
@@ -488,12 +531,18 @@ impl Platform for Wordpress {
         older_keys.dedup();
         for key in older_keys {
             if let Some(found) = self.find_by_key(key).await? {
-                return Err(StepError::Rejected {
-                    reason: format!(
-                        "wordpress: {} carries the key {key} of an earlier attempt at this post, with content approved before: the post is on the site in that form; edit it there, then settle this post by hand",
-                        found.describe()
-                    ),
-                    credential: false,
+                // The post is on the site, in the form approved before: it went out once,
+                // and must not go out again.
+                return Ok(Prepared {
+                    platform_ref: None,
+                    already_published: Some(Proof {
+                        platform_post_id: Some(found.id.clone()),
+                        permalink: found.link.clone(),
+                        note: format!(
+                            "wordpress: {} carries the key {key} of an earlier attempt, with the content approved before: the post is on the site in that form; edit it there if it must change",
+                            found.describe()
+                        ),
+                    }),
                 });
             }
         }
@@ -570,8 +619,27 @@ impl Platform for Wordpress {
         };
         match Found::from_json(&answer) {
             Some(found) if found.id == platform_post_id && found.status == "publish" => {
-                Verification::Verified {
-                    permalink: found.link,
+                // Proof of an unknown outcome depends on finding articles by their key:
+                // check that this site keeps the key comment and its search finds it
+                // (search plugins replace core's search; some strip comments).
+                let findable = match key_in(&found.content) {
+                    None => Err("its content lost airlock's key comment".to_owned()),
+                    Some(key) => match self.find_by_key(key).await {
+                        Ok(Some(hit)) if hit.id == found.id => Ok(()),
+                        Ok(_) => Err(format!("the site's search does not find its key {key}")),
+                        Err(e) => Err(format!("looking its key up failed: {e}")),
+                    },
+                };
+                match findable {
+                    Ok(()) => Verification::Verified {
+                        permalink: found.link,
+                    },
+                    Err(why) => Verification::Failed {
+                        reason: format!(
+                            "wordpress: {} is published, but {why}: an unknown outcome on this channel could not be settled by proof, only by a person (check search or security plugins)",
+                            found.describe()
+                        ),
+                    },
                 }
             }
             Some(found) => Verification::Failed {

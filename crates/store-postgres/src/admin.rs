@@ -15,7 +15,7 @@ use airlock_store::{
 };
 
 use crate::rows::get;
-use crate::{begin, db, is_unique_violation, publish, status_of};
+use crate::{begin, db, is_unique_violation, lock, publish, status_of, xact_lock};
 
 /// Inserts a pause unless the scope is already paused; queues `notify` only for a new pause.
 pub(crate) async fn insert_pause(
@@ -26,6 +26,8 @@ pub(crate) async fn insert_pause(
     now: DateTime<Utc>,
     notify: &[NewNotification],
 ) -> Result<bool> {
+    // Wait for intents being recorded now; every later one sees this pause.
+    xact_lock(&mut *conn, lock::PAUSES, 0).await?;
     let inserted = sqlx::query(
         "INSERT INTO pauses (scope, reason, actor, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (scope) WHERE resumed_at IS NULL DO NOTHING",

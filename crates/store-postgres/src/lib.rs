@@ -88,6 +88,9 @@ pub(crate) mod lock {
     pub const CREATE_KEY: i32 = 1_095_912_452;
     /// Compose slots, keyed by a hash of channel and slot.
     pub const SLOT: i32 = 1_095_912_453;
+    /// Pauses against intents: recording an intent holds it shared, setting a pause
+    /// exclusively, so a pause that has returned is seen by every later intent.
+    pub const PAUSES: i32 = 1_095_912_454;
 }
 
 impl PgStore {
@@ -216,6 +219,17 @@ pub(crate) async fn durable_commit(conn: &mut PgConnection) -> Result<()> {
 /// Takes a transaction-level advisory lock, held until the transaction ends.
 pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+        .bind(class)
+        .bind(key)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+/// Takes a transaction-level advisory lock in shared mode, held until the transaction ends.
+pub(crate) async fn xact_lock_shared(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock_shared($1, $2)")
         .bind(class)
         .bind(key)
         .execute(conn)

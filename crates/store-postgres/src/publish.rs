@@ -19,7 +19,7 @@ use airlock_store::{
 
 use crate::posts::{get_in, lock_post};
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
-use crate::{begin, db, durable_commit, is_unique_violation, lock, xact_lock};
+use crate::{begin, db, durable_commit, is_unique_violation, lock, xact_lock, xact_lock_shared};
 
 fn names(channels: &[ChannelName]) -> Vec<String> {
     channels.iter().map(|c| c.as_str().to_owned()).collect()
@@ -259,6 +259,9 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
             generation: req.generation,
         });
     }
+    // Shared with other intents, exclusive with a pause being set: a pause that has
+    // returned to its caller is seen here.
+    xact_lock_shared(&mut tx, lock::PAUSES, 0).await?;
     let pause: Option<(String, String)> = sqlx::query_as(
         "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL          AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = $1))          ORDER BY scope = '*' DESC, id LIMIT 1",
     )

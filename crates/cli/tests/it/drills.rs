@@ -2,24 +2,32 @@
 //! stopped exactly at one boundary by a failpoint, then either killed (SIGKILL) or left
 //! frozen past its lease, while another process (SQLite: the same ledger file) or
 //! another installation (PostgreSQL: its own config on the same database) takes over.
-//! Against a stateful Threads fake, every cell asserts at most one copy on the platform,
-//! the post's final state, its reservation, and whether the channel is paused.
+//! Against stateful fakes of Threads (containers) and WordPress (articles found by the
+//! key they carry), every cell asserts at most one copy on the platform, the post's final
+//! state, its reservation, whether the channel is paused — and that the worker really was
+//! held at the boundary (a killed worker died of the signal; a frozen one slept).
 //!
-//! | boundary       | kill                          | freeze past the lease          |
-//! |----------------|-------------------------------|--------------------------------|
-//! | after claim    | reaped, republished: posted   | the stale worker is fenced     |
-//! | after reserve  | reaped, republished: posted   | fenced at the intent           |
-//! | after prepare  | reaped, republished: posted   | fenced at the intent           |
-//! | after intent   | nothing sent: needs review    | sent late, settled by proof    |
-//! | after send     | settled by proof: posted      | late outcome refused; proof    |
-//! | after outcome  | posted, nothing to take over  | posted, nothing to take over   |
+//! | boundary      | kill                        | freeze past the lease                |
+//! |---------------|-----------------------------|--------------------------------------|
+//! | after claim   | reaped, republished: posted | the stale worker is fenced: posted   |
+//! | after reserve | reaped, republished: posted | fenced at the intent: posted         |
+//! | after prepare | reaped, republished: posted | fenced at the intent: posted         |
+//! | after intent  | nothing sent: needs review  | wakes, sees its lease too short to send: needs review |
+//! | after send    | settled by proof: posted    | late outcome refused; proof: posted  |
+//! | after outcome | posted, nothing to take over| posted, nothing to take over         |
+//!
+//! One more cell per platform and backend freezes the worker after its intent while a
+//! person settles the post as "not published", requeues it and resumes the channel: the
+//! post goes out once (WordPress) or waits until the earlier container can no longer be
+//! processing (Threads), and the frozen worker, waking, sends nothing.
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use airlock_testkit::fake::meta::{Expect, Flavour, GraphFake};
+use airlock_testkit::fake::meta::{self, Flavour, GraphFake};
+use airlock_testkit::fake::wordpress::{self, WordpressFake};
 use airlock_testkit::pg::TestDb;
 
 use crate::support::*;
@@ -54,6 +62,9 @@ enum Mode {
     Kill,
     /// Frozen at the boundary until long after its lease, then it carries on.
     Freeze,
+    /// Frozen after its intent while a person resolves "not published", requeues and
+    /// resumes, and the other side publishes.
+    FreezeWhileRequeued,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,13 +73,80 @@ enum Backend {
     Postgres,
 }
 
-/// The lease: longer than the Threads channel's longest publish (4 requests of 500 ms,
-/// 1 s of container polling, 500 ms of slack), as the configuration demands.
-const LEASE: Duration = Duration::from_secs(4);
-/// How long a frozen worker stays frozen: well past its lease and the takeover.
-const FREEZE_MS: u64 = 9000;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Threads,
+    Wordpress,
+}
 
-fn config(database: &str, fake: &GraphFake) -> String {
+/// The lease: longer than either channel's longest publish (Threads: 5 requests of
+/// 500 ms, 1 s of container polling, 500 ms of slack), as the configuration demands.
+const LEASE: Duration = Duration::from_secs(5);
+/// How long a frozen worker stays frozen: well past its lease and the takeover.
+const FREEZE: Duration = Duration::from_secs(10);
+
+/// The fake a drill publishes to.
+enum Fake {
+    Threads(GraphFake),
+    Wordpress(WordpressFake),
+}
+
+impl Fake {
+    async fn start(kind: Kind) -> Fake {
+        match kind {
+            Kind::Threads => Fake::Threads(
+                GraphFake::start_with(Flavour::Threads, meta::Expect::ANY, |s| {
+                    s.in_progress_reads = 1
+                })
+                .await,
+            ),
+            Kind::Wordpress => Fake::Wordpress(WordpressFake::start(wordpress::Expect::ANY).await),
+        }
+    }
+
+    /// Copies of the post on the platform.
+    fn copies(&self) -> usize {
+        match self {
+            Fake::Threads(fake) => fake.with(|s| s.published()),
+            Fake::Wordpress(fake) => fake.with(|s| s.articles.len()),
+        }
+    }
+
+    fn channel(&self) -> String {
+        match self {
+            Fake::Threads(fake) => format!(
+                "kind = \"threads\"\nbase_url = \"{}\"\naccount = \"inn_cats\"\npoll_interval = \"100ms\"\npoll_timeout = \"1s\"",
+                fake.uri()
+            ),
+            Fake::Wordpress(fake) => format!(
+                "kind = \"wordpress\"\nbase_url = \"{}\"\naccount = \"{}\"\nusername = \"{}\"",
+                fake.server.uri(),
+                wordpress::USER_SLUG,
+                wordpress::USERNAME
+            ),
+        }
+    }
+
+    /// Whether `prepare` has done its work on the platform.
+    async fn prepared(&self) -> bool {
+        match self {
+            Fake::Threads(fake) => fake.with(|s| {
+                s.containers()
+                    .iter()
+                    .any(|c| s.container_state(c) == Some("FINISHED"))
+            }),
+            Fake::Wordpress(fake) => fake
+                .server
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .iter()
+                .any(|r| r.url.query().is_some_and(|q| q.contains("search="))),
+        }
+    }
+}
+
+fn config(database: &str, fake: &Fake) -> String {
     format!(
         r#"timezone = "Asia/Tokyo"
 database = "{database}"
@@ -81,24 +159,20 @@ poll_interval = "30s"
 window = "60m"
 window_limit = 100
 
-[channels.threads]
-kind = "threads"
-base_url = "{base_url}"
-token_file = "threads.token"
-account = "inn_cats"
+[channels.blog]
+{channel}
+token_file = "blog.token"
 daily_limit = 10
 request_timeout = "500ms"
-poll_interval = "100ms"
-poll_timeout = "1s"
 "#,
         lease = LEASE.as_secs(),
-        base_url = fake.uri(),
+        channel = fake.channel(),
     )
 }
 
-fn installation(database: &str, fake: &GraphFake) -> Workspace {
+fn installation(database: &str, fake: &Fake) -> Workspace {
     let ws = Workspace::new(&config(database, fake));
-    let token = ws.path("threads.token");
+    let token = ws.path("blog.token");
     std::fs::write(&token, airlock_testkit::CANARY).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -113,7 +187,7 @@ fn spawn_worker(ws: &Workspace, boundary: Boundary) -> Child {
     ws.command(&["dispatch", "--once"])
         .env(
             "FAILPOINTS",
-            format!("{}=sleep({FREEZE_MS})", boundary.failpoint()),
+            format!("{}=sleep({})", boundary.failpoint(), FREEZE.as_millis()),
         )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -121,57 +195,33 @@ fn spawn_worker(ws: &Workspace, boundary: Boundary) -> Child {
         .unwrap()
 }
 
-/// Polls `check` until it holds, for at most `within`.
-async fn until(within: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !check() {
+/// Polls `check` until it holds, for at most 20 s.
+async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check().await {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 /// Waits until the worker has reached `boundary`, seen from the ledger or the platform.
-async fn reached(boundary: Boundary, ws: &Workspace, id: &str, fake: &GraphFake) {
-    let within = Duration::from_secs(20);
+async fn reached(boundary: Boundary, ws: &Workspace, id: &str, fake: &Fake) {
     let what = format!("{boundary:?}");
+    let non_empty = |post: Value, key: &str| post[key].as_array().is_some_and(|a| !a.is_empty());
     match boundary {
-        Boundary::Claim => until(within, &what, || show(ws, id)["status"] == "posting").await,
-        Boundary::Reserve => {
-            until(within, &what, || {
-                show(ws, id)["reservations"]
-                    .as_array()
-                    .is_some_and(|r| !r.is_empty())
-            })
-            .await
-        }
-        Boundary::Prepare => {
-            until(within, &what, || {
-                fake.with(|s| {
-                    s.containers()
-                        .iter()
-                        .any(|c| s.container_state(c) == Some("FINISHED"))
-                })
-            })
-            .await
-        }
-        Boundary::Intent => {
-            until(within, &what, || {
-                show(ws, id)["intents"]
-                    .as_array()
-                    .is_some_and(|i| !i.is_empty())
-            })
-            .await
-        }
-        Boundary::Send => until(within, &what, || fake.with(|s| s.published()) == 1).await,
-        Boundary::Outcome => until(within, &what, || show(ws, id)["status"] == "posted").await,
+        Boundary::Claim => until(&what, async || show(ws, id)["status"] == "posting").await,
+        Boundary::Reserve => until(&what, async || non_empty(show(ws, id), "reservations")).await,
+        Boundary::Prepare => until(&what, async || fake.prepared().await).await,
+        Boundary::Intent => until(&what, async || non_empty(show(ws, id), "intents")).await,
+        Boundary::Send => until(&what, async || fake.copies() == 1).await,
+        Boundary::Outcome => until(&what, async || show(ws, id)["status"] == "posted").await,
     }
     // The failpoint is the next thing the worker does.
     tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
-async fn drill(backend: Backend, boundary: Boundary, mode: Mode) {
-    let fake =
-        GraphFake::start_with(Flavour::Threads, Expect::ANY, |s| s.in_progress_reads = 1).await;
+async fn drill(backend: Backend, kind: Kind, boundary: Boundary, mode: Mode) {
+    let fake = Fake::start(kind).await;
     let db = (backend == Backend::Postgres).then(TestDb::create);
     let (first, second) = match &db {
         // Another process on the same ledger file.
@@ -182,28 +232,27 @@ async fn drill(backend: Backend, boundary: Boundary, mode: Mode) {
             };
             let url = format!("sqlite://{}", first.db().display());
             std::fs::write(second.config(), config(&url, &fake)).unwrap();
-            std::fs::copy(first.path("threads.token"), second.path("threads.token")).unwrap();
+            std::fs::copy(first.path("blog.token"), second.path("blog.token")).unwrap();
             (first, second)
         }
         // Another installation (its own config and files) on the same database.
         Some(db) => (installation(&db.url, &fake), installation(&db.url, &fake)),
     };
-    let id = first
-        .ok(&[
-            "post",
-            "add",
-            "--channel",
-            "threads",
-            "--text",
-            "Cats rest here.",
-            "--at",
-            "now",
-        ])
-        .stdout
-        .trim()
-        .to_owned();
+    let mut add = vec![
+        "post",
+        "add",
+        "--channel",
+        "blog",
+        "--text",
+        "Cats rest here.",
+    ];
+    if kind == Kind::Wordpress {
+        add.extend(["--title", "Why cats rest"]);
+    }
+    let id = first.ok(&add).stdout.trim().to_owned();
     first.ok(&["post", "approve", &id]);
 
+    let started = Instant::now();
     let mut worker = spawn_worker(&first, boundary);
     reached(boundary, &first, &id, &fake).await;
     if mode == Mode::Kill {
@@ -212,27 +261,36 @@ async fn drill(backend: Backend, boundary: Boundary, mode: Mode) {
 
     // The other side takes over once the lease has run out: the reaper settles the post,
     // and a post provably never sent is published again.
-    let lease_end = show(&second, &id)["lease_expires_at"].clone();
-    if lease_end.is_string() {
+    if show(&second, &id)["lease_expires_at"].is_string() {
         tokio::time::sleep(LEASE + Duration::from_millis(300)).await;
     }
     second.run(&["dispatch", "--once"]);
+    if mode == Mode::FreezeWhileRequeued {
+        assert_eq!(show(&second, &id)["status"], "needs_review");
+        second.ok(&["post", "resolve", &id, "--not-published"]);
+        second.ok(&["post", "requeue", &id]);
+        second.ok(&["resume", "blog"]);
+    }
     if show(&second, &id)["status"] == "approved" {
-        second.ok(&["post", "publish", &id]);
+        second.run(&["post", "publish", &id]);
     }
     // A frozen worker wakes long after its lease and carries on to its end.
     let status = worker.wait().unwrap();
-    if mode == Mode::Freeze {
-        assert!(
-            status.code().is_some(),
-            "the frozen worker exited: {status:?}"
-        );
+    match mode {
+        Mode::Kill => assert!(
+            status.code().is_none(),
+            "the worker was still held at {boundary:?} when it was killed: {status:?}"
+        ),
+        Mode::Freeze | Mode::FreezeWhileRequeued => assert!(
+            started.elapsed() >= FREEZE,
+            "the worker slept at {boundary:?}"
+        ),
     }
     // Reconcile settles what the platform proves.
     second.run(&["dispatch", "--once"]);
 
     let post = show(&second, &id);
-    let copies = fake.with(|s| s.published());
+    let copies = fake.copies();
     let reservations: Vec<&str> = post["reservations"]
         .as_array()
         .unwrap()
@@ -240,20 +298,38 @@ async fn drill(backend: Backend, boundary: Boundary, mode: Mode) {
         .filter_map(|r| r["state"].as_str())
         .collect();
     let paused = second.ok(&["channels", "--json"]).json()[0]["paused"] == true;
-    let cell = format!("{backend:?} {boundary:?} {mode:?}: {post}");
+    let cell = format!("{backend:?} {kind:?} {boundary:?} {mode:?}: {post}");
     assert!(copies <= 1, "{copies} copies on the platform; {cell}");
     assert_ne!(post["status"], "posting", "{cell}");
-    match (boundary, mode) {
-        // Killed after recording its intent, before sending: nothing went out, and only a
-        // person can know that.
-        (Boundary::Intent, Mode::Kill) => {
+    match (boundary, mode, kind) {
+        // Held after recording its intent, before sending: nothing went out, and only a
+        // person can know that (a frozen worker, waking, sees its lease too short to send).
+        (Boundary::Intent, Mode::Kill | Mode::Freeze, _) => {
             assert_eq!(copies, 0, "{cell}");
             assert_eq!(post["status"], "needs_review", "{cell}");
             assert!(reservations.contains(&"reserved"), "kept counted; {cell}");
             assert!(paused, "{cell}");
         }
-        // The request went out (late, for a frozen worker): the platform proves it.
-        (Boundary::Intent, Mode::Freeze) | (Boundary::Send, _) => {
+        // Requeued by a person while the first worker was frozen with its intent: the
+        // retry publishes once; the frozen worker sends nothing.
+        (Boundary::Intent, Mode::FreezeWhileRequeued, Kind::Wordpress) => {
+            assert_eq!(copies, 1, "{cell}");
+            assert_eq!(post["status"], "posted", "{cell}");
+        }
+        // ... or, on Threads, waits until the first container can no longer be processing,
+        // and publishes that same container then, never a new one.
+        (Boundary::Intent, Mode::FreezeWhileRequeued, Kind::Threads) => {
+            assert_eq!(copies, 0, "{cell}");
+            assert_eq!(post["status"], "approved", "{cell}");
+            assert!(
+                post["error"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("published again once")),
+                "{cell}"
+            );
+        }
+        // The request went out: the platform proves it.
+        (Boundary::Send, _, _) => {
             assert_eq!(copies, 1, "{cell}");
             assert_eq!(post["status"], "posted", "{cell}");
             assert!(reservations.contains(&"committed"), "{cell}");
@@ -272,43 +348,81 @@ async fn drill(backend: Backend, boundary: Boundary, mode: Mode) {
             assert!(!paused, "{cell}");
         }
     }
+    if boundary != Boundary::Outcome {
+        assert!(
+            post["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["actor"] == "reaper"),
+            "the other side took over; {cell}"
+        );
+    }
     drop(db);
 }
 
 macro_rules! drills {
-    ($($name:ident: $backend:ident $boundary:ident $mode:ident;)*) => {
+    ($($name:ident: $backend:ident $kind:ident $boundary:ident $mode:ident;)*) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn $name() {
-                drill(Backend::$backend, Boundary::$boundary, Mode::$mode).await;
+                drill(Backend::$backend, Kind::$kind, Boundary::$boundary, Mode::$mode).await;
             }
         )*
     };
 }
 
 drills! {
-    sqlite_killed_after_claim: Sqlite Claim Kill;
-    sqlite_frozen_after_claim: Sqlite Claim Freeze;
-    sqlite_killed_after_reserve: Sqlite Reserve Kill;
-    sqlite_frozen_after_reserve: Sqlite Reserve Freeze;
-    sqlite_killed_after_prepare: Sqlite Prepare Kill;
-    sqlite_frozen_after_prepare: Sqlite Prepare Freeze;
-    sqlite_killed_after_intent: Sqlite Intent Kill;
-    sqlite_frozen_after_intent: Sqlite Intent Freeze;
-    sqlite_killed_after_send: Sqlite Send Kill;
-    sqlite_frozen_after_send: Sqlite Send Freeze;
-    sqlite_killed_after_outcome: Sqlite Outcome Kill;
-    sqlite_frozen_after_outcome: Sqlite Outcome Freeze;
-    postgres_killed_after_claim: Postgres Claim Kill;
-    postgres_frozen_after_claim: Postgres Claim Freeze;
-    postgres_killed_after_reserve: Postgres Reserve Kill;
-    postgres_frozen_after_reserve: Postgres Reserve Freeze;
-    postgres_killed_after_prepare: Postgres Prepare Kill;
-    postgres_frozen_after_prepare: Postgres Prepare Freeze;
-    postgres_killed_after_intent: Postgres Intent Kill;
-    postgres_frozen_after_intent: Postgres Intent Freeze;
-    postgres_killed_after_send: Postgres Send Kill;
-    postgres_frozen_after_send: Postgres Send Freeze;
-    postgres_killed_after_outcome: Postgres Outcome Kill;
-    postgres_frozen_after_outcome: Postgres Outcome Freeze;
+    sqlite_threads_killed_after_claim: Sqlite Threads Claim Kill;
+    sqlite_threads_frozen_after_claim: Sqlite Threads Claim Freeze;
+    sqlite_threads_killed_after_reserve: Sqlite Threads Reserve Kill;
+    sqlite_threads_frozen_after_reserve: Sqlite Threads Reserve Freeze;
+    sqlite_threads_killed_after_prepare: Sqlite Threads Prepare Kill;
+    sqlite_threads_frozen_after_prepare: Sqlite Threads Prepare Freeze;
+    sqlite_threads_killed_after_intent: Sqlite Threads Intent Kill;
+    sqlite_threads_frozen_after_intent: Sqlite Threads Intent Freeze;
+    sqlite_threads_frozen_after_intent_while_requeued: Sqlite Threads Intent FreezeWhileRequeued;
+    sqlite_threads_killed_after_send: Sqlite Threads Send Kill;
+    sqlite_threads_frozen_after_send: Sqlite Threads Send Freeze;
+    sqlite_threads_killed_after_outcome: Sqlite Threads Outcome Kill;
+    sqlite_threads_frozen_after_outcome: Sqlite Threads Outcome Freeze;
+    postgres_threads_killed_after_claim: Postgres Threads Claim Kill;
+    postgres_threads_frozen_after_claim: Postgres Threads Claim Freeze;
+    postgres_threads_killed_after_reserve: Postgres Threads Reserve Kill;
+    postgres_threads_frozen_after_reserve: Postgres Threads Reserve Freeze;
+    postgres_threads_killed_after_prepare: Postgres Threads Prepare Kill;
+    postgres_threads_frozen_after_prepare: Postgres Threads Prepare Freeze;
+    postgres_threads_killed_after_intent: Postgres Threads Intent Kill;
+    postgres_threads_frozen_after_intent: Postgres Threads Intent Freeze;
+    postgres_threads_frozen_after_intent_while_requeued: Postgres Threads Intent FreezeWhileRequeued;
+    postgres_threads_killed_after_send: Postgres Threads Send Kill;
+    postgres_threads_frozen_after_send: Postgres Threads Send Freeze;
+    postgres_threads_killed_after_outcome: Postgres Threads Outcome Kill;
+    postgres_threads_frozen_after_outcome: Postgres Threads Outcome Freeze;
+    sqlite_wordpress_killed_after_claim: Sqlite Wordpress Claim Kill;
+    sqlite_wordpress_frozen_after_claim: Sqlite Wordpress Claim Freeze;
+    sqlite_wordpress_killed_after_reserve: Sqlite Wordpress Reserve Kill;
+    sqlite_wordpress_frozen_after_reserve: Sqlite Wordpress Reserve Freeze;
+    sqlite_wordpress_killed_after_prepare: Sqlite Wordpress Prepare Kill;
+    sqlite_wordpress_frozen_after_prepare: Sqlite Wordpress Prepare Freeze;
+    sqlite_wordpress_killed_after_intent: Sqlite Wordpress Intent Kill;
+    sqlite_wordpress_frozen_after_intent: Sqlite Wordpress Intent Freeze;
+    sqlite_wordpress_frozen_after_intent_while_requeued: Sqlite Wordpress Intent FreezeWhileRequeued;
+    sqlite_wordpress_killed_after_send: Sqlite Wordpress Send Kill;
+    sqlite_wordpress_frozen_after_send: Sqlite Wordpress Send Freeze;
+    sqlite_wordpress_killed_after_outcome: Sqlite Wordpress Outcome Kill;
+    sqlite_wordpress_frozen_after_outcome: Sqlite Wordpress Outcome Freeze;
+    postgres_wordpress_killed_after_claim: Postgres Wordpress Claim Kill;
+    postgres_wordpress_frozen_after_claim: Postgres Wordpress Claim Freeze;
+    postgres_wordpress_killed_after_reserve: Postgres Wordpress Reserve Kill;
+    postgres_wordpress_frozen_after_reserve: Postgres Wordpress Reserve Freeze;
+    postgres_wordpress_killed_after_prepare: Postgres Wordpress Prepare Kill;
+    postgres_wordpress_frozen_after_prepare: Postgres Wordpress Prepare Freeze;
+    postgres_wordpress_killed_after_intent: Postgres Wordpress Intent Kill;
+    postgres_wordpress_frozen_after_intent: Postgres Wordpress Intent Freeze;
+    postgres_wordpress_frozen_after_intent_while_requeued: Postgres Wordpress Intent FreezeWhileRequeued;
+    postgres_wordpress_killed_after_send: Postgres Wordpress Send Kill;
+    postgres_wordpress_frozen_after_send: Postgres Wordpress Send Freeze;
+    postgres_wordpress_killed_after_outcome: Postgres Wordpress Outcome Kill;
+    postgres_wordpress_frozen_after_outcome: Postgres Wordpress Outcome Freeze;
 }

@@ -50,7 +50,8 @@ fn reconcile_request(prepared: &Prepared) -> ReconcileRequest {
 async fn happy_path_publishes_the_rendered_article_once_and_reads_it_back() {
     let fake = WordpressFake::start(Expect {
         identity: 1,
-        lookup: 1,
+        // Before the create, and in the read-back (the key must be findable).
+        lookup: 2,
         create: 1,
         read: 1,
     })
@@ -224,7 +225,7 @@ async fn an_article_with_the_same_title_and_slug_but_not_the_key_is_not_this_pos
 }
 
 #[tokio::test]
-async fn an_article_of_an_earlier_attempt_with_older_content_stops_the_post() {
+async fn an_article_of_an_earlier_attempt_with_older_content_is_this_post_already_out() {
     let fake = WordpressFake::start(Expect {
         lookup: 2,
         ..Expect::default()
@@ -239,10 +240,59 @@ async fn an_article_of_an_earlier_attempt_with_older_content_stops_the_post() {
     }];
     let content = format!("<p>older text</p>{}", key_marker("airlock-42-older"));
     let earlier = fake.with(|s| s.add_with_content(SLUG, TITLE, "publish", &content));
-    let err = adapter(&fake).prepare(&req).await.unwrap_err();
+    let prepared = adapter(&fake).prepare(&req).await.unwrap();
+    let Some(proof) = &prepared.already_published else {
+        panic!("expected the earlier article, got {prepared:?}");
+    };
+    assert_eq!(
+        proof.platform_post_id.as_deref(),
+        Some(earlier.to_string().as_str())
+    );
+    assert!(proof.note.contains("airlock-42-older"), "{proof:?}");
+}
+
+#[tokio::test]
+async fn the_key_lookup_reads_every_page_of_the_search() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 2,
+        ..Expect::default()
+    })
+    .await;
+    let req = post();
+    let content = format!("<p>ours</p>{}", key_marker(&req.idempotency_key));
+    let ours = fake.with(|s| s.add_with_content("ours", TITLE, "publish", &content));
+    // Newer articles that mention the key's text, without being airlock's, fill the first
+    // page of a newest-first search.
+    for n in 0..120 {
+        let quoting = format!("<p>a note about {}</p>", req.idempotency_key);
+        fake.with(|s| s.add_with_content(&format!("note-{n}"), "A note", "publish", &quoting));
+    }
+    let prepared = adapter(&fake).prepare(&req).await.unwrap();
+    assert_eq!(
+        prepared.already_published.and_then(|p| p.platform_post_id),
+        Some(ours.to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_site_that_strips_the_key_comment_fails_verification_and_says_why() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 1,
+        create: 1,
+        read: 1,
+        ..Expect::default()
+    })
+    .await;
+    fake.with(|s| s.strip_comments = true);
+    let wordpress = adapter(&fake);
+    let prepared = wordpress.prepare(&post()).await.unwrap();
+    let Outcome::Published(published) = wordpress.publish(&post(), &prepared).await else {
+        panic!("expected a publish");
+    };
+    let verification = wordpress.verify(&published.platform_post_id.unwrap()).await;
     assert!(
-        matches!(&err, StepError::Rejected { reason, credential: false } if reason.contains(&format!("article {earlier}")) && reason.contains("airlock-42-older")),
-        "{err:?}"
+        matches!(&verification, Verification::Failed { reason } if reason.contains("key comment") && reason.contains("only by a person")),
+        "{verification:?}"
     );
 }
 

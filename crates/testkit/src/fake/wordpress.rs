@@ -10,8 +10,10 @@
 //!   `embed` get `-2`, `-3`, … appended. It builds `link` from the stored slug and answers
 //!   201 with `Location`.
 //! - `GET posts?slug=` and `GET posts?search=` (every word in the title or the raw
-//!   content, as core searches) answer a list (with `X-WP-Total`); statuses other than
-//!   `publish` need credentials (`rest_invalid_param` otherwise).
+//!   content, as core searches) answer a list, newest first, 10 per page unless
+//!   `per_page` says otherwise (with `X-WP-Total` and `X-WP-TotalPages`); statuses other
+//!   than `publish` need credentials (`rest_invalid_param` otherwise).
+//! - `strip_comments` acts out a security plugin that strips HTML comments from content.
 //! - `GET posts/{id}` and `GET users/me`.
 //! - [`PublishMode`] acts out lost answers.
 
@@ -67,6 +69,8 @@ pub struct State {
     pub can_publish: bool,
     /// How the create endpoint behaves.
     pub publish_mode: PublishMode,
+    /// Strip HTML comments from created content, as some security plugins do.
+    pub strip_comments: bool,
     /// The articles.
     pub articles: Vec<Article>,
     next_id: u64,
@@ -127,6 +131,24 @@ impl State {
             "author": 3,
         })
     }
+}
+
+/// The content as stored: without HTML comments when a plugin strips them.
+fn strip(content: &str, comments: bool) -> String {
+    if !comments {
+        return content.to_owned();
+    }
+    let mut out = String::new();
+    let mut rest = content;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        rest = rest[start..]
+            .find("-->")
+            .map(|end| &rest[start + end + 3..])
+            .unwrap_or("");
+    }
+    out.push_str(rest);
+    out
 }
 
 fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
@@ -235,6 +257,7 @@ impl Respond for Wp {
                 let found: Vec<Value> = state
                     .articles
                     .iter()
+                    .rev()
                     .filter(|a| statuses.contains(&a.status.as_str()))
                     .filter(|a| slug.as_deref().is_none_or(|s| a.slug == s))
                     .filter(|a| {
@@ -243,10 +266,26 @@ impl Respond for Wp {
                     })
                     .map(|a| state.json(a))
                     .collect();
+                // Newest first, 10 per page unless `per_page` (at most 100) says otherwise.
+                let per_page = query(request, "per_page")
+                    .and_then(|p| p.parse::<usize>().ok())
+                    .unwrap_or(10)
+                    .clamp(1, 100);
+                let page = query(request, "page")
+                    .and_then(|p| p.parse::<usize>().ok())
+                    .unwrap_or(1)
+                    .max(1);
+                let pages = found.len().div_ceil(per_page).max(1);
+                let shown: Vec<Value> = found
+                    .iter()
+                    .skip((page - 1) * per_page)
+                    .take(per_page)
+                    .cloned()
+                    .collect();
                 ResponseTemplate::new(200)
                     .insert_header("x-wp-total", found.len().to_string().as_str())
-                    .insert_header("x-wp-totalpages", "1")
-                    .set_body_json(found)
+                    .insert_header("x-wp-totalpages", pages.to_string().as_str())
+                    .set_body_json(shown)
             }
             ("POST", "posts") => {
                 if !authenticated {
@@ -279,7 +318,7 @@ impl Respond for Wp {
                     slug,
                     status,
                     title: body["title"].as_str().unwrap_or("").to_owned(),
-                    content: body["content"].as_str().unwrap_or("").to_owned(),
+                    content: strip(body["content"].as_str().unwrap_or(""), state.strip_comments),
                 };
                 let answer = state.json(&article);
                 let location = format!("{}/wp-json/wp/v2/posts/{}", state.site, article.id);
@@ -315,7 +354,7 @@ impl Respond for Wp {
     }
 }
 
-/// How many calls each route must get in a test.
+/// How many calls each route must get in a test ([`crate::fake::meta::ANY`]: any number).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Expect {
     /// `GET users/me`.
@@ -336,6 +375,16 @@ pub struct WordpressFake {
     pub state: Arc<Mutex<State>>,
 }
 
+impl Expect {
+    /// Any number of calls to every route (for drills, which assert on the articles).
+    pub const ANY: Expect = Expect {
+        identity: crate::fake::meta::ANY,
+        lookup: crate::fake::meta::ANY,
+        create: crate::fake::meta::ANY,
+        read: crate::fake::meta::ANY,
+    };
+}
+
 impl WordpressFake {
     /// Starts a fake expecting these calls.
     pub async fn start(expect: Expect) -> WordpressFake {
@@ -345,6 +394,7 @@ impl WordpressFake {
             user_slug: USER_SLUG.into(),
             can_publish: true,
             publish_mode: PublishMode::Normal,
+            strip_comments: false,
             articles: Vec::new(),
             next_id: 100,
         }));
@@ -360,14 +410,16 @@ impl WordpressFake {
             ("read back", "GET", |r| r.starts_with("posts/"), expect.read),
         ];
         for (name, verb, matches_route, times) in routes {
-            Mock::given(move |request: &Request| {
+            let mock = Mock::given(move |request: &Request| {
                 request.method.as_str() == verb && route(request).is_some_and(|r| matches_route(&r))
             })
             .respond_with(Wp(state.clone()))
-            .expect(times)
-            .named(name)
-            .mount(&server)
-            .await;
+            .named(name);
+            let mock = match times {
+                crate::fake::meta::ANY => mock.expect(0..),
+                n => mock.expect(n),
+            };
+            mock.mount(&server).await;
         }
         Mock::given(wiremock::matchers::any())
             .respond_with(error(
