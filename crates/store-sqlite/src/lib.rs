@@ -106,7 +106,21 @@ fn unavailable_at(path: &Path, e: sqlx::Error) -> StoreError {
 
 /// Maps a database error; trigger refusals become domain errors where the caller knows the post.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    if let Some(message) = too_large(&e) {
+        return StoreError::TooLarge(message);
+    }
     StoreError::Unavailable(Box::new(e))
+}
+
+/// The size-limit triggers' refusal (`airlock: value too large: ...`), as its message.
+fn too_large(e: &sqlx::Error) -> Option<String> {
+    match e {
+        sqlx::Error::Database(d) => d
+            .message()
+            .find("airlock: value too large: ")
+            .map(|at| d.message()[at + "airlock: ".len()..].to_owned()),
+        _ => None,
+    }
 }
 
 /// Whether a database error is one of the ledger triggers refusing a change.
@@ -144,6 +158,14 @@ impl Store for SqliteStore {
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
         posts::list(&self.pool, filter).await
+    }
+
+    async fn list_summaries(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::PostSummary>> {
+        posts::list_summaries(&self.pool, filter, excerpt_chars).await
     }
 
     async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {
