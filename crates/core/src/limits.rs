@@ -93,12 +93,13 @@ pub fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), T
 }
 
 /// The limits a draft must meet before it is stored: the global ceilings on every field,
-/// then the channel's own text length and media count (`policy`, named by `channel`).
+/// then the channel's own text length and media count (`policy`, named in messages as
+/// `channel_label`, like `channel threads-main (threads)`).
 /// The rest of the content policy (phrases, shape) is checked at approval.
 pub fn check_content(
     content: &PostContent,
     policy: &ContentPolicy,
-    channel: &str,
+    channel_label: &str,
 ) -> Result<(), TooLarge> {
     check_chars("text", &content.text, MAX_TEXT_CHARS)?;
     if let Some(title) = &content.title {
@@ -135,7 +136,7 @@ pub fn check_content(
                         "characters (each emoji counted as its UTF-8 bytes)"
                     }
                 },
-                whose: format!("channel {channel}"),
+                whose: channel_label.to_owned(),
             });
         }
     }
@@ -147,7 +148,7 @@ pub fn check_content(
             size: content.media.len(),
             max,
             unit: "items",
-            whose: format!("channel {channel}"),
+            whose: channel_label.to_owned(),
         });
     }
     Ok(())
@@ -198,7 +199,8 @@ mod tests {
     #[test]
     fn a_text_longer_than_the_channel_allows_is_refused_at_draft_time() {
         let policy = ChannelKind::Threads.policy_with(None, vec![], vec![]);
-        let err = check_content(&content(&"a".repeat(501)), &policy, "threads-main").unwrap_err();
+        let err =
+            check_content(&content(&"a".repeat(501)), &policy, "channel threads-main").unwrap_err();
         assert_eq!((err.size, err.max), (501, 500));
         assert!(err.to_string().contains("channel threads-main"), "{err}");
         // Threads counts an emoji as its UTF-8 bytes.

@@ -4,4 +4,5 @@ mod concurrency;
 mod guarded;
 mod outcomes;
 mod reaper;
+mod security;
 mod support;
