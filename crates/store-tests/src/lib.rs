@@ -12,6 +12,7 @@
 //! ```
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
+//! [`metered`] (a delegating store that counts the post text it returns),
 //! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
@@ -30,6 +31,7 @@ pub mod admin;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
+pub mod metered;
 pub mod posts;
 pub mod quota;
 pub mod security;
