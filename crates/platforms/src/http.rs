@@ -20,17 +20,75 @@ use airlock_core::outcome::{Outcome, StatusClass, TransportFailure, classify_sta
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("base_url {url:?} {problem}")]
 pub struct BaseUrlError {
-    /// The URL.
+    /// The URL, without any user info or password it carried ([`without_secrets`]).
     pub url: String,
     /// What is wrong with it.
     pub problem: &'static str,
+}
+
+/// A URL as it may be shown: user name and password removed (`user:pw@` becomes
+/// `***@`), and the values of query parameters that carry secrets (`password`,
+/// `sslpassword`, `token`, `access_token`, `key`, `secret`) replaced by `***`. Text that
+/// does not parse as a URL is cut at its last `@` before the host, so an embedded
+/// credential never shows even in an error about a malformed URL.
+pub fn without_secrets(url: &str) -> String {
+    const SECRET_PARAMS: [&str; 6] = [
+        "password",
+        "sslpassword",
+        "token",
+        "access_token",
+        "key",
+        "secret",
+    ];
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.has_host() || !parsed.username().is_empty() => {
+            let had_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+            let _ = parsed.set_password(None);
+            let _ = parsed.set_username("");
+            let pairs: Vec<(String, String)> = parsed
+                .query_pairs()
+                .map(|(k, v)| {
+                    let secret = SECRET_PARAMS.contains(&k.to_ascii_lowercase().as_str());
+                    (
+                        k.into_owned(),
+                        if secret {
+                            "***".to_owned()
+                        } else {
+                            v.into_owned()
+                        },
+                    )
+                })
+                .collect();
+            if !pairs.is_empty() {
+                parsed.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            let mut shown = parsed.to_string();
+            if had_userinfo && let Some(rest) = shown.find("://").map(|i| i + 3) {
+                shown.insert_str(rest, "***@");
+            }
+            shown
+        }
+        _ => {
+            // Not a URL we can take apart: drop everything between the scheme and the
+            // last '@' of the authority.
+            let start = url.find("://").map(|i| i + 3).unwrap_or(0);
+            let authority_end = url[start..]
+                .find(['/', '?', '#'])
+                .map(|i| start + i)
+                .unwrap_or(url.len());
+            match url[start..authority_end].rfind('@') {
+                Some(at) => format!("{}***@{}", &url[..start], &url[start + at + 1..]),
+                None => url.to_owned(),
+            }
+        }
+    }
 }
 
 /// Checks a `base_url`: absolute, `https` unless the host is loopback, no credentials,
 /// query or fragment. Returns it without a trailing slash.
 pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
     let err = |problem| BaseUrlError {
-        url: url.to_owned(),
+        url: without_secrets(url),
         problem,
     };
     let parsed = reqwest::Url::parse(url).map_err(|_| err("is not an absolute URL"))?;
@@ -281,6 +339,32 @@ mod tests {
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_secrets() {
+        assert_eq!(
+            without_secrets("postgres://airlock:s3cret-pw@db.example:5432/airlock"),
+            "postgres://***@db.example:5432/airlock"
+        );
+        assert_eq!(
+            without_secrets("postgres://db.example/airlock?sslmode=require&password=s3cret-pw"),
+            "postgres://db.example/airlock?sslmode=require&password=***"
+        );
+        assert_eq!(
+            without_secrets("postgres://airlock@db.example/airlock"),
+            "postgres://***@db.example/airlock"
+        );
+        assert_eq!(
+            without_secrets("sqlite:///srv/airlock.db"),
+            "sqlite:///srv/airlock.db"
+        );
+        // Not parseable (bad port), still cut.
+        let shown = without_secrets("postgres://u:s3cret-pw@db.example:99999/x");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        let err = check_base_url("https://user:s3cret-pw@x.example").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(err.to_string().contains("credentials"), "{err}");
     }
 
     #[test]

@@ -46,7 +46,14 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `path` and applies pending migrations.
+    /// A new database file is created with mode 0600, whatever the umask; SQLite gives
+    /// its `-wal` and `-shm` files the database file's mode.
     pub async fn open(path: &Path) -> Result<Self> {
+        create_private(path).map_err(|e| {
+            StoreError::Unavailable(
+                format!("cannot create SQLite database {}: {e}", path.display()).into(),
+            )
+        })?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -97,6 +104,23 @@ impl SqliteStore {
 
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
         self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)
+    }
+}
+
+/// Creates an empty file at `path` with mode 0600 unless something exists there: the
+/// ledger holds every post and token hash, readable only by its owner.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        // The umask can only take bits away; set exactly 0600.
+        Ok(file) => file.set_permissions(std::fs::Permissions::from_mode(0o600)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
