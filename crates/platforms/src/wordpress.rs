@@ -21,8 +21,9 @@
 //!    slug proves it did not (the lookup is authenticated, so drafts and private articles
 //!    are listed too); anything else is left to a person.
 //!
-//! Authentication is HTTP Basic with an application password, in the header only. Raw HTML
-//! in the Markdown is shown as text, not passed through, and links with schemes other than
+//! Authentication is HTTP Basic with an application password, in the header only. The
+//! title is sent as HTML text (`&`, `<`, `>` escaped), raw HTML in the Markdown is shown
+//! as text, not passed through, and links with schemes other than
 //! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
 //! into the site. Categories, tags, excerpts and featured images are not set.
 
@@ -158,7 +159,18 @@ pub fn slug_for(title: &str, post_id: PostId) -> String {
     }
 }
 
-/// Titles as WordPress may store them (kses encodes a few characters) compared as typed.
+/// A title as HTML text: `&`, `<` and `>` escaped, so markup an agent wrote shows as
+/// text and never runs on the site. Quotes stay: a title is element text, and themes
+/// escape it themselves where it lands in an attribute.
+fn escape_title(title: &str) -> String {
+    title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Titles as WordPress may store them (kses encodes a few characters; airlock sends
+/// them escaped, [`escape_title`]) compared as typed.
 fn same_title(stored: &str, ours: &str) -> bool {
     let decoded = stored
         .replace("&lt;", "<")
@@ -281,7 +293,7 @@ impl Wordpress {
         Ok(Wordpress {
             base_url,
             username: settings.username.trim().to_owned(),
-            redactor: Redactor::new([settings.app_password.clone()]),
+            redactor: Redactor::basic(settings.username.trim(), &settings.app_password),
             app_password: settings.app_password,
             client,
             timeout: settings.request_timeout,
@@ -498,7 +510,8 @@ impl Platform for Wordpress {
             };
         };
         let body = json!({
-            "title": title,
+            // WordPress stores and shows the title as HTML: send it as text.
+            "title": escape_title(title),
             "content": article_html(req),
             "status": "publish",
             "slug": slug,
@@ -647,6 +660,9 @@ mod tests {
     #[test]
     fn stored_titles_compare_after_entity_decoding() {
         assert!(same_title("Cats &amp; Dogs", "Cats & Dogs"));
+        let ours = "<b>Cats</b> & Dogs";
+        assert!(same_title(&escape_title(ours), ours));
+        assert_eq!(escape_title(ours), "&lt;b&gt;Cats&lt;/b&gt; &amp; Dogs");
         assert!(!same_title("Cats and Dogs", "Cats & Dogs"));
     }
 }
