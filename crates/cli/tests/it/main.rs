@@ -6,4 +6,5 @@ mod lifecycle;
 mod mcp;
 mod platforms;
 mod postgres;
+mod security;
 mod support;

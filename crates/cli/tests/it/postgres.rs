@@ -23,13 +23,13 @@ const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
 
 /// A database that exists for one test: created empty, dropped (with its connections) at
 /// the end of the test.
-struct TestDb {
+pub(crate) struct TestDb {
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl TestDb {
-    fn create() -> TestDb {
+    pub(crate) fn create() -> TestDb {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -136,7 +136,7 @@ daily_limit = {second}
     )
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -227,7 +227,7 @@ fn published_lines(installations: &[&Workspace], channel: &str, ids: &[i64]) -> 
 }
 
 /// A running `airlock serve`, killed when dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
     address: String,
     log: PathBuf,
@@ -235,7 +235,7 @@ struct Serving {
 
 impl Serving {
     /// Starts `serve` for `ws` and waits until `/healthz` answers 200.
-    fn start(ws: &Workspace) -> Serving {
+    pub(crate) fn start(ws: &Workspace) -> Serving {
         let config = std::fs::read_to_string(ws.config()).unwrap();
         let address = config
             .lines()
@@ -285,7 +285,7 @@ impl Serving {
             && answer.starts_with("HTTP/1.1 200")
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
