@@ -12,7 +12,9 @@
 //!    revoked token stops working at once. Missing, unknown or revoked: 401 with
 //!    `WWW-Authenticate: Bearer`. The token's [`airlock_app::Principal`] goes into the
 //!    request's extensions, where each tool reads it.
-//! 4. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
+//! 4. **Size**: a message body is read up to [`airlock_core::limits::MAX_BODY_BYTES`];
+//!    a larger one is refused with 413 before rmcp sees it.
+//! 5. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
 //!    it; a request in that session with another token is refused with 403, so a session
 //!    id that leaks (a log, a proxy) gives no other token its stream or its place.
 //!
@@ -273,6 +275,21 @@ async fn check_request(State(guard): State<Guard>, mut request: Request, next: N
             }
             let closing = request.method() == axum::http::Method::DELETE;
             request.extensions_mut().insert(principal);
+            // rmcp reads a message body whole, with no limit of its own: bound it here.
+            let (parts, body) = request.into_parts();
+            let Ok(bytes) = axum::body::to_bytes(body, airlock_core::limits::MAX_BODY_BYTES).await
+            else {
+                return error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    &format!(
+                        "an MCP message is at most {} bytes (1 MiB): a post's text is at most {} characters",
+                        airlock_core::limits::MAX_BODY_BYTES,
+                        airlock_core::limits::MAX_TEXT_CHARS
+                    ),
+                );
+            };
+            let request = Request::from_parts(parts, axum::body::Body::from(bytes));
             let response = next.run(request).await;
             match (&session, response.headers().get(SESSION_HEADER)) {
                 (None, Some(opened)) => {

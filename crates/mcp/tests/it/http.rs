@@ -247,3 +247,29 @@ async fn a_session_belongs_to_the_token_that_opened_it() {
     let own = list_in_session(&server.url, &alice, &session).await;
     assert_ne!(own.status(), 403);
 }
+
+#[tokio::test]
+async fn a_message_over_one_mebibyte_is_refused_before_the_tools_see_it() {
+    let h = Harness::new(3).await;
+    let server = start(&h).await;
+    let secret = h.token("big", &[Role::Writer]).await;
+    let huge = "x".repeat(2 * 1024 * 1024);
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&secret)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"padding": huge}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_large", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1048576"),
+        "{body}"
+    );
+}
