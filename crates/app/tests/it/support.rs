@@ -3,15 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use airlock_app::posts::{DraftInput, DraftOrigin};
-use airlock_app::{App, AppSettings, ChannelSettings, Clock, NotifyRoute, Principal};
+use airlock_app::{App, AppSettings, ChannelSettings, NotifyRoute, Principal};
 use airlock_core::{ChannelKind, ChannelName, Post, PostId, Role, RoleSet};
 use airlock_platforms::Platform;
 use airlock_platforms::sandbox::{Sandbox, Simulate};
@@ -19,27 +18,7 @@ use airlock_platforms::webhook::Webhook;
 use airlock_store::Store;
 use airlock_store_sqlite::SqliteStore;
 
-/// A clock tests move by hand.
-#[derive(Clone)]
-pub struct TestClock(Arc<Mutex<DateTime<Utc>>>);
-
-impl TestClock {
-    pub fn new() -> Self {
-        TestClock(Arc::new(Mutex::new(
-            Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap(),
-        )))
-    }
-    pub fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-    pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-    pub fn clock(&self) -> Clock {
-        let this = self.clone();
-        Arc::new(move || this.now())
-    }
-}
+pub use airlock_testkit::clock::TestClock;
 
 pub fn name(s: &str) -> ChannelName {
     ChannelName::parse(s).unwrap()

@@ -1,6 +1,7 @@
 //! The platform adapters end to end, through the real `airlock` binary, as a new user
 //! would try them: a config with `base_url` pointed at local fakes of Threads and
-//! Instagram (see [`fake`]), a `webhook` notification sink pointed at a local receiver,
+//! Instagram (`airlock_testkit::fake::meta`), a `webhook` notification sink pointed at a
+//! local receiver,
 //! and `airlock dispatch --once` from the command line.
 //!
 //! Every scenario runs with a fresh canary token (`CANARY-tok-9f3e-<random>`) in its
@@ -8,8 +9,6 @@
 //! searched for in everything airlock wrote or sent: stdout and stderr, the SQLite files,
 //! every other file beside the config, the notifications received (bodies and headers),
 //! and the requests the fakes received (where it may travel only in `Authorization`).
-
-mod fake;
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
@@ -21,7 +20,24 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::*;
-use fake::{Expect, Flavour, GraphFake, PublishMode, Receiver, Route};
+use airlock_testkit::fake::meta::{Expect, Flavour, GraphFake, PublishMode, Route, State};
+use airlock_testkit::fake::receiver::Receiver;
+
+/// A Graph fake accepting only `canary`, with one status read `IN_PROGRESS` per container
+/// as real containers take a moment; `configure` adjusts it further.
+async fn graph_fake(
+    flavour: Flavour,
+    canary: &str,
+    expect: Expect,
+    configure: impl FnOnce(&mut State),
+) -> GraphFake {
+    GraphFake::start_with(flavour, expect, |state| {
+        state.token = canary.to_owned();
+        state.in_progress_reads = 1;
+        configure(state);
+    })
+    .await
+}
 
 /// A token nobody else has: the fixed prefix makes a truncated leak findable too.
 fn canary() -> String {
@@ -326,8 +342,8 @@ const IMAGE: &str = "https://inn.example/wp-content/uploads/mochi.jpg|Mochi asle
 #[tokio::test]
 async fn a_threads_text_post_and_an_instagram_image_post_go_out_once_each_with_permalinks() {
     let canary = canary();
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, Expect::ONE_POST, |_| {}).await;
-    let ig_fake = GraphFake::start(Flavour::Instagram, &canary, Expect::ONE_POST, |_| {}).await;
+    let threads_fake = graph_fake(Flavour::Threads, &canary, Expect::ONE_POST, |_| {}).await;
+    let ig_fake = graph_fake(Flavour::Instagram, &canary, Expect::ONE_POST, |_| {}).await;
     let receiver = Receiver::start().await;
     let s = Session::new(
         &canary,
@@ -360,7 +376,7 @@ async fn a_threads_text_post_and_an_instagram_image_post_go_out_once_each_with_p
         Some("PUBLISHED")
     );
     let created = hits(&threads_fake, "POST", "/threads").await;
-    let params = fake::params(&created[0]);
+    let params = airlock_testkit::params(&created[0]);
     assert_eq!(params["media_type"], "TEXT");
     assert_eq!(params["text"], TEXT);
 
@@ -374,7 +390,7 @@ async fn a_threads_text_post_and_an_instagram_image_post_go_out_once_each_with_p
     assert!(image["verified_at"].is_string(), "{image}");
     assert_eq!(image["reservations"][0]["state"], "committed");
     let created = hits(&ig_fake, "POST", "/media").await;
-    let params = fake::params(&created[0]);
+    let params = airlock_testkit::params(&created[0]);
     assert_eq!(
         params["image_url"],
         "https://inn.example/wp-content/uploads/mochi.jpg"
@@ -385,8 +401,8 @@ async fn a_threads_text_post_and_an_instagram_image_post_go_out_once_each_with_p
     // Once each: the next pass has nothing to do.
     let again = s.ok(&["dispatch", "--once"]);
     assert!(again.stdout.contains("nothing due"), "{}", again.stdout);
-    assert_eq!(threads_fake.with(|f| f.published_media()), 1);
-    assert_eq!(ig_fake.with(|f| f.published_media()), 1);
+    assert_eq!(threads_fake.with(|f| f.published()), 1);
+    assert_eq!(ig_fake.with(|f| f.published()), 1);
     assert_eq!(receiver.events().await, ["published", "published"]);
 
     s.assert_canary_nowhere(&[&threads_fake, &ig_fake], &receiver)
@@ -404,7 +420,7 @@ async fn an_ambiguous_threads_publish_is_settled_from_the_container(mode: Publis
         media_read: 0,
         ..Expect::ONE_POST
     };
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, expect, |f| {
+    let threads_fake = graph_fake(Flavour::Threads, &canary, expect, |f| {
         f.publish_mode = mode;
     })
     .await;
@@ -463,7 +479,7 @@ async fn an_ambiguous_threads_publish_is_settled_from_the_container(mode: Publis
 
     // Settled for good: later passes publish nothing.
     s.ok(&["dispatch", "--once"]);
-    assert_eq!(threads_fake.with(|f| f.published_media()), 1);
+    assert_eq!(threads_fake.with(|f| f.published()), 1);
     assert_eq!(
         receiver.events().await,
         ["needs_review", "paused", "published"]
@@ -492,7 +508,7 @@ async fn a_threads_publish_answered_after_the_timeout_needs_review_and_is_settle
 #[tokio::test]
 async fn a_token_file_readable_by_others_stops_everything_before_a_byte_is_sent() {
     let canary = canary();
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, Expect::NONE, |_| {}).await;
+    let threads_fake = graph_fake(Flavour::Threads, &canary, Expect::NONE, |_| {}).await;
     let receiver = Receiver::start().await;
     let s = Session::new(&canary, &[threads(&threads_fake)], &receiver);
     let id = s.approved("threads-main", TEXT, &[]);
@@ -542,7 +558,7 @@ async fn doctor_refuses_loose_symlinked_or_non_file_credentials_and_checks_the_a
         identity: 2,
         ..Expect::NONE
     };
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, expect, |_| {}).await;
+    let threads_fake = graph_fake(Flavour::Threads, &canary, expect, |_| {}).await;
     let receiver = Receiver::start().await;
     let s = Session::new(&canary, &[threads(&threads_fake)], &receiver);
     let token_file = s.token_file("threads-main");
@@ -622,7 +638,7 @@ async fn a_token_of_another_account_creates_nothing_and_pauses_the_channel_namin
         identity: 1,
         ..Expect::NONE
     };
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, expect, |f| {
+    let threads_fake = graph_fake(Flavour::Threads, &canary, expect, |f| {
         f.username = "someone_else".into();
     })
     .await;
@@ -665,7 +681,7 @@ async fn a_token_of_another_account_creates_nothing_and_pauses_the_channel_namin
 /// The token expires when `route` is first called: the post fails and the channel pauses.
 async fn an_expired_token_fails_the_post_and_pauses_the_channel(route: Route, expect: Expect) {
     let canary = canary();
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, expect, |f| {
+    let threads_fake = graph_fake(Flavour::Threads, &canary, expect, |f| {
         f.expire_at = Some(route);
     })
     .await;
@@ -688,7 +704,7 @@ async fn an_expired_token_fails_the_post_and_pauses_the_channel(route: Route, ex
             .contains("credential"),
         "{channel}"
     );
-    assert_eq!(threads_fake.with(|f| f.published_media()), 0);
+    assert_eq!(threads_fake.with(|f| f.published()), 0);
 
     // Failed is final until a person requeues it; the paused channel sends nothing.
     s.ok(&["dispatch", "--once"]);
@@ -725,7 +741,7 @@ async fn a_reached_platform_limit_sends_nothing_and_the_post_waits_for_a_later_p
         limit: 2,
         ..Expect::ONE_POST
     };
-    let threads_fake = GraphFake::start(Flavour::Threads, &canary, expect, |f| {
+    let threads_fake = graph_fake(Flavour::Threads, &canary, expect, |f| {
         f.quota_total = 5;
         f.fill_quota();
     })

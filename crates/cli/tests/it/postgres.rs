@@ -11,98 +11,14 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sqlx::{Connection, Executor, PgConnection};
+
+use airlock_testkit::pg::TestDb;
 
 use crate::support::*;
-
-const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
-
-/// A database that exists for one test: created empty, dropped (with its connections) at
-/// the end of the test.
-pub(crate) struct TestDb {
-    name: String,
-    pub(crate) url: String,
-}
-
-impl TestDb {
-    pub(crate) fn create() -> TestDb {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let name = format!(
-            "airlock_cli_test_{}_{}_{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        );
-        admin_sql(&format!("CREATE DATABASE {name}")).unwrap_or_else(|e| panic!("{e}"));
-        let url = with_database(&server_url(), &name);
-        TestDb { name, url }
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        // Never panic here: this may run while a failed test unwinds.
-        let dropped = admin_sql(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.name
-        ));
-        if let Err(e) = dropped {
-            eprintln!("could not drop test database {}: {e}", self.name);
-        }
-    }
-}
-
-fn server_url() -> String {
-    std::env::var("AIRLOCK_TEST_PG").unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
-}
-
-/// Runs one statement on the server's `postgres` database.
-fn admin_sql(statement: &str) -> Result<(), String> {
-    let url = with_database(&server_url(), "postgres");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let mut conn = PgConnection::connect(&url).await.map_err(|e| {
-            format!(
-                "PostgreSQL is not reachable at {url} ({e}): run scripts/test.sh, which starts \
-                 it, or point AIRLOCK_TEST_PG at a server"
-            )
-        })?;
-        let done = conn
-            .execute(sqlx::AssertSqlSafe(statement.to_owned()))
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("{statement}: {e}"));
-        conn.close().await.ok();
-        done
-    })
-}
-
-/// `url` with its database replaced by `name` (query parameters kept).
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let server = match base[scheme_end..].find('/') {
-        Some(slash) => &base[..scheme_end + slash],
-        None => base,
-    };
-    match query {
-        Some(query) => format!("{server}/{name}?{query}"),
-        None => format!("{server}/{name}"),
-    }
-}
 
 /// An installation's config on the test database: sandbox channels `sandbox` and
 /// `second`, a window too wide to matter, a free port for `serve`.
@@ -519,16 +435,4 @@ fn serve_publishes_a_due_post_soon_after_another_process_resumes_its_channel() {
     ws.ok(&["resume", "sandbox"]);
     wait_for_status(&ws, id, "posted", Duration::from_secs(10));
     assert_eq!(published_lines(&[&ws], "sandbox", &[id]), vec![1]);
-}
-
-#[test]
-fn urls_get_their_database_replaced() {
-    assert_eq!(
-        with_database("postgres://postgres@127.0.0.1:5432", "x"),
-        "postgres://postgres@127.0.0.1:5432/x"
-    );
-    assert_eq!(
-        with_database("postgres://u:p@h/db?sslmode=disable", "x"),
-        "postgres://u:p@h/x?sslmode=disable"
-    );
 }

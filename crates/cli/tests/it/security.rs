@@ -20,7 +20,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
-use crate::postgres::{Serving, TestDb, free_port};
+use airlock_testkit::pg::TestDb;
+
+use crate::postgres::{Serving, free_port};
 use crate::support::*;
 
 fn mode(path: &Path) -> u32 {

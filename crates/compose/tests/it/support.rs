@@ -4,15 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
 use chrono_tz::Tz;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use airlock_app::{App, AppSettings, ChannelSettings, Clock};
+use airlock_app::{App, AppSettings, ChannelSettings};
 use airlock_compose::{
     ChannelCompose, CheckSettings, Checker, ComposeSettings, SiteSettings, Target,
 };
@@ -22,28 +22,7 @@ use airlock_platforms::sandbox::{Sandbox, Simulate};
 use airlock_store::Store;
 use airlock_store_sqlite::SqliteStore;
 
-/// A clock tests move by hand.
-#[derive(Clone)]
-pub struct TestClock(Arc<Mutex<DateTime<Utc>>>);
-
-impl TestClock {
-    pub fn at(at: DateTime<Utc>) -> Self {
-        TestClock(Arc::new(Mutex::new(at)))
-    }
-    pub fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-    pub fn set(&self, at: DateTime<Utc>) {
-        *self.0.lock().unwrap() = at;
-    }
-    pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-    pub fn clock(&self) -> Clock {
-        let this = self.clone();
-        Arc::new(move || this.now())
-    }
-}
+pub use airlock_testkit::clock::TestClock;
 
 pub fn name(s: &str) -> ChannelName {
     ChannelName::parse(s).unwrap()

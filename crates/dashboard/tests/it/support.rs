@@ -4,18 +4,18 @@
 //! cookie-keeping client that drives the router with `oneshot`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::Duration;
 use chrono_tz::Tz;
 use secrecy::ExposeSecret;
 use tower::ServiceExt;
 
 use airlock_app::posts::{DraftInput, DraftOrigin};
-use airlock_app::{App, AppSettings, ChannelSettings, Clock, Principal};
+use airlock_app::{App, AppSettings, ChannelSettings, Principal};
 use airlock_core::{ChannelKind, ChannelName, Media, PostId, PostStatus, Role, RoleSet};
 use airlock_dashboard::{DashboardSettings, router};
 use airlock_platforms::Platform;
@@ -26,31 +26,7 @@ use airlock_store_sqlite::SqliteStore;
 /// The text every `cats` post carries (none of the sandbox policy's business, but real).
 pub const PACE: &str = "Please respect the cats' own pace.";
 
-/// A clock tests move by hand.
-#[derive(Clone)]
-pub struct TestClock(Arc<Mutex<DateTime<Utc>>>);
-
-impl TestClock {
-    /// 2026-12-01 09:00 in Tokyo.
-    pub fn new() -> Self {
-        TestClock(Arc::new(Mutex::new(
-            Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap(),
-        )))
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-
-    pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-
-    pub fn clock(&self) -> Clock {
-        let this = self.clone();
-        Arc::new(move || this.now())
-    }
-}
+pub use airlock_testkit::clock::TestClock;
 
 pub fn tokyo() -> Tz {
     "Asia/Tokyo".parse().unwrap()

@@ -1,44 +1,19 @@
 //! A real SQLite store in a temp dir, a settable clock, outbox rows queued through the
 //! `Store` API, and sink settings for the fakes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use sqlx::Row;
 
 use airlock_core::{ChannelName, NewPost, Post, PostContent, PostId};
-use airlock_notify::{Clock, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
+use airlock_notify::{Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
 use airlock_store::{CreatePost, EventNote, NewNotification, Store};
 use airlock_store_sqlite::SqliteStore;
 
-/// A clock the test moves by hand.
-#[derive(Clone)]
-pub struct TestClock(Arc<Mutex<DateTime<Utc>>>);
-
-impl TestClock {
-    pub fn start() -> Self {
-        TestClock(Arc::new(Mutex::new(
-            DateTime::parse_from_rfc3339("2026-06-01T09:00:00Z")
-                .unwrap()
-                .with_timezone(&Utc),
-        )))
-    }
-
-    pub fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-
-    pub fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-
-    pub fn clock(&self) -> Clock {
-        let inner = self.0.clone();
-        Arc::new(move || *inner.lock().unwrap())
-    }
-}
+pub use airlock_testkit::clock::TestClock;
 
 /// One outbox row as stored.
 #[derive(Debug, Clone)]
@@ -65,7 +40,7 @@ impl Harness {
         Harness {
             dir,
             store: Arc::new(store),
-            clock: TestClock::start(),
+            clock: TestClock::at_rfc3339("2026-06-01T09:00:00Z"),
         }
     }
 

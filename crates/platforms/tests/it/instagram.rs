@@ -9,10 +9,12 @@ use airlock_platforms::{
     Verification,
 };
 
-use crate::fake::meta::{Expect, Flavour, GraphFake, IG_USER_ID, NewContainers, PublishMode};
-use crate::fake::{
+use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
     assert_token_only_in_headers, client, closed_port_url, hits, image, request,
+};
+use airlock_testkit::fake::meta::{
+    Expect, Flavour, GraphFake, IG_USER_ID, NewContainers, PublishMode,
 };
 
 const JPEG: &str = "https://inn.example/wp-content/uploads/2026/09/cat.jpg";
@@ -23,7 +25,7 @@ fn settings(base_url: String) -> InstagramSettings {
         request_timeout: Duration::from_secs(5),
         poll_interval: Duration::from_millis(10),
         poll_timeout: Duration::from_secs(5),
-        ..InstagramSettings::new(crate::fake::token())
+        ..InstagramSettings::new(crate::support::token())
     }
 }
 

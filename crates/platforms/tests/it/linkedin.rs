@@ -9,11 +9,11 @@ use airlock_platforms::{
     Verification,
 };
 
-use crate::fake::linkedin::{LinkedinFake, PublishMode, SUB};
-use crate::fake::{
+use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
     assert_token_only_in_headers, client, closed_port_url, request,
 };
+use airlock_testkit::fake::linkedin::{LinkedinFake, PublishMode, SUB};
 
 const ORGANIZATION: &str = "urn:li:organization:5515715";
 
@@ -21,7 +21,7 @@ fn settings(base_url: String) -> LinkedinSettings {
     LinkedinSettings {
         base_url,
         request_timeout: Duration::from_secs(5),
-        ..LinkedinSettings::new(crate::fake::token())
+        ..LinkedinSettings::new(crate::support::token())
     }
 }
 
@@ -284,7 +284,7 @@ async fn over_long_commentary_is_rejected() {
 async fn posts_with_media_are_refused_before_anything_is_sent() {
     let fake = LinkedinFake::start(0, 0).await;
     let mut req = post();
-    req.media = vec![crate::fake::image("https://inn.example/cat.jpg")];
+    req.media = vec![crate::support::image("https://inn.example/cat.jpg")];
     let err = organization_adapter(fake.server.uri(), Duration::from_secs(5))
         .prepare(&req)
         .await

@@ -1,11 +1,11 @@
 //! Adapter tests against local fakes of the platforms: one binary, one module per kind.
 //!
-//! Every test uses the canary token [`fake::CANARY`] and checks that nothing an adapter
+//! Every test uses the canary token [`support::CANARY`] and checks that nothing an adapter
 //! returns (reasons, notes, evidence, outcomes, accounts, its own `Debug`) and no URL or
 //! body it sends carries it.
 
-mod fake;
 mod instagram;
 mod linkedin;
+mod support;
 mod threads;
 mod wordpress;

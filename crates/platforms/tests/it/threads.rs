@@ -8,10 +8,12 @@ use airlock_platforms::{
     Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError, Verification,
 };
 
-use crate::fake::meta::{Expect, Flavour, GraphFake, NewContainers, PublishMode, THREADS_USER_ID};
-use crate::fake::{
+use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
     assert_token_only_in_headers, client, closed_port_url, hits, image, request,
+};
+use airlock_testkit::fake::meta::{
+    Expect, Flavour, GraphFake, NewContainers, PublishMode, THREADS_USER_ID,
 };
 
 fn settings(base_url: String) -> ThreadsSettings {
@@ -20,7 +22,7 @@ fn settings(base_url: String) -> ThreadsSettings {
         request_timeout: Duration::from_secs(5),
         poll_interval: Duration::from_millis(10),
         poll_timeout: Duration::from_secs(5),
-        ..ThreadsSettings::new(crate::fake::token())
+        ..ThreadsSettings::new(crate::support::token())
     }
 }
 

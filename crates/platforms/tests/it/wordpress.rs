@@ -9,11 +9,11 @@ use airlock_platforms::{
 };
 use secrecy::SecretString;
 
-use crate::fake::wordpress::{Expect, PublishMode, USER_SLUG, USERNAME, WordpressFake};
-use crate::fake::{
+use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
     assert_token_only_in_headers, client, closed_port_url, image, request,
 };
+use airlock_testkit::fake::wordpress::{Expect, PublishMode, USER_SLUG, USERNAME, WordpressFake};
 
 const TITLE: &str = "Cats' Own Pace";
 const SLUG: &str = "cats-own-pace";
@@ -21,7 +21,7 @@ const SLUG: &str = "cats-own-pace";
 fn settings(base_url: String) -> WordpressSettings {
     WordpressSettings {
         request_timeout: Duration::from_secs(5),
-        ..WordpressSettings::new(base_url, USERNAME.into(), crate::fake::token())
+        ..WordpressSettings::new(base_url, USERNAME.into(), crate::support::token())
     }
 }
 

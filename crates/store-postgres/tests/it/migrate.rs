@@ -8,13 +8,13 @@ use airlock_store::{Guard, PostUpdate, Store};
 use airlock_store_tests::fixture::*;
 use sqlx::Connection;
 
-use crate::support::TestDb;
+use crate::support::{TestDb, store};
 
 const FIRST_RELEASE: &str = include_str!("../../migrations/0001_ledger.sql");
 
 #[tokio::test]
 async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
-    let db = TestDb::create().await;
+    let db = TestDb::create();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("0001_ledger.sql"), FIRST_RELEASE).unwrap();
     let mut conn = db.conn().await;
@@ -41,7 +41,7 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
     }
     conn.close().await.unwrap();
 
-    let store = db.store().await;
+    let store = store(&db).await;
     let first = store.get_post(PostId(1)).await.unwrap();
     assert_eq!(first.content.text, "Hello");
     assert_eq!(first.authors, ["token:a", "token:b"]);

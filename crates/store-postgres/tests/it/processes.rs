@@ -9,11 +9,11 @@ use airlock_store::{ClaimRequest, Claimed, IntentPhase, Reserved, Settle, Store}
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 
-use crate::support::TestDb;
+use crate::support::{TestDb, store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_starting_together_migrate_a_fresh_database_once() {
-    let db = TestDb::create().await;
+    let db = TestDb::create();
     let mut starts = tokio::task::JoinSet::new();
     for _ in 0..4 {
         let url = db.url.clone();
@@ -91,8 +91,8 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
     const PROCESSES: usize = 4;
     const POSTS_PER_CHANNEL: usize = 15;
     const DAILY: u32 = 4;
-    let db = TestDb::create().await;
-    let setup = db.store().await;
+    let db = TestDb::create();
+    let setup = store(&db).await;
     let mut posts = Vec::new();
     for idx in 0..POSTS_PER_CHANNEL {
         for channel in ["alpha", "beta"] {
@@ -111,7 +111,7 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
     let start = Arc::new(tokio::sync::Barrier::new(PROCESSES));
     let mut processes = tokio::task::JoinSet::new();
     for idx in 0..PROCESSES {
-        let store: Arc<dyn Store> = Arc::new(db.store().await);
+        let store: Arc<dyn Store> = Arc::new(store(&db).await);
         processes.spawn(dispatch(
             store,
             format!("process-{idx}"),

@@ -10,7 +10,7 @@ use airlock_core::{PostId, PostStatus};
 use airlock_store::{Reserved, Store, StoreError};
 use airlock_store_tests::fixture::*;
 
-use crate::support::TestDb;
+use crate::support::{TestDb, store};
 
 fn sqlstate(e: &sqlx::Error) -> Option<String> {
     match e {
@@ -29,8 +29,8 @@ async fn status_by_sql(conn: &mut PgConnection, id: PostId) -> String {
 
 #[tokio::test]
 async fn hand_written_status_updates_follow_is_legal_for_all_36_pairs() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let mut conn = db.conn().await;
     for from in PostStatus::ALL {
         for to in PostStatus::ALL {
@@ -76,8 +76,8 @@ async fn hand_written_status_updates_follow_is_legal_for_all_36_pairs() {
 
 #[tokio::test]
 async fn a_hand_written_update_cannot_publish_a_draft() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let post = draft(&store, "threads-main", "not yet", t0()).await;
     let mut conn = db.conn().await;
     let err = sqlx::query("UPDATE posts SET status = 'posted', posted_at = now() WHERE id = $1")
@@ -91,8 +91,8 @@ async fn a_hand_written_update_cannot_publish_a_draft() {
 
 #[tokio::test]
 async fn posts_are_born_drafts_with_a_creation_event() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let mut conn = db.conn().await;
     let insert = "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, \
                   created_by, edited_by, created_at, updated_at) \
@@ -118,8 +118,8 @@ async fn posts_are_born_drafts_with_a_creation_event() {
 
 #[tokio::test]
 async fn posted_at_is_permanent_once_set() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let post = in_status(&store, PostStatus::Posted, "alpha").await;
     let mut conn = db.conn().await;
     for sql in [
@@ -146,8 +146,8 @@ async fn posted_at_is_permanent_once_set() {
 
 #[tokio::test]
 async fn only_drafts_can_be_deleted_by_hand() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let approved = approved(&store, "alpha", "stays", t0()).await;
     let draft = draft(&store, "alpha", "goes", t0()).await;
     let mut conn = db.conn().await;
@@ -171,8 +171,8 @@ async fn only_drafts_can_be_deleted_by_hand() {
 
 #[tokio::test]
 async fn post_events_are_append_only() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let post = approved(&store, "alpha", "history", t0()).await;
     let before = events(&store, post.id).await;
     let mut conn = db.conn().await;
@@ -189,8 +189,8 @@ async fn post_events_are_append_only() {
 
 #[tokio::test]
 async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let earlier = claimed(&store, "alpha", "earlier", mins(-30)).await;
     assert!(matches!(
         reserve(&store, &earlier, mins(-30), 10, 10).await,
@@ -247,8 +247,8 @@ async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
 
 #[tokio::test]
 async fn claims_read_the_partial_index_of_the_backlog() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let mut conn = db.conn().await;
     let indexdef: String =
         sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE indexname = 'posts_due'")
@@ -305,8 +305,8 @@ async fn claims_read_the_partial_index_of_the_backlog() {
 
 #[tokio::test]
 async fn the_event_feed_waits_for_an_event_that_commits_late() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let late = draft(&store, "alpha", "late", t0()).await;
     let start = store.events_after(0, 100).await.unwrap().last().unwrap().id;
 

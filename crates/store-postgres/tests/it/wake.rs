@@ -11,7 +11,7 @@ use airlock_store::{PauseScope, Store};
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 
-use crate::support::TestDb;
+use crate::support::{TestDb, store};
 
 const LONG_WAIT: StdDuration = StdDuration::from_secs(3600);
 
@@ -36,9 +36,9 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_in_another_process_wakes_a_waiting_dispatcher() {
-    let db = TestDb::create().await;
-    let waiter = db.store().await;
-    let other = db.store().await;
+    let db = TestDb::create();
+    let waiter = store(&db).await;
+    let other = store(&db).await;
     woken_by(waiter, |round| {
         let other = other.clone();
         async move {
@@ -50,9 +50,9 @@ async fn an_approval_in_another_process_wakes_a_waiting_dispatcher() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lifted_pause_in_another_process_wakes_a_waiting_dispatcher() {
-    let db = TestDb::create().await;
-    let waiter = db.store().await;
-    let other = db.store().await;
+    let db = TestDb::create();
+    let waiter = store(&db).await;
+    let other = store(&db).await;
     let scope = PauseScope::Channel(ch("alpha"));
     woken_by(waiter, |round| {
         let other = other.clone();
@@ -74,9 +74,9 @@ async fn a_lifted_pause_in_another_process_wakes_a_waiting_dispatcher() {
 /// missed until the poll interval: the waiter returns to look again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_made_while_the_listener_starts_still_wakes_the_waiter() {
-    let db = TestDb::create().await;
-    let waiter = db.store().await;
-    let other = db.store().await;
+    let db = TestDb::create();
+    let waiter = store(&db).await;
+    let other = store(&db).await;
     let post = draft(&other, "alpha", "approved once", t0()).await;
     let seen = waiter.due_signals().await;
     let waiting = tokio::spawn(async move { waiter.wait_for_due(seen, LONG_WAIT).await });
@@ -89,8 +89,8 @@ async fn an_approval_made_while_the_listener_starts_still_wakes_the_waiter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_store_still_waits_out_its_timeout() {
-    let db = TestDb::create().await;
-    let store = db.store().await;
+    let db = TestDb::create();
+    let store = store(&db).await;
     let seen = store.due_signals().await;
     let seen = store.wait_for_due(seen, StdDuration::from_millis(10)).await;
     store.close().await;
@@ -101,9 +101,9 @@ async fn a_closed_store_still_waits_out_its_timeout() {
 /// between the look and the wait must wake it at once, not after the poll interval.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_between_the_look_and_the_wait_is_not_lost() {
-    let db = TestDb::create().await;
-    let waiter = db.store().await;
-    let other = db.store().await;
+    let db = TestDb::create();
+    let waiter = store(&db).await;
+    let other = store(&db).await;
     // Let the listener settle, as a running dispatcher's would be.
     let mut seen = waiter.due_signals().await;
     seen = waiter

@@ -8,16 +8,18 @@
 //!   same author inside a configurable window with 422 `DUPLICATE_POST` naming the
 //!   earlier URN; answers 429 with the throttle body once a daily counter is spent.
 //! - Success is 201, an empty body and `x-restli-id: urn:li:share:<19 digits>`.
+//! - `GET /rest/posts/{urn}` reads a post back only when the token may read posts
+//!   (`r_member_social` is restricted, so by default it answers 403).
 //! - [`PublishMode`] acts out lost answers.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::CANARY;
+use crate::CANARY;
 
 /// The member id `userinfo` answers.
 pub const SUB: &str = "vaz8tJ1Aah";
@@ -63,6 +65,8 @@ pub struct State {
     pub daily_limit: usize,
     /// How the create endpoint behaves.
     pub publish_mode: PublishMode,
+    /// The token may read posts back (`r_member_social`).
+    pub can_read_posts: bool,
     /// The fake clock.
     pub now: i64,
     /// Posts created.
@@ -80,6 +84,7 @@ impl Default for State {
             duplicate_window: 86_400,
             daily_limit: 150,
             publish_mode: PublishMode::Normal,
+            can_read_posts: false,
             now: 1_800_000_000,
             posts: Vec::new(),
             next: 7_123_456_789_012_345_678,
@@ -116,6 +121,38 @@ type Shared = Arc<Mutex<State>>;
 
 struct Userinfo(Shared);
 struct CreatePost(Shared);
+struct ReadPost(Shared);
+
+impl Respond for ReadPost {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let state = self.0.lock().unwrap();
+        if let Some(problem) = token_problem(request, &state) {
+            return problem;
+        }
+        if !state.can_read_posts {
+            return error(
+                403,
+                Some(100),
+                "Not enough permissions to access: partnerApiPostsExternal.GET.20260901",
+            );
+        }
+        let encoded = request.url.path().trim_start_matches("/rest/posts/");
+        let urn = url::form_urlencoded::parse(format!("u={encoded}").as_bytes())
+            .next()
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        match state.posts.iter().find(|p| p.urn == urn) {
+            Some(post) => ResponseTemplate::new(200).set_body_json(json!({
+                "id": post.urn,
+                "author": post.author,
+                "commentary": post.commentary,
+                "visibility": "PUBLIC",
+                "lifecycleState": "PUBLISHED",
+            })),
+            None => error(404, None, "Not Found"),
+        }
+    }
+}
 
 impl Respond for Userinfo {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -254,8 +291,13 @@ pub struct LinkedinFake {
 }
 
 impl LinkedinFake {
-    /// Starts a fake expecting this many `userinfo` and create calls.
+    /// Starts a fake expecting this many `userinfo` and create calls, and no reads.
     pub async fn start(userinfo: u64, create: u64) -> LinkedinFake {
+        Self::start_expecting(userinfo, create, 0).await
+    }
+
+    /// Starts a fake expecting this many `userinfo`, create and read-back calls.
+    pub async fn start_expecting(userinfo: u64, create: u64, read: u64) -> LinkedinFake {
         let server = MockServer::start().await;
         let state = Arc::new(Mutex::new(State::default()));
         Mock::given(method("GET"))
@@ -270,6 +312,13 @@ impl LinkedinFake {
             .respond_with(CreatePost(state.clone()))
             .expect(create)
             .named("create post (irreversible)")
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path_regex(r"^/rest/posts/.+$"))
+            .respond_with(ReadPost(state.clone()))
+            .expect(read)
+            .named("read post")
             .mount(&server)
             .await;
         Mock::given(wiremock::matchers::any())

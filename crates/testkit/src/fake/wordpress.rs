@@ -4,10 +4,14 @@
 //! - HTTP Basic with an application password: a wrong password answers 401
 //!   `incorrect_password`, no credentials 401 `rest_not_logged_in`; a user without the
 //!   `publish_posts` capability gets 403 `rest_cannot_publish`.
-//! - `POST posts` gives ids from a counter, makes a colliding slug unique with `-2`, `-3`,
-//!   … like core does, builds `link` from the slug and answers 201 with `Location`.
-//! - `GET posts?slug=` answers a list (with `X-WP-Total`); statuses other than `publish`
-//!   need credentials (`rest_invalid_param` otherwise).
+//! - `POST posts` gives ids from a counter and renames slugs the way core's
+//!   `wp_unique_post_slug` does: a slug held by another article in any status, an
+//!   all-digit slug (it would clash with date archives), and the reserved `feed` names and
+//!   `embed` get `-2`, `-3`, … appended. It builds `link` from the stored slug and answers
+//!   201 with `Location`.
+//! - `GET posts?slug=` and `GET posts?search=` (every word in the title or the raw
+//!   content, as core searches) answer a list (with `X-WP-Total`); statuses other than
+//!   `publish` need credentials (`rest_invalid_param` otherwise).
 //! - `GET posts/{id}` and `GET users/me`.
 //! - [`PublishMode`] acts out lost answers.
 
@@ -17,7 +21,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::CANARY;
+use crate::{CANARY, base64};
 
 /// The login name the application password belongs to.
 pub const USERNAME: &str = "editor";
@@ -82,6 +86,23 @@ impl State {
         self.next_id
     }
 
+    /// The slug core would store for `wanted`: taken slugs (any status), all-digit slugs
+    /// and the reserved feed names get `-2`, `-3`, … until the result is free.
+    pub fn unique_slug(&self, wanted: &str) -> String {
+        let reserved = |slug: &str| {
+            matches!(slug, "feed" | "rdf" | "rss" | "rss2" | "atom" | "embed")
+                || (!slug.is_empty() && slug.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let taken = |slug: &str| self.articles.iter().any(|a| a.slug == slug);
+        if !reserved(wanted) && !taken(wanted) {
+            return wanted.to_owned();
+        }
+        (2..)
+            .map(|n| format!("{wanted}-{n}"))
+            .find(|slug| !taken(slug))
+            .expect("some suffix is free")
+    }
+
     fn json(&self, article: &Article) -> Value {
         json!({
             "id": article.id,
@@ -103,25 +124,6 @@ fn error(status: u16, code: &str, message: &str) -> ResponseTemplate {
         "message": message,
         "data": {"status": status},
     }))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Who a request authenticates as.
@@ -217,11 +219,17 @@ impl Respond for Wp {
                     return error(400, "rest_invalid_param", "Invalid parameter(s): status");
                 }
                 let slug = query(request, "slug");
+                let search = query(request, "search").unwrap_or_default().to_lowercase();
+                let words: Vec<&str> = search.split_whitespace().collect();
                 let found: Vec<Value> = state
                     .articles
                     .iter()
                     .filter(|a| statuses.contains(&a.status.as_str()))
                     .filter(|a| slug.as_deref().is_none_or(|s| a.slug == s))
+                    .filter(|a| {
+                        let haystack = format!("{} {}", a.title, a.content).to_lowercase();
+                        words.iter().all(|w| haystack.contains(w))
+                    })
                     .map(|a| state.json(a))
                     .collect();
                 ResponseTemplate::new(200)
@@ -253,12 +261,7 @@ impl Respond for Wp {
                         .set_body_string("<html>Service Unavailable</html>");
                 }
                 let wanted = body["slug"].as_str().unwrap_or("post").to_owned();
-                let mut slug = wanted.clone();
-                let mut n = 2;
-                while state.articles.iter().any(|a| a.slug == slug) {
-                    slug = format!("{wanted}-{n}");
-                    n += 1;
-                }
+                let slug = state.unique_slug(&wanted);
                 state.next_id += 1;
                 let article = Article {
                     id: state.next_id,
@@ -306,7 +309,7 @@ impl Respond for Wp {
 pub struct Expect {
     /// `GET users/me`.
     pub identity: u64,
-    /// `GET posts?slug=`.
+    /// `GET posts?slug=` or `GET posts?search=`.
     pub lookup: u64,
     /// `POST posts` (irreversible).
     pub create: u64,
@@ -336,7 +339,7 @@ impl WordpressFake {
         }));
         let routes: [(&str, &str, RouteTest, u64); 4] = [
             ("identity", "GET", |r| r == "users/me", expect.identity),
-            ("slug lookup", "GET", |r| r == "posts", expect.lookup),
+            ("lookup", "GET", |r| r == "posts", expect.lookup),
             (
                 "create (irreversible)",
                 "POST",
@@ -373,13 +376,4 @@ impl WordpressFake {
     pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
         f(&mut self.state.lock().unwrap())
     }
-}
-
-#[test]
-fn base64_matches_rfc_4648() {
-    assert_eq!(base64(b""), "");
-    assert_eq!(base64(b"f"), "Zg==");
-    assert_eq!(base64(b"fo"), "Zm8=");
-    assert_eq!(base64(b"foo"), "Zm9v");
-    assert_eq!(base64(b"foobar"), "Zm9vYmFy");
 }

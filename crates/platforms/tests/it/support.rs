@@ -1,11 +1,5 @@
-//! Local HTTP fakes of the platforms, shaped like platform-apis.md ("What a faithful fake
-//! must do"), and the helpers every adapter test shares.
-//!
-//! Each fake is a wiremock server whose responders share one `Arc<Mutex<State>>`, so it
-//! can hold what wiremock's canned answers cannot: container state machines, counters,
-//! rolling-window quotas, duplicate detection. Each endpoint is its own mock with
-//! `.expect(n)`, so an extra publish (or any unexpected call) fails the test when the
-//! server is dropped.
+//! The helpers every adapter test shares; the platform fakes themselves live in
+//! `airlock-testkit`.
 
 use std::fmt::{Debug, Display};
 use std::time::Duration;
@@ -15,12 +9,7 @@ use airlock_platforms::PublishRequest;
 use secrecy::SecretString;
 use wiremock::MockServer;
 
-pub mod linkedin;
-pub mod meta;
-pub mod wordpress;
-
-/// The token every test uses; nothing an adapter returns or logs may contain it.
-pub const CANARY: &str = "CANARY-tok-9f3e";
+pub use airlock_testkit::{CANARY, closed_port_url, hits};
 
 /// The canary as a secret.
 pub fn token() -> SecretString {
@@ -89,37 +78,4 @@ pub async fn assert_token_only_in_headers(server: &MockServer) {
             request.url
         );
     }
-}
-
-/// How many requests reached a path.
-pub async fn hits(server: &MockServer, path_suffix: &str) -> usize {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r.url.path().ends_with(path_suffix))
-        .count()
-}
-
-/// A loopback URL where nothing listens: connecting is refused.
-pub fn closed_port_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
-}
-
-/// Form pairs from a request's query string and `application/x-www-form-urlencoded` body
-/// (Meta's samples use either).
-pub fn params(request: &wiremock::Request) -> std::collections::HashMap<String, String> {
-    let mut params: std::collections::HashMap<String, String> = request
-        .url
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    params.extend(
-        url::form_urlencoded::parse(&request.body).map(|(k, v)| (k.into_owned(), v.into_owned())),
-    );
-    params
 }

@@ -1,0 +1,871 @@
+//! A fake of Meta's Graph API as Threads and Instagram serve it for content publishing
+//! (`docs/platforms.md`, "Threads" and "Instagram").
+//!
+//! - Token check on every call (`Authorization: Bearer` or `access_token`); an expired
+//!   token answers the Graph envelope with code 190/463, a wrong one 190/467.
+//! - Containers with ids like real ones (17 digits) and the state machine
+//!   `IN_PROGRESS → FINISHED → PUBLISHED`, plus `ERROR` (with a message) and `EXPIRED`
+//!   (24 h after creation on the fake clock); how many status reads stay `IN_PROGRESS`
+//!   is configurable.
+//! - Validation of container parameters (Threads: `media_type`, `text` ≤ 500 with emoji
+//!   counted by their UTF-8 length, ≤ 5 links; Instagram: JPEG `image_url`, caption
+//!   ≤ 2,200 / 30 `#` / 20 `@`).
+//! - The publish call refuses a container that is not `FINISHED` — one already
+//!   `PUBLISHED` included, so publishing the same container twice makes one post — with
+//!   each platform's code; counts publishes in a rolling 24 h window, serves the
+//!   publishing-limit endpoint from that counter and refuses beyond `quota_total`.
+//! - Permalink reads; a status read on a media id fails like Threads does (code 100).
+//! - [`PublishMode`] acts out answers that are lost or late: published then an error
+//!   page that echoes the request's `Authorization` header, an error without publishing,
+//!   published then an answer slower than the client waits, and a slow backend that only
+//!   publishes *after* the client gave up (the container reads `FINISHED` meanwhile).
+//!
+//! Every endpoint is its own mock with `.expect(n)`, so an extra call (a second publish
+//! above all) fails the test when the server is dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+use wiremock::matchers::{any, method, path_regex, query_param};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::{CANARY, params};
+
+/// Which platform the fake plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// graph.threads.net, `v1.0`.
+    Threads,
+    /// graph.instagram.com (Instagram Login), any `vNN.0`.
+    Instagram,
+}
+
+/// The Threads user id.
+pub const THREADS_USER_ID: &str = "25000000000000001";
+/// The Instagram professional account id (`user_id` in `/me`).
+pub const IG_USER_ID: &str = "17841400000000001";
+/// The app-scoped id Instagram's `/me` also returns.
+pub const IG_APP_SCOPED_ID: &str = "9100000000000001";
+
+/// The endpoints, in the order a publish calls them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /me`.
+    Identity,
+    /// The publishing-limit read.
+    Limit,
+    /// Container creation.
+    Create,
+    /// Container status read.
+    Status,
+    /// The irreversible publish.
+    Publish,
+    /// The permalink read.
+    MediaRead,
+}
+
+/// How the publish endpoint behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishMode {
+    /// Publish and answer the media id.
+    Normal,
+    /// Publish, then answer this status with an error page from a front end that dumps
+    /// the request it failed on, `Authorization` header included.
+    PublishThenStatus(u16),
+    /// Answer this status and publish nothing.
+    StatusWithoutPublishing(u16),
+    /// Publish, then answer only after this long.
+    PublishThenDelay(Duration),
+    /// A slow backend: accept the request, and publish (and answer) only after this long,
+    /// by which time the client has given up. Until then the container reads `FINISHED`.
+    ProcessLate(Duration),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ContainerState {
+    InProgress,
+    Finished,
+    Published,
+    Error,
+    Expired,
+}
+
+impl ContainerState {
+    fn name(self) -> &'static str {
+        match self {
+            ContainerState::InProgress => "IN_PROGRESS",
+            ContainerState::Finished => "FINISHED",
+            ContainerState::Published => "PUBLISHED",
+            ContainerState::Error => "ERROR",
+            ContainerState::Expired => "EXPIRED",
+        }
+    }
+
+    fn parse(name: &str) -> ContainerState {
+        match name {
+            "IN_PROGRESS" => ContainerState::InProgress,
+            "FINISHED" => ContainerState::Finished,
+            "PUBLISHED" => ContainerState::Published,
+            "ERROR" => ContainerState::Error,
+            _ => ContainerState::Expired,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Container {
+    state: ContainerState,
+    reads_left: u32,
+    created_at: i64,
+    /// The parameters it was created with.
+    params: HashMap<String, String>,
+}
+
+/// What a new container does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewContainers {
+    /// Finishes after `State::in_progress_reads` status reads.
+    Finish,
+    /// Ends in `ERROR` with this message.
+    Error(String),
+    /// Is already `EXPIRED` when read.
+    Expire,
+    /// Never leaves `IN_PROGRESS`.
+    Hang,
+}
+
+/// The fake's state, shared by its responders.
+#[derive(Debug)]
+pub struct State {
+    flavour: Flavour,
+    /// The only token it accepts.
+    pub token: String,
+    /// The account the token belongs to.
+    pub username: String,
+    /// Every call answers code 190/463.
+    pub token_expired: bool,
+    /// The token expires when this endpoint is first called, and stays expired.
+    pub expire_at: Option<Route>,
+    /// Status reads that answer `IN_PROGRESS` before a container is `FINISHED`.
+    pub in_progress_reads: u32,
+    /// What new containers do.
+    pub new_containers: NewContainers,
+    /// How the publish endpoint behaves.
+    pub publish_mode: PublishMode,
+    /// Publishes allowed per rolling window.
+    pub quota_total: i64,
+    /// The window, in seconds.
+    pub quota_duration: i64,
+    /// The fake clock in Unix seconds; `None` follows the real clock.
+    pub fake_now: Option<i64>,
+    /// Publish times, this fake's and the account's other clients'.
+    pub published_at: Vec<i64>,
+    next_id: u64,
+    containers: HashMap<String, Container>,
+    /// Media id → container id, for every post made.
+    pub media: HashMap<String, String>,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}
+
+impl State {
+    fn new(flavour: Flavour) -> Self {
+        State {
+            flavour,
+            token: CANARY.to_owned(),
+            username: "inn_cats".into(),
+            token_expired: false,
+            expire_at: None,
+            in_progress_reads: 0,
+            new_containers: NewContainers::Finish,
+            publish_mode: PublishMode::Normal,
+            quota_total: match flavour {
+                Flavour::Threads => 250,
+                Flavour::Instagram => 100,
+            },
+            quota_duration: 86_400,
+            fake_now: None,
+            published_at: Vec::new(),
+            next_id: 17_900_000_000_000_000,
+            containers: HashMap::new(),
+            media: HashMap::new(),
+        }
+    }
+
+    /// The fake's time.
+    pub fn now(&self) -> i64 {
+        self.fake_now.unwrap_or_else(unix_now)
+    }
+
+    /// Moves the fake clock forward (starting from the real time if it followed it).
+    pub fn advance(&mut self, seconds: i64) {
+        self.fake_now = Some(self.now() + seconds);
+    }
+
+    fn new_id(&mut self) -> String {
+        self.next_id += 7;
+        self.next_id.to_string()
+    }
+
+    /// Publishes inside the rolling window.
+    pub fn quota_usage(&self) -> i64 {
+        let since = self.now() - self.quota_duration;
+        self.published_at.iter().filter(|t| **t > since).count() as i64
+    }
+
+    /// Uses the whole quota up, as the account's other clients would.
+    pub fn fill_quota(&mut self) {
+        let now = self.now();
+        while self.quota_usage() < self.quota_total {
+            self.published_at.push(now);
+        }
+    }
+
+    /// Posts made through this fake (the account's other clients' not counted).
+    pub fn published(&self) -> usize {
+        self.media.len()
+    }
+
+    /// The state name of a container, as a status read would give it now.
+    pub fn container_state(&self, id: &str) -> Option<&'static str> {
+        self.containers.get(id).map(|c| c.state.name())
+    }
+
+    /// The parameters a container was created with.
+    pub fn container_params(&self, id: &str) -> HashMap<String, String> {
+        self.containers
+            .get(id)
+            .map(|c| c.params.clone())
+            .unwrap_or_default()
+    }
+
+    /// The ids of every container made, oldest first.
+    pub fn containers(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.containers.keys().cloned().collect();
+        ids.sort_by_key(|id| id.parse::<u64>().unwrap_or_default());
+        ids
+    }
+
+    /// Makes a container as if an earlier attempt had (state given by name).
+    pub fn add_container(&mut self, state: &str) -> String {
+        let id = self.new_id();
+        let created_at = self.now();
+        self.containers.insert(
+            id.clone(),
+            Container {
+                state: ContainerState::parse(state),
+                // An added IN_PROGRESS container stays so.
+                reads_left: u32::MAX,
+                created_at,
+                params: HashMap::new(),
+            },
+        );
+        id
+    }
+
+    /// Sets a container's state by name.
+    pub fn set_container_state(&mut self, id: &str, state: &str) {
+        if let Some(container) = self.containers.get_mut(id) {
+            container.state = ContainerState::parse(state);
+        }
+    }
+
+    /// The token check every endpoint makes first: the Graph envelope with code 190.
+    fn token_problem(&mut self, request: &Request, route: Route) -> Option<ResponseTemplate> {
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        let token = bearer.or_else(|| params(request).get("access_token").cloned());
+        match token {
+            None => {
+                return Some(graph_error(
+                    400,
+                    190,
+                    None,
+                    "An active access token must be used to query information about the current user.",
+                ));
+            }
+            Some(token) if token != self.token => {
+                return Some(graph_error(
+                    400,
+                    190,
+                    Some(467),
+                    "Invalid OAuth access token - Cannot parse access token",
+                ));
+            }
+            Some(_) => {}
+        }
+        if self.expire_at == Some(route) {
+            self.token_expired = true;
+        }
+        self.token_expired.then(|| {
+            graph_error(
+                400,
+                190,
+                Some(463),
+                "Error validating access token: Session has expired on Thursday, 01-Oct-26 09:00:00 PDT.",
+            )
+        })
+    }
+
+    /// Publishes a `FINISHED` container now: a new media id, counted in the window.
+    fn publish_container(&mut self, container_id: &str) -> Option<String> {
+        let container = self.containers.get_mut(container_id)?;
+        if container.state != ContainerState::Finished {
+            return None;
+        }
+        container.state = ContainerState::Published;
+        let media_id = self.new_id();
+        let now = self.now();
+        self.published_at.push(now);
+        self.media.insert(media_id.clone(), container_id.to_owned());
+        Some(media_id)
+    }
+}
+
+/// A Graph error envelope.
+pub fn graph_error(
+    status: u16,
+    code: i64,
+    subcode: Option<i64>,
+    message: &str,
+) -> ResponseTemplate {
+    let mut error = json!({
+        "message": message,
+        "type": if code == 190 { "OAuthException" } else { "THApiException" },
+        "code": code,
+        "fbtrace_id": "AbCdEf123",
+    });
+    if let Some(subcode) = subcode {
+        error["error_subcode"] = json!(subcode);
+    }
+    ResponseTemplate::new(status).set_body_json(json!({ "error": error }))
+}
+
+fn last_segment(request: &Request) -> String {
+    request
+        .url
+        .path()
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+type Shared = Arc<Mutex<State>>;
+
+struct Endpoint(Shared, Route);
+
+impl Respond for Endpoint {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.0.lock().unwrap();
+        if let Some(problem) = state.token_problem(request, self.1) {
+            return problem;
+        }
+        match self.1 {
+            Route::Identity => identity(&state),
+            Route::Limit => limit(&state),
+            Route::Create => create(&mut state, request),
+            Route::Status => status(&mut state, request),
+            Route::Publish => publish(&mut state, &self.0, request),
+            Route::MediaRead => media_read(&state, request),
+        }
+    }
+}
+
+fn identity(state: &State) -> ResponseTemplate {
+    match state.flavour {
+        Flavour::Threads => ResponseTemplate::new(200).set_body_json(json!({
+            "id": THREADS_USER_ID,
+            "username": state.username,
+        })),
+        Flavour::Instagram => ResponseTemplate::new(200).set_body_json(json!({
+            "user_id": IG_USER_ID,
+            "id": IG_APP_SCOPED_ID,
+            "username": state.username,
+        })),
+    }
+}
+
+fn limit(state: &State) -> ResponseTemplate {
+    let mut entry = json!({
+        "quota_usage": state.quota_usage(),
+        "config": {"quota_total": state.quota_total, "quota_duration": state.quota_duration},
+    });
+    if state.flavour == Flavour::Threads {
+        entry["reply_quota_usage"] = json!(0);
+        entry["reply_config"] = json!({"quota_total": 1000, "quota_duration": 86400});
+    }
+    ResponseTemplate::new(200).set_body_json(json!({ "data": [entry] }))
+}
+
+fn count_links(text: &str) -> usize {
+    let mut links: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .collect();
+    links.sort_unstable();
+    links.dedup();
+    links.len()
+}
+
+/// Threads counts emoji by their UTF-8 length; other characters count one.
+fn threads_length(text: &str) -> usize {
+    text.chars()
+        .map(|c| {
+            if (c as u32) >= 0x1F000 {
+                c.len_utf8()
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// The refusal a container's parameters earn, if any.
+fn validate(flavour: Flavour, params: &HashMap<String, String>) -> Option<ResponseTemplate> {
+    let invalid = |message: &str| graph_error(400, 100, None, message);
+    match flavour {
+        Flavour::Threads => {
+            let text = params.get("text").map(String::as_str).unwrap_or("");
+            match params.get("media_type").map(String::as_str) {
+                Some("TEXT") if text.is_empty() => {
+                    return Some(invalid("Param text is required for TEXT posts"));
+                }
+                Some("TEXT") => {}
+                Some("IMAGE") if !params.contains_key("image_url") => {
+                    return Some(invalid("Param image_url is required for IMAGE posts"));
+                }
+                Some("IMAGE") => {
+                    if params.contains_key("link_attachment") {
+                        return Some(invalid("link_attachment is only supported on text posts"));
+                    }
+                }
+                Some("VIDEO" | "CAROUSEL") => {}
+                _ => {
+                    return Some(invalid(
+                        "Param media_type must be one of {TEXT, IMAGE, VIDEO, CAROUSEL}",
+                    ));
+                }
+            }
+            if threads_length(text) > 500 {
+                return Some(invalid("Param text must be at most 500 characters long"));
+            }
+            if count_links(text) > 5 {
+                return Some(graph_error(
+                    400,
+                    100,
+                    Some(4279021),
+                    "THREADS_API__LINK_LIMIT_EXCEEDED",
+                ));
+            }
+        }
+        Flavour::Instagram => {
+            let Some(image_url) = params.get("image_url") else {
+                return Some(invalid("The parameter image_url is required"));
+            };
+            let lower = image_url
+                .split(['?', '#'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if !(lower.ends_with(".jpg") || lower.ends_with(".jpeg")) {
+                return Some(graph_error(
+                    400,
+                    9004,
+                    Some(2207052),
+                    "Only photo or video can be accepted as media type.",
+                ));
+            }
+            let caption = params.get("caption").map(String::as_str).unwrap_or("");
+            let words = |sigil: char| {
+                caption
+                    .split_whitespace()
+                    .filter(|w| w.starts_with(sigil))
+                    .count()
+            };
+            if caption.chars().count() > 2200 || words('#') > 30 || words('@') > 20 {
+                return Some(invalid(
+                    "The caption is too long or has too many hashtags or mentions",
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn create(state: &mut State, request: &Request) -> ResponseTemplate {
+    let params = params(request);
+    if params.get("auto_publish_text").map(String::as_str) == Some("true") {
+        // airlock must never make container creation irreversible.
+        return graph_error(
+            400,
+            100,
+            None,
+            "the fake refuses auto_publish_text: airlock must not use it",
+        );
+    }
+    if let Some(refusal) = validate(state.flavour, &params) {
+        return refusal;
+    }
+    let id = state.new_id();
+    let (container_state, reads_left) = match &state.new_containers {
+        NewContainers::Finish => (ContainerState::InProgress, state.in_progress_reads),
+        NewContainers::Error(_) => (ContainerState::Error, 0),
+        NewContainers::Expire => (ContainerState::Expired, 0),
+        NewContainers::Hang => (ContainerState::InProgress, u32::MAX),
+    };
+    let created_at = state.now();
+    state.containers.insert(
+        id.clone(),
+        Container {
+            state: container_state,
+            reads_left,
+            created_at,
+            params,
+        },
+    );
+    ResponseTemplate::new(200).set_body_json(json!({ "id": id }))
+}
+
+fn status(state: &mut State, request: &Request) -> ResponseTemplate {
+    let id = last_segment(request);
+    let now = state.now();
+    let flavour = state.flavour;
+    let error_message = match &state.new_containers {
+        NewContainers::Error(message) => message.clone(),
+        _ => "UNKNOWN".into(),
+    };
+    let Some(container) = state.containers.get_mut(&id) else {
+        // A media id (or anything else) has no status field.
+        return graph_error(
+            400,
+            100,
+            None,
+            "Tried accessing nonexisting field (status) on node type (ThreadsMedia)",
+        );
+    };
+    if container.state == ContainerState::InProgress {
+        if container.reads_left == 0 {
+            container.state = ContainerState::Finished;
+        } else if container.reads_left != u32::MAX {
+            container.reads_left -= 1;
+        }
+    }
+    if matches!(
+        container.state,
+        ContainerState::InProgress | ContainerState::Finished
+    ) && now - container.created_at > 86_400
+    {
+        container.state = ContainerState::Expired;
+    }
+    let name = container.state.name();
+    let body = match flavour {
+        Flavour::Threads => {
+            let mut body = json!({ "id": id, "status": name });
+            if container.state == ContainerState::Error {
+                body["error_message"] = json!(error_message);
+            }
+            body
+        }
+        Flavour::Instagram => {
+            let detail = match container.state {
+                ContainerState::Error => format!("Error: {error_message} (2207003)"),
+                ContainerState::InProgress => "In Progress: Media is still being processed.".into(),
+                _ => name.to_owned(),
+            };
+            json!({ "id": id, "status_code": name, "status": detail })
+        }
+    };
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+fn publish(state: &mut State, shared: &Shared, request: &Request) -> ResponseTemplate {
+    let mode = state.publish_mode;
+    if let PublishMode::StatusWithoutPublishing(status) = mode {
+        let answer = ResponseTemplate::new(status).set_body_string("upstream failure");
+        return if status == 429 {
+            answer.insert_header("retry-after", "120")
+        } else {
+            answer
+        };
+    }
+    let flavour = state.flavour;
+    let Some(container_id) = params(request).get("creation_id").cloned() else {
+        return graph_error(400, 100, None, "The parameter creation_id is required");
+    };
+    let not_ready = || match flavour {
+        Flavour::Threads => graph_error(
+            400,
+            24,
+            Some(4279009),
+            "The requested resource does not exist",
+        ),
+        Flavour::Instagram => graph_error(400, 9007, Some(2207027), "Media ID is not available"),
+    };
+    let now = state.now();
+    let container_state = match state.containers.get_mut(&container_id) {
+        Some(container) => {
+            if container.state == ContainerState::Finished && now - container.created_at > 86_400 {
+                container.state = ContainerState::Expired;
+            }
+            container.state
+        }
+        None => return not_ready(),
+    };
+    match container_state {
+        ContainerState::Finished => {}
+        ContainerState::Expired if flavour == Flavour::Instagram => {
+            return graph_error(400, -2, Some(2207020), "The media container has expired");
+        }
+        // Not ready, expired, failed, or already published: one container makes one post.
+        _ => return not_ready(),
+    }
+    if state.quota_usage() >= state.quota_total {
+        return match flavour {
+            Flavour::Instagram => graph_error(
+                400,
+                9,
+                Some(2207042),
+                "You reached maximum number of posts that is allowed to be published by Content Publishing API.",
+            ),
+            // The Threads code for an exhausted quota is unconfirmed; Graph's "user request
+            // limit reached" stands in for it.
+            Flavour::Threads => graph_error(400, 17, None, "User request limit reached"),
+        };
+    }
+    if let PublishMode::ProcessLate(delay) = mode {
+        // The backend takes the request and acts on it after the client has given up.
+        let shared = shared.clone();
+        let late = container_id.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            shared.lock().unwrap().publish_container(&late);
+        });
+        return ResponseTemplate::new(200)
+            .set_body_json(json!({ "id": "answer-never-read" }))
+            .set_delay(delay + Duration::from_millis(200));
+    }
+    let media_id = state
+        .publish_container(&container_id)
+        .expect("the container was checked FINISHED under the same lock");
+    let answer = ResponseTemplate::new(200).set_body_json(json!({ "id": media_id }));
+    match mode {
+        PublishMode::PublishThenStatus(status) => {
+            ResponseTemplate::new(status).set_body_string(error_page(status, request))
+        }
+        PublishMode::PublishThenDelay(delay) => answer.set_delay(delay),
+        _ => answer,
+    }
+}
+
+/// An error page from a front end that dumps the request it failed on, as debug pages of
+/// some proxies do: the `Authorization` header comes back in the body.
+pub fn error_page(status: u16, request: &Request) -> String {
+    let authorization = request
+        .headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    format!(
+        "<html><body><h1>{status} Internal Server Error</h1><pre>The request was:\nauthorization: {authorization}\nuser-agent: ...</pre></body></html>"
+    )
+}
+
+fn media_read(state: &State, request: &Request) -> ResponseTemplate {
+    let id = last_segment(request);
+    if !state.media.contains_key(&id) {
+        return graph_error(
+            400,
+            100,
+            Some(33),
+            "Unsupported get request. Object does not exist or cannot be loaded",
+        );
+    }
+    let permalink = match state.flavour {
+        Flavour::Threads => format!("https://www.threads.com/@{}/post/C{id}", state.username),
+        Flavour::Instagram => format!("https://www.instagram.com/p/C{id}/"),
+    };
+    ResponseTemplate::new(200).set_body_json(json!({ "id": id, "permalink": permalink }))
+}
+
+/// How many calls each endpoint must get in a test.
+#[derive(Debug, Clone, Copy)]
+pub struct Expect {
+    /// `GET me`.
+    pub identity: u64,
+    /// The publishing-limit read.
+    pub limit: u64,
+    /// Container creation.
+    pub create: u64,
+    /// Container status reads (at least this many; exactly zero when zero).
+    pub status_at_least: u64,
+    /// The irreversible publish.
+    pub publish: u64,
+    /// Permalink reads.
+    pub media_read: u64,
+}
+
+impl Expect {
+    /// Nothing may be called.
+    pub const NONE: Expect = Expect {
+        identity: 0,
+        limit: 0,
+        create: 0,
+        status_at_least: 0,
+        publish: 0,
+        media_read: 0,
+    };
+
+    /// A whole publish: identity, limit, one container polled until ready, one publish,
+    /// one permalink read (with `in_progress_reads = 1`).
+    pub const ONE_POST: Expect = Expect {
+        identity: 1,
+        limit: 1,
+        create: 1,
+        status_at_least: 2,
+        publish: 1,
+        media_read: 1,
+    };
+}
+
+/// A running Graph fake.
+pub struct GraphFake {
+    /// The server; dropping it checks every mock's expectation.
+    pub server: MockServer,
+    /// The shared state.
+    pub state: Arc<Mutex<State>>,
+}
+
+impl GraphFake {
+    /// Starts a fake with the default state (token [`CANARY`]).
+    pub async fn start(flavour: Flavour, expect: Expect) -> GraphFake {
+        Self::start_with(flavour, expect, |_| {}).await
+    }
+
+    /// Starts a fake whose state `configure` adjusts before any call.
+    pub async fn start_with(
+        flavour: Flavour,
+        expect: Expect,
+        configure: impl FnOnce(&mut State),
+    ) -> GraphFake {
+        let server = MockServer::start().await;
+        let mut state = State::new(flavour);
+        configure(&mut state);
+        let fake = GraphFake {
+            server,
+            state: Arc::new(Mutex::new(state)),
+        };
+        fake.mount(flavour, expect).await;
+        fake
+    }
+
+    async fn mount(&self, flavour: Flavour, expect: Expect) {
+        let (v, user, create, publish, limit, status_fields) = match flavour {
+            Flavour::Threads => (
+                r"v1\.0",
+                format!("(me|{THREADS_USER_ID})"),
+                "threads",
+                "threads_publish",
+                "threads_publishing_limit",
+                "id,status,error_message",
+            ),
+            Flavour::Instagram => (
+                r"v\d+\.\d+",
+                format!("(me|{IG_USER_ID}|{IG_APP_SCOPED_ID})"),
+                "media",
+                "media_publish",
+                "content_publishing_limit",
+                "id,status_code,status",
+            ),
+        };
+        let identity = match flavour {
+            Flavour::Threads => r"^/v1\.0/me$".to_owned(),
+            Flavour::Instagram => format!(r"^/{v}/(me|{IG_USER_ID})$"),
+        };
+        let endpoint = |route| Endpoint(self.state.clone(), route);
+        Mock::given(method("GET"))
+            .and(path_regex(identity))
+            .and(wiremock::matchers::query_param_contains(
+                "fields", "username",
+            ))
+            .respond_with(endpoint(Route::Identity))
+            .expect(expect.identity)
+            .named("identity")
+            .mount(&self.server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path_regex(format!(r"^/{v}/{user}/{limit}$")))
+            .respond_with(endpoint(Route::Limit))
+            .expect(expect.limit)
+            .named("publishing limit")
+            .mount(&self.server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path_regex(format!(r"^/{v}/{user}/{create}$")))
+            .respond_with(endpoint(Route::Create))
+            .expect(expect.create)
+            .named("container creation")
+            .mount(&self.server)
+            .await;
+        let status = Mock::given(method("GET"))
+            .and(path_regex(format!(r"^/{v}/\d+$")))
+            .and(query_param("fields", status_fields))
+            .respond_with(endpoint(Route::Status))
+            .named("container status");
+        let status = if expect.status_at_least == 0 {
+            status.expect(0)
+        } else {
+            status.expect(expect.status_at_least..)
+        };
+        status.mount(&self.server).await;
+        Mock::given(method("POST"))
+            .and(path_regex(format!(r"^/{v}/{user}/{publish}$")))
+            .respond_with(endpoint(Route::Publish))
+            .expect(expect.publish)
+            .named("publish (irreversible)")
+            .mount(&self.server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path_regex(format!(r"^/{v}/\d+$")))
+            .and(query_param("fields", "id,permalink"))
+            .respond_with(endpoint(Route::MediaRead))
+            .expect(expect.media_read)
+            .named("media read")
+            .mount(&self.server)
+            .await;
+        // Anything else is a bug in the adapter: answer like Graph does for unknown paths.
+        Mock::given(any())
+            .respond_with(graph_error(400, 100, None, "Unknown path components"))
+            .with_priority(u8::MAX)
+            .expect(0)
+            .named("unexpected call")
+            .mount(&self.server)
+            .await;
+    }
+
+    /// The fake's address, for `base_url`.
+    pub fn uri(&self) -> String {
+        self.server.uri()
+    }
+
+    /// Runs `f` on the state.
+    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+
+    /// Every request received so far.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+}
