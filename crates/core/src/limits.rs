@@ -72,8 +72,7 @@ impl std::error::Error for TooLarge {}
 
 const GLOBAL: &str = "airlock's limit for every channel";
 
-/// Refuses `value` when it has more than `max` characters. Counting stops just past the
-/// limit when the caller only needs to know, but the message reports the full length.
+/// Refuses `value` when it has more than `max` characters, reporting its full length.
 pub fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), TooLarge> {
     // Bytes bound characters from above: a short string is accepted without counting.
     if value.len() <= max {

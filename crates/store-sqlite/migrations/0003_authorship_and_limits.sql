@@ -16,13 +16,9 @@ UPDATE posts SET authors = CASE
     WHEN created_by = edited_by THEN json_array(created_by)
     ELSE json_array(created_by, edited_by) END;
 
-CREATE TRIGGER posts_content_authors AFTER UPDATE OF title, text, media, link, source, content_hash ON posts
+-- The content hash moves with every change of content airlock writes.
+CREATE TRIGGER posts_content_authors AFTER UPDATE OF content_hash ON posts
 WHEN NEW.content_hash IS NOT OLD.content_hash
-  OR NEW.text IS NOT OLD.text
-  OR NEW.title IS NOT OLD.title
-  OR NEW.media IS NOT OLD.media
-  OR NEW.link IS NOT OLD.link
-  OR NEW.source IS NOT OLD.source
 BEGIN
     UPDATE posts SET authors = (
         SELECT json_group_array(actor) FROM (
