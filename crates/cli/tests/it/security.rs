@@ -686,3 +686,38 @@ daily_limit = 10
     }
     drop(serving);
 }
+
+#[test]
+fn serving_off_loopback_without_public_url_warns_at_start() {
+    let port = free_port();
+    let ws = Workspace::new(&sandbox_config(&format!(
+        "\n[server]\nlisten = \"0.0.0.0:{port}\"\n"
+    )));
+    let log = ws.path("serve.log");
+    let mut child = ws
+        .command(&["serve"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("airlock: serving")
+            || started.elapsed() > std::time::Duration::from_secs(20)
+        {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().ok();
+    child.wait().ok();
+    assert!(
+        text.contains("airlock: serving"),
+        "serve did not start: {text}"
+    );
+    assert!(
+        text.contains("public_url") && text.contains("non-loopback"),
+        "no warning: {text}"
+    );
+}
