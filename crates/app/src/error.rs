@@ -74,6 +74,9 @@ pub enum Error {
     /// The store failed (exit 1, HTTP 503).
     #[error("{0}")]
     Unavailable(String),
+    /// A bug in airlock stopped the operation (a panic, caught and logged) (exit 1, HTTP 500).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 fn join(violations: &[Violation]) -> String {
@@ -101,6 +104,7 @@ impl Error {
                 | Error::NotSent(_)
                 | Error::CorruptQuota(_)
                 | Error::Unavailable(_)
+                | Error::Internal(_)
         )
     }
 
@@ -121,6 +125,7 @@ impl Error {
             Error::NotSent(_) => "not_sent",
             Error::CorruptQuota(_) => "corrupt_quota",
             Error::Unavailable(_) => "unavailable",
+            Error::Internal(_) => "internal",
         }
     }
 }
@@ -142,6 +147,10 @@ impl From<StoreError> for Error {
             StoreError::CorruptQuota(reason) => {
                 Error::CorruptQuota(format!("quota state is corrupt: {reason}"))
             }
+            StoreError::Paused { scope, reason } => Error::Paused {
+                scope: crate::publish::scope_arg(&scope),
+                reason,
+            },
             StoreError::Corrupt(_) | StoreError::Unavailable(_) => {
                 Error::Unavailable(e.to_string())
             }

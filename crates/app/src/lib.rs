@@ -23,6 +23,7 @@ use airlock_platforms::Platform;
 use airlock_store::{Guard, NewNotification, PostUpdate, Store};
 
 pub mod control;
+pub mod drill;
 mod error;
 pub mod metrics;
 pub mod posts;
@@ -108,6 +109,8 @@ struct Inner {
     wake: tokio::sync::Notify,
     accounts_checked: Mutex<HashSet<ChannelName>>,
     metrics: metrics::Metrics,
+    /// Every run of the guarded path, each in a task of its own.
+    publishes: tokio_util::task::TaskTracker,
 }
 
 impl std::fmt::Debug for App {
@@ -137,6 +140,7 @@ impl App {
                 wake: tokio::sync::Notify::new(),
                 accounts_checked: Mutex::new(HashSet::new()),
                 metrics: metrics::Metrics::default(),
+                publishes: tokio_util::task::TaskTracker::new(),
             }),
         }
     }
@@ -178,6 +182,15 @@ impl App {
                 .metrics
                 .incr("airlock_refusals_total", &[("reason", error.code())]);
         }
+    }
+
+    /// Waits until every publish under way has ended (each runs to its end in a task of
+    /// its own, whoever started it). `serve` calls it on shutdown, after its listeners
+    /// and dispatcher stopped.
+    pub async fn drain(&self) {
+        self.inner.publishes.close();
+        self.inner.publishes.wait().await;
+        self.inner.publishes.reopen();
     }
 
     /// Signalled whenever a post may have become due (approved, requeued, resumed).

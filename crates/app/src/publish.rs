@@ -13,6 +13,13 @@
 //!
 //! Anything that cannot be known becomes `needs_review` and pauses the channel; it is
 //! never retried.
+//!
+//! Each run happens in a task of its own ([`App::publish_next`], [`App::publish_now`]):
+//! a caller that stops waiting — a client that hung up, a request that timed out —
+//! changes nothing, and a panic is caught, logged with the post id, and settled the way
+//! the reaper would settle the post. Before anything new is made, the adapter sees the
+//! post's earlier attempts (their containers and keys) so a retry reuses what the
+//! platform refuses to publish twice.
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
@@ -21,12 +28,15 @@ use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
 use airlock_core::time::format_utc;
 use airlock_core::{Action, Actor, ChannelName, Outcome, Post, PostId, PostStatus};
-use airlock_platforms::{Platform, Prepared, PublishRequest, StepError, Verification};
+use airlock_platforms::{
+    EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
+};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, EventNote, FailureStep, Guard, IntentPhase, IntentRequest,
-    PauseScope, PauseSpec, PostUpdate, ReserveRequest, Reserved, Settle, StoreError,
+    PauseScope, PauseSpec, PostFilter, PostUpdate, ReserveRequest, Reserved, Settle, StoreError,
 };
 
+use crate::drill::{boundary, injected};
 use crate::{App, ChannelSettings, Error, Principal, Result};
 
 /// How one run of the guarded path ended.
@@ -110,6 +120,10 @@ pub struct PublishReport {
 /// Configuration refuses a `stale_after` that cannot leave this room.
 pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 
+/// How many times in a row a platform may answer "not now" for a post before each further
+/// one counts as an attempt: a platform that keeps refusing must not hold a post forever.
+pub const FREE_PLATFORM_WAITS: i64 = 5;
+
 /// The idempotency key of a post's approved content: sent to platforms that accept one,
 /// the same for every attempt at the same approved content.
 pub fn idempotency_key(id: PostId, approved_hash: &str) -> String {
@@ -173,9 +187,32 @@ impl App {
             now,
             lease_until: now + self.settings().stale_after,
         };
-        match self.store().claim(&claim).await? {
-            Claimed::Post(post) => Ok(Some(self.run_claimed(post).await?)),
-            Claimed::Nothing | Claimed::NotClaimable(_) => Ok(None),
+        self.claim_and_run(claim).await
+    }
+
+    /// Claims `claim`'s post and runs the guarded path, both in a task of their own that
+    /// runs to its end whatever happens to the caller. `None` when nothing was claimed.
+    /// A panic is caught: logged with the post id, and the post settled as the reaper
+    /// would (no intent: back to the queue; an intent: needs review).
+    async fn claim_and_run(&self, claim: ClaimRequest) -> Result<Option<PublishReport>> {
+        let app = self.clone();
+        let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let slot = claimed.clone();
+        let run = self.inner.publishes.spawn(async move {
+            let post = match app.store().claim(&claim).await? {
+                Claimed::Post(post) => post,
+                Claimed::Nothing | Claimed::NotClaimable(_) => return Ok(None),
+            };
+            *slot.lock().expect("lock is never poisoned") = Some((post.id, post.generation));
+            boundary("publish::after_claim");
+            app.run_claimed(post).await.map(Some)
+        });
+        match run.await {
+            Ok(result) => result,
+            Err(join) => {
+                let claimed = *claimed.lock().expect("lock is never poisoned");
+                Err(self.after_panic(claimed, join).await)
+            }
         }
     }
 
@@ -218,15 +255,11 @@ impl App {
             now,
             lease_until: now + self.settings().stale_after,
         };
-        let post = match self.store().claim(&claim).await? {
-            Claimed::Post(post) => post,
-            Claimed::Nothing | Claimed::NotClaimable(_) => {
-                return Err(Error::Conflict(format!(
-                    "post {id} was claimed by another worker or changed meanwhile: check `airlock post show {id}`"
-                )));
-            }
+        let Some(report) = self.claim_and_run(claim).await? else {
+            return Err(Error::Conflict(format!(
+                "post {id} was claimed by another worker or changed meanwhile: check `airlock post show {id}`"
+            )));
         };
-        let report = self.run_claimed(post).await?;
         match report.result {
             PublishResult::Posted => Ok(report.post),
             PublishResult::Failed { reason } => Err(Error::PublishFailed(reason)),
@@ -274,7 +307,9 @@ impl App {
         Ok(())
     }
 
-    /// Steps 2-7 of the guarded path for a post this worker has just claimed.
+    /// Steps 2-7 of the guarded path for a post this worker has just claimed. Callers
+    /// outside this module claim through [`App::publish_next`] or [`App::publish_now`],
+    /// which run this in a task of its own.
     pub async fn run_claimed(&self, post: Post) -> Result<PublishReport> {
         let channel = post.content.channel.clone();
         let report = self.guarded(post).await?;
@@ -355,18 +390,28 @@ impl App {
                 Err(e) => return Err(e.into()),
             }
         }
+        boundary("publish::after_reserve");
 
-        // 4. Prepare, then the intent.
+        // 4. Prepare (seeing the earlier attempts' handles), then the intent.
         let approved_hash = post
             .approved_hash
             .as_ref()
             .map(|h| h.as_str().to_owned())
             .unwrap_or_default();
-        let request = publish_request(&post, idempotency_key(post.id, &approved_hash));
+        let mut request = publish_request(&post, idempotency_key(post.id, &approved_hash));
+        request.earlier = self.earlier_attempts(&post).await?;
         let prepared = match platform.prepare(&request).await {
             Ok(prepared) => prepared,
             Err(step) => return self.step_failed(post, step, Some(Settle::Release)).await,
         };
+        boundary("publish::after_prepare");
+        if let Some(proof) = prepared.already_published {
+            // The platform shows this post published by an earlier attempt: nothing is sent.
+            tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
+            return self
+                .write_outcome(post, &channel, found_earlier(proof))
+                .await;
+        }
         let sent_at = self.now();
         let intent = IntentRequest {
             post_id: post.id,
@@ -380,21 +425,95 @@ impl App {
             Ok(_) => {}
             // The claim is gone (lease expired, reaped): nothing was sent, and nothing will be.
             Err(StoreError::Fenced { .. }) => return self.stale(post).await,
+            // Paused while the post was being prepared: nothing may be sent now.
+            Err(StoreError::Paused { scope, reason }) => {
+                return self.hold(post, scope, reason, false).await;
+            }
             Err(e) => return Err(e.into()),
         }
+        boundary("publish::after_intent");
 
         // 5. The one irreversible request.
         let outcome = self.send(platform.as_ref(), &request, &prepared).await;
+        boundary("publish::after_send");
 
         // 6. The outcome, fenced by generation.
         let mut report = self.write_outcome(post, &channel, outcome).await?;
         report.sent_at = Some(sent_at);
+        boundary("publish::after_outcome");
 
-        // 7. Verify.
+        // 7. Verify. The post is published whatever happens here: a failure to record the
+        // read-back is logged, never reported as a failed publish.
         if report.result == PublishResult::Posted {
-            report.post = self.verify(report.post, platform.as_ref()).await?;
+            let post_id = report.post.id;
+            match self.verify(report.post.clone(), platform.as_ref()).await {
+                Ok(post) => report.post = post,
+                Err(e) => {
+                    tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+                }
+            }
         }
         Ok(report)
+    }
+
+    /// The attempts at this post that recorded an intent under an earlier claim. Only a
+    /// post claimed before (generation above 1) can have any.
+    async fn earlier_attempts(&self, post: &Post) -> Result<Vec<EarlierAttempt>> {
+        if post.generation <= 1 {
+            return Ok(Vec::new());
+        }
+        let detail = self.store().post_detail(post.id).await?;
+        Ok(detail
+            .intents
+            .into_iter()
+            .filter(|i| i.generation < post.generation)
+            .map(|i| EarlierAttempt {
+                generation: i.generation,
+                idempotency_key: i.idempotency_key,
+                platform_ref: i.platform_ref,
+                sent_at: i.created_at,
+            })
+            .collect())
+    }
+
+    /// A panic in a run of the guarded path: logged with the post, which is settled the
+    /// way the reaper would settle it (its worker is gone, so nothing more will be sent):
+    /// without an intent back to the queue, with one to `needs_review`.
+    async fn after_panic(
+        &self,
+        claimed: Option<(PostId, i64)>,
+        join: tokio::task::JoinError,
+    ) -> Error {
+        let what = match join.try_into_panic() {
+            Ok(payload) => payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned()),
+            Err(join) => join.to_string(),
+        };
+        let Some((id, generation)) = claimed else {
+            tracing::error!(panic = %what, "a publish panicked before it claimed a post");
+            return Error::Internal(format!("a publish panicked before claiming a post: {what}"));
+        };
+        tracing::error!(post_id = %id, generation, panic = %what, "a publish panicked; settling the post as the reaper would");
+        let reason = format!("the worker publishing it panicked ({what})");
+        let settled = match self.store().get_post(id).await {
+            Ok(post) if post.status == PostStatus::Posting && post.generation == generation => {
+                self.settle_abandoned(post, reason).await
+            }
+            Ok(post) => Ok(post),
+            Err(e) => Err(e.into()),
+        };
+        match settled {
+            Ok(post) => Error::Internal(format!(
+                "the publish of post {id} panicked ({what}); the post is now {}",
+                post.status
+            )),
+            Err(e) => Error::Internal(format!(
+                "the publish of post {id} panicked ({what}); settling it failed ({e}): the reaper settles it when its lease ends"
+            )),
+        }
     }
 
     async fn send(
@@ -504,29 +623,52 @@ impl App {
         )
     }
 
-    /// Writes a fenced update; a stale generation turns into [`PublishResult::Stale`].
+    /// Writes a fenced update; a stale generation turns into [`PublishResult::Stale`]. A
+    /// store that is briefly unreachable is tried again while the lease leaves room: an
+    /// outcome not written would leave the post to the reaper, which cannot know it.
     async fn finish(
         &self,
         post: Post,
         update: PostUpdate,
         result: PublishResult,
     ) -> Result<PublishReport> {
-        match self.store().update_post(update).await {
-            Ok(post) => Ok(PublishReport {
-                post,
-                result,
-                sent_at: None,
-            }),
-            Err(StoreError::Fenced { .. }) => {
-                tracing::warn!(post_id = %post.id, generation = post.generation, "stale worker: outcome refused and recorded");
-                let post = self.store().get_post(post.id).await?;
-                Ok(PublishReport {
-                    post,
-                    result: PublishResult::Stale,
-                    sent_at: None,
-                })
+        let give_up = post
+            .lease_expires_at
+            .map(|lease| lease - LEASE_SLACK - self.now())
+            .and_then(|left| left.to_std().ok())
+            .map(|left| std::time::Instant::now() + left);
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            let written = match injected("publish::outcome_write") {
+                Some(e) => Err(e),
+                None => self.store().update_post(update.clone()).await,
+            };
+            match written {
+                Ok(post) => {
+                    return Ok(PublishReport {
+                        post,
+                        result,
+                        sent_at: None,
+                    });
+                }
+                Err(StoreError::Fenced { .. }) => {
+                    tracing::warn!(post_id = %post.id, generation = post.generation, "stale worker: outcome refused and recorded");
+                    let post = self.store().get_post(post.id).await?;
+                    return Ok(PublishReport {
+                        post,
+                        result: PublishResult::Stale,
+                        sent_at: None,
+                    });
+                }
+                Err(StoreError::Unavailable(e))
+                    if give_up.is_some_and(|at| std::time::Instant::now() + pause < at) =>
+                {
+                    tracing::warn!(post_id = %post.id, error = %e, "writing the outcome failed; trying again within the lease");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -685,8 +827,10 @@ impl App {
     }
 
     /// Not sent. A platform's "not now" (429 or 408 with `Retry-After`, a publishing limit
-    /// reached) waits for the hinted time without counting an attempt, like our own quota;
-    /// any other failure counts one, backs off, and fails the post at `max_attempts`.
+    /// reached) waits for the hinted time — clamped between `min_retry_after` and
+    /// `max_retry_after` — without counting an attempt, like our own quota, until it has
+    /// happened [`FREE_PLATFORM_WAITS`] times in a row; any other failure counts one,
+    /// backs off, and fails the post at `max_attempts`.
     async fn not_sent(
         &self,
         post: Post,
@@ -695,26 +839,32 @@ impl App {
         settle: Option<Settle>,
         intent: Option<IntentPhase>,
     ) -> Result<PublishReport> {
-        let counts = retry_after.is_none();
+        let settings = self.settings();
+        let wait = retry_after.map(|w| w.clamp(settings.min_retry_after, settings.max_retry_after));
+        let counts = wait.is_none() || post.waits >= FREE_PLATFORM_WAITS;
         let n_attempts = post.attempts + i64::from(counts);
-        if counts && n_attempts >= i64::from(self.settings().max_attempts) {
+        if counts && n_attempts >= i64::from(settings.max_attempts) {
             let reason = format!("gave up after {n_attempts} attempts: {reason}");
             return self
                 .rejected(post, reason, false, settle, intent, true)
                 .await;
         }
-        let not_before = self.now() + retry_after.unwrap_or_else(|| retry_backoff(n_attempts));
+        let not_before = self.now() + wait.unwrap_or_else(|| retry_backoff(n_attempts));
         let mut update = self.update(&post);
         update.to = Some(PostStatus::Approved);
-        update.note = Some(if counts {
-            format!("not sent (attempt {n_attempts}): {reason}")
-        } else {
-            format!(
+        update.note = Some(match (wait, counts) {
+            (None, _) => format!("not sent (attempt {n_attempts}): {reason}"),
+            (Some(_), false) => format!(
                 "not sent, the platform asked to wait until {}: {reason}",
                 format_utc(not_before)
-            )
+            ),
+            (Some(_), true) => format!(
+                "not sent (attempt {n_attempts}): the platform asked to wait {} times in a row, so waits count as attempts now: {reason}",
+                post.waits + 1
+            ),
         });
         update.set.count_attempt = counts;
+        update.set.count_wait = wait.is_some();
         update.set.not_before = Some(Some(not_before));
         update.set.error = Some(Some(reason.clone()));
         update.reservation = settle.or(Some(Settle::Release));
@@ -774,6 +924,18 @@ impl App {
     ) -> Result<PublishReport> {
         match outcome {
             Outcome::Published(published) => {
+                if let Some(reason) = self.claimed_by_another_post(&post, &published).await? {
+                    return self
+                        .rejected(
+                            post,
+                            reason,
+                            false,
+                            Some(Settle::Release),
+                            Some(IntentPhase::Rejected),
+                            false,
+                        )
+                        .await;
+                }
                 let mut update = self.update(&post);
                 update.to = Some(PostStatus::Posted);
                 update.set.posted_at = Some(self.now());
@@ -798,6 +960,10 @@ impl App {
                             .unwrap_or("?")
                     ));
                     update.set.error = Some(None);
+                }
+                if let Some(existing) = &published.existing {
+                    let note = update.note.take().unwrap_or_default();
+                    update.note = Some(format!("{note}; the platform already had it: {existing}"));
                 }
                 update.notify = self.notifications(
                     "published",
@@ -870,6 +1036,32 @@ impl App {
         update
     }
 
+    /// When the platform named a post it already had (`Published::existing`), that post is
+    /// this one's publish only if no other post of the ledger has its id: otherwise the
+    /// text duplicates another post, and this one fails.
+    async fn claimed_by_another_post(
+        &self,
+        post: &Post,
+        published: &airlock_core::Published,
+    ) -> Result<Option<String>> {
+        let (Some(existing), Some(id)) = (&published.existing, &published.platform_post_id) else {
+            return Ok(None);
+        };
+        let filter = PostFilter {
+            channel: Some(post.content.channel.clone()),
+            platform_post_id: Some(id.clone()),
+            limit: Some(2),
+            ..PostFilter::default()
+        };
+        let owners = self.store().list_posts(&filter).await?;
+        Ok(owners.iter().find(|other| other.id != post.id).map(|other| {
+            format!(
+                "duplicate content: the platform refused this text as a copy of {id}, which is post {}'s; nothing new was published ({existing})",
+                other.id
+            )
+        }))
+    }
+
     async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
         let Some(platform_id) = post.platform_post_id.clone() else {
             self.verify_failed(&post, "no platform id to read back".into())
@@ -892,7 +1084,11 @@ impl App {
                     kind: "verified".into(),
                     note: Some(format!("read back {platform_id} from the platform")),
                 });
-                match self.store().update_post(update).await {
+                let written = match injected("publish::verify_write") {
+                    Some(e) => Err(e),
+                    None => self.store().update_post(update).await,
+                };
+                match written {
                     Ok(post) => Ok(post),
                     // Someone changed the post meanwhile (a note is not a write, a resolve is
                     // impossible on a posted post); verification is best effort.
@@ -950,7 +1146,17 @@ pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
         link: post.content.link.clone(),
         scheduled_at: post.scheduled_at,
         idempotency_key,
+        earlier: Vec::new(),
     }
+}
+
+/// The outcome of finding the post already published by an earlier attempt.
+fn found_earlier(proof: Proof) -> Outcome {
+    Outcome::Published(airlock_core::Published {
+        platform_post_id: proof.platform_post_id,
+        permalink: proof.permalink,
+        existing: Some(proof.note),
+    })
 }
 
 fn outcome_name(outcome: &Outcome) -> &'static str {

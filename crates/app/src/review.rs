@@ -5,7 +5,7 @@ use serde_json::json;
 
 use airlock_core::{Action, Actor, Intent, Post, PostId, PostStatus};
 use airlock_platforms::{Evidence, ReconcileRequest};
-use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, StoreError};
+use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, StoreError, Unreadable};
 
 use crate::publish::{idempotency_key, publish_request, retry_backoff};
 use crate::{App, Error, Principal, Result};
@@ -43,20 +43,29 @@ pub enum Resolution {
 impl App {
     /// Settles `posting` posts whose lease expired (SPEC §4, Reaper): with a `sending`
     /// intent for their generation they need review; without one nothing was sent and
-    /// they return to the queue (or fail at `max_attempts`). Runs even while paused.
+    /// they return to the queue (or fail at `max_attempts`). Runs even while paused. A row
+    /// that cannot be read is logged and skipped; the others are still settled.
     pub async fn reap(&self) -> Result<Vec<Reaped>> {
         let mut reaped = Vec::new();
         for lease in self.store().expired_leases(self.now()).await? {
+            let lease = match lease {
+                Ok(lease) => lease,
+                Err(row) => {
+                    self.unreadable_row("reaper", &row);
+                    continue;
+                }
+            };
             let post = lease.post;
             let had_intent = lease.intent.is_some();
+            let owner = post.lease_owner.clone().unwrap_or_else(|| "?".into());
             let result = if had_intent {
                 let reason = format!(
-                    "the lease of {} expired after the request was sent; whether it went out is unknown",
-                    post.lease_owner.as_deref().unwrap_or("?")
+                    "the lease of {owner} expired after the request was sent; whether it went out is unknown"
                 );
-                self.reap_unknown(post.clone(), reason).await
+                self.reap_unknown(post, reason).await
             } else {
-                self.reap_unsent(post.clone()).await
+                let reason = format!("the lease of {owner} expired before any request was sent");
+                self.reap_unsent(post, reason).await
             };
             match result {
                 Ok(post) => {
@@ -77,22 +86,37 @@ impl App {
         Ok(reaped)
     }
 
+    fn unreadable_row(&self, pass: &str, row: &Unreadable) {
+        tracing::error!(post_id = %row.id, reason = %row.reason, "{pass}: a post row cannot be read; skipped (run `airlock doctor`)");
+        self.metrics()
+            .incr("airlock_unreadable_rows_total", &[("pass", pass)]);
+    }
+
+    /// Settles a `posting` post whose worker is known to be gone (it panicked), as the
+    /// reaper would once the lease ends: with an intent for its generation it needs
+    /// review, without one it returns to the queue.
+    pub(crate) async fn settle_abandoned(&self, post: Post, reason: String) -> Result<Post> {
+        match self.reap_unknown(post.clone(), reason.clone()).await {
+            // No intent for this generation: nothing was sent.
+            Err(Error::Conflict(_)) => self.reap_unsent(post, reason).await,
+            settled => settled,
+        }
+    }
+
     async fn reap_unknown(&self, post: Post, reason: String) -> Result<Post> {
         let mut update = self.unknown_update(&post, &reason, Actor::Reaper.to_string());
         update.intent_required = Some(true);
+        update.record_stale = false;
         self.write_reaped(update).await
     }
 
-    async fn reap_unsent(&self, post: Post) -> Result<Post> {
+    async fn reap_unsent(&self, post: Post, reason: String) -> Result<Post> {
         let n_attempts = post.attempts + 1;
         let mut update = self.update(&post);
         update.actor = Actor::Reaper.to_string();
         update.intent_required = Some(false);
+        update.record_stale = false;
         update.reservation = Some(Settle::Release);
-        let reason = format!(
-            "the lease of {} expired before any request was sent",
-            post.lease_owner.as_deref().unwrap_or("?")
-        );
         update.set.error = Some(Some(reason.clone()));
         update.set.count_attempt = true;
         if n_attempts >= i64::from(self.settings().max_attempts) {
@@ -127,11 +151,21 @@ impl App {
         }
     }
 
-    /// Settles `needs_review` posts where the platform can prove what happened (SPEC §4,
-    /// Reconcile). Never sends anything irreversible; runs even while channels are paused.
+    /// Settles `needs_review` posts where the platform proves what happened (SPEC §4,
+    /// Reconcile, and `docs/evidence.md`): *published* when it shows this attempt's own
+    /// object, back to the queue when it guarantees the attempt can never land. Anything
+    /// else — absence above all — proves nothing, and the post waits. Never sends anything
+    /// irreversible; runs even while channels are paused.
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>> {
         let mut settled = Vec::new();
         for item in self.store().review_queue().await? {
+            let item = match item {
+                Ok(item) => item,
+                Err(row) => {
+                    self.unreadable_row("reconcile", &row);
+                    continue;
+                }
+            };
             let post = item.post;
             let Some(platform) = self.platform(&post.content.channel).cloned() else {
                 continue;
@@ -161,12 +195,8 @@ impl App {
                 self.now(),
             );
             let note = match evidence {
-                Evidence::Unknown => continue,
-                Evidence::Published {
-                    platform_post_id,
-                    permalink,
-                    note,
-                } => {
+                Evidence::NoProof => continue,
+                Evidence::Published(proof) => {
                     update.to = Some(PostStatus::Posted);
                     update.set.posted_at = Some(
                         item.intent
@@ -174,8 +204,8 @@ impl App {
                             .map(|i| i.created_at)
                             .unwrap_or_else(|| self.now()),
                     );
-                    update.set.platform_post_id = Some(platform_post_id);
-                    update.set.permalink = Some(permalink.clone());
+                    update.set.platform_post_id = Some(proof.platform_post_id);
+                    update.set.permalink = Some(proof.permalink.clone());
                     update.set.error = Some(None);
                     update.reservation = Some(Settle::Commit);
                     update.intent_phase = Some(IntentPhase::Succeeded);
@@ -186,21 +216,24 @@ impl App {
                             "post {} on {} was published (settled from platform evidence): {}",
                             post.id,
                             post.content.channel,
-                            permalink.as_deref().unwrap_or("(no permalink)")
+                            proof.permalink.as_deref().unwrap_or("(no permalink)")
                         ),
-                        json!({"channel": post.content.channel, "evidence": note}),
+                        json!({"channel": post.content.channel, "evidence": proof.note}),
                     );
-                    format!("reconciled: published; {note}")
+                    format!("reconciled: published; {}", proof.note)
                 }
-                Evidence::NotPublished { note } => {
-                    if !self.absence_is_settled(&post, item.intent.as_ref()).await? {
+                Evidence::CannotLand { note } => {
+                    if self
+                        .late_answer_recorded(&post, item.intent.as_ref())
+                        .await?
+                    {
                         continue;
                     }
                     update.to = Some(PostStatus::Approved);
                     update.set.error = Some(None);
                     update.reservation = Some(Settle::Release);
                     update.intent_phase = Some(IntentPhase::NotSent);
-                    format!("reconciled: nothing was published; {note}")
+                    format!("reconciled: this attempt can never be published; {note}")
                 }
             };
             update.note = Some(note.clone());
@@ -209,6 +242,7 @@ impl App {
                     post,
                     evidence: note,
                 }),
+                // It changed meanwhile (a person, a late answer recorded): look again next pass.
                 Err(StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -216,21 +250,17 @@ impl App {
         Ok(settled)
     }
 
-    /// Whether a platform's "nothing was published" can be taken as proof: not while the
-    /// request may still be running or processing (within a lease of its send), and never
-    /// when a late answer from the sending worker was recorded (it may say "published").
-    async fn absence_is_settled(&self, post: &Post, intent: Option<&Intent>) -> Result<bool> {
-        let Some(intent) = intent else {
-            return Ok(false);
-        };
-        if self.now() < intent.created_at + self.settings().stale_after {
-            return Ok(false);
-        }
+    /// Whether the sending worker's late answer was recorded after the post's latest
+    /// intent: whatever the platform shows, it may say "published", and a person reads it.
+    /// (Recording it moves the post's version on, so a late answer arriving after this
+    /// read makes the settling write conflict.)
+    async fn late_answer_recorded(&self, post: &Post, intent: Option<&Intent>) -> Result<bool> {
+        let since = intent.map(|i| i.created_at);
         let detail = self.store().post_detail(post.id).await?;
-        Ok(!detail
+        Ok(detail
             .events
             .iter()
-            .any(|e| e.kind == "stale_outcome" && e.at >= intent.created_at))
+            .any(|e| e.kind == "stale_outcome" && since.is_none_or(|t| e.at >= t)))
     }
 
     /// A person settles a `needs_review` post (operator).

@@ -29,11 +29,17 @@ pub struct AppSettings {
     pub notify: Vec<NotifyRoute>,
     /// How long a creation idempotency key is honoured.
     pub create_key_ttl: Duration,
+    /// The shortest wait a platform's "not now" (`Retry-After`) is read as: a `0` or a
+    /// second would make the dispatcher spin. The dispatcher's poll interval.
+    pub min_retry_after: Duration,
+    /// The longest: a platform's number can hold a post for at most this long per try.
+    pub max_retry_after: Duration,
 }
 
 impl AppSettings {
     /// Settings with defaults and no channels: a 3-per-60-minutes window, 15-minute
-    /// leases, 3 attempts, pause after 3 failures, keys kept 24 hours.
+    /// leases, 3 attempts, pause after 3 failures, keys kept 24 hours, platform waits
+    /// between 30 seconds and 24 hours.
     pub fn new(timezone: Tz) -> Self {
         AppSettings {
             timezone,
@@ -47,6 +53,8 @@ impl AppSettings {
             pause_after_failures: 3,
             notify: Vec::new(),
             create_key_ttl: Duration::hours(24),
+            min_retry_after: Duration::seconds(30),
+            max_retry_after: Duration::hours(24),
         }
     }
 

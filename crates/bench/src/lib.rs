@@ -48,6 +48,7 @@ impl Platform for NoopPlatform {
         Outcome::Published(Published {
             platform_post_id: Some(format!("noop-{id}")),
             permalink: None,
+            existing: None,
         })
     }
 

@@ -264,6 +264,18 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
         }
         Err(e) => report(false, format!("ledger: {e}")),
     }
+    match store.durability_warnings().await {
+        Ok(warnings) if warnings.is_empty() => report(
+            true,
+            "commits are durable (flushed to disk before they return)".into(),
+        ),
+        Ok(warnings) => {
+            for warning in warnings {
+                println!("warn  {warning}");
+            }
+        }
+        Err(e) => report(false, format!("durability settings: {e}")),
+    }
     match store.pauses().await {
         Ok(pauses) => {
             for pause in pauses {

@@ -75,6 +75,7 @@ struct RawDispatcher {
     max_attempts: Option<u32>,
     pause_after_failures: Option<u32>,
     workers: Option<usize>,
+    max_retry_after: Option<Span>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -174,8 +175,10 @@ pub struct Config {
     pub require_token: bool,
     /// Lease length.
     pub stale_after: Span,
-    /// Idle dispatcher backstop.
+    /// Idle dispatcher backstop; also the shortest wait a platform's "not now" is read as.
     pub poll_interval: Span,
+    /// The longest wait a platform's "not now" (`Retry-After`) is read as.
+    pub max_retry_after: Span,
     /// Attempts before a post fails.
     pub max_attempts: u32,
     /// Failures before a channel pauses.
@@ -339,6 +342,16 @@ impl Config {
         )
         .map_err(fail)?;
         let stale_after = raw.dispatcher.stale_after.unwrap_or(Span::minutes(15));
+        let poll_interval = raw.dispatcher.poll_interval.unwrap_or(Span::seconds(30));
+        let max_retry_after = raw
+            .dispatcher
+            .max_retry_after
+            .unwrap_or(Span::minutes(24 * 60));
+        if max_retry_after.as_chrono() < poll_interval.as_chrono() {
+            return Err(fail(format!(
+                "dispatcher.max_retry_after = {max_retry_after} is shorter than dispatcher.poll_interval = {poll_interval}: the longest wait a platform may ask for cannot be shorter than the shortest"
+            )));
+        }
         let max_attempts = raw.dispatcher.max_attempts.unwrap_or(3);
         if max_attempts == 0 {
             return Err(fail("dispatcher.max_attempts must be at least 1".into()));
@@ -563,7 +576,8 @@ impl Config {
             allowed_origins: raw.server.allowed_origins.unwrap_or_default(),
             allowed_hosts: raw.server.allowed_hosts.unwrap_or_default(),
             stale_after,
-            poll_interval: raw.dispatcher.poll_interval.unwrap_or(Span::seconds(30)),
+            poll_interval,
+            max_retry_after,
             max_attempts,
             pause_after_failures: raw.dispatcher.pause_after_failures.unwrap_or(3).max(1),
             workers: raw.dispatcher.workers.unwrap_or(2).max(1),
@@ -582,6 +596,8 @@ impl Config {
         let mut settings = AppSettings::new(self.timezone);
         settings.window = self.window;
         settings.stale_after = self.stale_after.as_chrono();
+        settings.min_retry_after = self.poll_interval.as_chrono();
+        settings.max_retry_after = self.max_retry_after.as_chrono();
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
         settings.notify = self
@@ -759,6 +775,7 @@ listen = "127.0.0.1:8080"
 stale_after = "15m"
 poll_interval = "30s"
 max_attempts = 3
+max_retry_after = "24h"
 pause_after_failures = 3
 
 [quota]

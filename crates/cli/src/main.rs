@@ -170,6 +170,8 @@ fn main() -> ExitCode {
         }
     };
     init_tracing();
+    // Failpoints for the drills in the tests; nothing in any other build.
+    airlock_app::drill::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -290,6 +290,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 before: None,
                 slot: None,
                 limit: Some(limit.clamp(1, 10_000)),
+                platform_post_id: None,
             };
             let posts = app.list_posts(&me, &filter).await?;
             if json {

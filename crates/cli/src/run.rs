@@ -249,6 +249,8 @@ impl Server {
         }
         shutdown.cancel();
         while tasks.join_next().await.is_some() {}
+        // A publish started by a request (or a worker) runs to its end: wait for it.
+        self.app.drain().await;
         Ok(())
     }
 }

@@ -37,6 +37,11 @@ pub struct Published {
     pub platform_post_id: Option<String>,
     /// Public link, when known.
     pub permalink: Option<String>,
+    /// The platform named a post it already had instead of making one (LinkedIn's
+    /// duplicate detection, a container an earlier attempt published): why that post is
+    /// this one. Such an answer counts as this post's publish only when no other post of
+    /// the ledger has that platform id.
+    pub existing: Option<String>,
 }
 
 /// How an HTTP status on the irreversible request is classified.

@@ -303,6 +303,9 @@ pub struct Post {
     pub generation: i64,
     /// Attempts that ended before the irreversible step.
     pub attempts: i64,
+    /// Times in a row the platform answered "not now" (a rate limit, a publishing
+    /// limit): not attempts, until there are too many.
+    pub waits: i64,
     /// The worker holding the lease while `posting`.
     pub lease_owner: Option<String>,
     /// When the lease ends.

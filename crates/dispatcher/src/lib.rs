@@ -83,18 +83,52 @@ impl Dispatcher {
         Dispatcher { app, settings }
     }
 
-    /// Runs the workers and the reaper until `shutdown` is cancelled.
+    /// Runs the workers and the reaper until `shutdown` is cancelled. A task that panics
+    /// is logged and replaced: nothing stops silently. (A panic inside a publish is
+    /// caught closer still, by the guarded path, which settles its post.)
     pub async fn run(self, shutdown: CancellationToken) {
         let mut tasks = tokio::task::JoinSet::new();
+        let mut roles = std::collections::HashMap::new();
         for worker in 0..self.settings.workers.max(1) {
-            let this = self.clone();
-            let shutdown = shutdown.clone();
-            tasks.spawn(async move { this.worker(worker, shutdown).await });
+            let id = self.spawn(&mut tasks, Role::Worker(worker), &shutdown);
+            roles.insert(id, Role::Worker(worker));
         }
+        let id = self.spawn(&mut tasks, Role::Reaper, &shutdown);
+        roles.insert(id, Role::Reaper);
+        while let Some(done) = tasks.join_next_with_id().await {
+            let (id, panic) = match done {
+                Ok((id, ())) => (id, None),
+                Err(e) => (e.id(), e.is_panic().then(|| e.to_string())),
+            };
+            let Some(role) = roles.remove(&id) else {
+                continue;
+            };
+            if let Some(panic) = panic
+                && !shutdown.is_cancelled()
+            {
+                tracing::error!(task = %role, panic = %panic, "a dispatcher task panicked; starting a new one");
+                let id = self.spawn(&mut tasks, role, &shutdown);
+                roles.insert(id, role);
+            }
+        }
+    }
+
+    fn spawn(
+        &self,
+        tasks: &mut tokio::task::JoinSet<()>,
+        role: Role,
+        shutdown: &CancellationToken,
+    ) -> tokio::task::Id {
         let this = self.clone();
-        let reaper_shutdown = shutdown.clone();
-        tasks.spawn(async move { this.reaper(reaper_shutdown).await });
-        while tasks.join_next().await.is_some() {}
+        let shutdown = shutdown.clone();
+        tasks
+            .spawn(async move {
+                match role {
+                    Role::Worker(worker) => this.worker(worker, shutdown).await,
+                    Role::Reaper => this.reaper(shutdown).await,
+                }
+            })
+            .id()
     }
 
     async fn worker(&self, worker: usize, shutdown: CancellationToken) {
@@ -102,6 +136,7 @@ impl Dispatcher {
         // Read before each look at the ledger, so a signal in between is not lost.
         let mut seen = self.app.store().due_signals().await;
         while !shutdown.is_cancelled() {
+            airlock_app::drill::boundary("dispatcher::worker");
             match self.app.publish_next(None).await {
                 Ok(Some(report)) => {
                     tracing::info!(post_id = %report.post.id, result = ?report.result, "dispatched");
@@ -165,6 +200,24 @@ impl Dispatcher {
             if sleep_or_shutdown(self.settings.reap_interval, &shutdown).await {
                 break;
             }
+        }
+    }
+}
+
+/// What a dispatcher task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A publishing worker.
+    Worker(usize),
+    /// The reaper and reconcile loop.
+    Reaper,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Role::Worker(n) => write!(f, "worker {n}"),
+            Role::Reaper => f.write_str("reaper"),
         }
     }
 }

@@ -257,7 +257,13 @@ impl Deliverer {
                 );
                 tracing::warn!(notification = notification.id, sink = %notification.sink, "{error}");
                 self.store
-                    .notification_failed(notification.id, &error, None, (self.clock)())
+                    .notification_failed(
+                        notification.id,
+                        &self.worker,
+                        &error,
+                        None,
+                        (self.clock)(),
+                    )
                     .await?;
                 report.abandoned += 1;
                 continue;
@@ -269,10 +275,17 @@ impl Deliverer {
             }
             match sink.send(notification).await {
                 Ok(()) => {
-                    self.store
-                        .notification_delivered(notification.id, (self.clock)())
+                    let recorded = self
+                        .store
+                        .notification_delivered(notification.id, &self.worker, (self.clock)())
                         .await?;
-                    tracing::debug!(notification = notification.id, sink = %notification.sink, event = %notification.event, "notification delivered");
+                    if recorded {
+                        tracing::debug!(notification = notification.id, sink = %notification.sink, event = %notification.event, "notification delivered");
+                    } else {
+                        // The lease passed to another deliverer, which sends it again with
+                        // the same event id; the receiver drops the repeat.
+                        tracing::warn!(notification = notification.id, sink = %notification.sink, "notification delivered after its lease passed to another deliverer");
+                    }
                     report.delivered += 1;
                 }
                 Err(failure) => {
@@ -311,7 +324,13 @@ impl Deliverer {
                     "notification not delivered; will retry"
                 );
                 self.store
-                    .notification_failed(notification.id, &failure.reason, Some(at), (self.clock)())
+                    .notification_failed(
+                        notification.id,
+                        &self.worker,
+                        &failure.reason,
+                        Some(at),
+                        (self.clock)(),
+                    )
                     .await?;
                 Ok(true)
             }
@@ -319,7 +338,13 @@ impl Deliverer {
                 let error = format!("gave up after {n_failures} attempts: {}", failure.reason);
                 tracing::error!(notification = notification.id, sink = %notification.sink, "{error}");
                 self.store
-                    .notification_failed(notification.id, &error, None, (self.clock)())
+                    .notification_failed(
+                        notification.id,
+                        &self.worker,
+                        &error,
+                        None,
+                        (self.clock)(),
+                    )
                     .await?;
                 Ok(false)
             }

@@ -10,7 +10,10 @@
 //! - the error envelope `{"error": {"message", "type", "code", "error_subcode",
 //!   "is_transient"}}` and what its codes mean ([`Refusal`]);
 //! - container polling, the publishing-limit read, the permalink read, and the container
-//!   read that settles an unknown outcome.
+//!   read that settles an unknown outcome;
+//! - the rule that keeps a retry from making a second post: while a container an earlier
+//!   attempt sent can still be published, the next attempt publishes that same container
+//!   (the platform publishes a container once) and never makes a new one.
 //!
 //! It knows neither platform's parameters nor its paths; the adapters pass them in.
 
@@ -27,7 +30,7 @@ use crate::http::{
     Answer, Redactor, describe_transport, endpoint, form_body, id_string, outcome_for_status,
     retry_after, send, transport_failure,
 };
-use crate::{Evidence, StepError, Verification};
+use crate::{Evidence, Prepared, Proof, PublishRequest, StepError, Verification};
 
 /// When to look again after a publishing limit was reached. The limits are rolling 24 h
 /// windows whose oldest entry the API does not show, so the exact moment a slot frees is
@@ -385,6 +388,102 @@ impl Graph {
         }
     }
 
+    /// The repeatable steps of a publish, for both platforms: look at the containers that
+    /// earlier attempts sent (one `PUBLISHED` proves the post is out; one that can still be
+    /// published is published again rather than replaced), check the publishing limit,
+    /// make a container only when none can be reused, and wait until it is `FINISHED`.
+    pub async fn prepare(
+        &self,
+        req: &PublishRequest,
+        steps: PrepareSteps<'_>,
+    ) -> Result<Prepared, StepError> {
+        let reuse = match self.earlier_containers(req, steps.fields).await? {
+            Earlier::Published(proof) => {
+                return Ok(Prepared {
+                    platform_ref: None,
+                    already_published: Some(proof),
+                });
+            }
+            Earlier::Reuse(container) => Some(container),
+            Earlier::None => None,
+        };
+        // The limit first: a container made while the quota is used up would only expire.
+        self.check_publishing_limit(steps.limit).await?;
+        let container = match reuse {
+            Some(container) => {
+                tracing::info!(post_id = %req.post_id, container, "publishing the earlier attempt's container again");
+                container
+            }
+            None => self.create_container(steps.create, steps.form).await?,
+        };
+        self.wait_until_finished(
+            &container,
+            steps.fields,
+            steps.poll_interval,
+            steps.poll_timeout,
+        )
+        .await?;
+        Ok(Prepared::with_ref(container))
+    }
+
+    /// What the containers of earlier attempts allow the next one to do.
+    async fn earlier_containers(
+        &self,
+        req: &PublishRequest,
+        fields: ContainerFields,
+    ) -> Result<Earlier, StepError> {
+        let p = self.platform;
+        let mut live: Vec<(&str, &crate::EarlierAttempt)> = Vec::new();
+        for attempt in req.earlier.iter().rev() {
+            let Some(container) = attempt.platform_ref.as_deref().filter(|c| !c.is_empty()) else {
+                continue;
+            };
+            if live.iter().any(|(c, _)| *c == container) {
+                continue;
+            }
+            let (status, _) = self.container_status(container, fields).await.map_err(|e| {
+                StepError::transient(format!(
+                    "{p}: the container {container} of an earlier attempt cannot be read ({e}); no new container is made until it can, since it may still be published"
+                ))
+            })?;
+            match status.as_str() {
+                "PUBLISHED" => {
+                    return Ok(Earlier::Published(Proof {
+                        platform_post_id: None,
+                        permalink: None,
+                        note: format!(
+                            "{p} container {container}, sent by the attempt of generation {}, reads PUBLISHED",
+                            attempt.generation
+                        ),
+                    }));
+                }
+                // It can never be published now.
+                "EXPIRED" | "ERROR" => {}
+                _ => live.push((container, attempt)),
+            }
+        }
+        match live.as_slice() {
+            [] => Ok(Earlier::None),
+            [(container, attempt)] if attempt.idempotency_key == req.idempotency_key => {
+                Ok(Earlier::Reuse((*container).to_owned()))
+            }
+            [(container, attempt), ..] => {
+                // Another approved content (or several containers): publishing this one
+                // again would send the old text, and a new one could make a second post.
+                // Wait until the old one expires, 24 hours after it was made.
+                let expires = attempt.sent_at + Duration::hours(24) + Duration::minutes(5);
+                let wait = (expires - chrono::Utc::now()).max(Duration::minutes(5));
+                Err(StepError::Transient {
+                    reason: format!(
+                        "{p}: container {container}, sent by the attempt of generation {} for content approved earlier, can still be published; no new container is made until it expires (24 hours after it was made)",
+                        attempt.generation
+                    ),
+                    retry_after: Some(wait),
+                })
+            }
+        }
+    }
+
     /// Reads a publishing-limit endpoint and refuses, with a retry hint, when the rolling
     /// quota is used up. An answer without both numbers is not trusted (fail closed).
     pub async fn check_publishing_limit(&self, segments: &[&str]) -> Result<(), StepError> {
@@ -413,8 +512,15 @@ impl Graph {
         }
     }
 
-    /// The irreversible request: `POST <segments>?creation_id=<container>`, once.
-    pub async fn publish(&self, segments: &[&str], container: &str) -> Outcome {
+    /// The irreversible request: `POST <segments>?creation_id=<container>`, once. A refusal
+    /// saying the container cannot be published is checked against the container: when it
+    /// reads `PUBLISHED`, an earlier attempt's request published it, and that is this post.
+    pub async fn publish(
+        &self,
+        segments: &[&str],
+        container: &str,
+        fields: ContainerFields,
+    ) -> Outcome {
         let answer = match self
             .post(segments, &[("creation_id", container)], &[])
             .await
@@ -427,10 +533,24 @@ impl Graph {
             let id = answer.json().and_then(|v| id_string(v.get("id")));
             return Outcome::Published(Published {
                 platform_post_id: id,
-                permalink: None,
+                ..Published::default()
             });
         }
-        self.publish_failure(&answer)
+        let outcome = self.publish_failure(&answer);
+        if matches!(outcome, Outcome::NotSent { .. })
+            && refusal(&answer) == Refusal::ContainerUnusable
+            && let Ok((status, _)) = self.container_status(container, fields).await
+            && status == "PUBLISHED"
+        {
+            return Outcome::Published(Published {
+                existing: Some(format!(
+                    "{}: the publish was refused because container {container} reads PUBLISHED: an earlier attempt's request published it",
+                    self.platform
+                )),
+                ..Published::default()
+            });
+        }
+        outcome
     }
 
     /// A non-2xx answer to the irreversible request. The SPEC table decides by status; a
@@ -500,8 +620,9 @@ impl Graph {
     }
 
     /// What a container read proves about an unknown outcome: `PUBLISHED` that the post
-    /// went out; `FINISHED`, `EXPIRED` or `ERROR` that it did not (only a publish moves a
-    /// container to `PUBLISHED`). Anything else, or a failed read, proves nothing.
+    /// went out; `EXPIRED` or `ERROR` that this attempt can never be published. `FINISHED`
+    /// proves nothing — the request may still be on its way or processing — and neither
+    /// does anything else, or a failed read.
     pub async fn container_evidence(
         &self,
         platform_ref: Option<&str>,
@@ -509,40 +630,64 @@ impl Graph {
     ) -> Evidence {
         let p = self.platform;
         let Some(container) = platform_ref.filter(|c| !c.is_empty()) else {
-            return Evidence::Unknown;
+            return Evidence::NoProof;
         };
         let (status, detail) = match self.container_status(container, fields).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(platform = p, reason = %e, "reconcile: container read failed");
-                return Evidence::Unknown;
+                return Evidence::NoProof;
             }
         };
         match status.as_str() {
-            "PUBLISHED" => Evidence::Published {
+            "PUBLISHED" => Evidence::Published(Proof {
                 platform_post_id: None,
                 permalink: None,
                 note: format!(
                     "{p} container {container} reads PUBLISHED (the container read does not name the media id)"
                 ),
-            },
-            "FINISHED" => Evidence::NotPublished {
+            }),
+            "EXPIRED" => Evidence::CannotLand {
                 note: format!(
-                    "{p} container {container} reads FINISHED: processed, never published"
+                    "{p} container {container} reads EXPIRED: it can no longer be published"
                 ),
             },
-            "EXPIRED" => Evidence::NotPublished {
-                note: format!("{p} container {container} reads EXPIRED: it expired unpublished"),
-            },
-            "ERROR" => Evidence::NotPublished {
+            "ERROR" => Evidence::CannotLand {
                 note: format!(
-                    "{p} container {container} reads ERROR ({}): it could not have been published",
+                    "{p} container {container} reads ERROR ({}): it can never be published",
                     detail.as_deref().unwrap_or("no detail")
                 ),
             },
-            _ => Evidence::Unknown,
+            _ => Evidence::NoProof,
         }
     }
+}
+
+/// What the containers of earlier attempts allow.
+enum Earlier {
+    /// None can still be published: make a new one.
+    None,
+    /// Publish this one again: same content, and the platform publishes a container once.
+    Reuse(String),
+    /// One reads `PUBLISHED`: the post is out.
+    Published(Proof),
+}
+
+/// The platform-specific parts of [`Graph::prepare`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PrepareSteps<'a> {
+    /// The container status fields.
+    pub fields: ContainerFields,
+    /// The publishing-limit path.
+    pub limit: &'a [&'a str],
+    /// The container-creation path.
+    pub create: &'a [&'a str],
+    /// The container's parameters.
+    pub form: &'a [(&'a str, &'a str)],
+    /// Pause between two status reads.
+    pub poll_interval: StdDuration,
+    /// How long a new container may stay `IN_PROGRESS`.
+    pub poll_timeout: StdDuration,
 }
 
 #[cfg(test)]

@@ -236,17 +236,22 @@ pub(crate) fn id_string(value: Option<&serde_json::Value>) -> Option<String> {
     }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is treated as absent).
+/// The longest `Retry-After` read as given; anything longer is read as this. The guarded
+/// path clamps the wait further (`AppSettings::max_retry_after`), so a platform's number
+/// can never overflow a time or hold a post for years.
+const RETRY_AFTER_CAP_SECS: f64 = 366.0 * 86_400.0;
+
+/// `Retry-After` in seconds, capped at a year (the HTTP-date form is treated as absent).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    headers
+    let seconds = headers
         .get(RETRY_AFTER)?
         .to_str()
         .ok()?
         .trim()
         .parse::<f64>()
         .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| Duration::milliseconds((s * 1000.0).ceil() as i64))
+        .filter(|s| s.is_finite() && *s >= 0.0)?;
+    Duration::try_milliseconds((seconds.min(RETRY_AFTER_CAP_SECS) * 1000.0).ceil() as i64)
 }
 
 /// The outcome of a non-2xx answer to the irreversible request, by the SPEC §7 table.
@@ -550,6 +555,12 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::seconds(120)));
         headers.insert(RETRY_AFTER, "1.5".parse().unwrap());
         assert_eq!(retry_after(&headers), Some(Duration::milliseconds(1500)));
+        for absurd in ["99999999999999", "1e308"] {
+            headers.insert(RETRY_AFTER, absurd.parse().unwrap());
+            assert_eq!(retry_after(&headers), Some(Duration::days(366)), "{absurd}");
+        }
+        headers.insert(RETRY_AFTER, "-5".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
         headers.insert(
             RETRY_AFTER,
             "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap(),

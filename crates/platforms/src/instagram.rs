@@ -7,16 +7,19 @@
 //!    Instagram user id (Facebook Login, host `graph.facebook.com`). The `username` is what
 //!    the channel's `account` is compared with.
 //! 2. [`Platform::prepare`] (repeatable): refuses a post without exactly one JPEG image URL
-//!    before anything is created (Instagram takes JPEG only); reads
+//!    before anything is created (Instagram takes JPEG only); reads the containers earlier
+//!    attempts sent (one `PUBLISHED` proves the post is out; one that can still be
+//!    published is published again instead of making a new one); reads
 //!    `content_publishing_limit` and stops with a retry hint when the rolling 24 h quota is
-//!    used up; creates a container (`POST /{version}/{user}/media` with `image_url`,
-//!    `caption` and `alt_text`); polls its `status_code` until `FINISHED`. The container id
-//!    becomes the intent's `platform_ref`.
+//!    used up; creates a container when none can be reused (`POST /{version}/{user}/media`
+//!    with `image_url`, `caption` and `alt_text`); polls its `status_code` until
+//!    `FINISHED`. The container id becomes the intent's `platform_ref`.
 //! 3. [`Platform::publish`] (irreversible, once): `POST /{version}/{user}/media_publish?creation_id=…`.
 //! 4. [`Platform::verify`]: reads the media back with its permalink.
 //! 5. [`Platform::reconcile`]: reads the container's `status_code`. `PUBLISHED` proves the
-//!    post went out; `FINISHED`, `EXPIRED` or `ERROR` prove it did not. It never lists the
-//!    account's media to guess which one is ours.
+//!    post went out; `EXPIRED` or `ERROR` that it never can; `FINISHED` proves nothing (the
+//!    request may still be processing). It never lists the account's media to guess which
+//!    one is ours.
 //!
 //! The caption is the post's text with its link appended (Instagram shows no link cards).
 //! The token travels only in the `Authorization: Bearer` header. Carousels, reels and
@@ -32,7 +35,7 @@ use serde_json::Value;
 use airlock_core::policy::is_jpeg_url;
 use airlock_core::{ChannelKind, Outcome};
 
-use crate::graph::{ContainerFields, Graph};
+use crate::graph::{ContainerFields, Graph, PrepareSteps};
 use crate::http::{check_base_url, id_string};
 use crate::{
     Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
@@ -246,11 +249,6 @@ impl Platform for Instagram {
             });
         }
         let user_id = self.user_id().await?;
-        // The limit first: a container made while the quota is used up would only expire,
-        // and containers have their own daily cap.
-        self.graph
-            .check_publishing_limit(&[&user_id, "content_publishing_limit"])
-            .await?;
         let caption = caption(req);
         let mut form = vec![
             ("image_url", image.url.as_str()),
@@ -259,16 +257,15 @@ impl Platform for Instagram {
         if let Some(alt) = image.alt.as_deref().filter(|a| !a.is_empty()) {
             form.push(("alt_text", alt));
         }
-        let container = self
-            .graph
-            .create_container(&[&user_id, "media"], &form)
-            .await?;
-        self.graph
-            .wait_until_finished(&container, CONTAINER, self.poll_interval, self.poll_timeout)
-            .await?;
-        Ok(Prepared {
-            platform_ref: Some(container),
-        })
+        let steps = PrepareSteps {
+            fields: CONTAINER,
+            limit: &[&user_id, "content_publishing_limit"],
+            create: &[&user_id, "media"],
+            form: &form,
+            poll_interval: self.poll_interval,
+            poll_timeout: self.poll_timeout,
+        };
+        self.graph.prepare(req, steps).await
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
@@ -290,7 +287,7 @@ impl Platform for Instagram {
             }
         };
         self.graph
-            .publish(&[&user_id, "media_publish"], container)
+            .publish(&[&user_id, "media_publish"], container, CONTAINER)
             .await
     }
 

@@ -68,6 +68,26 @@ pub struct PublishRequest {
     pub scheduled_at: DateTime<Utc>,
     /// Derived from post id and approved hash; sent where the platform accepts one.
     pub idempotency_key: String,
+    /// Earlier attempts at this post that reached the irreversible request, oldest first.
+    /// Their requests may still land, so an adapter reuses their handles (the same
+    /// container, the same key) instead of making new ones wherever the platform then
+    /// refuses a second copy, and looks for them before publishing again.
+    pub earlier: Vec<EarlierAttempt>,
+}
+
+/// An earlier attempt at a post that recorded an intent: its request was (or may have
+/// been) sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierAttempt {
+    /// Its claim generation.
+    pub generation: i64,
+    /// The idempotency key it sent (the same as the request's when the approved content
+    /// is the same).
+    pub idempotency_key: String,
+    /// The platform handle it recorded (a container id), if any.
+    pub platform_ref: Option<String>,
+    /// When its request was about to be sent.
+    pub sent_at: DateTime<Utc>,
 }
 
 /// What the repeatable steps produced for the irreversible one (a container id).
@@ -75,6 +95,19 @@ pub struct PublishRequest {
 pub struct Prepared {
     /// A platform handle recorded in the intent; reconcile reads it later.
     pub platform_ref: Option<String>,
+    /// The platform already shows this post, published by an earlier attempt: nothing is
+    /// sent, and the post is settled as published with this proof.
+    pub already_published: Option<Proof>,
+}
+
+impl Prepared {
+    /// Ready to send, with this handle recorded in the intent.
+    pub fn with_ref(platform_ref: impl Into<String>) -> Self {
+        Prepared {
+            platform_ref: Some(platform_ref.into()),
+            already_published: None,
+        }
+    }
 }
 
 /// Why a repeatable step (identity, container creation, polling) did not complete.
@@ -134,25 +167,34 @@ pub enum Verification {
     Unsupported,
 }
 
-/// What the platform can prove about an unknown outcome (SPEC §4, Reconcile).
+/// The platform shows this attempt's own object: the post went out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    /// The platform's id, when the read names it.
+    pub platform_post_id: Option<String>,
+    /// Permalink, if known.
+    pub permalink: Option<String>,
+    /// What proves it, for the event note.
+    pub note: String,
+}
+
+/// What the platform can prove about an unknown outcome (`docs/evidence.md`). Only proof
+/// settles a post; absence of a thing never does while some process may still be sending
+/// it, and a platform may rename what it stores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Evidence {
-    /// It went out.
-    Published {
-        /// The platform's id.
-        platform_post_id: Option<String>,
-        /// Permalink, if known.
-        permalink: Option<String>,
-        /// What proves it, for the event note.
+    /// The platform shows this attempt's own object (the container it created reads
+    /// `PUBLISHED`, the article carrying its key, the record at its key).
+    Published(Proof),
+    /// The platform guarantees this attempt can never complete later (its container is
+    /// `EXPIRED` or `ERROR`).
+    CannotLand {
+        /// What guarantees it.
         note: String,
     },
-    /// Provably nothing was published.
-    NotPublished {
-        /// What proves it.
-        note: String,
-    },
-    /// The platform cannot tell (or could not be asked now); a person decides.
-    Unknown,
+    /// Nothing the platform shows settles it (or it could not be asked now); the post
+    /// waits, for proof or for a person.
+    NoProof,
 }
 
 /// The post and intent a reconcile looks at.
@@ -174,7 +216,9 @@ pub trait Platform: Send + Sync + std::fmt::Debug {
     async fn account(&self) -> Result<Option<Account>, StepError>;
 
     /// The repeatable steps before the irreversible request (container creation, polling,
-    /// platform limit check).
+    /// platform limit check). Before making anything new it looks for the handles of
+    /// [`PublishRequest::earlier`] attempts, and answers [`Prepared::already_published`]
+    /// when the platform shows one of them published.
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         let _ = req;
         Ok(Prepared::default())
@@ -192,6 +236,6 @@ pub trait Platform: Send + Sync + std::fmt::Debug {
     /// What the platform can prove about an unknown outcome.
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let _ = req;
-        Evidence::Unknown
+        Evidence::NoProof
     }
 }

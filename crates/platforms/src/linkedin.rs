@@ -11,7 +11,10 @@
 //!    and `X-Restli-Protocol-Version: 2.0.0`; the post's URN comes back in `x-restli-id`
 //!    and its permalink is `https://www.linkedin.com/feed/update/{urn}/`. A 422
 //!    `DUPLICATE_POST` naming an earlier URN means identical text by this author is already
-//!    out (an earlier attempt whose answer was lost): that is reported as published. A 429
+//!    out. It counts as this post's publish only when that post reads back
+//!    (`GET /rest/posts/{urn}`, which needs the restricted `r_member_social`) and no other
+//!    post of the ledger has that URN (the guarded path checks); otherwise the post fails
+//!    as duplicate content, with the URN in its error. A 429
 //!    (LinkedIn's unpublished per-member and per-app daily limits) is "not sent", to be
 //!    tried after `Retry-After` or, without one, after the limits reset at 00:00 UTC; a
 //!    426 `NONEXISTENT_VERSION` is a rejection naming the version to replace.
@@ -268,20 +271,66 @@ impl Linkedin {
         Ok(format!("urn:li:person:{sub}"))
     }
 
+    /// LinkedIn refused the text as a duplicate of an earlier post by this author. That
+    /// post is this one's publish only if it reads back as the member's; otherwise nothing
+    /// proves it is ours (it may be another post with the same text), and the post fails.
+    async fn duplicate(&self, answer: &Answer) -> Outcome {
+        let reason = self.summary("create post", answer);
+        let urn = answer
+            .json()
+            .and_then(|body| body["message"].as_str().and_then(find_urn));
+        let Some(urn) = urn else {
+            return Outcome::Rejected {
+                reason: format!(
+                    "{reason}: LinkedIn refused the text as a duplicate without naming the earlier post; nothing new was published"
+                ),
+                credential: false,
+            };
+        };
+        match self.read_post(&urn).await {
+            Ok(()) => {
+                tracing::warn!(
+                    urn,
+                    "linkedin: DUPLICATE_POST naming a post that reads back"
+                );
+                Outcome::Published(Published {
+                    permalink: Some(permalink(&urn)),
+                    existing: Some(format!(
+                        "linkedin: the text duplicates {urn}, which reads back as this member's post"
+                    )),
+                    platform_post_id: Some(urn),
+                })
+            }
+            Err(why) => Outcome::Rejected {
+                reason: format!(
+                    "linkedin: duplicate content: LinkedIn refused the text as a duplicate of {urn} ({}), which cannot be read back ({why}) to show it is this post; nothing new was published; check it and settle the post by hand",
+                    permalink(&urn)
+                ),
+                credential: false,
+            },
+        }
+    }
+
+    /// Reads a post back by URN (`GET /rest/posts/{urn}`); why not, when it cannot.
+    async fn read_post(&self, urn: &str) -> Result<(), String> {
+        let encoded: String = url::form_urlencoded::byte_serialize(urn.as_bytes()).collect();
+        let request = self
+            .client
+            .get(format!("{}/rest/posts/{encoded}", self.base_url))
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout)
+            .header("LinkedIn-Version", &self.version)
+            .header("X-Restli-Protocol-Version", "2.0.0");
+        match send(request).await {
+            Ok(answer) if answer.is_success() => Ok(()),
+            Ok(answer) => Err(format!("HTTP {}", answer.status)),
+            Err(e) => Err(describe_transport(&e)),
+        }
+    }
+
     /// A non-2xx answer to the create call.
     fn publish_failure(&self, answer: &Answer) -> Outcome {
         let reason = self.summary("create post", answer);
-        let body = answer.json().unwrap_or(Value::Null);
-        if answer.status == 422 && is_duplicate(&body) {
-            // The same author already has a post with this text: the earlier attempt went out
-            // (or someone posted it by hand). Either way it is public; publishing is done.
-            let urn = body["message"].as_str().and_then(find_urn);
-            tracing::warn!(urn = ?urn, "linkedin: DUPLICATE_POST; the earlier post counts as this publish");
-            return Outcome::Published(Published {
-                permalink: urn.as_deref().map(permalink),
-                platform_post_id: urn,
-            });
-        }
         match answer.status {
             426 => Outcome::Rejected {
                 reason: format!(
@@ -385,7 +434,11 @@ impl Platform for Linkedin {
             return Outcome::Published(Published {
                 permalink: urn.as_deref().map(permalink),
                 platform_post_id: urn,
+                existing: None,
             });
+        }
+        if answer.status == 422 && answer.json().is_some_and(|body| is_duplicate(&body)) {
+            return self.duplicate(&answer).await;
         }
         self.publish_failure(&answer)
     }

@@ -16,7 +16,7 @@ use serde_json::json;
 use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::{
-    Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError,
+    Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, StepError,
     Verification,
 };
 
@@ -164,6 +164,7 @@ impl Platform for Sandbox {
             Ok(()) => Outcome::Published(Published {
                 permalink: Some(self.permalink(&id)),
                 platform_post_id: Some(id),
+                existing: None,
             }),
             // The line may be partly written: nobody knows whether the post "went out".
             Err(e) => Outcome::Unknown {
@@ -195,13 +196,13 @@ impl Platform for Sandbox {
 
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let Ok(lines) = self.lines().await else {
-            return Evidence::Unknown;
+            return Evidence::NoProof;
         };
         match lines
             .iter()
             .find(|l| l.idempotency_key == req.publish.idempotency_key)
         {
-            Some(line) => Evidence::Published {
+            Some(line) => Evidence::Published(Proof {
                 platform_post_id: Some(line.id.clone()),
                 permalink: Some(self.permalink(&line.id)),
                 note: format!(
@@ -210,8 +211,9 @@ impl Platform for Sandbox {
                     line.id,
                     line.idempotency_key
                 ),
-            },
-            None => Evidence::Unknown,
+            }),
+            // Absence proves nothing: a frozen worker may still write its line.
+            None => Evidence::NoProof,
         }
     }
 }
@@ -231,6 +233,7 @@ mod tests {
             link: None,
             scheduled_at: chrono::Utc::now(),
             idempotency_key: "key-7".into(),
+            earlier: Vec::new(),
         }
     }
 
@@ -270,7 +273,7 @@ mod tests {
             })
             .await;
         assert!(
-            matches!(evidence, Evidence::Published { platform_post_id: Some(found), .. } if found == id)
+            matches!(evidence, Evidence::Published(Proof { platform_post_id: Some(found), .. }) if found == id)
         );
     }
 
@@ -289,7 +292,7 @@ mod tests {
                     platform_ref: None,
                 })
                 .await;
-            assert_eq!(evidence, Evidence::Unknown);
+            assert_eq!(evidence, Evidence::NoProof);
         }
         assert!(!path.exists());
     }

@@ -3,15 +3,18 @@
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /v1.0/me?fields=id,username`; the `username` is what the
 //!    channel's configured `account` is compared with.
-//! 2. [`Platform::prepare`] (repeatable): reads `threads_publishing_limit` and stops with a
-//!    retry hint when the rolling 24 h quota is used up; creates a container
-//!    (`POST /v1.0/me/threads`: `TEXT` with an optional `link_attachment`, or `IMAGE` with
-//!    `image_url` and `alt_text`); polls it until `FINISHED`. The container id becomes the
-//!    intent's `platform_ref`.
+//! 2. [`Platform::prepare`] (repeatable): reads the containers earlier attempts sent (one
+//!    `PUBLISHED` proves the post is out; one that can still be published is published
+//!    again instead of making a new one); reads `threads_publishing_limit` and stops with a
+//!    retry hint when the rolling 24 h quota is used up; creates a container when none can
+//!    be reused (`POST /v1.0/me/threads`: `TEXT` with an optional `link_attachment`, or
+//!    `IMAGE` with `image_url` and `alt_text`); polls it until `FINISHED`. The container id
+//!    becomes the intent's `platform_ref`.
 //! 3. [`Platform::publish`] (irreversible, once): `POST /v1.0/me/threads_publish?creation_id=…`.
 //! 4. [`Platform::verify`]: reads the media back with its permalink.
 //! 5. [`Platform::reconcile`]: reads the container. `PUBLISHED` proves the post went out;
-//!    `FINISHED`, `EXPIRED` or `ERROR` prove it did not.
+//!    `EXPIRED` or `ERROR` prove it never can; `FINISHED` proves nothing (the request may
+//!    still be processing).
 //!
 //! The token travels only in the `Authorization: Bearer` header. This adapter does not use
 //! `auto_publish_text` (it would make container creation irreversible and leave nothing
@@ -25,7 +28,7 @@ use serde_json::Value;
 
 use airlock_core::{ChannelKind, Outcome};
 
-use crate::graph::{ContainerFields, Graph};
+use crate::graph::{ContainerFields, Graph, PrepareSteps};
 use crate::http::check_base_url;
 use crate::{
     Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
@@ -170,21 +173,16 @@ impl Platform for Threads {
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         let form = container_form(req)?;
-        // The limit first: a container made while the quota is used up would only expire.
-        self.graph
-            .check_publishing_limit(&["me", "threads_publishing_limit"])
-            .await?;
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let container = self
-            .graph
-            .create_container(&["me", "threads"], &pairs)
-            .await?;
-        self.graph
-            .wait_until_finished(&container, CONTAINER, self.poll_interval, self.poll_timeout)
-            .await?;
-        Ok(Prepared {
-            platform_ref: Some(container),
-        })
+        let steps = PrepareSteps {
+            fields: CONTAINER,
+            limit: &["me", "threads_publishing_limit"],
+            create: &["me", "threads"],
+            form: &pairs,
+            poll_interval: self.poll_interval,
+            poll_timeout: self.poll_timeout,
+        };
+        self.graph.prepare(req, steps).await
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
@@ -196,7 +194,7 @@ impl Platform for Threads {
             };
         };
         self.graph
-            .publish(&["me", "threads_publish"], container)
+            .publish(&["me", "threads_publish"], container, CONTAINER)
             .await
     }
 
@@ -226,6 +224,7 @@ mod tests {
             link: link.map(str::to_owned),
             scheduled_at: chrono::Utc::now(),
             idempotency_key: "k".into(),
+            earlier: Vec::new(),
         }
     }
 

@@ -148,6 +148,7 @@ impl Platform for Webhook {
             return Outcome::Published(Published {
                 platform_post_id: id,
                 permalink: answer.permalink.filter(|p| !p.is_empty()),
+                existing: None,
             });
         }
         let reason = self.redactor.summary(&format!(

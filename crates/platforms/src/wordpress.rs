@@ -4,22 +4,22 @@
 //! 1. [`Platform::account`]: `GET /wp-json/wp/v2/users/me?context=edit`. The account name
 //!    is the user's `slug` (the name in its author URL), which the channel's `account` is
 //!    compared with.
-//! 2. [`Platform::prepare`] (repeatable): derives the article's slug from its title (or
-//!    `post-<id>` when the title has no ASCII letters or digits) and looks it up in every
-//!    status. A free slug is kept as the intent's `platform_ref`. A slug held by an article
-//!    with the same title stops the post: that article may be this very post, published by
-//!    an earlier attempt, and only a person can tell. A slug held by another article falls
-//!    back to `<slug>-<post id>`, so the slug stays one airlock chose and can look up later.
+//! 2. [`Platform::prepare`] (repeatable): looks for airlock's own article of this post,
+//!    by the idempotency key every article airlock makes carries (an HTML comment
+//!    `<!-- airlock:KEY -->` at the end of its content), with an authenticated search in
+//!    every status, trash included. An article carrying this attempt's key is this post,
+//!    published by an earlier attempt: nothing is sent and the post is settled as
+//!    published. One carrying an earlier attempt's key (content approved before) stops the
+//!    post for a person. Slugs are never used to find anything: WordPress renames them
+//!    (a taken slug, an all-digit one, `feed`, `embed` get `-2`).
 //! 3. [`Platform::publish`] (irreversible, once): `POST /wp-json/wp/v2/posts` with the
-//!    title, the text rendered from Markdown to HTML, `status: "publish"` and the slug. The
-//!    permalink is the answer's `link`. WordPress does not refuse a colliding slug, it
-//!    renames it (`slug-2`); the permalink then carries the name it chose, and a warning
-//!    is logged.
+//!    title, the text rendered from Markdown to HTML with the key
+//!    comment, `status: "publish"` and a slug made from the title. The permalink is the
+//!    answer's `link`, in whatever slug WordPress chose.
 //! 4. [`Platform::verify`]: reads the article back and checks it is published.
-//! 5. [`Platform::reconcile`]: looks the recorded slug up in every status. An article with
-//!    that slug and the post's title proves the publish happened; no article with that
-//!    slug proves it did not (the lookup is authenticated, so drafts and private articles
-//!    are listed too); anything else is left to a person.
+//! 5. [`Platform::reconcile`]: the same search by the intent's key. An article carrying it
+//!    proves the publish happened; finding none proves nothing (the request may still be
+//!    on its way), so the post waits for a person.
 //!
 //! Authentication is HTTP Basic with an application password, in the header only. The
 //! title is sent as HTML text (`&`, `<`, `>` escaped), raw HTML in the Markdown is shown
@@ -41,7 +41,7 @@ use crate::http::{
     retry_after, send, transport_failure,
 };
 use crate::{
-    Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
+    Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
 };
 
@@ -87,9 +87,14 @@ pub struct Wordpress {
     redactor: Redactor,
 }
 
-/// Every status an article can be found in by its slug, trash excepted (WordPress renames
-/// a trashed article's slug, so it would not match anyway).
-const ALL_STATUSES: &str = "publish,future,draft,pending,private";
+/// Every status an article can be in: an article airlock made and someone later moved
+/// (unpublished, trashed) was still made.
+const EVERY_STATUS: &str = "publish,future,draft,pending,private,trash";
+
+/// The comment every article airlock makes carries, so it can be found by its key.
+pub fn key_marker(idempotency_key: &str) -> String {
+    format!("<!-- airlock:{idempotency_key} -->")
+}
 
 const CREDENTIAL_HINT: &str = "the application password was refused or lacks a capability (some hosts strip the Authorization header): fix the credential file or the user's role, then resume the channel";
 
@@ -100,6 +105,8 @@ struct Found {
     slug: String,
     status: String,
     title: String,
+    /// The raw content (`context=edit`), where the key comment is.
+    content: String,
     link: Option<String>,
 }
 
@@ -116,6 +123,11 @@ impl Found {
                 .or_else(|| title.as_str())
                 .unwrap_or("")
                 .to_owned(),
+            content: value["content"]["raw"]
+                .as_str()
+                .or_else(|| value["content"]["rendered"].as_str())
+                .unwrap_or("")
+                .to_owned(),
             link: value["link"]
                 .as_str()
                 .filter(|l| !l.is_empty())
@@ -125,8 +137,9 @@ impl Found {
 
     fn describe(&self) -> String {
         format!(
-            "article {} ({}, slug {:?}{})",
+            "article {} {:?} ({}, slug {:?}{})",
             self.id,
+            crate::http::truncate(&self.title, 80),
             self.status,
             self.slug,
             self.link
@@ -167,19 +180,6 @@ fn escape_title(title: &str) -> String {
         .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// Titles as WordPress may store them (kses encodes a few characters; airlock sends
-/// them escaped, [`escape_title`]) compared as typed.
-fn same_title(stored: &str, ours: &str) -> bool {
-    let decoded = stored
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#039;", "'")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
-    decoded.trim() == ours.trim()
 }
 
 fn escape_html(text: &str) -> String {
@@ -272,6 +272,8 @@ fn article_html(req: &PublishRequest) -> String {
         let link = escape_html(link);
         html.push_str(&format!("<p><a href=\"{link}\">{link}</a></p>\n"));
     }
+    html.push_str(&key_marker(&req.idempotency_key));
+    html.push('\n');
     html
 }
 
@@ -393,16 +395,16 @@ impl Wordpress {
         })
     }
 
-    /// Every article with exactly this slug, in any status but trash.
-    async fn lookup(&self, slug: &str) -> Result<Vec<Found>, StepError> {
-        let what = "slug lookup";
+    /// airlock's own article carrying `key`, if there is one, in any status.
+    async fn find_by_key(&self, key: &str) -> Result<Option<Found>, StepError> {
+        let what = "article lookup by key";
         let answer = self
             .get_json(
                 what,
                 &["posts"],
                 &[
-                    ("slug", slug),
-                    ("status", ALL_STATUSES),
+                    ("search", key),
+                    ("status", EVERY_STATUS),
                     ("context", "edit"),
                 ],
             )
@@ -412,16 +414,18 @@ impl Wordpress {
                 "wordpress: {what}: the answer is not a list of articles"
             )));
         };
-        items
-            .iter()
-            .map(|item| {
-                Found::from_json(item).ok_or_else(|| {
-                    StepError::transient(format!(
-                        "wordpress: {what}: an article in the answer has no id"
-                    ))
-                })
-            })
-            .collect()
+        let marker = key_marker(key);
+        for item in items {
+            let found = Found::from_json(item).ok_or_else(|| {
+                StepError::transient(format!(
+                    "wordpress: {what}: an article in the answer has no id"
+                ))
+            })?;
+            if found.content.contains(&marker) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
@@ -472,31 +476,39 @@ impl Platform for Wordpress {
                 credential: false,
             });
         };
-        let base = slug_for(title, req.post_id);
-        let fallback = format!("{base}-{}", req.post_id.0);
-        for slug in [&base, &fallback] {
-            let found = self.lookup(slug).await?;
-            if let Some(same) = found.iter().find(|f| same_title(&f.title, title)) {
+        if let Some(found) = self.find_by_key(&req.idempotency_key).await? {
+            return Ok(Prepared {
+                platform_ref: None,
+                already_published: Some(Proof {
+                    platform_post_id: Some(found.id.clone()),
+                    permalink: found.link.clone(),
+                    note: format!(
+                        "wordpress: {} carries this post's key {}: an earlier attempt made it",
+                        found.describe(),
+                        req.idempotency_key
+                    ),
+                }),
+            });
+        }
+        let mut older_keys: Vec<&str> = req
+            .earlier
+            .iter()
+            .map(|a| a.idempotency_key.as_str())
+            .filter(|k| *k != req.idempotency_key)
+            .collect();
+        older_keys.dedup();
+        for key in older_keys {
+            if let Some(found) = self.find_by_key(key).await? {
                 return Err(StepError::Rejected {
                     reason: format!(
-                        "wordpress: {} already has this title: it may be this post, published by an earlier attempt; check the site, then resolve by hand or change the title",
-                        same.describe()
+                        "wordpress: {} carries the key {key} of an earlier attempt at this post, with content approved before: the post is on the site in that form; edit it there, then settle this post by hand",
+                        found.describe()
                     ),
                     credential: false,
                 });
             }
-            if found.is_empty() {
-                return Ok(Prepared {
-                    platform_ref: Some(slug.clone()),
-                });
-            }
         }
-        Err(StepError::Rejected {
-            reason: format!(
-                "wordpress: slugs {base:?} and {fallback:?} are both taken by other articles; change the title, then requeue"
-            ),
-            credential: false,
-        })
+        Ok(Prepared::with_ref(slug_for(title, req.post_id)))
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
@@ -543,6 +555,7 @@ impl Platform for Wordpress {
         Outcome::Published(Published {
             platform_post_id: found.as_ref().map(|f| f.id.clone()),
             permalink: found.and_then(|f| f.link),
+            existing: None,
         })
     }
 
@@ -585,33 +598,21 @@ impl Platform for Wordpress {
     }
 
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
-        let (Some(slug), Some(title)) = (req.platform_ref.as_deref(), title_of(&req.publish))
-        else {
-            return Evidence::Unknown;
-        };
-        let found = match self.lookup(slug).await {
-            Ok(found) => found,
+        match self.find_by_key(&req.publish.idempotency_key).await {
+            Ok(Some(found)) => Evidence::Published(Proof {
+                platform_post_id: Some(found.id.clone()),
+                permalink: found.link.clone(),
+                note: format!(
+                    "wordpress: {} carries this attempt's key {}",
+                    found.describe(),
+                    req.publish.idempotency_key
+                ),
+            }),
+            Ok(None) => Evidence::NoProof,
             Err(e) => {
-                tracing::warn!(reason = %e, "reconcile: wordpress slug lookup failed");
-                return Evidence::Unknown;
+                tracing::warn!(reason = %e, "reconcile: wordpress lookup by key failed");
+                Evidence::NoProof
             }
-        };
-        match found.as_slice() {
-            [] => Evidence::NotPublished {
-                note: format!(
-                    "wordpress: no article has slug {slug:?} in any status ({ALL_STATUSES}), and airlock's create would have used it"
-                ),
-            },
-            [only] if only.slug == slug && same_title(&only.title, title) => Evidence::Published {
-                platform_post_id: Some(only.id.clone()),
-                permalink: only.link.clone(),
-                note: format!(
-                    "wordpress: found {} with this post's title",
-                    only.describe()
-                ),
-            },
-            // Another title, or several articles: not provably ours.
-            _ => Evidence::Unknown,
         }
     }
 }
@@ -658,11 +659,10 @@ mod tests {
     }
 
     #[test]
-    fn stored_titles_compare_after_entity_decoding() {
-        assert!(same_title("Cats &amp; Dogs", "Cats & Dogs"));
-        let ours = "<b>Cats</b> & Dogs";
-        assert!(same_title(&escape_title(ours), ours));
-        assert_eq!(escape_title(ours), "&lt;b&gt;Cats&lt;/b&gt; &amp; Dogs");
-        assert!(!same_title("Cats and Dogs", "Cats & Dogs"));
+    fn titles_are_sent_as_html_text() {
+        assert_eq!(
+            escape_title("<b>Cats</b> & Dogs' day"),
+            "&lt;b&gt;Cats&lt;/b&gt; &amp; Dogs' day"
+        );
     }
 }

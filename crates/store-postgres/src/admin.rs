@@ -164,46 +164,59 @@ pub(crate) async fn claim_notifications(
     Ok(claimed)
 }
 
+/// Marks a notification delivered while `worker` still holds it.
 pub(crate) async fn notification_delivered(
     pool: &PgPool,
     id: i64,
+    worker: &str,
     now: DateTime<Utc>,
-) -> Result<()> {
-    sqlx::query(
+) -> Result<bool> {
+    let done = sqlx::query(
         "UPDATE outbox SET delivered_at = $1, locked_by = NULL, locked_until = NULL, \
-         last_error = NULL WHERE id = $2",
+         last_error = NULL \
+         WHERE id = $2 AND locked_by = $3 AND delivered_at IS NULL AND abandoned_at IS NULL",
     )
     .bind(now)
     .bind(id)
+    .bind(worker)
     .execute(pool)
     .await
     .map_err(db)?;
-    Ok(())
+    Ok(done.rows_affected() > 0)
 }
 
+/// Records a failed delivery while `worker` still holds it.
 pub(crate) async fn notification_failed(
     pool: &PgPool,
     id: i64,
+    worker: &str,
     error: &str,
     retry_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Result<()> {
+) -> Result<bool> {
     let query = match retry_at {
         Some(at) => sqlx::query(
             "UPDATE outbox SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2, \
-             locked_by = NULL, locked_until = NULL WHERE id = $3",
+             locked_by = NULL, locked_until = NULL \
+             WHERE id = $3 AND locked_by = $4 AND delivered_at IS NULL AND abandoned_at IS NULL",
         )
         .bind(error)
         .bind(at),
         None => sqlx::query(
             "UPDATE outbox SET attempts = attempts + 1, last_error = $1, abandoned_at = $2, \
-             locked_by = NULL, locked_until = NULL WHERE id = $3",
+             locked_by = NULL, locked_until = NULL \
+             WHERE id = $3 AND locked_by = $4 AND delivered_at IS NULL AND abandoned_at IS NULL",
         )
         .bind(error)
         .bind(now),
     };
-    query.bind(id).execute(pool).await.map_err(db)?;
-    Ok(())
+    let done = query
+        .bind(id)
+        .bind(worker)
+        .execute(pool)
+        .await
+        .map_err(db)?;
+    Ok(done.rows_affected() > 0)
 }
 
 pub(crate) async fn outbox_stats(pool: &PgPool) -> Result<OutboxStats> {
@@ -405,4 +418,31 @@ pub(crate) async fn sources_used(
     .iter()
     .map(|row| Ok((get(row, "source_path")?, get(row, "last")?)))
     .collect()
+}
+
+/// Server settings under which a commit may not survive a crash.
+pub(crate) async fn durability_warnings(pool: &PgPool) -> Result<Vec<String>> {
+    let settings: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, setting FROM pg_settings \
+         WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')",
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    let mut warnings = Vec::new();
+    for (name, setting) in settings {
+        match (name.as_str(), setting.as_str()) {
+            ("fsync", "off") => warnings.push(
+                "PostgreSQL fsync is off: a crash can lose or corrupt any commit, intents included; set fsync = on".to_owned(),
+            ),
+            ("full_page_writes", "off") => warnings.push(
+                "PostgreSQL full_page_writes is off: a crash can leave torn pages; set full_page_writes = on".to_owned(),
+            ),
+            ("synchronous_commit", "off") => warnings.push(
+                "PostgreSQL synchronous_commit is off for this role or database: airlock forces it on for intents and outcomes, but approvals, pauses and other writes may be lost in a crash; set it to on".to_owned(),
+            ),
+            _ => {}
+        }
+    }
+    Ok(warnings)
 }

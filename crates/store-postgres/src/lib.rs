@@ -37,7 +37,7 @@ use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
     NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
     PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
-    TokenRecord,
+    TokenRecord, Unreadable,
 };
 
 mod admin;
@@ -209,6 +209,18 @@ pub(crate) async fn begin(pool: &PgPool) -> Result<sqlx::Transaction<'static, sq
     pool.begin().await.map_err(db)
 }
 
+/// Makes this transaction's commit durable — flushed to disk (and to synchronous standbys)
+/// before `COMMIT` returns — whatever `synchronous_commit` the server, database or role
+/// defaults to. Intents and outcomes need it: an intent lost in a crash would let the
+/// reaper think nothing was sent.
+pub(crate) async fn durable_commit(conn: &mut PgConnection) -> Result<()> {
+    sqlx::query("SET LOCAL synchronous_commit = on")
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Takes a transaction-level advisory lock, held until the transaction ends.
 pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
@@ -299,11 +311,14 @@ impl Store for PgStore {
         publish::record_intent(&self.pool, req).await
     }
 
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+    async fn expired_leases(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
         publish::expired_leases(&self.pool, now).await
     }
 
-    async fn review_queue(&self) -> Result<Vec<ReviewItem>> {
+    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
         publish::review_queue(&self.pool).await
     }
 
@@ -358,18 +373,24 @@ impl Store for PgStore {
         admin::claim_notifications(&self.pool, now, worker, lease_until, limit).await
     }
 
-    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()> {
-        admin::notification_delivered(&self.pool, id, now).await
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        admin::notification_delivered(&self.pool, id, worker, now).await
     }
 
     async fn notification_failed(
         &self,
         id: i64,
+        worker: &str,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-    ) -> Result<()> {
-        admin::notification_failed(&self.pool, id, error, retry_at, now).await
+    ) -> Result<bool> {
+        admin::notification_failed(&self.pool, id, worker, error, retry_at, now).await
     }
 
     async fn outbox_stats(&self) -> Result<OutboxStats> {
@@ -402,6 +423,10 @@ impl Store for PgStore {
 
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
         admin::check_invariants(&self.pool, now).await
+    }
+
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        admin::durability_warnings(&self.pool).await
     }
 
     async fn due_signals(&self) -> u64 {

@@ -20,8 +20,8 @@ use crate::rows::{
     self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
 };
 use crate::{
-    ILLEGAL_TRANSITION, admin, begin, db, is_unique_violation, lock, sqlstate, status_of,
-    xact_lock, xact_lock_text,
+    ILLEGAL_TRANSITION, admin, begin, db, durable_commit, is_unique_violation, lock, sqlstate,
+    status_of, xact_lock, xact_lock_text,
 };
 
 pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
@@ -264,6 +264,9 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
     if let Some(slot) = &filter.slot {
         query.push(" AND slot = ").push_bind(slot.clone());
     }
+    if let Some(id) = &filter.platform_post_id {
+        query.push(" AND platform_post_id = ").push_bind(id.clone());
+    }
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
@@ -271,6 +274,10 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
 
 pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     let mut tx = begin(pool).await?;
+    if matches!(update.guard, Guard::Generation(_)) {
+        // An outcome of the guarded path: it must survive a crash like the intent did.
+        durable_commit(&mut tx).await?;
+    }
     let current = lock_post(&mut tx, update.id).await?;
     let status = current.status;
     match update.guard {
@@ -281,8 +288,10 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
             if status != PostStatus::Posting || expected != current.generation =>
         {
             // Nothing of the stale write applies; only the evidence is recorded.
-            record_stale(&mut tx, &update, status, expected).await?;
-            tx.commit().await.map_err(db)?;
+            if update.record_stale {
+                record_stale(&mut tx, &update, status, expected).await?;
+                tx.commit().await.map_err(db)?;
+            }
             return Err(StoreError::Fenced {
                 id: update.id,
                 generation: expected,
@@ -477,8 +486,11 @@ fn push_fields(query: &mut QueryBuilder<Postgres>, update: &PostUpdate) {
     if set.count_attempt {
         query.push(", attempts = attempts + 1");
     }
+    if set.count_wait {
+        query.push(", waits = waits + 1");
+    }
     if set.reset_attempts {
-        query.push(", attempts = 0");
+        query.push(", attempts = 0, waits = 0");
     }
     if let Some(at) = set.not_before {
         query.push(", not_before = ").push_bind(at);
@@ -501,7 +513,8 @@ fn push_fields(query: &mut QueryBuilder<Postgres>, update: &PostUpdate) {
 }
 
 /// Records that a stale worker's write arrived and changed nothing: evidence for the
-/// person who settles the post.
+/// person who settles the post. The post's `version` moves on, so a decision made on an
+/// earlier read (without this evidence) conflicts and reads again.
 async fn record_stale(
     conn: &mut PgConnection,
     update: &PostUpdate,
@@ -521,7 +534,21 @@ async fn record_stale(
         kind: "stale_outcome".into(),
         note: Some(note),
     };
-    insert_event(conn, update.id, &event, status, &update.actor, update.now).await
+    insert_event(
+        &mut *conn,
+        update.id,
+        &event,
+        status,
+        &update.actor,
+        update.now,
+    )
+    .await?;
+    sqlx::query("UPDATE posts SET version = version + 1 WHERE id = $1")
+        .bind(update.id.0)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
 }
 
 pub(crate) async fn insert_event(

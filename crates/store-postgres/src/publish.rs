@@ -14,12 +14,12 @@ use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, now_after,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
 };
 
 use crate::posts::{get_in, lock_post};
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
-use crate::{begin, db, is_unique_violation, lock, xact_lock};
+use crate::{begin, db, durable_commit, is_unique_violation, lock, xact_lock};
 
 fn names(channels: &[ChannelName]) -> Vec<String> {
     channels.iter().map(|c| c.as_str().to_owned()).collect()
@@ -259,6 +259,17 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
             generation: req.generation,
         });
     }
+    let pause: Option<(String, String)> = sqlx::query_as(
+        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL          AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = $1))          ORDER BY scope = '*' DESC, id LIMIT 1",
+    )
+    .bind(req.post_id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if let Some((scope, reason)) = pause {
+        return Err(StoreError::Paused { scope, reason });
+    }
+    durable_commit(&mut tx).await?;
     let row = sqlx::query(AssertSqlSafe(format!(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES ($1, $2, $3, 'sending', $4, $5) RETURNING {INTENT_COLUMNS}"
@@ -320,43 +331,54 @@ async fn snapshot(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Post
         .map_err(db)
 }
 
-pub(crate) async fn expired_leases(pool: &PgPool, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+pub(crate) async fn expired_leases(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
     let mut tx = snapshot(pool).await?;
-    let posts = sqlx::query(AssertSqlSafe(format!(
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts \
          WHERE status = 'posting' AND lease_expires_at < $1 ORDER BY id"
     )))
     .bind(now)
     .fetch_all(&mut *tx)
     .await
-    .map_err(db)?
-    .iter()
-    .map(rows::post)
-    .collect::<Result<Vec<_>>>()?;
-    let mut expired = Vec::with_capacity(posts.len());
-    for post in posts {
-        let intent = intent_for(&mut tx, post.id, Some(post.generation)).await?;
-        expired.push(ExpiredLease { post, intent });
+    .map_err(db)?;
+    let mut expired = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let lease = match rows::post(row) {
+            Ok(post) => match intent_for(&mut tx, post.id, Some(post.generation)).await {
+                Ok(intent) => Ok(ExpiredLease { post, intent }),
+                Err(e) => Err(rows::unreadable(row, e)),
+            },
+            Err(e) => Err(rows::unreadable(row, e)),
+        };
+        expired.push(lease);
     }
     tx.commit().await.map_err(db)?;
     Ok(expired)
 }
 
-pub(crate) async fn review_queue(pool: &PgPool) -> Result<Vec<ReviewItem>> {
+pub(crate) async fn review_queue(
+    pool: &PgPool,
+) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
     let mut tx = snapshot(pool).await?;
-    let posts = sqlx::query(AssertSqlSafe(format!(
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
     )))
     .fetch_all(&mut *tx)
     .await
-    .map_err(db)?
-    .iter()
-    .map(rows::post)
-    .collect::<Result<Vec<_>>>()?;
-    let mut items = Vec::with_capacity(posts.len());
-    for post in posts {
-        let intent = intent_for(&mut tx, post.id, None).await?;
-        items.push(ReviewItem { post, intent });
+    .map_err(db)?;
+    let mut items = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let item = match rows::post(row) {
+            Ok(post) => match intent_for(&mut tx, post.id, None).await {
+                Ok(intent) => Ok(ReviewItem { post, intent }),
+                Err(e) => Err(rows::unreadable(row, e)),
+            },
+            Err(e) => Err(rows::unreadable(row, e)),
+        };
+        items.push(item);
     }
     tx.commit().await.map_err(db)?;
     Ok(items)

@@ -9,14 +9,15 @@ use airlock_core::{
     ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
     Reservation, Source,
 };
-use airlock_store::{Result, StoreError};
+use airlock_store::{Result, StoreError, Unreadable};
 
 use crate::{db, status_of};
 
 /// The columns [`post`] reads, in a `SELECT` list.
 pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, source, \
-    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, generation, \
-    attempts, lease_owner, lease_expires_at, not_before, platform_post_id, permalink, posted_at, \
+    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
+    generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
+    permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -40,6 +41,14 @@ fn hash(text: Option<String>, column: &str) -> Result<Option<ContentHash>> {
 
 pub(crate) fn channel(text: &str) -> Result<ChannelName> {
     ChannelName::parse(text).map_err(corrupt)
+}
+
+/// A post row that did not decode, by its id, for scans that go on past it.
+pub(crate) fn unreadable(row: &PgRow, error: StoreError) -> Unreadable {
+    Unreadable {
+        id: PostId(row.try_get("id").unwrap_or_default()),
+        reason: error.to_string(),
+    }
 }
 
 pub(crate) fn post(row: &PgRow) -> Result<Post> {
@@ -74,6 +83,7 @@ pub(crate) fn post(row: &PgRow) -> Result<Post> {
         authors: get(row, "authors")?,
         generation: get(row, "generation")?,
         attempts: get(row, "attempts")?,
+        waits: get(row, "waits")?,
         lease_owner: get(row, "lease_owner")?,
         lease_expires_at: get(row, "lease_expires_at")?,
         not_before: get(row, "not_before")?,

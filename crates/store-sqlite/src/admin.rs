@@ -170,43 +170,58 @@ pub(crate) async fn claim_notifications(
     Ok(claimed)
 }
 
+/// Marks a notification delivered while `worker` still holds it.
 pub(crate) async fn notification_delivered(
     pool: &SqlitePool,
     id: i64,
+    worker: &str,
     now: DateTime<Utc>,
-) -> Result<()> {
-    sqlx::query("UPDATE outbox SET delivered_at = ?, locked_by = NULL, locked_until = NULL, last_error = NULL WHERE id = ?")
-        .bind(ts(now))
-        .bind(id)
-        .execute(pool)
-        .await
-        .map_err(db)?;
-    Ok(())
+) -> Result<bool> {
+    let done = sqlx::query(
+        "UPDATE outbox SET delivered_at = ?, locked_by = NULL, locked_until = NULL, last_error = NULL \
+         WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
+    )
+    .bind(ts(now))
+    .bind(id)
+    .bind(worker)
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    Ok(done.rows_affected() > 0)
 }
 
+/// Records a failed delivery while `worker` still holds it.
 pub(crate) async fn notification_failed(
     pool: &SqlitePool,
     id: i64,
+    worker: &str,
     error: &str,
     retry_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Result<()> {
+) -> Result<bool> {
     let query = match retry_at {
         Some(at) => sqlx::query(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, \
-             locked_by = NULL, locked_until = NULL WHERE id = ?",
+             locked_by = NULL, locked_until = NULL \
+             WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
         )
         .bind(error)
         .bind(ts(at)),
         None => sqlx::query(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?, abandoned_at = ?, \
-             locked_by = NULL, locked_until = NULL WHERE id = ?",
+             locked_by = NULL, locked_until = NULL \
+             WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
         )
         .bind(error)
         .bind(ts(now)),
     };
-    query.bind(id).execute(pool).await.map_err(db)?;
-    Ok(())
+    let done = query
+        .bind(id)
+        .bind(worker)
+        .execute(pool)
+        .await
+        .map_err(db)?;
+    Ok(done.rows_affected() > 0)
 }
 
 pub(crate) async fn outbox_stats(pool: &SqlitePool) -> Result<OutboxStats> {
@@ -408,4 +423,30 @@ pub(crate) async fn sources_used(
         Ok((row.try_get("source_path").map_err(db)?, time(&last)?))
     })
     .collect()
+}
+
+/// The connection settings airlock opens SQLite with, read back: WAL and `synchronous =
+/// FULL` (2), so a committed intent survives a power cut.
+pub(crate) async fn durability_warnings(pool: &SqlitePool) -> Result<Vec<String>> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+    let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+    let mut warnings = Vec::new();
+    if synchronous < 2 {
+        warnings.push(format!(
+            "SQLite synchronous is {synchronous}, not FULL (2): a commit may not survive a power cut"
+        ));
+    }
+    if !journal.eq_ignore_ascii_case("wal") {
+        warnings.push(format!(
+            "SQLite journal_mode is {journal}, not wal: readers and writers block each other"
+        ));
+    }
+    Ok(warnings)
 }

@@ -28,7 +28,7 @@ use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
     NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
     PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
-    TokenRecord,
+    TokenRecord, Unreadable,
 };
 
 mod admin;
@@ -233,11 +233,14 @@ impl Store for SqliteStore {
         publish::record_intent(self, req).await
     }
 
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+    async fn expired_leases(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
         publish::expired_leases(&self.pool, now).await
     }
 
-    async fn review_queue(&self) -> Result<Vec<ReviewItem>> {
+    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
         publish::review_queue(&self.pool).await
     }
 
@@ -292,18 +295,24 @@ impl Store for SqliteStore {
         admin::claim_notifications(self, now, worker, lease_until, limit).await
     }
 
-    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()> {
-        admin::notification_delivered(&self.pool, id, now).await
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        admin::notification_delivered(&self.pool, id, worker, now).await
     }
 
     async fn notification_failed(
         &self,
         id: i64,
+        worker: &str,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-    ) -> Result<()> {
-        admin::notification_failed(&self.pool, id, error, retry_at, now).await
+    ) -> Result<bool> {
+        admin::notification_failed(&self.pool, id, worker, error, retry_at, now).await
     }
 
     async fn outbox_stats(&self) -> Result<OutboxStats> {
@@ -336,6 +345,10 @@ impl Store for SqliteStore {
 
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
         admin::check_invariants(&self.pool, now).await
+    }
+
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        admin::durability_warnings(&self.pool).await
     }
 
     async fn due_signals(&self) -> u64 {

@@ -224,6 +224,9 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
     if let Some(slot) = &filter.slot {
         query.push(" AND slot = ").push_bind(slot.clone());
     }
+    if let Some(id) = &filter.platform_post_id {
+        query.push(" AND platform_post_id = ").push_bind(id.clone());
+    }
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
@@ -247,8 +250,11 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             return Err(StoreError::Conflict(update.id));
         }
         Guard::Generation(expected) if status != PostStatus::Posting || expected != generation => {
-            drop(tx);
-            record_stale(store, &update, status, expected).await?;
+            // Nothing of the stale write applies; only the evidence is recorded.
+            if update.record_stale {
+                record_stale(&mut tx, &update, status, expected).await?;
+                tx.commit().await.map_err(db)?;
+            }
             return Err(StoreError::Fenced {
                 id: update.id,
                 generation: expected,
@@ -435,8 +441,11 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     if set.count_attempt {
         query.push(", attempts = attempts + 1");
     }
+    if set.count_wait {
+        query.push(", waits = waits + 1");
+    }
     if set.reset_attempts {
-        query.push(", attempts = 0");
+        query.push(", attempts = 0, waits = 0");
     }
     if let Some(at) = set.not_before {
         query.push(", not_before = ").push_bind(at.map(ts));
@@ -459,14 +468,14 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
 }
 
 /// Records that a stale worker's outcome arrived and changed nothing: evidence for the
-/// person who settles the post.
+/// person who settles the post. The post's `version` moves on, so a person or reconcile
+/// that decided on an earlier read (without this evidence) conflicts and reads again.
 async fn record_stale(
-    store: &SqliteStore,
+    conn: &mut SqliteConnection,
     update: &PostUpdate,
     status: PostStatus,
     generation: i64,
 ) -> Result<()> {
-    let mut tx = store.begin_write().await?;
     let wanted = update.to.map(|s| s.as_str()).unwrap_or("no status change");
     let note = format!(
         "refused a write from generation {generation} (wanted {wanted}{}); the post had moved on",
@@ -481,7 +490,7 @@ async fn record_stale(
         note: Some(note),
     };
     insert_event(
-        &mut tx,
+        &mut *conn,
         update.id,
         &event,
         status,
@@ -489,7 +498,12 @@ async fn record_stale(
         update.now,
     )
     .await?;
-    tx.commit().await.map_err(db)
+    sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
+        .bind(update.id.0)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
 }
 
 pub(crate) async fn insert_event(

@@ -8,7 +8,7 @@ use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, now_after,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
 };
 
 use crate::posts::get_in;
@@ -240,6 +240,18 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
         Some(now + req.lease_margin),
     )
     .await?;
+    let pause: Option<(String, String)> = sqlx::query_as(
+        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL \
+         AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = ?)) \
+         ORDER BY scope = '*' DESC, id LIMIT 1",
+    )
+    .bind(req.post_id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if let Some((scope, reason)) = pause {
+        return Err(StoreError::Paused { scope, reason });
+    }
     sqlx::query(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES (?, ?, ?, 'sending', ?, ?)",
@@ -300,41 +312,49 @@ async fn intent_for(
 pub(crate) async fn expired_leases(
     pool: &SqlitePool,
     now: DateTime<Utc>,
-) -> Result<Vec<ExpiredLease>> {
+) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
     let mut conn = pool.acquire().await.map_err(db)?;
-    let posts = sqlx::query(AssertSqlSafe(format!(
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE status = 'posting' AND lease_expires_at < ? ORDER BY id"
     )))
     .bind(ts(now))
     .fetch_all(&mut *conn)
     .await
-    .map_err(db)?
-    .iter()
-    .map(rows::post)
-    .collect::<Result<Vec<_>>>()?;
-    let mut expired = Vec::with_capacity(posts.len());
-    for post in posts {
-        let intent = intent_for(&mut conn, post.id, Some(post.generation)).await?;
-        expired.push(ExpiredLease { post, intent });
+    .map_err(db)?;
+    let mut expired = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let lease = match rows::post(row) {
+            Ok(post) => match intent_for(&mut conn, post.id, Some(post.generation)).await {
+                Ok(intent) => Ok(ExpiredLease { post, intent }),
+                Err(e) => Err(rows::unreadable(row, e)),
+            },
+            Err(e) => Err(rows::unreadable(row, e)),
+        };
+        expired.push(lease);
     }
     Ok(expired)
 }
 
-pub(crate) async fn review_queue(pool: &SqlitePool) -> Result<Vec<ReviewItem>> {
+pub(crate) async fn review_queue(
+    pool: &SqlitePool,
+) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
     let mut conn = pool.acquire().await.map_err(db)?;
-    let posts = sqlx::query(AssertSqlSafe(format!(
+    let rows = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
     )))
     .fetch_all(&mut *conn)
     .await
-    .map_err(db)?
-    .iter()
-    .map(rows::post)
-    .collect::<Result<Vec<_>>>()?;
-    let mut items = Vec::with_capacity(posts.len());
-    for post in posts {
-        let intent = intent_for(&mut conn, post.id, None).await?;
-        items.push(ReviewItem { post, intent });
+    .map_err(db)?;
+    let mut items = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let item = match rows::post(row) {
+            Ok(post) => match intent_for(&mut conn, post.id, None).await {
+                Ok(intent) => Ok(ReviewItem { post, intent }),
+                Err(e) => Err(rows::unreadable(row, e)),
+            },
+            Err(e) => Err(rows::unreadable(row, e)),
+        };
+        items.push(item);
     }
     Ok(items)
 }

@@ -8,14 +8,15 @@ use airlock_core::{
     ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
     Reservation, Source,
 };
-use airlock_store::{Result, StoreError};
+use airlock_store::{Result, StoreError, Unreadable};
 
 use crate::{db, parse_ts, status_of};
 
 /// The columns [`post`] reads, in a `SELECT` list.
 pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, source, \
-    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, generation, \
-    attempts, lease_owner, lease_expires_at, not_before, platform_post_id, permalink, posted_at, \
+    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
+    generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
+    permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -42,6 +43,14 @@ fn hash(text: Option<String>, column: &str) -> Result<Option<ContentHash>> {
 
 pub(crate) fn channel(text: &str) -> Result<ChannelName> {
     ChannelName::parse(text).map_err(corrupt)
+}
+
+/// A post row that did not decode, by its id, for scans that go on past it.
+pub(crate) fn unreadable(row: &SqliteRow, error: StoreError) -> Unreadable {
+    Unreadable {
+        id: PostId(row.try_get("id").unwrap_or_default()),
+        reason: error.to_string(),
+    }
 }
 
 pub(crate) fn post(row: &SqliteRow) -> Result<Post> {
@@ -82,6 +91,7 @@ pub(crate) fn post(row: &SqliteRow) -> Result<Post> {
         },
         generation: row.try_get("generation").map_err(db)?,
         attempts: row.try_get("attempts").map_err(db)?,
+        waits: row.try_get("waits").map_err(db)?,
         lease_owner: row.try_get("lease_owner").map_err(db)?,
         lease_expires_at: opt_time(row, "lease_expires_at")?,
         not_before: opt_time(row, "not_before")?,

@@ -294,6 +294,41 @@ pub async fn claimed_notifications_are_leased(store: Arc<dyn Store>) {
     assert_eq!(again.len(), 5, "leases ended at 5");
 }
 
+/// A deliverer whose lease passed to another cannot complete the notification: the
+/// other one's delivery is what counts.
+pub async fn notification_completion_is_fenced_by_the_deliverers_lease(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    queue(s, 1).await;
+    let first = s.claim_notifications(t0(), "a", mins(1), 10).await.unwrap();
+    let id = first[0].id;
+    let second = s
+        .claim_notifications(mins(2), "b", mins(3), 10)
+        .await
+        .unwrap();
+    assert_eq!(second[0].id, id, "the lease ended and b took the row");
+    assert!(!s.notification_delivered(id, "a", mins(2)).await.unwrap());
+    assert!(
+        !s.notification_failed(id, "a", "late", None, mins(2))
+            .await
+            .unwrap()
+    );
+    assert_eq!(s.outbox_stats().await.unwrap().pending, 1);
+    assert!(s.notification_delivered(id, "b", mins(2)).await.unwrap());
+    assert!(
+        !s.notification_delivered(id, "b", mins(2)).await.unwrap(),
+        "once"
+    );
+    assert_eq!(s.outbox_stats().await.unwrap().delivered, 1);
+}
+
+/// A fresh ledger is opened with commits that survive a crash.
+pub async fn a_fresh_ledger_has_durable_commits(store: Arc<dyn Store>) {
+    assert_eq!(
+        store.durability_warnings().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
 /// Delivered notifications are done; a failed one waits for its retry time with one more
 /// attempt; one given up (`None`) is abandoned; the counts say so.
 pub async fn delivery_outcomes_are_recorded_and_counted(store: Arc<dyn Store>) {
@@ -301,13 +336,21 @@ pub async fn delivery_outcomes_are_recorded_and_counted(store: Arc<dyn Store>) {
     queue(s, 3).await;
     let claimed = s.claim_notifications(t0(), "d", mins(1), 10).await.unwrap();
     let (delivered, retried, abandoned) = (claimed[0].id, claimed[1].id, claimed[2].id);
-    s.notification_delivered(delivered, mins(1)).await.unwrap();
-    s.notification_failed(retried, "502 from the sink", Some(mins(10)), mins(1))
-        .await
-        .unwrap();
-    s.notification_failed(abandoned, "410 gone", None, mins(1))
-        .await
-        .unwrap();
+    assert!(
+        s.notification_delivered(delivered, "d", mins(1))
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.notification_failed(retried, "d", "502 from the sink", Some(mins(10)), mins(1))
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.notification_failed(abandoned, "d", "410 gone", None, mins(1))
+            .await
+            .unwrap()
+    );
     assert_eq!(
         s.outbox_stats().await.unwrap(),
         airlock_store::OutboxStats {

@@ -215,7 +215,10 @@ pub async fn a_stale_generation_is_fenced_recorded_and_changes_nothing(store: Ar
         res => panic!("expected Fenced, got {res:?}"),
     }
     let after = s.post_detail(first.id).await.unwrap();
-    assert_eq!(after.post, before.post);
+    // Only the version moves on, so a decision made on an earlier read conflicts.
+    let mut expected = before.post.clone();
+    expected.version += 1;
+    assert_eq!(after.post, expected);
     assert_eq!(after.intents, before.intents);
     assert_eq!(after.reservations, before.reservations);
     assert_eq!(after.events.len(), before.events.len() + 1);
@@ -242,8 +245,82 @@ pub async fn a_generation_guard_on_a_settled_post_is_fenced(store: Arc<dyn Store
         s.update_post(late).await,
         Err(StoreError::Fenced { .. })
     ));
-    assert_eq!(s.get_post(post.id).await.unwrap(), posted);
+    let mut expected = posted.clone();
+    expected.version += 1;
+    assert_eq!(s.get_post(post.id).await.unwrap(), expected);
     assert_eq!(
+        events(s, post.id).await.last().unwrap().kind,
+        "stale_outcome"
+    );
+    // A person who read the post before the late answer arrived now conflicts.
+    let mut person = PostUpdate::new(post.id, Guard::Version(posted.version), "cli", mins(3));
+    person.event = Some(EventNote {
+        kind: "note".into(),
+        note: Some("read before the late answer".into()),
+    });
+    assert!(matches!(
+        s.update_post(person).await,
+        Err(StoreError::Conflict(_))
+    ));
+}
+
+/// The intent is refused while the post's channel or everything is paused (a pause that
+/// landed while the post was being prepared): nothing is recorded, and nothing may be sent.
+pub async fn record_intent_is_refused_while_paused(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = claimed(s, "threads-main", "Paused meanwhile", t0()).await;
+    reserve(s, &post, t0(), 10, 10).await;
+    for scope in [PauseScope::Channel(ch("threads-main")), PauseScope::All] {
+        s.pause(&scope, "stop", "cli", mins(1), Vec::new())
+            .await
+            .unwrap();
+        match s.record_intent(&intent_request(&post, mins(2))).await {
+            Err(StoreError::Paused {
+                scope: found,
+                reason,
+            }) => {
+                assert_eq!(found, scope.as_key());
+                assert_eq!(reason, "stop");
+            }
+            other => panic!("expected Paused, got {other:?}"),
+        }
+        s.resume(&scope, "cli", mins(3), Vec::new()).await.unwrap();
+    }
+    // Another channel's pause does not hold it.
+    s.pause(
+        &PauseScope::Channel(ch("other")),
+        "stop",
+        "cli",
+        mins(3),
+        Vec::new(),
+    )
+    .await
+    .unwrap();
+    let detail = s.post_detail(post.id).await.unwrap();
+    assert!(detail.intents.is_empty());
+    assert!(detail.reservations.iter().all(|r| r.sent_at.is_none()));
+    s.record_intent(&intent_request(&post, mins(4)))
+        .await
+        .unwrap();
+}
+
+/// A fenced write that is not an outcome (a second reaper losing the race) records
+/// nothing and changes nothing: there is no evidence in it.
+pub async fn a_fenced_write_without_evidence_records_nothing(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = claimed(s, "threads-main", "Reaped twice", t0()).await;
+    let posted = s
+        .update_post(outcome(&post, PostStatus::Posted, mins(1)))
+        .await
+        .unwrap();
+    let mut second_reaper = outcome(&post, PostStatus::NeedsReview, mins(2));
+    second_reaper.record_stale = false;
+    assert!(matches!(
+        s.update_post(second_reaper).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert_eq!(s.get_post(post.id).await.unwrap(), posted);
+    assert_ne!(
         events(s, post.id).await.last().unwrap().kind,
         "stale_outcome"
     );
@@ -423,7 +500,13 @@ pub async fn expired_leases_come_with_the_intent_of_their_generation(store: Arc<
             .unwrap()
             .is_empty()
     );
-    let expired = s.expired_leases(mins(LEASE_MINUTES + 4)).await.unwrap();
+    let expired: Vec<_> = s
+        .expired_leases(mins(LEASE_MINUTES + 4))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|lease| lease.expect("every row reads"))
+        .collect();
     let found: Vec<(PostId, Option<i64>)> = expired
         .iter()
         .map(|e| (e.post.id, e.intent.as_ref().map(|i| i.generation)))
@@ -463,7 +546,13 @@ pub async fn review_queue_lists_needs_review_posts_with_their_latest_intent(stor
     .await
     .unwrap();
 
-    let queue = s.review_queue().await.unwrap();
+    let queue: Vec<_> = s
+        .review_queue()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|item| item.expect("every row reads"))
+        .collect();
     let ids: Vec<PostId> = queue.iter().map(|item| item.post.id).collect();
     assert_eq!(ids, vec![earlier.id, later.id, no_intent.id]);
     let first = queue[0].intent.as_ref().unwrap();

@@ -16,6 +16,7 @@ use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
     NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
     PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, TokenRecord,
+    Unreadable,
 };
 
 /// A store that counts what it returns.
@@ -159,20 +160,23 @@ impl Store for Metered {
         self.inner.record_intent(req).await
     }
 
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>> {
+    async fn expired_leases(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
         let res = self.inner.expired_leases(now).await;
         if let Ok(items) = &res {
-            for i in items {
+            for i in items.iter().flatten() {
                 self.count_text(&i.post.content.text);
             }
         }
         res
     }
 
-    async fn review_queue(&self) -> Result<Vec<ReviewItem>> {
+    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
         let res = self.inner.review_queue().await;
         if let Ok(items) = &res {
-            for i in items {
+            for i in items.iter().flatten() {
                 self.count_text(&i.post.content.text);
             }
         }
@@ -228,19 +232,25 @@ impl Store for Metered {
             .await
     }
 
-    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()> {
-        self.inner.notification_delivered(id, now).await
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.inner.notification_delivered(id, worker, now).await
     }
 
     async fn notification_failed(
         &self,
         id: i64,
+        worker: &str,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.inner
-            .notification_failed(id, error, retry_at, now)
+            .notification_failed(id, worker, error, retry_at, now)
             .await
     }
 
@@ -274,6 +284,10 @@ impl Store for Metered {
 
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
         self.inner.check_invariants(now).await
+    }
+
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        self.inner.durability_warnings().await
     }
 
     async fn due_signals(&self) -> u64 {

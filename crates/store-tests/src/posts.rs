@@ -305,6 +305,7 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
     update.set.error = Some(Some("something to fix".into()));
     update.set.not_before = Some(Some(mins(95)));
     update.set.count_attempt = true;
+    update.set.count_wait = true;
     update.set.verified_at = Some(Some(mins(2)));
     update.set.permalink = Some(Some("https://threads.example/p/1".into()));
     update.set.platform_post_id = Some(Some("p-1".into()));
@@ -322,12 +323,25 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
     assert_eq!(after.error.as_deref(), Some("something to fix"));
     assert_eq!(after.not_before, Some(mins(95)));
     assert_eq!(after.attempts, 1);
+    assert_eq!(after.waits, 1);
     assert_eq!(after.verified_at, Some(mins(2)));
     assert_eq!(
         after.permalink.as_deref(),
         Some("https://threads.example/p/1")
     );
     assert_eq!(after.platform_post_id.as_deref(), Some("p-1"));
+    let by_platform_id = PostFilter {
+        channel: Some(ch("threads-main")),
+        platform_post_id: Some("p-1".into()),
+        ..PostFilter::default()
+    };
+    let found = store.list_posts(&by_platform_id).await.unwrap();
+    assert_eq!(found.iter().map(|p| p.id).collect::<Vec<_>>(), [post.id]);
+    let other = PostFilter {
+        platform_post_id: Some("p-2".into()),
+        ..by_platform_id
+    };
+    assert!(store.list_posts(&other).await.unwrap().is_empty());
     assert_eq!(after.updated_at, mins(1));
     assert!(after.version > post.version);
     assert_eq!(store.get_post(post.id).await.unwrap(), after);
@@ -343,6 +357,7 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
     assert_eq!(cleared.error, None);
     assert_eq!(cleared.not_before, None);
     assert_eq!(cleared.attempts, 0);
+    assert_eq!(cleared.waits, 0);
     assert_eq!(cleared.verified_at, None);
     assert_eq!(cleared.permalink, None);
     assert_eq!(cleared.platform_post_id, None);

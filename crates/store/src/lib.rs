@@ -76,6 +76,15 @@ pub enum StoreError {
     /// A row that cannot be read as expected.
     #[error("ledger row cannot be read: {0}")]
     Corrupt(String),
+    /// Publishing is paused for the post's channel (or everything): the intent was not
+    /// recorded and nothing may be sent.
+    #[error("publishing on {scope} is paused: {reason}")]
+    Paused {
+        /// `*` or the channel.
+        scope: String,
+        /// The pause's reason.
+        reason: String,
+    },
     /// The database could not be reached or failed.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -121,6 +130,10 @@ pub struct PostUpdate {
     pub intent_phase: Option<IntentPhase>,
     /// Settle the post's live reservations.
     pub reservation: Option<Settle>,
+    /// Whether a refused [`Guard::Generation`] write is recorded as a `stale_outcome`
+    /// event: yes for outcomes (a late answer is evidence for the person who settles the
+    /// post), no for the reaper (two reapers racing found nothing out).
+    pub record_stale: bool,
     /// Track the channel's consecutive definite failures.
     pub failures: Option<FailureStep>,
     /// Pause a scope in the same transaction.
@@ -145,6 +158,7 @@ impl PostUpdate {
             intent_required: None,
             intent_phase: None,
             reservation: None,
+            record_stale: true,
             failures: None,
             pause: None,
             notify: Vec::new(),
@@ -167,7 +181,9 @@ pub struct PostFields {
     pub edited_by: Option<String>,
     /// Add one to `attempts`.
     pub count_attempt: bool,
-    /// Set `attempts` back to zero (requeue by a person).
+    /// Add one to `waits` (the platform said "not now").
+    pub count_wait: bool,
+    /// Set `attempts` and `waits` back to zero (requeue by a person).
     pub reset_attempts: bool,
     /// Earliest next claim.
     pub not_before: Option<Option<DateTime<Utc>>>,
@@ -379,6 +395,8 @@ pub struct PostFilter {
     pub before: Option<PostId>,
     /// Only the post filling this compose slot (with `channel`, at most one).
     pub slot: Option<String>,
+    /// Only posts with this platform id (with `channel`).
+    pub platform_post_id: Option<String>,
     /// At most this many, newest first (default 100).
     pub limit: Option<u32>,
 }
@@ -495,6 +513,16 @@ pub struct ExpiredLease {
     pub intent: Option<Intent>,
 }
 
+/// A post row a scan could not decode: reported, and skipped so the rest of the scan goes
+/// on (`doctor` names it too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The post.
+    pub id: PostId,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
 /// A `needs_review` post with its latest intent, for reconcile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewItem {
@@ -594,16 +622,23 @@ pub trait Store: Send + Sync + 'static {
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent, at `now` advanced by
-    /// any wait for the lock ([`now_after`]). Fenced unless the post is `posting` under the
-    /// generation with a lease that outlasts that time by `lease_margin`; a second intent
+    /// any wait for the lock ([`now_after`]), durably (whatever the server's defaults)
+    /// before the irreversible request. Fenced unless the post is `posting` under the
+    /// generation with a lease that outlasts that time by `lease_margin`; refused with
+    /// [`StoreError::Paused`] while its channel or everything is paused; a second intent
     /// for the same generation is [`StoreError::Duplicate`].
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent>;
 
-    /// `posting` posts whose lease ended before `now`.
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<ExpiredLease>>;
+    /// `posting` posts whose lease ended before `now`; a row that cannot be decoded is
+    /// reported in its place, so one bad row does not stop the others.
+    async fn expired_leases(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>>;
 
-    /// `needs_review` posts with their latest intents, oldest first.
-    async fn review_queue(&self) -> Result<Vec<ReviewItem>>;
+    /// `needs_review` posts with their latest intents, oldest first; a row that cannot be
+    /// decoded is reported in its place.
+    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>>;
 
     /// When the next approved post becomes due on these channels, if any is waiting.
     async fn next_due_at(
@@ -647,17 +682,25 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Notification>>;
 
-    /// Marks a notification delivered.
-    async fn notification_delivered(&self, id: i64, now: DateTime<Utc>) -> Result<()>;
+    /// Marks a notification delivered, if `worker` still holds its lease; `false` (and
+    /// nothing changed) when the lease passed to another worker or it was settled.
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
 
     /// Records a failed delivery at `now`: retry at `retry_at`, or give up when `None`.
+    /// Only while `worker` holds the lease; `false` otherwise.
     async fn notification_failed(
         &self,
         id: i64,
+        worker: &str,
         error: &str,
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
-    ) -> Result<()>;
+    ) -> Result<bool>;
 
     /// Outbox counts.
     async fn outbox_stats(&self) -> Result<OutboxStats>;
@@ -683,6 +726,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Ledger invariants that do not hold, each a sentence (empty when healthy).
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>>;
+
+    /// Server or connection settings under which a commit may not survive a crash
+    /// (PostgreSQL `fsync = off`, `synchronous_commit = off`; SQLite not `synchronous =
+    /// FULL`), each a sentence. airlock forces durable commits for intents and outcomes
+    /// whatever they say, but the rest of the ledger relies on them.
+    async fn durability_warnings(&self) -> Result<Vec<String>>;
 
     /// A counter of "a post may have become due" signals from other processes, to pass to
     /// [`Store::wait_for_due`]. Read it *before* looking at the ledger, so that a signal

@@ -166,6 +166,7 @@ pub async fn list_posts(
         before: query.before.map(PostId),
         slot: None,
         limit: Some(query.limit.unwrap_or(100).clamp(1, 100)),
+        platform_post_id: None,
     };
     Ok(Json(app.list_posts(&who, &filter).await.recorded(&app)?))
 }

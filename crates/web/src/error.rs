@@ -47,6 +47,7 @@ impl ApiError {
             Error::NotSent(_) | Error::CorruptQuota(_) | Error::Unavailable(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

@@ -871,3 +871,79 @@ async fn a_foreign_host_or_origin_gets_no_answer_from_any_route() {
         }
     }
 }
+
+/// A client that hangs up in the middle of `POST /posts/{id}/publish` (here: the request
+/// future is dropped, as axum does when the connection closes) changes nothing: the
+/// publish runs to its end, and the post is `posted`, not stranded in `posting`.
+#[tokio::test]
+async fn a_client_that_hangs_up_during_a_publish_does_not_strand_the_post() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let platform = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(std::time::Duration::from_millis(500)))
+        .expect(1)
+        .mount(&platform)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("a.db")).await.unwrap();
+    let tz: chrono_tz::Tz = "Asia/Tokyo".parse().unwrap();
+    let name = ChannelName::parse("hook").unwrap();
+    let settings = AppSettings::new(tz).with_channel(ChannelSettings::new(
+        name.clone(),
+        ChannelKind::Webhook,
+        10,
+        tz,
+    ));
+    let hook = airlock_platforms::webhook::Webhook::new(
+        format!("{}/hook", platform.uri()),
+        None,
+        airlock_platforms::http::client(std::time::Duration::from_secs(5)),
+    );
+    let platforms: BTreeMap<ChannelName, Arc<dyn Platform>> =
+        BTreeMap::from([(name, Arc::new(hook) as Arc<dyn Platform>)]);
+    let app = App::new(
+        Arc::new(store) as Arc<dyn Store>,
+        settings,
+        platforms,
+        App::system_clock(),
+    );
+    let me = Principal::cli();
+    let input = DraftInput {
+        channel: "hook".into(),
+        text: "hello".into(),
+        ..DraftInput::default()
+    };
+    let id = app
+        .create_post(&me, input, None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post
+        .id;
+    app.approve(&me, id).await.unwrap();
+    let token = expose(
+        &app.create_token(&me, "pub", RoleSet::of(&[Role::Publisher]))
+            .await
+            .unwrap(),
+    );
+    let request = Request::post(format!("/api/v1/posts/{id}/publish"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let hung_up = tokio::time::timeout(
+        std::time::Duration::from_millis(100),
+        airlock_web::router(app.clone()).oneshot(request),
+    )
+    .await;
+    assert!(hung_up.is_err(), "the client left before the answer");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let post = app.store().get_post(id).await.unwrap();
+        if post.status == airlock_core::PostStatus::Posted {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "stranded: {post:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(app.store().pauses().await.unwrap().is_empty());
+}

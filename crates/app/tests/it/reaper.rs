@@ -194,12 +194,13 @@ async fn without_evidence_a_person_decides() {
     assert_eq!(post.attempts, 0);
 }
 
-/// A platform whose publish times out and whose container reads "not published".
+/// A platform whose publish times out and whose container reads `EXPIRED`: this attempt
+/// can never be published.
 #[derive(Debug)]
-struct SaysNothingWentOut;
+struct SaysItCannotLand;
 
 #[async_trait::async_trait]
-impl airlock_platforms::Platform for SaysNothingWentOut {
+impl airlock_platforms::Platform for SaysItCannotLand {
     fn kind(&self) -> airlock_core::ChannelKind {
         airlock_core::ChannelKind::Sandbox
     }
@@ -221,13 +222,13 @@ impl airlock_platforms::Platform for SaysNothingWentOut {
         &self,
         _req: &airlock_platforms::ReconcileRequest,
     ) -> airlock_platforms::Evidence {
-        airlock_platforms::Evidence::NotPublished {
-            note: "the container reads FINISHED".into(),
+        airlock_platforms::Evidence::CannotLand {
+            note: "the container reads EXPIRED".into(),
         }
     }
 }
 
-fn nothing_went_out(dir: &std::path::Path) -> Vec<TestChannel> {
+fn cannot_land(dir: &std::path::Path) -> Vec<TestChannel> {
     let _ = dir;
     vec![TestChannel {
         settings: airlock_app::ChannelSettings::new(
@@ -236,33 +237,29 @@ fn nothing_went_out(dir: &std::path::Path) -> Vec<TestChannel> {
             10,
             tokyo(),
         ),
-        platform: std::sync::Arc::new(SaysNothingWentOut),
+        platform: std::sync::Arc::new(SaysItCannotLand),
     }]
 }
 
 #[tokio::test]
-async fn not_published_evidence_is_trusted_only_once_the_request_cannot_still_be_running() {
-    let h = Harness::new(nothing_went_out).await;
+async fn proof_that_an_attempt_cannot_land_returns_the_post_to_the_queue() {
+    let h = Harness::new(cannot_land).await;
     let app = h.app();
     let post = approved(&app, "slow", "hello").await;
     let report = app.publish_next(None).await.unwrap().unwrap();
     assert_eq!(report.post.status, PostStatus::NeedsReview);
-    // Right after the send, "not published yet" proves nothing: the request may still land.
-    assert!(app.reconcile().await.unwrap().is_empty());
-    assert_eq!(status(&app, post.id).await, PostStatus::NeedsReview);
-    h.clock
-        .advance(h.settings.stale_after + chrono::Duration::seconds(1));
+    // A guarantee, not an absence: it settles at once, with no lease to wait out.
     let settled = app.reconcile().await.unwrap();
     assert_eq!(settled.len(), 1);
     assert_eq!(settled[0].post.status, PostStatus::Approved);
-    assert!(settled[0].evidence.contains("FINISHED"));
+    assert!(settled[0].evidence.contains("EXPIRED"));
     let detail = app.store().post_detail(post.id).await.unwrap();
     assert_eq!(detail.reservations[0].state, "released");
 }
 
 #[tokio::test]
 async fn a_late_answer_from_the_sending_worker_keeps_the_post_for_a_person() {
-    let h = Harness::new(nothing_went_out).await;
+    let h = Harness::new(cannot_land).await;
     let app = h.app();
     let post = approved(&app, "slow", "hello").await;
     let report = app.publish_next(None).await.unwrap().unwrap();
@@ -282,4 +279,29 @@ async fn a_late_answer_from_the_sending_worker_keeps_the_post_for_a_person() {
         "a person decides"
     );
     assert_eq!(status(&app, post.id).await, PostStatus::NeedsReview);
+}
+
+/// One row that cannot be read does not stop the reaper: the other expired leases are
+/// still settled, and the bad row is left for `doctor` and a person.
+#[tokio::test]
+async fn an_unreadable_row_does_not_stop_the_reaper() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let bad = approved(&app, "cats", "bad row").await.id;
+    let good = approved(&app, "cats", "good row").await.id;
+    h.sql(&format!(
+        "UPDATE posts SET status = 'posting', lease_owner = 'gone', \
+         lease_expires_at = '2000-01-01T00:00:00.000Z', generation = generation + 1 \
+         WHERE id IN ({bad}, {good})"
+    ))
+    .await
+    .unwrap();
+    h.sql(&format!(
+        "UPDATE posts SET media = '{{not json' WHERE id = {bad}"
+    ))
+    .await
+    .unwrap();
+    let reaped = app.reap().await.unwrap();
+    assert_eq!(reaped.iter().map(|r| r.post.id).collect::<Vec<_>>(), [good]);
+    assert_eq!(status(&app, good).await, PostStatus::Approved);
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration as StdDuration;
 
+use chrono::Duration;
 use chrono_tz::Tz;
 
 use airlock_app::posts::{DraftInput, DraftOrigin};
@@ -234,4 +235,134 @@ pub async fn closed_port_url() -> String {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     format!("http://{addr}/hook")
+}
+
+/// The canary token the platform fakes accept.
+pub fn fake_token() -> secrecy::SecretString {
+    secrecy::SecretString::from(airlock_testkit::CANARY.to_owned())
+}
+
+/// A `threads` or `instagram` channel on a Graph fake, polling fast, with requests bounded
+/// by `timeout`; its account is the fake's default one.
+pub fn graph_channel(
+    channel: &str,
+    flavour: airlock_testkit::fake::meta::Flavour,
+    base_url: &str,
+    timeout: StdDuration,
+) -> TestChannel {
+    use airlock_platforms::instagram::{Instagram, InstagramSettings};
+    use airlock_platforms::threads::{Threads, ThreadsSettings};
+    use airlock_testkit::fake::meta::Flavour;
+    let client = airlock_platforms::http::client(timeout);
+    let poll_interval = StdDuration::from_millis(20);
+    let poll_timeout = StdDuration::from_secs(5);
+    let (kind, platform): (ChannelKind, Arc<dyn Platform>) = match flavour {
+        Flavour::Threads => (
+            ChannelKind::Threads,
+            Arc::new(
+                Threads::new(
+                    ThreadsSettings {
+                        base_url: base_url.to_owned(),
+                        request_timeout: timeout,
+                        poll_interval,
+                        poll_timeout,
+                        ..ThreadsSettings::new(fake_token())
+                    },
+                    client,
+                )
+                .unwrap(),
+            ),
+        ),
+        Flavour::Instagram => (
+            ChannelKind::Instagram,
+            Arc::new(
+                Instagram::new(
+                    InstagramSettings {
+                        base_url: base_url.to_owned(),
+                        request_timeout: timeout,
+                        poll_interval,
+                        poll_timeout,
+                        ..InstagramSettings::new(fake_token())
+                    },
+                    client,
+                )
+                .unwrap(),
+            ),
+        ),
+    };
+    let mut settings = ChannelSettings::new(name(channel), kind, 10, tokyo());
+    settings.account = Some("inn_cats".into());
+    settings.request_timeout = Duration::from_std(timeout).unwrap();
+    TestChannel { settings, platform }
+}
+
+/// A `wordpress` channel on the WordPress fake.
+pub fn wordpress_channel(channel: &str, base_url: &str, timeout: StdDuration) -> TestChannel {
+    use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
+    use airlock_testkit::fake::wordpress::{USER_SLUG, USERNAME};
+    let platform = Wordpress::new(
+        WordpressSettings {
+            request_timeout: timeout,
+            ..WordpressSettings::new(base_url.to_owned(), USERNAME.into(), fake_token())
+        },
+        airlock_platforms::http::client(timeout),
+    )
+    .unwrap();
+    let mut settings = ChannelSettings::new(name(channel), ChannelKind::Wordpress, 10, tokyo());
+    settings.account = Some(USER_SLUG.into());
+    settings.request_timeout = Duration::from_std(timeout).unwrap();
+    TestChannel {
+        settings,
+        platform: Arc::new(platform),
+    }
+}
+
+/// Creates and approves an article (title and Markdown text) as the CLI would.
+pub async fn approved_article(app: &App, channel: &str, title: &str, text: &str) -> Post {
+    let me = Principal::cli();
+    let input = DraftInput {
+        title: Some(title.into()),
+        ..draft(channel, text)
+    };
+    let post = app
+        .create_post(&me, input, None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    app.approve(&me, post.id).await.unwrap()
+}
+
+/// Polls until `check` holds, for at most `within` of real time.
+pub async fn eventually(within: StdDuration, mut check: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(StdDuration::from_millis(25)).await;
+    }
+}
+
+/// A `linkedin` channel posting as the fake's member.
+pub fn linkedin_channel(channel: &str, base_url: &str, timeout: StdDuration) -> TestChannel {
+    use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
+    let platform = Linkedin::new(
+        LinkedinSettings {
+            base_url: base_url.to_owned(),
+            request_timeout: timeout,
+            ..LinkedinSettings::new(fake_token())
+        },
+        airlock_platforms::http::client(timeout),
+    )
+    .unwrap();
+    let mut settings = ChannelSettings::new(name(channel), ChannelKind::Linkedin, 10, tokyo());
+    settings.account = Some(airlock_testkit::fake::linkedin::SUB.into());
+    settings.request_timeout = Duration::from_std(timeout).unwrap();
+    TestChannel {
+        settings,
+        platform: Arc::new(platform),
+    }
 }

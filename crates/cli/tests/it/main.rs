@@ -2,6 +2,7 @@
 
 mod compose;
 mod dispatch;
+mod drills;
 mod lifecycle;
 mod mcp;
 mod platforms;

@@ -5,8 +5,8 @@ use std::time::Duration;
 use airlock_core::Outcome;
 use airlock_platforms::instagram::{Instagram, InstagramSettings};
 use airlock_platforms::{
-    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError, StepError,
-    Verification,
+    Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
+    StepError, Verification,
 };
 
 use crate::support::{
@@ -250,7 +250,7 @@ async fn publish_answering_500_is_unknown_and_reconcile_finds_the_container_publ
     assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
     let evidence = instagram.reconcile(&reconcile_request(&prepared)).await;
     assert!(
-        matches!(&evidence, Evidence::Published { note, .. } if note.contains("PUBLISHED")),
+        matches!(&evidence, Evidence::Published(Proof { note, .. }) if note.contains("PUBLISHED")),
         "{evidence:?}"
     );
     assert_no_canary(&outcome);
@@ -273,10 +273,7 @@ async fn publish_answering_503_without_publishing_reconciles_as_not_published() 
     let outcome = instagram.publish(&post(), &prepared).await;
     assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
     let evidence = instagram.reconcile(&reconcile_request(&prepared)).await;
-    assert!(
-        matches!(&evidence, Evidence::NotPublished { note } if note.contains("FINISHED")),
-        "{evidence:?}"
-    );
+    assert!(matches!(&evidence, Evidence::NoProof), "{evidence:?}");
 }
 
 #[tokio::test]
@@ -321,12 +318,7 @@ async fn connection_refused_is_not_sent() {
         "{prepare:?}"
     );
     let outcome = instagram
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some("17900000000000007".into()),
-            },
-        )
+        .publish(&post(), &Prepared::with_ref("17900000000000007"))
         .await;
     assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
     assert_no_canary_shown(&account);
@@ -420,6 +412,8 @@ async fn a_container_that_expired_before_publishing_is_not_sent() {
         Expect {
             identity: 1,
             publish: 1,
+            // The refusal is checked against the container: it is not PUBLISHED.
+            status_at_least: 1,
             ..Expect::NONE
         },
     )
@@ -428,12 +422,7 @@ async fn a_container_that_expired_before_publishing_is_not_sent() {
     instagram.account().await.unwrap();
     let container = fake.with(|s| s.add_container("EXPIRED"));
     let outcome = instagram
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some(container),
-            },
-        )
+        .publish(&post(), &Prepared::with_ref(container))
         .await;
     assert!(
         matches!(&outcome, Outcome::NotSent { reason, .. } if reason.contains("2207020")),

@@ -126,9 +126,12 @@ async fn wrong_account_is_reported_before_anything_is_posted() {
 }
 
 #[tokio::test]
-async fn duplicate_post_names_the_earlier_urn_and_counts_as_published() {
-    let fake = LinkedinFake::start(0, 2).await;
-    fake.with(|s| s.publish_mode = PublishMode::CreateThenDelay(LONG_DELAY));
+async fn a_duplicate_naming_a_post_that_reads_back_counts_as_published() {
+    let fake = LinkedinFake::start_expecting(0, 2, 1).await;
+    fake.with(|s| {
+        s.publish_mode = PublishMode::CreateThenDelay(LONG_DELAY);
+        s.can_read_posts = true;
+    });
     let linkedin = organization_adapter(fake.server.uri(), SHORT_TIMEOUT);
     let req = post();
     let first = linkedin.publish(&req, &Prepared::default()).await;
@@ -138,15 +141,43 @@ async fn duplicate_post_names_the_earlier_urn_and_counts_as_published() {
     fake.with(|s| s.publish_mode = PublishMode::Normal);
     let second = linkedin.publish(&req, &Prepared::default()).await;
     let earlier = fake.with(|s| s.posts[0].urn.clone());
+    let Outcome::Published(published) = &second else {
+        panic!("expected the earlier post, got {second:?}");
+    };
     assert_eq!(
-        second,
-        Outcome::Published(airlock_core::Published {
-            platform_post_id: Some(earlier.clone()),
-            permalink: Some(permalink(&earlier)),
-        })
+        published.platform_post_id.as_deref(),
+        Some(earlier.as_str())
+    );
+    assert_eq!(
+        published.permalink.as_deref(),
+        Some(permalink(&earlier).as_str())
+    );
+    assert!(
+        published
+            .existing
+            .as_deref()
+            .is_some_and(|e| e.contains(&earlier)),
+        "{published:?}"
     );
     assert_eq!(fake.with(|s| s.posts.len()), 1);
     assert_no_canary(&first);
+    assert_no_canary(&second);
+}
+
+#[tokio::test]
+async fn a_duplicate_naming_a_post_that_cannot_be_read_fails_as_duplicate_content() {
+    let fake = LinkedinFake::start_expecting(0, 2, 1).await;
+    let linkedin = organization_adapter(fake.server.uri(), SHORT_TIMEOUT);
+    let req = post();
+    let first = linkedin.publish(&req, &Prepared::default()).await;
+    assert!(matches!(first, Outcome::Published(_)), "{first:?}");
+    let earlier = fake.with(|s| s.posts[0].urn.clone());
+    let second = linkedin.publish(&req, &Prepared::default()).await;
+    assert!(
+        matches!(&second, Outcome::Rejected { reason, credential: false } if reason.contains("duplicate content") && reason.contains(&earlier) && reason.contains("HTTP 403")),
+        "{second:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts.len()), 1);
     assert_no_canary(&second);
 }
 
@@ -310,7 +341,7 @@ async fn reconcile_cannot_read_linkedin_and_leaves_it_to_a_person() {
             platform_ref: None,
         })
         .await;
-    assert_eq!(evidence, Evidence::Unknown);
+    assert_eq!(evidence, Evidence::NoProof);
 }
 
 #[tokio::test]

@@ -38,6 +38,7 @@ pub fn request(channel: &str, text: &str) -> PublishRequest {
         link: None,
         scheduled_at: chrono::Utc::now(),
         idempotency_key: "42-0123456789abcdef".into(),
+        earlier: Vec::new(),
     }
 }
 

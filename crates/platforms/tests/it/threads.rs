@@ -5,7 +5,7 @@ use std::time::Duration;
 use airlock_core::Outcome;
 use airlock_platforms::threads::{Threads, ThreadsSettings};
 use airlock_platforms::{
-    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError, Verification,
+    Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, StepError, Verification,
 };
 
 use crate::support::{
@@ -296,7 +296,7 @@ async fn publish_answering_500_is_unknown_and_reconcile_finds_the_container_publ
 
     let evidence = threads.reconcile(&reconcile_request(&prepared)).await;
     let container = prepared.platform_ref.clone().unwrap();
-    let Evidence::Published { note, .. } = &evidence else {
+    let Evidence::Published(Proof { note, .. }) = &evidence else {
         panic!("expected evidence of publishing, got {evidence:?}");
     };
     assert!(
@@ -325,10 +325,7 @@ async fn publish_answering_502_without_publishing_reconciles_as_not_published() 
     assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
 
     let evidence = threads.reconcile(&reconcile_request(&prepared)).await;
-    assert!(
-        matches!(&evidence, Evidence::NotPublished { note } if note.contains("FINISHED")),
-        "{evidence:?}"
-    );
+    assert!(matches!(&evidence, Evidence::NoProof), "{evidence:?}");
     assert_no_canary(&evidence);
 }
 
@@ -382,12 +379,7 @@ async fn connection_refused_is_not_sent() {
         "{prepare:?}"
     );
     let outcome = threads
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some("17900000000000007".into()),
-            },
-        )
+        .publish(&post(), &Prepared::with_ref("17900000000000007"))
         .await;
     assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
     assert_no_canary_shown(&account);
@@ -400,7 +392,7 @@ async fn connection_refused_is_not_sent() {
             platform_ref: Some("17900000000000007".into()),
         })
         .await;
-    assert_eq!(evidence, Evidence::Unknown);
+    assert_eq!(evidence, Evidence::NoProof);
 }
 
 #[tokio::test]
@@ -551,19 +543,19 @@ async fn reconcile_reads_expired_and_error_containers_as_not_published_and_anyth
         let container = fake.with(|s| s.add_container(state));
         let evidence = reconcile(Some(container)).await;
         assert!(
-            matches!(&evidence, Evidence::NotPublished { note } if note.contains(state)),
+            matches!(&evidence, Evidence::CannotLand { note } if note.contains(state)),
             "{evidence:?}"
         );
         assert_no_canary(&evidence);
     }
     let container = fake.with(|s| s.add_container("IN_PROGRESS"));
-    assert_eq!(reconcile(Some(container)).await, Evidence::Unknown);
+    assert_eq!(reconcile(Some(container)).await, Evidence::NoProof);
     // A media id has no status: the read fails, which proves nothing.
     assert_eq!(
         reconcile(Some("17900000000000999".into())).await,
-        Evidence::Unknown
+        Evidence::NoProof
     );
-    assert_eq!(reconcile(None).await, Evidence::Unknown);
+    assert_eq!(reconcile(None).await, Evidence::NoProof);
 }
 
 #[tokio::test]
@@ -576,4 +568,141 @@ async fn base_urls_that_could_leak_the_token_are_refused() {
         let err = Threads::new(settings(bad.into()), client()).unwrap_err();
         assert!(err.to_string().contains("base_url"), "{err}");
     }
+}
+
+fn retry_of(container: &str, key: &str) -> PublishRequest {
+    let mut req = post();
+    req.earlier = vec![airlock_platforms::EarlierAttempt {
+        generation: 1,
+        idempotency_key: key.into(),
+        platform_ref: Some(container.into()),
+        sent_at: chrono::Utc::now() - chrono::Duration::minutes(20),
+    }];
+    req
+}
+
+#[tokio::test]
+async fn a_retry_publishes_the_container_the_earlier_attempt_sent_instead_of_a_new_one() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            create: 0,
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let container = fake.with(|s| s.add_container("FINISHED"));
+    let threads = adapter(&fake);
+    let req = retry_of(&container, &post().idempotency_key);
+    let prepared = threads.prepare(&req).await.unwrap();
+    assert_eq!(prepared.platform_ref.as_deref(), Some(container.as_str()));
+    let outcome = threads.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Published(_)), "{outcome:?}");
+    assert_eq!(fake.with(|s| s.published()), 1);
+}
+
+#[tokio::test]
+async fn an_earlier_container_that_reads_published_proves_the_post_is_out() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let container = fake.with(|s| s.add_container("PUBLISHED"));
+    let prepared = adapter(&fake)
+        .prepare(&retry_of(&container, &post().idempotency_key))
+        .await
+        .unwrap();
+    let Some(proof) = &prepared.already_published else {
+        panic!("expected proof, got {prepared:?}");
+    };
+    assert!(
+        proof.note.contains(&container) && proof.note.contains("PUBLISHED"),
+        "{proof:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_earlier_container_that_can_never_be_published_gives_way_to_a_new_one() {
+    for state in ["EXPIRED", "ERROR"] {
+        let fake = GraphFake::start(
+            Flavour::Threads,
+            Expect {
+                publish: 0,
+                status_at_least: 2,
+                ..PREPARE_AND_PUBLISH
+            },
+        )
+        .await;
+        let earlier = fake.with(|s| s.add_container(state));
+        let prepared = adapter(&fake)
+            .prepare(&retry_of(&earlier, &post().idempotency_key))
+            .await
+            .unwrap();
+        let fresh = prepared.platform_ref.unwrap();
+        assert_ne!(fresh, earlier, "{state}");
+    }
+}
+
+#[tokio::test]
+async fn an_earlier_container_with_older_content_holds_the_post_until_it_expires() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let container = fake.with(|s| s.add_container("FINISHED"));
+    let err = adapter(&fake)
+        .prepare(&retry_of(&container, "airlock-42-older-content"))
+        .await
+        .unwrap_err();
+    let StepError::Transient {
+        reason,
+        retry_after: Some(wait),
+    } = &err
+    else {
+        panic!("expected a wait, got {err:?}");
+    };
+    assert!(reason.contains(&container), "{reason}");
+    assert!(
+        *wait > chrono::Duration::hours(23) && *wait < chrono::Duration::hours(24),
+        "{wait:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_publish_refused_because_the_container_was_already_published_is_this_post() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            status_at_least: 2,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let threads = adapter(&fake);
+    let req = post();
+    let prepared = prepared(&threads, &req).await;
+    let container = prepared.platform_ref.clone().unwrap();
+    // An earlier request on this container landed after all.
+    fake.with(|s| s.set_container_state(&container, "PUBLISHED"));
+    let outcome = threads.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected the earlier publish, got {outcome:?}");
+    };
+    assert!(
+        published
+            .existing
+            .as_deref()
+            .is_some_and(|e| e.contains(&container)),
+        "{published:?}"
+    );
+    assert_no_canary(&outcome);
 }

@@ -3,9 +3,10 @@
 use std::time::Duration;
 
 use airlock_core::Outcome;
-use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
+use airlock_platforms::wordpress::{Wordpress, WordpressSettings, key_marker};
 use airlock_platforms::{
-    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError, Verification,
+    EarlierAttempt, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest,
+    StepError, Verification,
 };
 use secrecy::SecretString;
 
@@ -94,6 +95,11 @@ async fn happy_path_publishes_the_rendered_article_once_and_reads_it_back() {
             .content
             .contains("<a href=\"https://inn.example/more/\">")
     );
+    assert!(
+        article.content.contains(&key_marker(&req.idempotency_key)),
+        "the article carries its key: {}",
+        article.content
+    );
 
     let verification = wordpress.verify(&id).await;
     assert_eq!(
@@ -172,42 +178,101 @@ async fn wrong_account_is_reported_before_anything_is_created() {
 }
 
 #[tokio::test]
-async fn a_slug_held_by_another_article_falls_back_to_one_with_the_post_id() {
+async fn an_article_carrying_this_attempts_key_is_this_post_already_published() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 1,
+        ..Expect::default()
+    })
+    .await;
+    let req = post();
+    let content = format!("<p>text</p>{}", key_marker(&req.idempotency_key));
+    let earlier = fake.with(|s| s.add_with_content("cats-own-pace-2", TITLE, "draft", &content));
+    let prepared = adapter(&fake).prepare(&req).await.unwrap();
+    let Some(Proof {
+        platform_post_id,
+        note,
+        ..
+    }) = &prepared.already_published
+    else {
+        panic!("expected the earlier article as proof, got {prepared:?}");
+    };
+    assert_eq!(
+        platform_post_id.as_deref(),
+        Some(earlier.to_string().as_str())
+    );
+    assert!(note.contains(&req.idempotency_key), "{note}");
+    assert_no_canary(&prepared);
+}
+
+#[tokio::test]
+async fn an_article_with_the_same_title_and_slug_but_not_the_key_is_not_this_post() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 1,
+        create: 1,
+        ..Expect::default()
+    })
+    .await;
+    fake.with(|s| s.add(SLUG, TITLE, "publish"));
+    let wordpress = adapter(&fake);
+    let prepared = wordpress.prepare(&post()).await.unwrap();
+    assert_eq!(prepared.already_published, None);
+    let outcome = wordpress.publish(&post(), &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Published(p) if p.permalink.as_deref().is_some_and(|l| l.ends_with("/cats-own-pace-2/"))),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_article_of_an_earlier_attempt_with_older_content_stops_the_post() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 2,
+        ..Expect::default()
+    })
+    .await;
+    let mut req = post();
+    req.earlier = vec![EarlierAttempt {
+        generation: 1,
+        idempotency_key: "airlock-42-older".into(),
+        platform_ref: Some(SLUG.into()),
+        sent_at: chrono::Utc::now(),
+    }];
+    let content = format!("<p>older text</p>{}", key_marker("airlock-42-older"));
+    let earlier = fake.with(|s| s.add_with_content(SLUG, TITLE, "publish", &content));
+    let err = adapter(&fake).prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { reason, credential: false } if reason.contains(&format!("article {earlier}")) && reason.contains("airlock-42-older")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_all_digit_slug_renamed_by_wordpress_is_still_found_by_its_key() {
     let fake = WordpressFake::start(Expect {
         lookup: 2,
         create: 1,
         ..Expect::default()
     })
     .await;
-    fake.with(|s| s.add(SLUG, "Dogs' Own Pace", "publish"));
+    fake.with(|s| s.publish_mode = PublishMode::CreateThenStatus(500));
     let wordpress = adapter(&fake);
-    let prepared = wordpress.prepare(&post()).await.unwrap();
-    assert_eq!(prepared.platform_ref.as_deref(), Some("cats-own-pace-42"));
-    let outcome = wordpress.publish(&post(), &prepared).await;
+    let mut req = post();
+    req.title = Some("3つの理由".into());
+    let prepared = wordpress.prepare(&req).await.unwrap();
+    assert_eq!(prepared.platform_ref.as_deref(), Some("3"));
+    let outcome = wordpress.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    assert_eq!(fake.with(|s| s.articles[0].slug.clone()), "3-2");
+    let evidence = wordpress
+        .reconcile(&ReconcileRequest {
+            publish: req,
+            platform_ref: prepared.platform_ref.clone(),
+        })
+        .await;
     assert!(
-        matches!(&outcome, Outcome::Published(p) if p.permalink.as_deref().is_some_and(|l| l.ends_with("/cats-own-pace-42/"))),
-        "{outcome:?}"
+        matches!(&evidence, Evidence::Published(Proof { permalink: Some(link), .. }) if link.ends_with("/3-2/")),
+        "{evidence:?}"
     );
-}
-
-#[tokio::test]
-async fn an_article_with_the_same_title_and_slug_stops_the_post_before_anything_is_created() {
-    let fake = WordpressFake::start(Expect {
-        lookup: 1,
-        ..Expect::default()
-    })
-    .await;
-    let earlier = fake.with(|s| s.add(SLUG, "Cats&#039; Own Pace", "draft"));
-    let err = adapter(&fake).prepare(&post()).await.unwrap_err();
-    let StepError::Rejected {
-        reason,
-        credential: false,
-    } = &err
-    else {
-        panic!("expected a rejection, got {err:?}");
-    };
-    assert!(reason.contains(&format!("article {earlier}")), "{reason}");
-    assert_no_canary_shown(&err);
 }
 
 #[tokio::test]
@@ -247,11 +312,11 @@ async fn publish_answering_500_is_unknown_and_reconcile_finds_the_article() {
 
     let evidence = wordpress.reconcile(&reconcile_request(&prepared)).await;
     let id = fake.with(|s| s.articles[0].id.to_string());
-    let Evidence::Published {
+    let Evidence::Published(Proof {
         platform_post_id,
         permalink,
         note,
-    } = &evidence
+    }) = &evidence
     else {
         panic!("expected evidence of publishing, got {evidence:?}");
     };
@@ -261,13 +326,13 @@ async fn publish_answering_500_is_unknown_and_reconcile_finds_the_article() {
             .as_deref()
             .is_some_and(|l| l.ends_with("/cats-own-pace/"))
     );
-    assert!(note.contains(SLUG), "{note}");
+    assert!(note.contains("carries this attempt's key"), "{note}");
     assert_no_canary(&outcome);
     assert_no_canary(&evidence);
 }
 
 #[tokio::test]
-async fn publish_answering_503_without_creating_reconciles_as_not_published() {
+async fn publish_answering_503_without_creating_proves_nothing() {
     let fake = WordpressFake::start(Expect {
         lookup: 2,
         create: 1,
@@ -279,11 +344,9 @@ async fn publish_answering_503_without_creating_reconciles_as_not_published() {
     let prepared = wordpress.prepare(&post()).await.unwrap();
     let outcome = wordpress.publish(&post(), &prepared).await;
     assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    // No article carries the key: that proves nothing, the request may still land.
     let evidence = wordpress.reconcile(&reconcile_request(&prepared)).await;
-    assert!(
-        matches!(&evidence, Evidence::NotPublished { note } if note.contains(SLUG)),
-        "{evidence:?}"
-    );
+    assert_eq!(evidence, Evidence::NoProof);
 }
 
 #[tokio::test]
@@ -330,14 +393,7 @@ async fn connection_refused_is_not_sent() {
         matches!(prepare, StepError::Transient { .. }),
         "{prepare:?}"
     );
-    let outcome = wordpress
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some(SLUG.into()),
-            },
-        )
-        .await;
+    let outcome = wordpress.publish(&post(), &Prepared::with_ref(SLUG)).await;
     assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
     let evidence = wordpress
         .reconcile(&ReconcileRequest {
@@ -345,7 +401,7 @@ async fn connection_refused_is_not_sent() {
             platform_ref: Some(SLUG.into()),
         })
         .await;
-    assert_eq!(evidence, Evidence::Unknown);
+    assert_eq!(evidence, Evidence::NoProof);
     assert_no_canary_shown(&account);
     assert_no_canary_shown(&prepare);
     assert_no_canary(&outcome);
@@ -372,14 +428,7 @@ async fn a_refused_application_password_is_a_credential_rejection() {
         matches!(&account, StepError::Rejected { credential: true, reason } if reason.contains("incorrect_password")),
         "{account:?}"
     );
-    let outcome = wordpress
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some(SLUG.into()),
-            },
-        )
-        .await;
+    let outcome = wordpress.publish(&post(), &Prepared::with_ref(SLUG)).await;
     assert!(
         matches!(
             outcome,
@@ -424,12 +473,7 @@ async fn a_host_rate_limit_is_not_sent() {
     .await;
     fake.with(|s| s.publish_mode = PublishMode::StatusWithoutCreating(429));
     let outcome = adapter(&fake)
-        .publish(
-            &post(),
-            &Prepared {
-                platform_ref: Some(SLUG.into()),
-            },
-        )
+        .publish(&post(), &Prepared::with_ref(SLUG))
         .await;
     assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
 }
@@ -437,11 +481,12 @@ async fn a_host_rate_limit_is_not_sent() {
 #[tokio::test]
 async fn reconcile_leaves_anything_it_cannot_prove_to_a_person() {
     let fake = WordpressFake::start(Expect {
-        lookup: 1,
+        lookup: 2,
         ..Expect::default()
     })
     .await;
-    fake.with(|s| s.add(SLUG, "A different article", "publish"));
+    // This post's title and slug, but not its key: not proof.
+    fake.with(|s| s.add(SLUG, TITLE, "publish"));
     let wordpress = adapter(&fake);
     let evidence = wordpress
         .reconcile(&ReconcileRequest {
@@ -449,15 +494,15 @@ async fn reconcile_leaves_anything_it_cannot_prove_to_a_person() {
             platform_ref: Some(SLUG.into()),
         })
         .await;
-    assert_eq!(evidence, Evidence::Unknown);
-    // Without a recorded slug there is nothing to look up.
+    assert_eq!(evidence, Evidence::NoProof);
+    // The slug recorded in the intent is not what finds an article: the key is.
     let evidence = wordpress
         .reconcile(&ReconcileRequest {
             publish: post(),
             platform_ref: None,
         })
         .await;
-    assert_eq!(evidence, Evidence::Unknown);
+    assert_eq!(evidence, Evidence::NoProof);
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! LISTEN/NOTIFY wake-ups. Each test gets a fresh database (see [`support`]).
 
 mod conformance;
+mod durability;
 mod migrate;
 mod processes;
 mod support;

@@ -31,15 +31,14 @@ async fn processes_starting_together_migrate_a_fresh_database_once() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+    let embedded = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
         .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "sql"))
+        .filter(|f| {
+            f.as_ref()
+                .is_ok_and(|f| f.path().extension().is_some_and(|e| e == "sql"))
         })
         .count();
-    assert_eq!(applied, migrations as i64, "each migration applied once");
+    assert_eq!(applied, embedded as i64, "each migration applied once");
 }
 
 /// One dispatcher process: claim, reserve, then publish or defer, until nothing is due.

@@ -716,7 +716,28 @@ pub struct Expect {
     pub media_read: u64,
 }
 
+/// A count in [`Expect`] that allows any number of calls.
+pub const ANY: u64 = u64::MAX;
+
+fn expect(mock: Mock, times: u64) -> Mock {
+    match times {
+        ANY => mock.expect(0..),
+        n => mock.expect(n),
+    }
+}
+
 impl Expect {
+    /// Any number of calls to every endpoint (for drills, which assert on the fake's
+    /// state instead).
+    pub const ANY: Expect = Expect {
+        identity: ANY,
+        limit: ANY,
+        create: ANY,
+        status_at_least: ANY,
+        publish: ANY,
+        media_read: ANY,
+    };
+
     /// Nothing may be called.
     pub const NONE: Expect = Expect {
         identity: 0,
@@ -794,28 +815,26 @@ impl GraphFake {
             Flavour::Instagram => format!(r"^/{v}/(me|{IG_USER_ID})$"),
         };
         let endpoint = |route| Endpoint(self.state.clone(), route);
-        Mock::given(method("GET"))
+        let identity = Mock::given(method("GET"))
             .and(path_regex(identity))
             .and(wiremock::matchers::query_param_contains(
                 "fields", "username",
             ))
             .respond_with(endpoint(Route::Identity))
-            .expect(expect.identity)
-            .named("identity")
+            .named("identity");
+        self::expect(identity, expect.identity)
             .mount(&self.server)
             .await;
-        Mock::given(method("GET"))
+        let limit = Mock::given(method("GET"))
             .and(path_regex(format!(r"^/{v}/{user}/{limit}$")))
             .respond_with(endpoint(Route::Limit))
-            .expect(expect.limit)
-            .named("publishing limit")
-            .mount(&self.server)
-            .await;
-        Mock::given(method("POST"))
+            .named("publishing limit");
+        self::expect(limit, expect.limit).mount(&self.server).await;
+        let create = Mock::given(method("POST"))
             .and(path_regex(format!(r"^/{v}/{user}/{create}$")))
             .respond_with(endpoint(Route::Create))
-            .expect(expect.create)
-            .named("container creation")
+            .named("container creation");
+        self::expect(create, expect.create)
             .mount(&self.server)
             .await;
         let status = Mock::given(method("GET"))
@@ -823,25 +842,25 @@ impl GraphFake {
             .and(query_param("fields", status_fields))
             .respond_with(endpoint(Route::Status))
             .named("container status");
-        let status = if expect.status_at_least == 0 {
-            status.expect(0)
-        } else {
-            status.expect(expect.status_at_least..)
+        let status = match expect.status_at_least {
+            0 => status.expect(0),
+            ANY => status.expect(0..),
+            n => status.expect(n..),
         };
         status.mount(&self.server).await;
-        Mock::given(method("POST"))
+        let publish = Mock::given(method("POST"))
             .and(path_regex(format!(r"^/{v}/{user}/{publish}$")))
             .respond_with(endpoint(Route::Publish))
-            .expect(expect.publish)
-            .named("publish (irreversible)")
+            .named("publish (irreversible)");
+        self::expect(publish, expect.publish)
             .mount(&self.server)
             .await;
-        Mock::given(method("GET"))
+        let media_read = Mock::given(method("GET"))
             .and(path_regex(format!(r"^/{v}/\d+$")))
             .and(query_param("fields", "id,permalink"))
             .respond_with(endpoint(Route::MediaRead))
-            .expect(expect.media_read)
-            .named("media read")
+            .named("media read");
+        self::expect(media_read, expect.media_read)
             .mount(&self.server)
             .await;
         // Anything else is a bug in the adapter: answer like Graph does for unknown paths.

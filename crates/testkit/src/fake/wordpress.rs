@@ -75,13 +75,24 @@ pub struct State {
 impl State {
     /// Adds an article as someone else would have.
     pub fn add(&mut self, slug: &str, title: &str, status: &str) -> u64 {
+        self.add_with_content(slug, title, status, "<p>earlier</p>")
+    }
+
+    /// Adds an article with this content (say, the key comment of an earlier attempt).
+    pub fn add_with_content(
+        &mut self,
+        slug: &str,
+        title: &str,
+        status: &str,
+        content: &str,
+    ) -> u64 {
         self.next_id += 1;
         self.articles.push(Article {
             id: self.next_id,
             slug: slug.into(),
             status: status.into(),
             title: title.into(),
-            content: "<p>earlier</p>".into(),
+            content: content.into(),
         });
         self.next_id
     }
