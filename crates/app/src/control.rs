@@ -84,6 +84,12 @@ impl App {
         if reason.is_empty() {
             return Err(Error::Invalid("a pause needs a reason (--reason)".into()));
         }
+        airlock_core::limits::check_chars(
+            "pause reason",
+            reason,
+            airlock_core::limits::MAX_REASON_CHARS,
+        )
+        .map_err(|e| Error::Invalid(e.to_string()))?;
         let scope = self.scope(channel)?;
         let label = scope_label(&scope);
         let notify = self.notifications(

@@ -143,6 +143,7 @@ impl From<StoreError> for Error {
                 Error::IllegalTransition(e.to_string())
             }
             StoreError::Fenced { .. } => Error::Conflict(e.to_string()),
+            StoreError::TooLarge(message) => Error::Invalid(message),
             StoreError::CorruptQuota(reason) => {
                 Error::CorruptQuota(format!("quota state is corrupt: {reason}"))
             }

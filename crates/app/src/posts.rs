@@ -1,11 +1,12 @@
 //! Drafting and review: create, edit, approve, reject, unapprove, discard, read, note.
 
 use airlock_core::hash::{canonical_json, sha256_hex};
+use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use airlock_core::post::check_url;
 use airlock_core::time::parse_time;
 use airlock_core::{
     Action, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent, PostId, PostStatus,
-    Source,
+    PostSummary, Source,
 };
 use airlock_store::{CreateKey, Created, EventNote, PostFields, PostFilter};
 use serde::{Deserialize, Serialize};
@@ -101,7 +102,7 @@ impl App {
             link: non_empty(input.link),
             source: origin.source,
         };
-        check_content(&content)?;
+        check_content(&content, channel)?;
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
             None => now,
@@ -109,10 +110,10 @@ impl App {
         let idempotency = match idempotency_key {
             Some(key) => {
                 let key = key.trim().to_owned();
-                if key.is_empty() || key.len() > 200 {
-                    return Err(Error::Invalid(
-                        "idempotency key must be 1-200 characters".into(),
-                    ));
+                if key.is_empty() || key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
+                    return Err(Error::Invalid(format!(
+                        "idempotency key must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters"
+                    )));
                 }
                 Some(CreateKey {
                     scope: who.actor.to_string(),
@@ -170,13 +171,16 @@ impl App {
             )
             .await?;
         let content = edit.apply_to(&post.content);
-        check_content(&content)?;
+        check_content(&content, self.channel(post.content.channel.as_str())?)?;
         let hash = content.hash();
+        // Only a change of content makes the editor an author (the store records it in
+        // `authors`); moving the schedule changes no authorship.
+        let content_changed = hash != post.content_hash;
         let mut update = self.change_by(who, &post);
         update.set = PostFields {
-            content: Some((content, hash)),
+            content: content_changed.then_some((content, hash)),
             scheduled_at: edit.scheduled_at,
-            edited_by: Some(who.actor.to_string()),
+            edited_by: content_changed.then(|| who.actor.to_string()),
             error: Some(None),
             ..PostFields::default()
         };
@@ -196,16 +200,32 @@ impl App {
     }
 
     /// Approves a draft (critic): the content policy must pass, and a token never approves
-    /// a post it created or last edited.
+    /// a post whose content it wrote: one it created, last edited, or changed since the
+    /// last approval ([`Post::authors`]; separation of duties).
     pub async fn approve(&self, who: &Principal, id: PostId) -> Result<Post> {
+        self.approve_at(who, id, None).await
+    }
+
+    /// [`App::approve`], but only the post as it stood at `version` (the version the
+    /// caller looked at); any change since is [`Error::Conflict`] and approves nothing.
+    pub async fn approve_version(&self, who: &Principal, id: PostId, version: i64) -> Result<Post> {
+        self.approve_at(who, id, Some(version)).await
+    }
+
+    async fn approve_at(&self, who: &Principal, id: PostId, version: Option<i64>) -> Result<Post> {
         who.require(Action::Approve)?;
         let post = self
             .post_in(id, &[PostStatus::Draft], "only drafts can be approved")
             .await?;
+        if version.is_some_and(|v| v != post.version) {
+            return Err(Error::Conflict(format!(
+                "post {id} changed since it was looked at: look at it again before approving"
+            )));
+        }
         let actor = who.actor.to_string();
-        if !who.sod_exempt && (post.created_by == actor || post.edited_by == actor) {
+        if !who.sod_exempt && post.is_authored_by(&actor) {
             return Err(Error::Forbidden(format!(
-                "{actor} created or last edited post {id} and may not approve it: another critic must (separation of duties)"
+                "{actor} wrote content of post {id} (created it, or changed its content since the last approval) and may not approve it: another critic must (separation of duties)"
             )));
         }
         let channel = self.channel(post.content.channel.as_str())?;
@@ -234,6 +254,8 @@ impl App {
                 "a rejection needs a reason (--reason)".into(),
             ));
         }
+        limits::check_chars("rejection reason", reason, MAX_REASON_CHARS)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
         let post = self
             .post_in(
                 id,
@@ -304,6 +326,24 @@ impl App {
         Ok(self.store().list_posts(filter).await?)
     }
 
+    /// Posts as lists show them, newest first: facts and the first `excerpt_chars`
+    /// characters of the text (plus one, to show a cut), cut by the store.
+    pub async fn list_summaries(
+        &self,
+        who: &Principal,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<PostSummary>> {
+        who.require(Action::Read)?;
+        Ok(self.store().list_summaries(filter, excerpt_chars).await?)
+    }
+
+    /// How many posts are in each state, counted by the store.
+    pub async fn status_counts(&self, who: &Principal) -> Result<Vec<(PostStatus, i64)>> {
+        who.require(Action::Read)?;
+        Ok(self.store().status_counts().await?)
+    }
+
     /// Events across the ledger after an event id.
     pub async fn events_after(
         &self,
@@ -322,9 +362,13 @@ impl App {
     pub async fn add_note(&self, who: &Principal, id: PostId, note: &str) -> Result<()> {
         who.require(Action::Note)?;
         let note = note.trim();
-        if note.is_empty() || note.chars().count() > 2000 {
-            return Err(Error::Invalid("a note is 1-2000 characters".into()));
+        if note.is_empty() {
+            return Err(Error::Invalid(format!(
+                "a note is 1-{MAX_NOTE_CHARS} characters"
+            )));
         }
+        limits::check_chars("note", note, MAX_NOTE_CHARS)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
         let event = EventNote {
             kind: "note".into(),
             note: Some(note.to_owned()),
@@ -336,13 +380,21 @@ impl App {
     }
 }
 
-/// Shape checks every draft meets whatever its channel (the policy is checked at approval).
-fn check_content(content: &PostContent) -> Result<()> {
+/// Shape checks every draft meets: a text, well-formed URLs, and the size limits of
+/// [`airlock_core::limits`], global and the channel's own (its length and media count).
+/// The rest of the policy is checked at approval.
+fn check_content(content: &PostContent, channel: &crate::ChannelSettings) -> Result<()> {
     if content.text.trim().is_empty() {
         return Err(Error::Invalid(
             "the text is empty: give --text or --text-file".into(),
         ));
     }
+    limits::check_content(
+        content,
+        &channel.policy,
+        &format!("channel {} ({})", channel.name, channel.kind),
+    )
+    .map_err(|e| Error::Invalid(e.to_string()))?;
     if let Some(link) = &content.link {
         check_url("link", link).map_err(|e| Error::Invalid(e.to_string()))?;
     }

@@ -43,7 +43,10 @@ pub enum TokenCommand {
 
 pub async fn token(config: &Config, command: TokenCommand) -> CmdResult {
     let app = wiring::app_for_ledger(config).await?;
-    let me = Principal::cli();
+    let me = match command {
+        TokenCommand::List { .. } => Principal::cli(),
+        _ => crate::operator::acting(config, &app).await?,
+    };
     match command {
         TokenCommand::Create { name, roles, json } => {
             let roles = RoleSet::parse_list(&roles).map_err(|e| Failure::refused(e.to_string()))?;
@@ -121,7 +124,8 @@ pub async fn channels(config: &Config, json: bool) -> CmdResult {
 
 pub async fn pause(config: &Config, channel: Option<&str>, reason: &str) -> CmdResult {
     let app = wiring::app_for_ledger(config).await?;
-    let created = app.pause(&Principal::cli(), channel, reason).await?;
+    let me = crate::operator::acting(config, &app).await?;
+    let created = app.pause(&me, channel, reason).await?;
     let what = channel.unwrap_or("all channels");
     if created {
         println!("{what} paused: {reason}");
@@ -134,7 +138,8 @@ pub async fn pause(config: &Config, channel: Option<&str>, reason: &str) -> CmdR
 pub async fn resume(config: &Config, channel: Option<&str>) -> CmdResult {
     let app = wiring::app_for_ledger(config).await?;
     let what = channel.unwrap_or("all channels");
-    if app.resume(&Principal::cli(), channel).await? {
+    let me = crate::operator::acting(config, &app).await?;
+    if app.resume(&me, channel).await? {
         println!("{what} resumed");
     } else {
         println!("{what} was not paused");
@@ -238,7 +243,10 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
         Ok(store) => {
             report(
                 true,
-                format!("store {} reachable, migrations applied", config.database),
+                format!(
+                    "store {} reachable, migrations applied",
+                    airlock_platforms::http::without_secrets(&config.database)
+                ),
             );
             store
         }

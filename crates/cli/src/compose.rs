@@ -188,6 +188,10 @@ pub async fn compose(config: &Config, args: ComposeArgs) -> CmdResult {
         .target(&args.site, &args.channel)
         .map_err(failure)?;
     let app = wiring::app_for_ledger(config).await?;
+    if !args.dry_run {
+        // Drafting (and auto-approving) changes the ledger.
+        crate::operator::acting(config, &app).await?;
+    }
     let checker = Checker::new(settings.check);
     let request = ComposeRequest {
         slot,

@@ -48,12 +48,21 @@ struct RawConfig {
     notify: BTreeMap<String, RawSink>,
     #[serde(default)]
     sites: BTreeMap<String, RawSite>,
+    #[serde(default)]
+    cli: RawCli,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCli {
+    require_token: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
     listen: Option<String>,
+    public_url: Option<String>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
 }
@@ -147,14 +156,23 @@ pub struct Config {
     pub path: PathBuf,
     /// Default calendar.
     pub timezone: Tz,
-    /// The store URL (`sqlite:///abs/path.db` or `postgres://...`).
+    /// The store URL (`sqlite:///abs/path.db` or `postgres://...`). It may carry a
+    /// password: show it only through `airlock_platforms::http::without_secrets`.
     pub database: String,
     /// HTTP listen address.
     pub listen: String,
-    /// Extra origins allowed to call `/mcp` besides the server's own.
+    /// The address people and agents reach the server by, when it runs behind a
+    /// TLS-terminating proxy (`https://airlock.example`): its host is an allowed `Host`,
+    /// its origin an allowed `Origin`, and with `https` the dashboard's cookies are
+    /// `Secure` with the `__Host-` prefix.
+    pub public_url: Option<url::Url>,
+    /// Extra browser origins allowed to call the server besides its own.
     pub allowed_origins: Vec<String>,
-    /// Extra `Host` names `/mcp` answers to (behind a proxy, or listening beyond loopback).
+    /// Extra `Host` names the server answers to (behind a proxy, or listening beyond loopback).
     pub allowed_hosts: Vec<String>,
+    /// `[cli] require_token`: state-changing commands need an operator token in
+    /// `AIRLOCK_TOKEN` and act as that token (no exemption from separation of duties).
+    pub require_token: bool,
     /// Lease length.
     pub stale_after: Span,
     /// Idle dispatcher backstop; also the shortest wait a platform's "not now" is read as.
@@ -541,11 +559,20 @@ impl Config {
             })
             .collect();
 
+        let public_url = raw
+            .server
+            .public_url
+            .as_deref()
+            .map(parse_public_url)
+            .transpose()
+            .map_err(fail)?;
         Ok(Config {
             path: path.to_path_buf(),
             timezone,
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
+            public_url,
+            require_token: raw.cli.require_token.unwrap_or(false),
             allowed_origins: raw.server.allowed_origins.unwrap_or_default(),
             allowed_hosts: raw.server.allowed_hosts.unwrap_or_default(),
             stale_after,
@@ -661,6 +688,26 @@ fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<()
     Ok(())
 }
 
+/// `[server] public_url`: an absolute http(s) URL of the server's root, without user
+/// info, query or fragment.
+fn parse_public_url(text: &str) -> Result<url::Url, String> {
+    let bad = |why: &str| format!("server.public_url = {text:?} {why}");
+    let url = url::Url::parse(text.trim())
+        .map_err(|_| bad("is not an absolute URL like \"https://airlock.example\""))?;
+    if !matches!(url.scheme(), "https" | "http") || url.host().is_none() {
+        return Err(bad("must be an https:// (or http://) URL with a host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("must not carry credentials"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || url.path() != "/" {
+        return Err(bad(
+            "must be the server's root, without a path, query or fragment (airlock serves at /)",
+        ));
+    }
+    Ok(url)
+}
+
 /// Resolves a relative SQLite path against the config directory.
 fn resolve_database(url: &str, dir: &Path) -> Result<String, String> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -671,7 +718,8 @@ fn resolve_database(url: &str, dir: &Path) -> Result<String, String> {
         .or_else(|| url.strip_prefix("sqlite:"))
     else {
         return Err(format!(
-            "database = {url:?}: expected sqlite://PATH or postgres://USER@HOST/DB"
+            "database = {:?}: expected sqlite://PATH or postgres://USER@HOST/DB",
+            airlock_platforms::http::without_secrets(url)
         ));
     };
     if path.is_empty() {
@@ -816,6 +864,35 @@ events = ["published", "failed", "needs_review", "paused"]
         let text = "[dispatcher]\nstale_after = \"5m\"\n[channels.t]\nkind = \"threads\"\ndaily_limit = 1\ntoken_file = \"t\"\naccount = \"a\"\n";
         let err = parse(text).unwrap_err();
         assert!(err.to_string().contains("poll_timeout"), "{err}");
+    }
+
+    #[test]
+    fn public_url_and_require_token_are_read_and_checked() {
+        let config = parse(
+            "[server]\nlisten = \"0.0.0.0:8080\"\npublic_url = \"https://airlock.example\"\n[cli]\nrequire_token = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.public_url.as_ref().map(|u| u.as_str()),
+            Some("https://airlock.example/")
+        );
+        assert!(config.require_token);
+        let defaults = parse("").unwrap();
+        assert!(defaults.public_url.is_none() && !defaults.require_token);
+        for bad in [
+            "ftp://airlock.example",
+            "airlock.example",
+            "https://user:pw@airlock.example",
+            "https://airlock.example/airlock",
+            "https://airlock.example/?a=1",
+        ] {
+            let err = parse(&format!("[server]\npublic_url = {bad:?}\n")).unwrap_err();
+            assert!(
+                err.to_string().contains("server.public_url"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(parse("[cli]\nrequire_tokens = true\n").is_err());
     }
 
     #[test]

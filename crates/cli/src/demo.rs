@@ -35,7 +35,7 @@ pub struct DemoArgs {
 /// `airlock init`: writes `airlock.toml`, creates the store, prints an operator token once.
 pub async fn init(dir: Option<PathBuf>) -> CmdResult {
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir)
+    crate::private::create_dir_all(&dir)
         .map_err(|e| Failure::failed(format!("cannot create {}: {e}", dir.display())))?;
     let path = dir.join("airlock.toml");
     if path.exists() {
@@ -44,7 +44,7 @@ pub async fn init(dir: Option<PathBuf>) -> CmdResult {
             path.display()
         )));
     }
-    std::fs::write(&path, EXAMPLE_CONFIG)
+    crate::private::write_new(&path, EXAMPLE_CONFIG.as_bytes())
         .map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
     let config = Config::load(&path)?;
     let app = wiring::app_for_ledger(&config).await?;
@@ -56,7 +56,10 @@ pub async fn init(dir: Option<PathBuf>) -> CmdResult {
         )
         .await?;
     println!("wrote {}", path.display());
-    println!("created the store {}", config.database);
+    println!(
+        "created the store {}",
+        airlock_platforms::http::without_secrets(&config.database)
+    );
     println!("operator token (shown only now; store it safely):");
     println!("{}", token.token.expose_secret());
     println!();
@@ -117,9 +120,13 @@ fn prepare_dir(dir: &Path) -> Result<(), Failure> {
         std::fs::remove_dir_all(dir)
             .map_err(|e| Failure::failed(format!("cannot reset {}: {e}", dir.display())))?;
     }
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(dir.join(DEMO_MARKER), "made by `airlock demo`\n"))
-        .and_then(|()| std::fs::write(dir.join("airlock.toml"), demo_config()))
+    crate::private::create_dir_all(dir)
+        .and_then(|()| {
+            crate::private::write_new(&dir.join(DEMO_MARKER), b"made by `airlock demo`\n")
+        })
+        .and_then(|()| {
+            crate::private::write_new(&dir.join("airlock.toml"), demo_config().as_bytes())
+        })
         .map_err(|e| Failure::failed(format!("cannot create {}: {e}", dir.display())))
 }
 

@@ -13,8 +13,10 @@ mod compose;
 mod config;
 mod demo;
 mod mcp;
+mod operator;
 mod output;
 mod post;
+mod private;
 mod run;
 mod wiring;
 
@@ -237,7 +239,10 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Migrate => {
             let config = load()?;
             wiring::open_store(&config).await?;
-            println!("migrations applied: {}", config.database);
+            println!(
+                "migrations applied: {}",
+                airlock_platforms::http::without_secrets(&config.database)
+            );
             Ok(())
         }
         Command::Doctor { online } => admin::doctor(&config_path, online).await,

@@ -3,9 +3,10 @@
 //! framework) starts it as a child process.
 //!
 //! stdout carries nothing but MCP frames: logs go to stderr (see `init_tracing`), and a
-//! token problem is reported on stderr before the first frame. The token is checked once,
-//! at start; every tool call then runs as its principal with its roles. The app is built
-//! with every channel's adapter, because `publish_post` publishes.
+//! token problem is reported on stderr before the first frame. The token is checked at
+//! start and again on every tool call, so revoking it stops a running `airlock mcp` at
+//! the agent's next call; each call runs as its principal with its roles. The app is
+//! built with every channel's adapter, because `publish_post` publishes.
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -39,7 +40,7 @@ pub async fn run(config: &Config) -> CmdResult {
         Err(other) => return Err(other.into()),
     };
     tracing::info!(actor = %principal.actor, roles = %principal.roles.to_list(), "serving MCP over stdio");
-    let served = airlock_mcp::serve_stdio(app.clone(), principal).await;
+    let served = airlock_mcp::serve_stdio(app.clone(), token).await;
     // A publish an agent started runs to its end even when the agent hung up.
     app.drain().await;
     served.map_err(|e| Failure::failed(e.to_string()))

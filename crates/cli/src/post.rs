@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Principal};
+use airlock_core::limits::{MAX_TEXT_CHARS, MAX_TEXT_FILE_BYTES};
 use airlock_core::{ChannelName, Media, Post, PostId, PostStatus};
 use airlock_store::PostFilter;
 
@@ -165,11 +166,32 @@ fn parse_id(id: &str) -> Result<PostId, Failure> {
 fn read_text(text: Option<String>, file: Option<PathBuf>) -> Result<Option<String>, Failure> {
     match (text, file) {
         (Some(text), _) => Ok(Some(text)),
-        (None, Some(path)) => std::fs::read_to_string(&path).map(Some).map_err(|e| {
-            Failure::refused(format!("cannot read --text-file {}: {e}", path.display()))
-        }),
+        (None, Some(path)) => read_text_file(&path).map(Some),
         (None, None) => Ok(None),
     }
+}
+
+/// Reads a `--text-file`, never more than [`MAX_TEXT_FILE_BYTES`] (a text at the
+/// longest a post may be): a larger file, or an endless one, is refused naming the limit
+/// before it is read into memory. The character limits are checked by `app`.
+fn read_text_file(path: &std::path::Path) -> Result<String, Failure> {
+    use std::io::Read;
+    let unreadable = |e: std::io::Error| {
+        Failure::refused(format!("cannot read --text-file {}: {e}", path.display()))
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TEXT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_TEXT_FILE_BYTES {
+        return Err(Failure::refused(format!(
+            "--text-file {} is larger than {MAX_TEXT_FILE_BYTES} bytes: a post's text is at most {MAX_TEXT_CHARS} characters; shorten it",
+            path.display()
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Failure::refused(format!("--text-file {} is not UTF-8 text", path.display())))
 }
 
 fn parse_media(args: &[String]) -> Result<Vec<Media>, Failure> {
@@ -194,7 +216,12 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
     } else {
         wiring::app_for_ledger(config).await?
     };
-    let me = Principal::cli();
+    let reads = matches!(command, PostCommand::List { .. } | PostCommand::Show(_));
+    let me = if reads {
+        Principal::cli()
+    } else {
+        crate::operator::acting(config, &app).await?
+    };
     match command {
         PostCommand::Add(args) => add(&app, &me, args).await,
         PostCommand::Edit(args) => {

@@ -130,8 +130,8 @@ pub struct Server {
     deliverer: airlock_notify::Deliverer,
     scheduler: Option<airlock_compose::Scheduler>,
     dispatcher: DispatcherSettings,
-    allowed_origins: Vec<String>,
-    allowed_hosts: Vec<String>,
+    policy: airlock_web::policy::PolicySettings,
+    dashboard: airlock_dashboard::DashboardSettings,
     deliver_interval: std::time::Duration,
 }
 
@@ -160,6 +160,23 @@ impl Server {
             None
         };
         let poll = config.poll_interval.as_std();
+        let mut policy = airlock_web::policy::PolicySettings::new(address);
+        policy.public_url = config.public_url.clone();
+        policy.allowed_hosts = config.allowed_hosts.clone();
+        policy.allowed_origins = config.allowed_origins.clone();
+        if !address.ip().is_loopback() && config.public_url.is_none() {
+            tracing::warn!(
+                listen = %address,
+                "serving on a non-loopback address without [server] public_url: put airlock behind a TLS-terminating proxy and set public_url = \"https://...\" so the dashboard's cookies are Secure; until then tokens and session cookies cross the network in clear text"
+            );
+        }
+        let dashboard = airlock_dashboard::DashboardSettings {
+            secure_cookies: config
+                .public_url
+                .as_ref()
+                .is_some_and(|url| url.scheme() == "https"),
+            ..airlock_dashboard::DashboardSettings::default()
+        };
         Ok(Server {
             app,
             listener,
@@ -171,8 +188,8 @@ impl Server {
                 poll_interval: poll,
                 reap_interval: poll.min(std::time::Duration::from_secs(30)),
             },
-            allowed_origins: config.allowed_origins.clone(),
-            allowed_hosts: config.allowed_hosts.clone(),
+            policy,
+            dashboard,
             deliver_interval: poll.min(std::time::Duration::from_secs(5)),
         })
     }
@@ -187,15 +204,15 @@ impl Server {
         let shutdown = CancellationToken::new();
         let mut tasks = tokio::task::JoinSet::new();
         let mut mcp = airlock_mcp::HttpSettings::new(self.address);
-        mcp.allowed_origins = self.allowed_origins;
-        mcp.allowed_hosts = self.allowed_hosts;
+        mcp.allowed_origins = self.policy.all_allowed_origins();
+        mcp.allowed_hosts = self.policy.all_allowed_hosts();
         mcp.shutdown = shutdown.child_token();
         let router = airlock_web::router(self.app.clone())
-            .merge(airlock_dashboard::router(
-                self.app.clone(),
-                airlock_dashboard::DashboardSettings::default(),
-            ))
+            .merge(airlock_dashboard::router(self.app.clone(), self.dashboard))
             .merge(airlock_mcp::router(self.app.clone(), mcp));
+        // One Host and Origin policy in front of every route (dashboard, API, MCP).
+        let router =
+            airlock_web::guarded(router, airlock_web::policy::HostPolicy::new(&self.policy));
         let listener = self.listener;
         let token = shutdown.clone();
         tasks.spawn(async move {

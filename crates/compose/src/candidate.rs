@@ -280,6 +280,31 @@ pub(crate) async fn first_eligible(
     Ok((eligible.into_iter().next(), skipped))
 }
 
+/// Whether `url` lies under `prefix` (a site's `media_prefix`), compared as URLs, not as
+/// text: the same scheme, host and port, no user info, and a path inside the prefix's
+/// path taken as a directory. As text, `https://inn.example` would also match
+/// `https://inn.example@other.example/x.jpg` (user info, another host) and
+/// `https://inn.example.evil/x.jpg`.
+pub fn under_prefix(url: &str, prefix: &str) -> bool {
+    let (Ok(url), Ok(prefix)) = (url::Url::parse(url), url::Url::parse(prefix)) else {
+        return false;
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        return false;
+    }
+    if url.scheme() != prefix.scheme()
+        || url.host() != prefix.host()
+        || url.port_or_known_default() != prefix.port_or_known_default()
+    {
+        return false;
+    }
+    let mut dir = prefix.path().to_owned();
+    if !dir.ends_with('/') {
+        dir.push('/');
+    }
+    url.path().starts_with(&dir)
+}
+
 /// Articles that passed the local rules, in order, and those that did not.
 struct Prepared {
     pending: Vec<Eligible>,
@@ -455,7 +480,7 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
                 src: image.src.clone(),
             })?
             .to_string();
-        if !resolved.starts_with(prefix) {
+        if !under_prefix(&resolved, prefix) {
             return Err(SkipReason::ImageOffSite {
                 url: resolved,
                 prefix: prefix.to_owned(),
@@ -659,6 +684,42 @@ mod tests {
         for bad in ["", "a/b", "猫", "a b", "a?b", ".."] {
             assert!(!is_path_segment(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn media_prefixes_compare_as_urls_not_as_text() {
+        for prefix in ["https://inn.example", "https://inn.example/"] {
+            assert!(
+                under_prefix("https://inn.example/a.jpg", prefix),
+                "{prefix}"
+            );
+            // User info before another host, and a longer host name, are not the site.
+            assert!(!under_prefix(
+                "https://inn.example@other.example/a.jpg",
+                prefix
+            ));
+            assert!(!under_prefix("https://inn.example.evil/a.jpg", prefix));
+            assert!(!under_prefix("https://inn.example:8443/a.jpg", prefix));
+            assert!(!under_prefix("http://inn.example/a.jpg", prefix));
+        }
+        for prefix in [
+            "https://inn.example/wp-content/uploads",
+            "https://inn.example/wp-content/uploads/",
+        ] {
+            assert!(under_prefix(
+                "https://inn.example/wp-content/uploads/2026/mochi.jpg",
+                prefix
+            ));
+            assert!(!under_prefix(
+                "https://inn.example/wp-content/uploads-other/mochi.jpg",
+                prefix
+            ));
+            assert!(!under_prefix("https://inn.example/mochi.jpg", prefix));
+        }
+        assert!(under_prefix(
+            "https://inn.example:443/a.jpg",
+            "https://inn.example/"
+        ));
     }
 
     #[test]

@@ -176,8 +176,10 @@ async fn slot_post(app: &App, target: Target<'_>, key: &str) -> Result<Option<Po
 }
 
 /// Approves a post as the channel's `auto_approve` principal when it is a draft the
-/// scheduler made and nobody has touched since (its only event is its creation). A
-/// concurrent approval by another run is not an error.
+/// scheduler made and nobody has touched since (its only event is its creation). The
+/// approval is bound to the version that was found untouched: an edit between the look
+/// and the approval is a conflict and approves nothing. A concurrent approval by another
+/// run is not an error.
 async fn approve_untouched(app: &App, target: Target<'_>, post: Post) -> Result<Post> {
     let Some(approver) = &target.channel.auto_approve else {
         return Ok(post);
@@ -190,7 +192,11 @@ async fn approve_untouched(app: &App, target: Target<'_>, post: Post) -> Result<
         return Ok(detail.post);
     }
     match app
-        .approve(&Principal::auto_approver(approver), post.id)
+        .approve_version(
+            &Principal::auto_approver(approver),
+            post.id,
+            detail.post.version,
+        )
         .await
     {
         Ok(approved) => Ok(approved),

@@ -7,6 +7,7 @@
 //! - [`actor`]: roles, the actions they allow, and actor names on events.
 //! - [`post`]: post ids, channel names, content, and the stored post.
 //! - [`hash`]: canonical JSON and the SHA-256 approval hash.
+//! - [`limits`]: how large each field a caller sends may be, globally and per channel.
 //! - [`policy`]: content policy, with length counted as each platform counts.
 //! - [`channel`]: channel kinds and their platform rules.
 //! - [`quota`]: rolling-window and calendar-day arithmetic as functions of `now`.
@@ -19,6 +20,7 @@
 pub mod actor;
 pub mod channel;
 pub mod hash;
+pub mod limits;
 pub mod outcome;
 pub mod policy;
 pub mod post;
@@ -33,7 +35,7 @@ pub use outcome::{Outcome, Published};
 pub use policy::{ContentPolicy, Violation};
 pub use post::{
     ChannelName, Intent, InvalidValue, Media, NewPost, Post, PostContent, PostDetail, PostEdit,
-    PostEvent, PostId, Reservation, Source,
+    PostEvent, PostId, PostSummary, Reservation, Source,
 };
 pub use status::{IllegalTransition, Mover, PostStatus, Transition};
 pub use time::Span;

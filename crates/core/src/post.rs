@@ -293,8 +293,12 @@ pub struct Post {
     pub approved_by: Option<String>,
     /// Who created it.
     pub created_by: String,
-    /// Who last changed its content.
+    /// Who last changed its content (a change of schedule alone is not a change of content).
     pub edited_by: String,
+    /// Every principal that changed the content since the last approval (`draft ->
+    /// approved`), recorded by the store; with `created_by` and `edited_by`, none of them
+    /// may approve it (separation of duties).
+    pub authors: Vec<String>,
     /// Fencing generation, incremented by every claim.
     pub generation: i64,
     /// Attempts that ended before the irreversible step.
@@ -331,6 +335,15 @@ pub struct Post {
 }
 
 impl Post {
+    /// Whether `actor` wrote any of this post's content: it created the post, last edited
+    /// its content, or changed its content since the last approval. Such an actor may not
+    /// approve it (SPEC §3, separation of duties).
+    pub fn is_authored_by(&self, actor: &str) -> bool {
+        self.created_by == actor
+            || self.edited_by == actor
+            || self.authors.iter().any(|a| a == actor)
+    }
+
     /// Whether the post is due at `now` (SPEC §3), given whether test posts may go out on its channel.
     pub fn is_due(&self, now: DateTime<Utc>, test_allowed: bool) -> bool {
         self.status == PostStatus::Approved
@@ -339,6 +352,33 @@ impl Post {
             && self.not_before.is_none_or(|t| t <= now)
             && (!self.test || test_allowed)
     }
+}
+
+/// A post as lists show it: its facts and the start of its text, never the whole text,
+/// so a page of the largest posts costs what it shows (the store cuts the text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PostSummary {
+    /// Its id.
+    pub id: PostId,
+    /// Its state.
+    pub status: PostStatus,
+    /// The channel it goes to.
+    pub channel: ChannelName,
+    /// Its title, if any.
+    pub title: Option<String>,
+    /// The start of its text: at most the number of characters asked for, plus one when
+    /// the text is longer (so a caller can tell it was cut).
+    pub excerpt: String,
+    /// When it may go out.
+    pub scheduled_at: DateTime<Utc>,
+    /// Not claimed before this time.
+    pub not_before: Option<DateTime<Utc>>,
+    /// When it was published.
+    pub posted_at: Option<DateTime<Utc>>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+    /// A test post.
+    pub test: bool,
 }
 
 /// One audit event on a post.

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::post::InvalidValue;
@@ -97,13 +97,15 @@ impl<'de> Deserialize<'de> for Span {
     }
 }
 
-/// Parses `TIME`: RFC 3339 with an offset (`2026-12-01T08:00:00+09:00`) or `now`.
+/// Parses `TIME`: RFC 3339 with an offset (`2026-12-01T08:00:00+09:00`) or `now`, in
+/// the years 1970 to 9999 (UTC): the ledger stores times as fixed-width text, which a
+/// five-digit or negative year would break.
 pub fn parse_time(input: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, InvalidValue> {
     let input = input.trim();
     if input.eq_ignore_ascii_case("now") {
         return Ok(now);
     }
-    DateTime::parse_from_rfc3339(input)
+    let at = DateTime::parse_from_rfc3339(input)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| {
             InvalidValue::new(
@@ -111,7 +113,15 @@ pub fn parse_time(input: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Inva
                 input,
                 "use RFC 3339 with an offset, like 2026-12-01T08:00:00+09:00, or `now`",
             )
-        })
+        })?;
+    if !(1970..=9999).contains(&at.year()) {
+        return Err(InvalidValue::new(
+            "time",
+            input,
+            "give a time between the years 1970 and 9999 (in UTC)",
+        ));
+    }
+    Ok(at)
 }
 
 /// Formats an instant the way the ledger stores and prints it: UTC, millisecond
@@ -174,5 +184,20 @@ mod tests {
         assert_eq!(format_utc(t), "2026-11-30T23:00:00.000Z");
         assert!(parse_time("tomorrow", now).is_err());
         assert!(parse_time("2026-12-01 08:00", now).is_err());
+    }
+
+    #[test]
+    fn times_outside_the_ledgers_years_are_refused_as_invalid_input() {
+        let now = Utc::now();
+        for bad in [
+            "9999-12-31T23:59:59-01:00",
+            "0000-01-01T00:00:00+00:00",
+            "1969-12-31T23:59:59Z",
+        ] {
+            let err = parse_time(bad, now).unwrap_err();
+            assert!(err.to_string().contains("1970 and 9999"), "{bad}: {err}");
+        }
+        let last = parse_time("9999-12-31T23:59:59Z", now).unwrap();
+        assert_eq!(format_utc(last).len(), "2026-11-30T23:00:00.000Z".len());
     }
 }

@@ -39,7 +39,8 @@ impl FromRequestParts<Dashboard> for Operator {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, dash: &Dashboard) -> Result<Self, Response> {
-        let Some(id) = cookie(&parts.headers, SESSION_COOKIE).map(str::to_owned) else {
+        let Some(id) = cookie(&parts.headers, &dash.cookie_name(SESSION_COOKIE)).map(str::to_owned)
+        else {
             return Err(Redirect::to("/login").into_response());
         };
         if !dash.exists(&id) {
@@ -133,7 +134,7 @@ pub async fn login_page(
     headers: HeaderMap,
     Query(query): Query<LoginQuery>,
 ) -> Response {
-    if let Some(id) = cookie(&headers, SESSION_COOKIE)
+    if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE))
         && dash.token(id).is_some()
     {
         return Redirect::to("/").into_response();
@@ -163,7 +164,7 @@ pub async fn login(
 ) -> Response {
     let token = SecretString::from(form.token.trim().to_owned());
     let refuse = |status: StatusCode, message: String| {
-        let nonce = cookie(&headers, LOGIN_COOKIE).unwrap_or_default();
+        let nonce = cookie(&headers, &dash.cookie_name(LOGIN_COOKIE)).unwrap_or_default();
         let page = LoginPage {
             csrf: dash.login_csrf(nonce),
             error: Some(message),
@@ -208,7 +209,7 @@ pub async fn login(
 
 /// `POST /logout`: ends the session and deletes its cookie.
 pub async fn logout(State(dash): State<Dashboard>, headers: HeaderMap) -> Response {
-    if let Some(id) = cookie(&headers, SESSION_COOKIE) {
+    if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE)) {
         dash.end(id);
     }
     to_login(&dash, Some(Ended::SignedOut))

@@ -66,10 +66,10 @@ pub async fn csrf(State(dash): State<Dashboard>, request: Request, next: Next) -
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default();
     let valid = if parts.uri.path() == "/login" {
-        cookie(&parts.headers, LOGIN_COOKIE)
+        cookie(&parts.headers, &dash.cookie_name(LOGIN_COOKIE))
             .is_some_and(|nonce| dash.check_login_csrf(nonce, &token))
     } else {
-        cookie(&parts.headers, SESSION_COOKIE)
+        cookie(&parts.headers, &dash.cookie_name(SESSION_COOKIE))
             .is_some_and(|id| dash.exists(id) && dash.check_session_csrf(id, &token))
     };
     if !valid {

@@ -42,8 +42,9 @@ pub mod view;
 /// How the dashboard behaves; `airlock serve` builds it from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DashboardSettings {
-    /// Add `Secure` to cookies: set this whenever the dashboard is reached over HTTPS
-    /// (always, unless it listens on loopback only).
+    /// The dashboard is reached over HTTPS (`[server] public_url = "https://..."`):
+    /// cookies get `Secure` and the `__Host-` prefix. Set it whenever a browser reaches
+    /// the dashboard over HTTPS, which it must whenever it is not on loopback.
     pub secure_cookies: bool,
     /// How long a session lasts after login, whatever the activity (default 12 hours).
     /// Revoking the token ends it sooner: the token is re-checked on every request.

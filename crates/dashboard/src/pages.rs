@@ -20,7 +20,7 @@ use serde::Deserialize;
 use airlock_app::control::{ChannelQuota, QuotaStatus};
 use airlock_app::{App, Error};
 use airlock_core::quota::day_bounds;
-use airlock_core::{ChannelName, Post, PostDetail, PostId, PostStatus};
+use airlock_core::{ChannelName, Post, PostDetail, PostId, PostStatus, PostSummary};
 use airlock_store::{Pause, PostFilter};
 
 use crate::auth::Operator;
@@ -29,10 +29,21 @@ use crate::view::{
     excerpt, is_web_link, local, local_precise, local_rfc3339, local_time, relative, status_label,
 };
 
-/// At most this many posts are counted per status; more show as `1000+`.
-const COUNT_LIMIT: u32 = 1000;
-/// At most this many posts are listed in the queue table.
-const TABLE_LIMIT: u32 = 200;
+/// Posts per page of the queue table; older ones are a link away (`?before=`).
+pub const TABLE_LIMIT: u32 = 100;
+/// Posts the queue's inbox lists; the review page has them all, a page at a time.
+pub const INBOX_LIMIT: u32 = 50;
+/// Posts per state the "today" schedule looks at (approved, posting, posted), newest first.
+pub const SCHEDULE_LIMIT: u32 = 200;
+/// Posts per page of the review inbox, each with its whole text and evidence.
+pub const REVIEW_PAGE: u32 = 10;
+/// Characters of text a list shows; the store cuts the text, so lists never load more.
+pub const EXCERPT_CHARS: u32 = 120;
+
+// What one render of the queue (or its live fragment, every 15 s) costs, whatever the
+// ledger holds: one count per state (`count(*)`), and at most INBOX_LIMIT +
+// 3 × SCHEDULE_LIMIT + TABLE_LIMIT summaries of EXCERPT_CHARS + 1 characters of text
+// each. No whole text is loaded. The review page loads at most REVIEW_PAGE whole posts.
 
 /// What every signed-in page shows around its content.
 #[derive(Debug, Clone)]
@@ -46,7 +57,7 @@ pub struct Layout {
     /// Messages from the last action.
     pub flashes: Vec<Flash>,
     /// Posts that need a person (the inbox badge).
-    pub review_count: usize,
+    pub review_count: i64,
     /// Which navigation item is current: `queue`, `review` or `post`.
     pub nav: &'static str,
 }
@@ -83,7 +94,7 @@ pub struct CountRow {
     pub status: &'static str,
     /// State label.
     pub label: &'static str,
-    /// `12`, or `1000+`.
+    /// How many posts are in this state.
     pub count: String,
     /// The filter link.
     pub href: String,
@@ -113,8 +124,10 @@ pub struct ScheduleRow {
 /// The queue's part that live refresh replaces: inbox, counts, today, the table.
 #[derive(Debug, Clone)]
 pub struct Live {
-    /// Posts that need a person, oldest first.
+    /// Posts that need a person, oldest first (at most [`INBOX_LIMIT`]).
     pub inbox: Vec<PostRow>,
+    /// How many posts need a person in all.
+    pub review_count: i64,
     /// Counts per status.
     pub counts: Vec<CountRow>,
     /// What goes out today, per channel calendar.
@@ -125,6 +138,8 @@ pub struct Live {
     pub filter_label: String,
     /// The fragment's own URL, for the refresh script.
     pub live_url: String,
+    /// The next (older) page of the table, when there may be one.
+    pub older_url: Option<String>,
     /// Seconds between refreshes (`0`: none).
     pub refresh_seconds: u32,
     /// When this was rendered, in the default calendar.
@@ -411,8 +426,12 @@ pub struct ReviewItem {
 pub struct ReviewPage {
     /// Frame.
     pub layout: Layout,
-    /// Posts that need a person.
+    /// Posts that need a person, a page of at most [`REVIEW_PAGE`], oldest first.
     pub items: Vec<ReviewItem>,
+    /// How many posts need a person in all.
+    pub total: i64,
+    /// The next page, when there are more.
+    pub more_url: Option<String>,
 }
 
 /// A page for errors (404, 503).
@@ -434,6 +453,17 @@ pub struct QueueQuery {
     /// A channel, or empty.
     #[serde(default)]
     pub channel: String,
+    /// Only posts older than this id (the table's next page), or empty.
+    #[serde(default)]
+    pub before: String,
+}
+
+/// `?after=` on the review inbox: the page after this post id.
+#[derive(Debug, Default, Deserialize)]
+pub struct ReviewQuery {
+    /// A post id, or empty for the first page.
+    #[serde(default)]
+    pub after: String,
 }
 
 /// An error page with a status code and a way back.
@@ -500,9 +530,13 @@ pub async fn post(State(dash): State<Dashboard>, op: Operator, Path(id): Path<St
     }
 }
 
-/// `GET /review`: the inbox.
-pub async fn review(State(dash): State<Dashboard>, op: Operator) -> Response {
-    match review_page(&dash, &op).await {
+/// `GET /review`: the inbox, a page at a time (`?after=`).
+pub async fn review(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Query(query): Query<ReviewQuery>,
+) -> Response {
+    match review_page(&dash, &op, &query).await {
         Ok(page) => page.into_response(),
         Err(e) => app_error_page(e),
     }
@@ -513,7 +547,7 @@ fn layout(
     op: &Operator,
     nav: &'static str,
     title: String,
-    review_count: usize,
+    review_count: i64,
 ) -> Layout {
     Layout {
         title,
@@ -582,7 +616,7 @@ async fn queue_page(
             ),
         })
         .collect();
-    let layout = layout(dash, op, "queue", "Queue".to_owned(), live.inbox.len());
+    let layout = layout(dash, op, "queue", "Queue".to_owned(), live.review_count);
     let filter_status = parse_status(&query.status)
         .map(|s| s.as_str().to_owned())
         .unwrap_or_default();
@@ -632,15 +666,32 @@ async fn live_part(
     let now = app.now();
     let status = parse_status(&query.status);
     let channel = parse_channel(app, &query.channel);
+    let before = query.before.trim().parse::<PostId>().ok();
 
-    let mut by_status: BTreeMap<PostStatus, Vec<Post>> = BTreeMap::new();
-    for s in PostStatus::ALL {
-        let filter = PostFilter {
-            status: Some(s),
-            limit: Some(COUNT_LIMIT),
-            ..PostFilter::default()
-        };
-        by_status.insert(s, app.list_posts(who, &filter).await?);
+    let counted = app.status_counts(who).await?;
+    let count_of = |s: PostStatus| {
+        counted
+            .iter()
+            .find(|(status, _)| *status == s)
+            .map_or(0, |(_, n)| *n)
+    };
+    let summaries = |status: PostStatus, limit: u32| PostFilter {
+        status: Some(status),
+        limit: Some(limit),
+        ..PostFilter::default()
+    };
+    let mut by_status: BTreeMap<PostStatus, Vec<PostSummary>> = BTreeMap::new();
+    for (s, limit) in [
+        (PostStatus::NeedsReview, INBOX_LIMIT),
+        (PostStatus::Approved, SCHEDULE_LIMIT),
+        (PostStatus::Posting, SCHEDULE_LIMIT),
+        (PostStatus::Posted, SCHEDULE_LIMIT),
+    ] {
+        by_status.insert(
+            s,
+            app.list_summaries(who, &summaries(s, limit), EXCERPT_CHARS)
+                .await?,
+        );
     }
     let channel_query = channel
         .as_ref()
@@ -648,19 +699,12 @@ async fn live_part(
         .unwrap_or_default();
     let counts = PostStatus::ALL
         .iter()
-        .map(|s| {
-            let n = by_status[s].len();
-            CountRow {
-                status: s.as_str(),
-                label: status_label(*s),
-                count: if n >= COUNT_LIMIT as usize {
-                    format!("{COUNT_LIMIT}+")
-                } else {
-                    n.to_string()
-                },
-                href: format!("/?status={}{channel_query}", s.as_str()),
-                active: status == Some(*s),
-            }
+        .map(|s| CountRow {
+            status: s.as_str(),
+            label: status_label(*s),
+            count: count_of(*s).to_string(),
+            href: format!("/?status={}{channel_query}", s.as_str()),
+            active: status == Some(*s),
         })
         .collect();
 
@@ -675,36 +719,43 @@ async fn live_part(
     let filter = PostFilter {
         status,
         channel: channel.clone(),
+        before,
         limit: Some(TABLE_LIMIT),
         ..PostFilter::default()
     };
-    let posts: Vec<PostRow> = app
-        .list_posts(who, &filter)
-        .await?
-        .iter()
-        .map(|p| post_row(app, p, now))
-        .collect();
+    let listed = app.list_summaries(who, &filter, EXCERPT_CHARS).await?;
+    let posts: Vec<PostRow> = listed.iter().map(|p| post_row(app, p, now)).collect();
     let mut filter_label = match (&status, &channel) {
         (None, None) => "All posts".to_owned(),
         (Some(s), None) => format!("Posts: {}", status_label(*s)),
         (None, Some(c)) => format!("Posts on {c}"),
         (Some(s), Some(c)) => format!("Posts on {c}: {}", status_label(*s)),
     };
-    if posts.len() >= TABLE_LIMIT as usize {
-        filter_label.push_str(&format!(", the newest {TABLE_LIMIT}"));
+    if let Some(before) = before {
+        filter_label.push_str(&format!(", older than #{before}"));
     }
-    let mut live_url = "/live?".to_owned();
+    let mut query_string = String::new();
     if let Some(s) = status {
-        live_url.push_str(&format!("status={}", s.as_str()));
+        query_string.push_str(&format!("status={}", s.as_str()));
     }
-    live_url.push_str(&channel_query);
+    query_string.push_str(&channel_query);
+    let older_url = (listed.len() >= TABLE_LIMIT as usize)
+        .then(|| listed.last())
+        .flatten()
+        .map(|last| format!("/?{query_string}&before={}", last.id));
+    let mut live_url = format!("/live?{query_string}");
+    if let Some(before) = before {
+        live_url.push_str(&format!("&before={before}"));
+    }
     Ok(Live {
         inbox,
+        review_count: count_of(PostStatus::NeedsReview),
         counts,
         schedule,
         posts,
         filter_label,
         live_url,
+        older_url,
         refresh_seconds: dash.settings().refresh_seconds,
         rendered_at: local_precise(now, app.settings().timezone),
     })
@@ -714,36 +765,33 @@ async fn live_part(
 /// local day ends (overdue ones included), posts being published, posts published today.
 fn schedule(
     app: &App,
-    by_status: &BTreeMap<PostStatus, Vec<Post>>,
+    by_status: &BTreeMap<PostStatus, Vec<PostSummary>>,
     pauses: &[Pause],
     now: DateTime<Utc>,
 ) -> Vec<ScheduleRow> {
     let global_pause = pauses.iter().any(|p| p.scope == "*");
     let mut rows: Vec<(DateTime<Utc>, ScheduleRow)> = Vec::new();
-    let mut push = |at: DateTime<Utc>, post: &Post, tz: Tz, state: String, class| {
+    let mut push = |at: DateTime<Utc>, post: &PostSummary, tz: Tz, state: String, class| {
         rows.push((
             at,
             ScheduleRow {
                 time: local_time(at, tz),
                 relative: relative(at, now),
-                channel: post.content.channel.to_string(),
+                channel: post.channel.to_string(),
                 id: post.id.0,
-                excerpt: excerpt(&post.content.text, 90),
+                excerpt: excerpt(&post.excerpt, 90),
                 state,
                 class,
             },
         ));
     };
     for post in &by_status[&PostStatus::Approved] {
-        let tz = channel_tz(app, &post.content.channel);
+        let tz = channel_tz(app, &post.channel);
         let (_, day_end) = day_bounds(now, tz);
         if post.scheduled_at >= day_end {
             continue;
         }
-        let paused = global_pause
-            || pauses
-                .iter()
-                .any(|p| p.scope == post.content.channel.as_str());
+        let paused = global_pause || pauses.iter().any(|p| p.scope == post.channel.as_str());
         let at = post
             .scheduled_at
             .max(post.not_before.unwrap_or(post.scheduled_at));
@@ -759,7 +807,7 @@ fn schedule(
         push(at, post, tz, state, class);
     }
     for post in &by_status[&PostStatus::Posting] {
-        let tz = channel_tz(app, &post.content.channel);
+        let tz = channel_tz(app, &post.channel);
         push(
             post.scheduled_at,
             post,
@@ -769,7 +817,7 @@ fn schedule(
         );
     }
     for post in &by_status[&PostStatus::Posted] {
-        let tz = channel_tz(app, &post.content.channel);
+        let tz = channel_tz(app, &post.channel);
         let (day_start, day_end) = day_bounds(now, tz);
         if let Some(at) = post.posted_at
             && at >= day_start
@@ -811,20 +859,47 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
     })
 }
 
-async fn review_page(dash: &Dashboard, op: &Operator) -> Result<ReviewPage, Error> {
+async fn review_page(
+    dash: &Dashboard,
+    op: &Operator,
+    query: &ReviewQuery,
+) -> Result<ReviewPage, Error> {
     let app = dash.app();
     let who = &op.principal;
     let now = app.now();
-    let filter = PostFilter {
-        status: Some(PostStatus::NeedsReview),
-        limit: Some(COUNT_LIMIT),
-        ..PostFilter::default()
-    };
-    let mut posts = app.list_posts(who, &filter).await?;
-    posts.reverse();
-    let mut items = Vec::with_capacity(posts.len());
-    for post in posts {
-        let detail = match app.get_post(who, post.id).await {
+    let after = query.after.trim().parse::<PostId>().ok();
+    // The inbox reads oldest first, and lists come newest first: collect the ids after
+    // `after` from summaries with an empty excerpt (no text is loaded), then load the
+    // whole post only for the REVIEW_PAGE oldest of them.
+    let total = review_count(app, op).await?;
+    let mut ids: Vec<PostId> = Vec::new();
+    let mut before: Option<PostId> = None;
+    loop {
+        let filter = PostFilter {
+            status: Some(PostStatus::NeedsReview),
+            before,
+            limit: Some(200),
+            ..PostFilter::default()
+        };
+        let chunk = app.list_summaries(who, &filter, 0).await?;
+        let Some(last) = chunk.last() else { break };
+        before = Some(last.id);
+        ids.extend(
+            chunk
+                .iter()
+                .map(|p| p.id)
+                .filter(|id| after.is_none_or(|after| *id > after)),
+        );
+        if chunk.len() < 200 {
+            break;
+        }
+    }
+    ids.sort();
+    let more = ids.len() > REVIEW_PAGE as usize;
+    ids.truncate(REVIEW_PAGE as usize);
+    let mut items = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let detail = match app.get_post(who, *id).await {
             Ok(detail) => detail,
             // Settled or discarded between the list and now: it is no longer in the inbox.
             Err(Error::NotFound(_)) => continue,
@@ -841,17 +916,26 @@ async fn review_page(dash: &Dashboard, op: &Operator) -> Result<ReviewPage, Erro
             reservations: reservation_rows(&detail, tz),
         });
     }
-    let layout = layout(dash, op, "review", "Needs review".to_owned(), items.len());
-    Ok(ReviewPage { layout, items })
+    let more_url = more
+        .then(|| ids.last())
+        .flatten()
+        .map(|last| format!("/review?after={last}"));
+    let layout = layout(dash, op, "review", "Needs review".to_owned(), total);
+    Ok(ReviewPage {
+        layout,
+        items,
+        total,
+        more_url,
+    })
 }
 
-async fn review_count(app: &App, op: &Operator) -> Result<usize, Error> {
-    let filter = PostFilter {
-        status: Some(PostStatus::NeedsReview),
-        limit: Some(COUNT_LIMIT),
-        ..PostFilter::default()
-    };
-    Ok(app.list_posts(&op.principal, &filter).await?.len())
+async fn review_count(app: &App, op: &Operator) -> Result<i64, Error> {
+    Ok(app
+        .status_counts(&op.principal)
+        .await?
+        .into_iter()
+        .find(|(s, _)| *s == PostStatus::NeedsReview)
+        .map_or(0, |(_, n)| n))
 }
 
 fn parse_status(value: &str) -> Option<PostStatus> {
@@ -902,15 +986,15 @@ fn window_row(quota: &QuotaStatus, now: DateTime<Utc>, tz: Tz) -> WindowRow {
     }
 }
 
-fn post_row(app: &App, post: &Post, now: DateTime<Utc>) -> PostRow {
-    let tz = channel_tz(app, &post.content.channel);
+fn post_row(app: &App, post: &PostSummary, now: DateTime<Utc>) -> PostRow {
+    let tz = channel_tz(app, &post.channel);
     PostRow {
         id: post.id.0,
         status: post.status.as_str(),
         status_label: status_label(post.status),
-        channel: post.content.channel.to_string(),
-        title: post.content.title.clone(),
-        excerpt: excerpt(&post.content.text, 120),
+        channel: post.channel.to_string(),
+        title: post.title.clone(),
+        excerpt: excerpt(&post.excerpt, EXCERPT_CHARS as usize),
         scheduled: local(post.scheduled_at, tz),
         posted: post.posted_at.map(|at| local(at, tz)),
         updated: relative(post.updated_at, now),

@@ -1,8 +1,8 @@
 //! Sessions, CSRF tokens, cookies and flash messages.
 //!
 //! A session lives only in this process's memory: a random 256-bit id in a cookie
-//! (`airlock_session`, `HttpOnly; SameSite=Strict; Path=/`, plus `Secure` when
-//! configured), mapped by its SHA-256 to the operator token it was opened with, an
+//! (`airlock_session`, `HttpOnly; SameSite=Strict; Path=/`; behind HTTPS it is
+//! `__Host-airlock_session` with `Secure`), mapped by its SHA-256 to the operator token it was opened with, an
 //! expiry and pending flash messages. The token is kept so that [`crate::auth`] can
 //! re-authenticate it on every request: revoking the token ends its sessions.
 //!
@@ -233,14 +233,30 @@ impl Dashboard {
         verify(self.mac("login", nonce), token)
     }
 
+    /// The name a cookie goes by: `name` itself, or, with secure cookies (the dashboard
+    /// is reached over HTTPS), `__Host-<name>`, which browsers accept only with `Secure`,
+    /// `Path=/` and no `Domain`, so no other site or subdomain can set or shadow it.
+    pub fn cookie_name(&self, name: &str) -> String {
+        if self.inner.settings.secure_cookies {
+            format!("__Host-{name}")
+        } else {
+            name.to_owned()
+        }
+    }
+
     /// A `Set-Cookie` value with the dashboard's flags: `HttpOnly; SameSite=Strict`,
-    /// the path, `Secure` when configured, and `Max-Age` when given (`0` deletes).
+    /// the path, and `Max-Age` when given (`0` deletes). With secure cookies, the name
+    /// takes the `__Host-` prefix ([`Dashboard::cookie_name`]), the path is `/` (the
+    /// prefix requires it) and `Secure` is added.
     pub fn cookie(&self, name: &str, value: &str, path: &str, max_age: Option<u64>) -> HeaderValue {
+        let secure = self.inner.settings.secure_cookies;
+        let path = if secure { "/" } else { path };
+        let name = self.cookie_name(name);
         let mut cookie = format!("{name}={value}; HttpOnly; SameSite=Strict; Path={path}");
         if let Some(age) = max_age {
             cookie.push_str(&format!("; Max-Age={age}"));
         }
-        if self.inner.settings.secure_cookies {
+        if secure {
             cookie.push_str("; Secure");
         }
         HeaderValue::from_str(&cookie).expect("cookie values are hex and fixed names")

@@ -12,14 +12,19 @@
 //!    revoked token stops working at once. Missing, unknown or revoked: 401 with
 //!    `WWW-Authenticate: Bearer`. The token's [`airlock_app::Principal`] goes into the
 //!    request's extensions, where each tool reads it.
+//! 4. **Size**: a message body is read up to [`airlock_core::limits::MAX_BODY_BYTES`];
+//!    a larger one is refused with 413 before rmcp sees it.
+//! 5. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
+//!    it; a request in that session with another token is refused with 403, so a session
+//!    id that leaks (a log, a proxy) gives no other token its stream or its place.
 //!
 //! rmcp's own `Host` and `Origin` checks are configured with the same lists, as a second
 //! line; this guard answers first, with airlock's JSON error shape
 //! `{"error": {"code", "message"}}`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use airlock_app::{App, Error};
 use axum::Router;
@@ -157,6 +162,7 @@ pub fn router(app: App, settings: HttpSettings) -> Router {
         app,
         origins: Arc::new(origins),
         hosts: Arc::new(hosts),
+        sessions: Arc::new(Mutex::new(Sessions::default())),
     };
     Router::new()
         .route_service(PATH, service)
@@ -182,6 +188,37 @@ struct Guard {
     app: App,
     origins: Arc<BTreeSet<String>>,
     hosts: Arc<BTreeSet<String>>,
+    sessions: Arc<Mutex<Sessions>>,
+}
+
+/// The header rmcp names sessions by.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// At most this many session bindings are kept; past it the oldest is forgotten (its
+/// session then answers no one: rmcp's sessions end long before this many open).
+const MAX_SESSIONS: usize = 10_000;
+
+/// Which token opened each session: the SHA-256 of its secret, and when (a counter).
+#[derive(Default)]
+struct Sessions {
+    owners: HashMap<String, (String, u64)>,
+    opened: u64,
+}
+
+impl Sessions {
+    fn bind(&mut self, session: String, token_sha256: String) {
+        self.opened += 1;
+        if self.owners.len() >= MAX_SESSIONS
+            && let Some(oldest) = self
+                .owners
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            self.owners.remove(&oldest);
+        }
+        self.owners.insert(session, (token_sha256, self.opened));
+    }
 }
 
 async fn check_request(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
@@ -209,14 +246,63 @@ async fn check_request(State(guard): State<Guard>, mut request: Request, next: N
             "this Host may not call /mcp: connect through loopback or the listen address, or add the name to the server's allowed hosts",
         );
     }
+    let token_sha256 = bearer(headers).map(|t| airlock_core::hash::sha256_hex(t.as_bytes()));
     let principal = match bearer(headers) {
         Some(token) => guard.app.authenticate(token).await,
         None => Err(Error::Unauthorized),
     };
     match principal {
         Ok(principal) => {
+            let token_sha256 = token_sha256.expect("an authenticated request has a token");
+            let session = headers
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let Some(session) = &session {
+                let owner = lock(&guard.sessions)
+                    .owners
+                    .get(session)
+                    .map(|(o, _)| o.clone());
+                // An unknown session is rmcp's to refuse (404); a known one only its token's.
+                if owner.is_some_and(|owner| owner != token_sha256) {
+                    tracing::warn!(actor = %principal.actor, "refused a request in an MCP session another token opened");
+                    return error_response(
+                        StatusCode::FORBIDDEN,
+                        "forbidden_session",
+                        "this MCP session was opened with another token: open a session of your own (initialize without Mcp-Session-Id)",
+                    );
+                }
+            }
+            let closing = request.method() == axum::http::Method::DELETE;
             request.extensions_mut().insert(principal);
-            next.run(request).await
+            // rmcp reads a message body whole, with no limit of its own: bound it here.
+            let (parts, body) = request.into_parts();
+            let Ok(bytes) = axum::body::to_bytes(body, airlock_core::limits::MAX_BODY_BYTES).await
+            else {
+                return error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    &format!(
+                        "an MCP message is at most {} bytes (1 MiB): a post's text is at most {} characters",
+                        airlock_core::limits::MAX_BODY_BYTES,
+                        airlock_core::limits::MAX_TEXT_CHARS
+                    ),
+                );
+            };
+            let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+            let response = next.run(request).await;
+            match (&session, response.headers().get(SESSION_HEADER)) {
+                (None, Some(opened)) => {
+                    if let Ok(opened) = opened.to_str() {
+                        lock(&guard.sessions).bind(opened.to_owned(), token_sha256);
+                    }
+                }
+                (Some(session), _) if closing && response.status().is_success() => {
+                    lock(&guard.sessions).owners.remove(session);
+                }
+                _ => {}
+            }
+            response
         }
         Err(Error::Unauthorized) => {
             let mut response = error_response(
@@ -238,6 +324,13 @@ async fn check_request(State(guard): State<Guard>, mut request: Request, next: N
             )
         }
     }
+}
+
+fn lock(sessions: &Mutex<Sessions>) -> std::sync::MutexGuard<'_, Sessions> {
+    // Plain data: a panic elsewhere while holding the lock leaves it usable.
+    sessions
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The secret of an `Authorization: Bearer <token>` header (the scheme is

@@ -14,11 +14,12 @@
 //! so an agent reads why and what to do; it is never a protocol error.
 //!
 //! What this crate deliberately does not do: read configuration or the environment
-//! (the CLI passes the [`airlock_app::Principal`] for stdio and [`HttpSettings`] for
-//! HTTP), or bind sockets for `serve` (it returns a router to merge).
+//! (the CLI passes the token for stdio and [`HttpSettings`] for HTTP), or bind sockets
+//! for `serve` (it returns a router to merge).
 
-use airlock_app::{App, Principal};
+use airlock_app::App;
 use rmcp::ServiceExt;
+use secrecy::SecretString;
 
 pub mod http;
 pub mod tools;
@@ -40,11 +41,13 @@ pub enum ServeError {
     Task(#[source] tokio::task::JoinError),
 }
 
-/// Serves the tools over stdin/stdout as `principal` until the client disconnects.
+/// Serves the tools over stdin/stdout as the holder of `token` until the client
+/// disconnects. The token is authenticated again on every tool call, so revoking it
+/// stops a running server at the next call.
 ///
 /// Nothing but MCP frames is written to stdout; callers must send logs to stderr.
-pub async fn serve_stdio(app: App, principal: Principal) -> Result<(), ServeError> {
-    let server = AirlockMcp::for_principal(app, principal);
+pub async fn serve_stdio(app: App, token: SecretString) -> Result<(), ServeError> {
+    let server = AirlockMcp::for_token(app, token);
     let running = server
         .serve(rmcp::transport::stdio())
         .await

@@ -8,10 +8,11 @@
 //! that do not match a tool's schema (unknown fields, wrong types) are tool errors too,
 //! naming the tool and what is wrong. No refusal is ever a protocol error.
 //!
-//! Who the caller is: over stdio the principal is fixed when the server starts (the
-//! token in `AIRLOCK_TOKEN`); over HTTP the [`crate::http`] guard authenticates every
-//! request and puts its [`Principal`] into the request's extensions, where the tool
-//! reads it. A tool that finds no principal refuses (fail closed).
+//! Who the caller is: over stdio the token in `AIRLOCK_TOKEN` is authenticated again on
+//! every tool call, so a token revoked while `airlock mcp` runs stops working at its
+//! next call; over HTTP the [`crate::http`] guard authenticates every request and puts
+//! its [`Principal`] into the request's extensions, where the tool reads it. A tool that
+//! finds no principal refuses (fail closed).
 
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
 use airlock_app::{App, Error, Principal};
@@ -27,6 +28,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -58,8 +60,11 @@ pub struct AirlockMcp {
 /// Where a tool call's principal comes from.
 #[derive(Clone)]
 enum Caller {
-    /// Authenticated once for the whole connection (stdio).
+    /// A principal given by the embedding program, trusted as is (in-process use).
     Fixed(Principal),
+    /// A token authenticated again on every call (stdio), so revoking it takes effect
+    /// at once.
+    Token(SecretString),
     /// Authenticated on every HTTP request by the guard in [`crate::http`].
     PerRequest,
 }
@@ -68,6 +73,7 @@ impl std::fmt::Debug for AirlockMcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let caller = match &self.caller {
             Caller::Fixed(principal) => principal.actor.to_string(),
+            Caller::Token(_) => "a token, checked on every call".to_owned(),
             Caller::PerRequest => "per request".to_owned(),
         };
         f.debug_struct("AirlockMcp")
@@ -86,11 +92,24 @@ impl AirlockMcp {
         answer(result)
     }
 
-    /// A server whose every tool call acts as `principal` (stdio: one token per process).
+    /// A server whose every tool call acts as `principal`, trusted as given: for a
+    /// program that embeds airlock and authenticated its caller itself. `airlock mcp`
+    /// uses [`AirlockMcp::for_token`].
     pub fn for_principal(app: App, principal: Principal) -> Self {
         AirlockMcp {
             app,
             caller: Caller::Fixed(principal),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// A server whose every tool call authenticates `token` again before it runs (stdio:
+    /// one token per process): a revoked or unknown token makes every later call a tool
+    /// error saying so.
+    pub fn for_token(app: App, token: SecretString) -> Self {
+        AirlockMcp {
+            app,
+            caller: Caller::Token(token),
             tool_router: Self::tool_router(),
         }
     }
@@ -105,9 +124,10 @@ impl AirlockMcp {
         }
     }
 
-    fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, Error> {
+    async fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal, Error> {
         match &self.caller {
             Caller::Fixed(principal) => Ok(principal.clone()),
+            Caller::Token(token) => self.app.authenticate(token.expose_secret()).await,
             Caller::PerRequest => context
                 .extensions
                 .get::<axum::http::request::Parts>()
@@ -280,7 +300,7 @@ to make retries safe: the same key returns the same post. Returns the post JSON 
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             let input = DraftInput {
                 channel: args.channel,
                 text: args.text,
@@ -325,7 +345,7 @@ approval again. Posts being published or already published cannot be edited. Ret
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             let edit = EditInput {
                 text: args.text,
                 title: args.title,
@@ -360,7 +380,7 @@ channel. Read-only; any role. Returns a JSON array of posts.",
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             let channel = args
                 .channel
                 .as_deref()
@@ -397,7 +417,7 @@ reservations. Read-only; any role. Returns the post JSON plus events, intents an
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.get_post(&who, PostId(args.id)).await
         }
         .await;
@@ -425,7 +445,7 @@ the approval. Needs the critic role, and a token never approves a post it create
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.approve(&who, PostId(args.id)).await
         }
         .await;
@@ -452,7 +472,7 @@ Needs the critic role. Returns the post JSON.",
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.reject(&who, PostId(args.id), &args.reason).await
         }
         .await;
@@ -482,7 +502,7 @@ now needs a person's review (do not retry).",
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.publish_now(&who, PostId(args.id)).await
         }
         .await;
@@ -508,7 +528,7 @@ daily limit (used, limit, remaining), with when the next slot frees. Read-only; 
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.quota_status(&who).await
         }
         .await;
@@ -534,7 +554,7 @@ is paused and why, and today's use against the daily limit. Read-only; any role.
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
-            let who = self.principal(&context)?;
+            let who = self.principal(&context).await?;
             self.app.channel_statuses(&who).await
         }
         .await;

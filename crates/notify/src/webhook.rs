@@ -5,16 +5,20 @@
 //! - `X-Airlock-Event-Id: <outbox id>` and `Idempotency-Key: airlock-event-<outbox id>`,
 //!   both stable per outbox row, so a receiver can drop repeats;
 //! - `X-Airlock-Event: <event>`;
-//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` when a secret is set,
-//!   the same signature as webhook channels
-//!   ([`airlock_platforms::webhook::signature`]).
+//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` and
+//!   `X-Airlock-Signature-V2: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<body>">`
+//!   when a secret is set, the same signatures as webhook channels
+//!   ([`airlock_platforms::webhook::signature`],
+//!   [`airlock_platforms::webhook::timestamped_signature`]). Each attempt is signed at
+//!   its own time, so a receiver may refuse a `t` older than a few minutes: a captured
+//!   delivery cannot be replayed later, and a retry carries a fresh one.
 //!
 //! Any 2xx is delivered; everything else is a failure the deliverer retries.
 
 use secrecy::SecretString;
 
 use airlock_platforms::http::retry_after;
-use airlock_platforms::webhook::signature;
+use airlock_platforms::webhook::{SIGNATURE_V2_HEADER, signature, timestamped_signature};
 
 use crate::sink::{Outgoing, SendFailure};
 
@@ -40,7 +44,13 @@ impl Webhook {
             .header("idempotency-key", idempotency_key(id))
             .header("x-airlock-event", &out.notification.event);
         if let Some(secret) = &self.secret {
-            request = request.header("x-airlock-signature", signature(secret, body.as_bytes()));
+            let now = chrono::Utc::now().timestamp();
+            request = request
+                .header("x-airlock-signature", signature(secret, body.as_bytes()))
+                .header(
+                    SIGNATURE_V2_HEADER,
+                    timestamped_signature(secret, now, body.as_bytes()),
+                );
         }
         let answer = out.exchange("webhook", request.body(body)).await?;
         if answer.is_success() {

@@ -102,18 +102,51 @@ pub fn check_file(path: &Path) -> Result<(), CredentialError> {
 }
 
 /// Reads a secret from a credential file after [`check_file`]; surrounding whitespace is trimmed.
+///
+/// The file is opened with the platform's `O_NOFOLLOW` (a symlink swapped in after the
+/// check fails to open), and the opened file itself is checked again (regular, mode
+/// 0600 or stricter), so what is read is what was checked.
 pub fn read_secret(path: &Path) -> Result<SecretString, CredentialError> {
     check_file(path)?;
     let unreadable = |e: std::io::Error| CredentialError::Unreadable {
         path: path.to_path_buf(),
         reason: e.kind().to_string(),
     };
-    // O_NOFOLLOW closes the window between the check and the open for symlink swaps.
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags_nofollow()
-        .open(path)
-        .map_err(unreadable)?;
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                // ELOOP: the path became a symlink between the check and the open.
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    CredentialError::Symlink {
+                        path: path.to_path_buf(),
+                    }
+                } else {
+                    unreadable(e)
+                }
+            })?
+    };
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.file_type().is_file() {
+        return Err(CredentialError::NotRegular {
+            path: path.to_path_buf(),
+            kind: if meta.is_dir() {
+                "directory"
+            } else {
+                "special file"
+            },
+        });
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(CredentialError::TooOpen {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
     let mut text = String::new();
     file.read_to_string(&mut text).map_err(unreadable)?;
     let secret = text.trim();
@@ -123,19 +156,6 @@ pub fn read_secret(path: &Path) -> Result<SecretString, CredentialError> {
         });
     }
     Ok(SecretString::from(secret.to_owned()))
-}
-
-trait NoFollow {
-    fn custom_flags_nofollow(&mut self) -> &mut Self;
-}
-
-impl NoFollow for fs::OpenOptions {
-    fn custom_flags_nofollow(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_NOFOLLOW on Linux.
-        const O_NOFOLLOW: i32 = 0o400000;
-        self.custom_flags(O_NOFOLLOW)
-    }
 }
 
 /// A short fingerprint of a secret that is safe to show: the first 8 hex digits of its SHA-256.
@@ -216,6 +236,25 @@ mod tests {
             read_secret(&empty),
             Err(CredentialError::Empty { .. })
         ));
+    }
+
+    #[test]
+    fn the_open_uses_the_platforms_o_nofollow() {
+        // The platform's constant, not a number that is right on one architecture only
+        // (0o400000 is x86 Linux; aarch64 Linux and macOS differ).
+        let dir = tempfile::tempdir().unwrap();
+        let target = write(dir.path(), "real", 0o600);
+        let link = dir.path().join("link");
+        symlink(&target, &link).unwrap();
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&link);
+        assert_eq!(
+            opened.map(|_| ()).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ELOOP))
+        );
     }
 
     #[test]

@@ -20,17 +20,75 @@ use airlock_core::outcome::{Outcome, StatusClass, TransportFailure, classify_sta
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("base_url {url:?} {problem}")]
 pub struct BaseUrlError {
-    /// The URL.
+    /// The URL, without any user info or password it carried ([`without_secrets`]).
     pub url: String,
     /// What is wrong with it.
     pub problem: &'static str,
+}
+
+/// A URL as it may be shown: user name and password removed (`user:pw@` becomes
+/// `***@`), and the values of query parameters that carry secrets (`password`,
+/// `sslpassword`, `token`, `access_token`, `key`, `secret`) replaced by `***`. Text that
+/// does not parse as a URL is cut at its last `@` before the host, so an embedded
+/// credential never shows even in an error about a malformed URL.
+pub fn without_secrets(url: &str) -> String {
+    const SECRET_PARAMS: [&str; 6] = [
+        "password",
+        "sslpassword",
+        "token",
+        "access_token",
+        "key",
+        "secret",
+    ];
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.has_host() || !parsed.username().is_empty() => {
+            let had_userinfo = !parsed.username().is_empty() || parsed.password().is_some();
+            let _ = parsed.set_password(None);
+            let _ = parsed.set_username("");
+            let pairs: Vec<(String, String)> = parsed
+                .query_pairs()
+                .map(|(k, v)| {
+                    let secret = SECRET_PARAMS.contains(&k.to_ascii_lowercase().as_str());
+                    (
+                        k.into_owned(),
+                        if secret {
+                            "***".to_owned()
+                        } else {
+                            v.into_owned()
+                        },
+                    )
+                })
+                .collect();
+            if !pairs.is_empty() {
+                parsed.query_pairs_mut().clear().extend_pairs(pairs);
+            }
+            let mut shown = parsed.to_string();
+            if had_userinfo && let Some(rest) = shown.find("://").map(|i| i + 3) {
+                shown.insert_str(rest, "***@");
+            }
+            shown
+        }
+        _ => {
+            // Not a URL we can take apart: drop everything between the scheme and the
+            // last '@' of the authority.
+            let start = url.find("://").map(|i| i + 3).unwrap_or(0);
+            let authority_end = url[start..]
+                .find(['/', '?', '#'])
+                .map(|i| start + i)
+                .unwrap_or(url.len());
+            match url[start..authority_end].rfind('@') {
+                Some(at) => format!("{}***@{}", &url[..start], &url[start + at + 1..]),
+                None => url.to_owned(),
+            }
+        }
+    }
 }
 
 /// Checks a `base_url`: absolute, `https` unless the host is loopback, no credentials,
 /// query or fragment. Returns it without a trailing slash.
 pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
     let err = |problem| BaseUrlError {
-        url: url.to_owned(),
+        url: without_secrets(url),
         problem,
     };
     let parsed = reqwest::Url::parse(url).map_err(|_| err("is not an absolute URL"))?;
@@ -232,18 +290,82 @@ pub fn truncate(text: &str, max: usize) -> String {
     out
 }
 
-/// Removes known secrets from text that will be stored, logged or shown.
+/// Removes secrets from text that will be stored, logged, shown or sent (an error
+/// summary, an event note, a notification), in two ways:
+///
+/// 1. **Known secrets in every form they travel in.** Each registered secret is
+///    replaced as written, without its spaces (WordPress application passwords are
+///    shown with spaces and accepted without), percent-encoded, JSON-escaped and in
+///    base64; [`Redactor::basic`] also registers `base64(user:password)`, the
+///    `Authorization: Basic` credential a site may echo back.
+/// 2. **Credentials by pattern**, known or not: the value after `Authorization:` (or
+///    `"authorization": "..."`), and the token after `Bearer ` or `Basic `.
+///
+/// Every replacement reads `[redacted]`. Secrets shorter than 4 characters are not
+/// registered (they would redact ordinary words).
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     secrets: Vec<SecretString>,
 }
 
 impl Redactor {
-    /// A redactor for these secrets.
+    /// A redactor for these secrets and their derived forms.
     pub fn new(secrets: impl IntoIterator<Item = SecretString>) -> Self {
-        Redactor {
-            secrets: secrets.into_iter().collect(),
+        let mut redactor = Redactor::default();
+        for secret in secrets {
+            redactor.add(secret.expose_secret());
         }
+        redactor
+    }
+
+    /// A redactor for an HTTP Basic credential: the password in every form, and
+    /// `base64(user:password)` (with and without the password's spaces).
+    pub fn basic(user: &str, password: &SecretString) -> Self {
+        let mut redactor = Redactor::new([password.clone()]);
+        let password = password.expose_secret();
+        let compact: String = password.chars().filter(|c| !c.is_whitespace()).collect();
+        for pass in [password, compact.as_str()] {
+            redactor.push(base64_forms(&format!("{user}:{pass}")));
+        }
+        redactor
+    }
+
+    /// Registers one more secret with its derived forms.
+    pub fn add(&mut self, secret: &str) {
+        let secret = secret.trim();
+        if secret.chars().count() < 4 {
+            return;
+        }
+        let compact: String = secret.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut forms = vec![secret.to_owned(), compact.clone()];
+        for form in [secret, compact.as_str()] {
+            forms.push(url::form_urlencoded::byte_serialize(form.as_bytes()).collect());
+            forms.push(
+                url::form_urlencoded::byte_serialize(form.as_bytes())
+                    .collect::<String>()
+                    .replace('+', "%20"),
+            );
+            let json = serde_json::to_string(form).expect("a string serializes");
+            forms.push(json[1..json.len() - 1].to_owned());
+            forms.extend(base64_forms(form));
+        }
+        self.push(forms);
+    }
+
+    fn push(&mut self, forms: impl IntoIterator<Item = String>) {
+        for form in forms {
+            if form.len() >= 4
+                && !self
+                    .secrets
+                    .iter()
+                    .any(|known| known.expose_secret() == form)
+            {
+                self.secrets.push(SecretString::from(form));
+            }
+        }
+        // Longest first: a form that contains another is replaced whole.
+        self.secrets
+            .sort_by_key(|s| std::cmp::Reverse(s.expose_secret().len()));
     }
 
     /// `text` with every secret replaced by `[redacted]`, shortened to a summary.
@@ -258,16 +380,111 @@ impl Redactor {
         truncate(&self.redact(text), max)
     }
 
-    fn redact(&self, text: &str) -> String {
+    /// `text` with every known secret form and every credential pattern replaced.
+    pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in &self.secrets {
-            let secret = secret.expose_secret();
-            if secret.len() >= 4 {
-                out = out.replace(secret, "[redacted]");
-            }
+            out = out.replace(secret.expose_secret(), "[redacted]");
         }
-        out
+        scrub_credentials(&out)
     }
+}
+
+/// Standard and URL-safe base64, padded and not, of `text`.
+fn base64_forms(text: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .map(|engine| engine.encode(text.as_bytes()))
+        .collect()
+}
+
+/// Replaces credentials found by pattern, whoever they belong to: the value of an
+/// `Authorization` header or field, and the token after `Bearer` or `Basic`.
+pub fn scrub_credentials(text: &str) -> String {
+    let scrubbed = scrub_after_keyword(text, "authorization", true);
+    let scrubbed = scrub_after_keyword(&scrubbed, "bearer", false);
+    scrub_after_keyword(&scrubbed, "basic", false)
+}
+
+/// Replaces what follows each case-insensitive `keyword`: for a header name
+/// (`authorization`), the value after a `:` or `=` (quotes allowed) up to the end of the
+/// line or the closing quote; for a scheme (`bearer`, `basic`), the token after the
+/// spaces, when it looks like a credential (at least 8 token characters).
+fn scrub_after_keyword(text: &str, keyword: &str, header: bool) -> String {
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(keyword) {
+        let start = from + found;
+        let mut at = start + keyword.len();
+        from = at;
+        // A keyword inside a longer word (`basically`, `unauthorization`) is not one.
+        let before_ok = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+        if !before_ok || bytes.get(at).is_some_and(|b| b.is_ascii_alphanumeric()) {
+            continue;
+        }
+        let value_start;
+        let value_end;
+        if header {
+            // `Authorization: x`, `authorization=x`, `"authorization": "x"`.
+            while at < bytes.len() && matches!(bytes[at], b'"' | b'\'' | b' ' | b'\t') {
+                at += 1;
+            }
+            if at >= bytes.len() || !matches!(bytes[at], b':' | b'=') {
+                continue;
+            }
+            at += 1;
+            while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
+                at += 1;
+            }
+            let quote = bytes.get(at).copied().filter(|b| matches!(b, b'"' | b'\''));
+            if quote.is_some() {
+                at += 1;
+            }
+            value_start = at;
+            let mut end = at;
+            while end < bytes.len() {
+                let b = bytes[end];
+                if b == b'\n' || b == b'\r' || Some(b) == quote || (quote.is_none() && b == b',') {
+                    break;
+                }
+                end += 1;
+            }
+            value_end = end;
+        } else {
+            let spaces = at;
+            while at < bytes.len() && matches!(bytes[at], b' ' | b'\t') {
+                at += 1;
+            }
+            if at == spaces {
+                continue;
+            }
+            value_start = at;
+            let mut end = at;
+            while end < bytes.len()
+                && (bytes[end].is_ascii_alphanumeric()
+                    || matches!(bytes[end], b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'='))
+            {
+                end += 1;
+            }
+            if end - value_start < 8 {
+                continue;
+            }
+            value_end = end;
+        }
+        if value_end > value_start && &text[value_start..value_end] != "[redacted]" {
+            out.push_str(&text[copied..value_start]);
+            out.push_str("[redacted]");
+            copied = value_end;
+            from = value_end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -293,6 +510,32 @@ mod tests {
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_secrets() {
+        assert_eq!(
+            without_secrets("postgres://airlock:s3cret-pw@db.example:5432/airlock"),
+            "postgres://***@db.example:5432/airlock"
+        );
+        assert_eq!(
+            without_secrets("postgres://db.example/airlock?sslmode=require&password=s3cret-pw"),
+            "postgres://db.example/airlock?sslmode=require&password=***"
+        );
+        assert_eq!(
+            without_secrets("postgres://airlock@db.example/airlock"),
+            "postgres://***@db.example/airlock"
+        );
+        assert_eq!(
+            without_secrets("sqlite:///srv/airlock.db"),
+            "sqlite:///srv/airlock.db"
+        );
+        // Not parseable (bad port), still cut.
+        let shown = without_secrets("postgres://u:s3cret-pw@db.example:99999/x");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        let err = check_base_url("https://user:s3cret-pw@x.example").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert!(err.to_string().contains("credentials"), "{err}");
     }
 
     #[test]
@@ -344,6 +587,62 @@ mod tests {
     }
 
     #[test]
+    fn every_derived_form_of_a_basic_credential_is_redacted() {
+        use base64::Engine;
+        let password = SecretString::from("abcd EFGH ijkl MNOP".to_owned());
+        let redactor = Redactor::basic("editor", &password);
+        let basic = base64::engine::general_purpose::STANDARD.encode("editor:abcd EFGH ijkl MNOP");
+        let compact_basic =
+            base64::engine::general_purpose::STANDARD.encode("editor:abcdEFGHijklMNOP");
+        let echoes = [
+            "abcd EFGH ijkl MNOP".to_owned(),
+            "abcdEFGHijklMNOP".to_owned(),
+            "abcd%20EFGH%20ijkl%20MNOP".to_owned(),
+            "abcd+EFGH+ijkl+MNOP".to_owned(),
+            basic.clone(),
+            compact_basic.clone(),
+            format!("{{\"headers\": {{\"Authorization\": \"Basic {basic}\"}}}}"),
+        ];
+        for echo in echoes {
+            let shown = redactor.summary(&format!("rest_forbidden: you sent {echo} here"));
+            for needle in ["abcd", "EFGH", "MNOP", &basic[..12], &compact_basic[..12]] {
+                assert!(!shown.contains(needle), "{needle} survived in {shown}");
+            }
+            assert!(shown.contains("[redacted]"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn credentials_are_scrubbed_by_pattern_even_when_unknown() {
+        let redactor = Redactor::default();
+        for (text, leaked) in [
+            (
+                "Authorization: Basic dXNlcjpwYXNz\nX-Other: 1",
+                "dXNlcjpwYXNz",
+            ),
+            ("authorization=Bearer something-secret", "something-secret"),
+            (r#"{"authorization":"Bearer tok.abc.def"}"#, "tok.abc.def"),
+            (
+                "got bearer   eyJhbGciOiJIUzI1NiJ9.x.y back",
+                "eyJhbGciOiJIUzI1NiJ9",
+            ),
+            ("basic Zm9vOmJhcmJhemJheg== rejected", "Zm9vOmJhcmJhemJheg"),
+        ] {
+            let shown = redactor.summary(text);
+            assert!(!shown.contains(leaked), "{leaked} survived in {shown}");
+        }
+        // Ordinary words stay.
+        assert_eq!(
+            redactor.summary("basically the basic plan; Bearer of news"),
+            "basically the basic plan; Bearer of news"
+        );
+        assert_eq!(
+            redactor.summary("X-Other: 1\nAuthorization: Bearer abcdefghij\nok"),
+            "X-Other: 1\nAuthorization: [redacted]\nok"
+        );
+    }
+
+    #[test]
     fn redactor_scrubs_secrets() {
         let redactor = Redactor::new([SecretString::from("tok-canary-123".to_owned())]);
         assert_eq!(
@@ -360,6 +659,8 @@ mod tests {
         // Cut inside the secret: "…Bearer tok-cana" would no longer match it.
         let excerpt = redactor.excerpt(echoed, 26);
         assert!(!excerpt.contains("tok-"), "{excerpt}");
-        assert_eq!(excerpt, "authorization: Bearer [red…");
+        assert_eq!(excerpt, "authorization: [redacted]");
+        let excerpt = redactor.excerpt("you sent tok-canary-123 twice", 14);
+        assert_eq!(excerpt, "you sent [reda…");
     }
 }

@@ -87,14 +87,30 @@ impl Sandbox {
             .collect())
     }
 
+    /// Appends a line, creating the log (mode 0600) and its directory (0700) if missing:
+    /// the log holds every post's text, readable only by the ledger's owner.
     fn append(&self, line: &str) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        if let Some(dir) = self.path.parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.exists()
+        {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
+        let existed = self.path.exists();
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.path)?;
+        if !existed {
+            // Whatever the umask: exactly owner read and write.
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         file.write_all(line.as_bytes())
     }
 }

@@ -1,9 +1,15 @@
 //! `webhook`: one JSON POST per publish (SPEC §7).
 //!
 //! Body `{"id", "channel", "text", "media", "link", "scheduled_at"}` (`id` is the post
-//! id), headers `Idempotency-Key` and, with a secret, `X-Airlock-Signature:
-//! sha256=<hex HMAC-SHA256 of the body>`. A 2xx is success; an optional JSON answer
-//! `{"id", "permalink"}` is kept. Every other answer is classified by the SPEC table.
+//! id), headers `Idempotency-Key` and, with a secret, two signatures:
+//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` (SPEC §7), and
+//! - `X-Airlock-Signature-V2: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<body>">`
+//!   ([`timestamped_signature`]): the time of sending is signed with the body, so a
+//!   receiver that checks this one and refuses a `t` older than a few minutes cannot be
+//!   fed a captured delivery again later (README, "Verifying webhook signatures").
+//!
+//! A 2xx is success; an optional JSON answer `{"id", "permalink"}` is kept. Every other
+//! answer is classified by the SPEC table.
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
@@ -55,6 +61,25 @@ pub fn signature(secret: &SecretString, body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// The header of [`timestamped_signature`].
+pub const SIGNATURE_V2_HEADER: &str = "x-airlock-signature-v2";
+
+/// `t=<timestamp>,sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`, the
+/// `X-Airlock-Signature-V2` of webhook channels and sinks. `timestamp` is the time of
+/// sending in Unix seconds; a receiver recomputes the HMAC over the same bytes and
+/// refuses a timestamp too far from its own clock.
+pub fn timestamped_signature(secret: &SecretString, timestamp: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose_secret().as_bytes())
+        .expect("HMAC takes keys of any length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    format!(
+        "t={timestamp},sha256={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
+}
+
 #[async_trait]
 impl Platform for Webhook {
     fn kind(&self) -> ChannelKind {
@@ -81,7 +106,13 @@ impl Platform for Webhook {
             .header("content-type", "application/json")
             .header("idempotency-key", &req.idempotency_key);
         if let Some(secret) = &self.secret {
-            request = request.header("x-airlock-signature", signature(secret, body.as_bytes()));
+            let now = chrono::Utc::now().timestamp();
+            request = request
+                .header("x-airlock-signature", signature(secret, body.as_bytes()))
+                .header(
+                    SIGNATURE_V2_HEADER,
+                    timestamped_signature(secret, now, body.as_bytes()),
+                );
         }
         let response = match request.body(body).send().await {
             Ok(response) => response,
@@ -140,6 +171,23 @@ mod tests {
         assert_eq!(
             signature(&secret, b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn the_timestamped_signature_covers_the_time_and_the_body() {
+        let secret = SecretString::from("Jefe".to_owned());
+        let signed = timestamped_signature(&secret, 1_767_225_600, b"{}");
+        let (t, mac) = signed.split_once(',').unwrap();
+        assert_eq!(t, "t=1767225600");
+        // The same bytes as `signature` over "<t>.<body>".
+        assert_eq!(mac, signature(&secret, b"1767225600.{}"));
+        // Another time or another body is another signature: an old capture cannot
+        // be passed off with a fresh timestamp.
+        assert_ne!(signed, timestamped_signature(&secret, 1_767_225_601, b"{}"));
+        assert_ne!(
+            signed,
+            timestamped_signature(&secret, 1_767_225_600, b"{ }")
         );
     }
 }

@@ -24,8 +24,9 @@
 //!    proves the publish happened; finding none proves nothing (the request may still be
 //!    on its way), so the post waits for a person.
 //!
-//! Authentication is HTTP Basic with an application password, in the header only. Raw HTML
-//! in the Markdown is shown as text, not passed through, and links with schemes other than
+//! Authentication is HTTP Basic with an application password, in the header only. The
+//! title is sent as HTML text (`&`, `<`, `>` escaped), raw HTML in the Markdown is shown
+//! as text, not passed through, and links with schemes other than
 //! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
 //! into the site. Categories, tags, excerpts and featured images are not set.
 
@@ -185,6 +186,16 @@ pub fn slug_for(title: &str, post_id: PostId) -> String {
     }
 }
 
+/// A title as HTML text: `&`, `<` and `>` escaped, so markup an agent wrote shows as
+/// text and never runs on the site. Quotes stay: a title is element text, and themes
+/// escape it themselves where it lands in an attribute.
+fn escape_title(title: &str) -> String {
+    title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -298,7 +309,7 @@ impl Wordpress {
         Ok(Wordpress {
             base_url,
             username: settings.username.trim().to_owned(),
-            redactor: Redactor::new([settings.app_password.clone()]),
+            redactor: Redactor::basic(settings.username.trim(), &settings.app_password),
             app_password: settings.app_password,
             client,
             timeout: settings.request_timeout,
@@ -560,7 +571,8 @@ impl Platform for Wordpress {
             };
         };
         let body = json!({
-            "title": title,
+            // WordPress stores and shows the title as HTML: send it as text.
+            "title": escape_title(title),
             "content": article_html(req),
             "status": "publish",
             "slug": slug,
@@ -712,5 +724,13 @@ mod tests {
         assert!(!html.contains("javascript:"), "{html}");
         assert!(html.contains("href=\"/relative\""), "{html}");
         assert!(html.contains("href=\"mailto:a@b.example\""), "{html}");
+    }
+
+    #[test]
+    fn titles_are_sent_as_html_text() {
+        assert_eq!(
+            escape_title("<b>Cats</b> & Dogs' day"),
+            "&lt;b&gt;Cats&lt;/b&gt; &amp; Dogs' day"
+        );
     }
 }

@@ -171,6 +171,11 @@ fn unavailable_at(options: &PgConnectOptions, e: sqlx::Error) -> StoreError {
 
 /// Maps a database error with nothing more specific to say.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    if sqlstate(&e).as_deref() == Some(TOO_LARGE)
+        && let sqlx::Error::Database(d) = &e
+    {
+        return StoreError::TooLarge(d.message().trim_start_matches("airlock: ").to_owned());
+    }
     match e {
         sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
             StoreError::Corrupt(e.to_string())
@@ -189,6 +194,9 @@ pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
 
 /// SQLSTATE of the lifecycle trigger's refusal (see the migration).
 pub(crate) const ILLEGAL_TRANSITION: &str = "AL001";
+
+/// SQLSTATE of the size-limit triggers' refusal (see `0003_authorship_and_limits.sql`).
+pub(crate) const TOO_LARGE: &str = "AL005";
 
 /// Whether a database error is a unique violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -266,6 +274,14 @@ impl Store for PgStore {
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
         posts::list(&self.pool, filter).await
+    }
+
+    async fn list_summaries(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::PostSummary>> {
+        posts::list_summaries(&self.pool, filter, excerpt_chars).await
     }
 
     async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {

@@ -10,13 +10,15 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
 use airlock_core::status::is_legal;
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError,
 };
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
+};
 use crate::{
     ILLEGAL_TRANSITION, admin, begin, db, durable_commit, is_unique_violation, lock, sqlstate,
     status_of, xact_lock, xact_lock_text,
@@ -213,6 +215,41 @@ pub(crate) async fn detail(pool: &PgPool, id: PostId) -> Result<PostDetail> {
 pub(crate) async fn list(pool: &PgPool, filter: &PostFilter) -> Result<Vec<Post>> {
     let mut query =
         QueryBuilder::<Postgres>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE TRUE"));
+    push_filter(&mut query, filter);
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::post)
+        .collect()
+}
+
+pub(crate) async fn list_summaries(
+    pool: &PgPool,
+    filter: &PostFilter,
+    excerpt_chars: u32,
+) -> Result<Vec<PostSummary>> {
+    // left() counts characters: only the excerpt leaves the database.
+    let mut query = QueryBuilder::<Postgres>::new("SELECT left(text, ");
+    query.push_bind(i32::try_from(excerpt_chars).unwrap_or(i32::MAX - 1) + 1);
+    query.push(format!(
+        ") AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE TRUE"
+    ));
+    push_filter(&mut query, filter);
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::summary)
+        .collect()
+}
+
+/// The `WHERE` conditions (after `WHERE TRUE`), order and limit of a post list.
+fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }
@@ -233,14 +270,6 @@ pub(crate) async fn list(pool: &PgPool, filter: &PostFilter) -> Result<Vec<Post>
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect()
 }
 
 pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {

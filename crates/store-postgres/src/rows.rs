@@ -6,8 +6,8 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 
 use airlock_core::{
-    ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, Reservation,
-    Source,
+    ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
+    Reservation, Source,
 };
 use airlock_store::{Result, StoreError, Unreadable};
 
@@ -15,8 +15,9 @@ use crate::{db, status_of};
 
 /// The columns [`post`] reads, in a `SELECT` list.
 pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, source, \
-    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, generation, \
-    attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, permalink, posted_at, \
+    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
+    generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
+    permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -79,6 +80,7 @@ pub(crate) fn post(row: &PgRow) -> Result<Post> {
         approved_by: get(row, "approved_by")?,
         created_by: get(row, "created_by")?,
         edited_by: get(row, "edited_by")?,
+        authors: get(row, "authors")?,
         generation: get(row, "generation")?,
         attempts: get(row, "attempts")?,
         waits: get(row, "waits")?,
@@ -95,6 +97,27 @@ pub(crate) fn post(row: &PgRow) -> Result<Post> {
         created_at: get(row, "created_at")?,
         updated_at: get(row, "updated_at")?,
         version: get(row, "version")?,
+    })
+}
+
+/// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
+pub(crate) const SUMMARY_COLUMNS: &str =
+    "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test";
+
+pub(crate) fn summary(row: &PgRow) -> Result<PostSummary> {
+    let status: String = get(row, "status")?;
+    let channel_name: String = get(row, "channel")?;
+    Ok(PostSummary {
+        id: PostId(get(row, "id")?),
+        status: status_of(&status)?,
+        channel: channel(&channel_name)?,
+        title: get(row, "title")?,
+        excerpt: get(row, "excerpt")?,
+        scheduled_at: get(row, "scheduled_at")?,
+        not_before: get(row, "not_before")?,
+        posted_at: get(row, "posted_at")?,
+        updated_at: get(row, "updated_at")?,
+        test: get(row, "test")?,
     })
 }
 

@@ -46,7 +46,14 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `path` and applies pending migrations.
+    /// A new database file is created with mode 0600, whatever the umask; SQLite gives
+    /// its `-wal` and `-shm` files the database file's mode.
     pub async fn open(path: &Path) -> Result<Self> {
+        create_private(path).map_err(|e| {
+            StoreError::Unavailable(
+                format!("cannot create SQLite database {}: {e}", path.display()).into(),
+            )
+        })?;
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -100,13 +107,44 @@ impl SqliteStore {
     }
 }
 
+/// Creates an empty file at `path` with mode 0600 unless something exists there: the
+/// ledger holds every post and token hash, readable only by its owner.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        // The umask can only take bits away; set exactly 0600.
+        Ok(file) => file.set_permissions(std::fs::Permissions::from_mode(0o600)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 fn unavailable_at(path: &Path, e: sqlx::Error) -> StoreError {
     StoreError::Unavailable(format!("cannot open SQLite database {}: {e}", path.display()).into())
 }
 
 /// Maps a database error; trigger refusals become domain errors where the caller knows the post.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
+    if let Some(message) = too_large(&e) {
+        return StoreError::TooLarge(message);
+    }
     StoreError::Unavailable(Box::new(e))
+}
+
+/// The size-limit triggers' refusal (`airlock: value too large: ...`), as its message.
+fn too_large(e: &sqlx::Error) -> Option<String> {
+    match e {
+        sqlx::Error::Database(d) => d
+            .message()
+            .find("airlock: value too large: ")
+            .map(|at| d.message()[at + "airlock: ".len()..].to_owned()),
+        _ => None,
+    }
 }
 
 /// Whether a database error is one of the ledger triggers refusing a change.
@@ -144,6 +182,14 @@ impl Store for SqliteStore {
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
         posts::list(&self.pool, filter).await
+    }
+
+    async fn list_summaries(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::PostSummary>> {
+        posts::list_summaries(&self.pool, filter, excerpt_chars).await
     }
 
     async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {

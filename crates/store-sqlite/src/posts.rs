@@ -5,13 +5,15 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
 use airlock_core::status::is_legal;
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError,
 };
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
+};
 use crate::{SqliteStore, admin, db, is_trigger_refusal, status_of, ts};
 
 pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Created> {
@@ -173,6 +175,41 @@ pub(crate) async fn detail(pool: &SqlitePool, id: PostId) -> Result<PostDetail> 
 pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<Post>> {
     let mut query =
         QueryBuilder::<Sqlite>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
+    push_filter(&mut query, filter);
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::post)
+        .collect()
+}
+
+pub(crate) async fn list_summaries(
+    pool: &SqlitePool,
+    filter: &PostFilter,
+    excerpt_chars: u32,
+) -> Result<Vec<PostSummary>> {
+    // substr counts characters: only the excerpt leaves the database.
+    let mut query = QueryBuilder::<Sqlite>::new("SELECT substr(text, 1, ");
+    query.push_bind(i64::from(excerpt_chars) + 1);
+    query.push(format!(
+        ") AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"
+    ));
+    push_filter(&mut query, filter);
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::summary)
+        .collect()
+}
+
+/// The `WHERE` conditions (after `WHERE 1 = 1`), order and limit of a post list.
+fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }
@@ -193,14 +230,6 @@ pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<P
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect()
 }
 
 pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {

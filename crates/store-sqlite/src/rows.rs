@@ -5,8 +5,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use airlock_core::{
-    ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, Reservation,
-    Source,
+    ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
+    Reservation, Source,
 };
 use airlock_store::{Result, StoreError, Unreadable};
 
@@ -14,8 +14,9 @@ use crate::{db, parse_ts, status_of};
 
 /// The columns [`post`] reads, in a `SELECT` list.
 pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, source, \
-    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, generation, \
-    attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, permalink, posted_at, \
+    scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
+    generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
+    permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
@@ -83,6 +84,11 @@ pub(crate) fn post(row: &SqliteRow) -> Result<Post> {
         approved_by: row.try_get("approved_by").map_err(db)?,
         created_by: row.try_get("created_by").map_err(db)?,
         edited_by: row.try_get("edited_by").map_err(db)?,
+        authors: {
+            let authors: String = row.try_get("authors").map_err(db)?;
+            serde_json::from_str(&authors)
+                .map_err(|e| corrupt(format!("post {id} authors: {e}")))?
+        },
         generation: row.try_get("generation").map_err(db)?,
         attempts: row.try_get("attempts").map_err(db)?,
         waits: row.try_get("waits").map_err(db)?,
@@ -99,6 +105,27 @@ pub(crate) fn post(row: &SqliteRow) -> Result<Post> {
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         version: row.try_get("version").map_err(db)?,
+    })
+}
+
+/// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
+pub(crate) const SUMMARY_COLUMNS: &str =
+    "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test";
+
+pub(crate) fn summary(row: &SqliteRow) -> Result<PostSummary> {
+    let status: String = row.try_get("status").map_err(db)?;
+    let channel_name: String = row.try_get("channel").map_err(db)?;
+    Ok(PostSummary {
+        id: PostId(row.try_get("id").map_err(db)?),
+        status: status_of(&status)?,
+        channel: channel(&channel_name)?,
+        title: row.try_get("title").map_err(db)?,
+        excerpt: row.try_get("excerpt").map_err(db)?,
+        scheduled_at: time(row, "scheduled_at")?,
+        not_before: opt_time(row, "not_before")?,
+        posted_at: opt_time(row, "posted_at")?,
+        updated_at: time(row, "updated_at")?,
+        test: row.try_get::<i64, _>("test").map_err(db)? != 0,
     })
 }
 

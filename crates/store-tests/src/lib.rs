@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`] (the cases).
+//! [`metered`] (a delegating store that counts the post text it returns),
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -30,8 +31,10 @@ pub mod admin;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
+pub mod metered;
 pub mod posts;
 pub mod quota;
+pub mod security;
 
 /// Opens more handles on one test database, for cases that race several processes.
 #[async_trait]
@@ -129,6 +132,10 @@ macro_rules! __with_cases {
             store admin::status_counts_count_posts_per_status,
             store admin::a_healthy_ledger_breaks_no_invariant,
             store admin::wait_for_due_returns_by_its_timeout,
+            store security::content_changes_record_their_authors_until_the_next_approval,
+            store security::a_schedule_change_records_no_author,
+            store security::summaries_carry_an_excerpt_cut_by_the_store,
+            store security::values_over_the_limits_are_refused_and_nothing_is_written,
         }
     };
 }
@@ -184,6 +191,7 @@ mod tests {
             ("claims", include_str!("claims.rs")),
             ("quota", include_str!("quota.rs")),
             ("admin", include_str!("admin.rs")),
+            ("security", include_str!("security.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

@@ -20,7 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
     ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
-    PostStatus, RoleSet,
+    PostStatus, PostSummary, RoleSet,
 };
 
 mod quota_rows;
@@ -70,6 +70,9 @@ pub enum StoreError {
     /// Quota state that cannot be read as expected. Publishing must stop.
     #[error("quota state is corrupt: {0}")]
     CorruptQuota(String),
+    /// A value larger than the store accepts (`airlock_core::limits`); nothing was written.
+    #[error("{0}")]
+    TooLarge(String),
     /// A row that cannot be read as expected.
     #[error("ledger row cannot be read: {0}")]
     Corrupt(String),
@@ -574,6 +577,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Posts, newest first.
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>>;
+
+    /// Posts as lists show them, newest first, with the text cut by the database to its
+    /// first `excerpt_chars + 1` characters ([`PostSummary::excerpt`]): however large the
+    /// posts, a page costs what it shows.
+    async fn list_summaries(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<PostSummary>>;
 
     /// Applies a guarded change. A stale [`Guard::Generation`] changes nothing, records a
     /// `stale_outcome` event and returns [`StoreError::Fenced`]; a stale

@@ -56,7 +56,8 @@ pub struct ListQuery {
     pub channel: Option<String>,
     /// Only posts with ids below this (paging backwards).
     pub before: Option<i64>,
-    /// At most this many (default 100, at most 1000).
+    /// At most this many (default and most 100: a post's text may be 100 000
+    /// characters, so a page of posts is bounded; page on with `before`).
     pub limit: Option<u32>,
 }
 
@@ -164,7 +165,7 @@ pub async fn list_posts(
         channel,
         before: query.before.map(PostId),
         slot: None,
-        limit: Some(query.limit.unwrap_or(100).clamp(1, 1000)),
+        limit: Some(query.limit.unwrap_or(100).clamp(1, 100)),
         platform_post_id: None,
     };
     Ok(Json(app.list_posts(&who, &filter).await.recorded(&app)?))

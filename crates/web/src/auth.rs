@@ -17,7 +17,12 @@ pub struct Caller(pub Principal);
 
 /// The bearer secret of a request, if it carries one.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    bearer_header(&parts.headers)
+}
+
+/// The secret of an `Authorization: Bearer <token>` header, if there is one.
+pub fn bearer_header(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, secret) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

@@ -60,6 +60,13 @@ impl From<Error> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return ApiError(Error::Invalid(format!(
+                "the request body is larger than {} bytes (1 MiB), airlock's limit for a request: a post's text is at most {} characters",
+                airlock_core::limits::MAX_BODY_BYTES,
+                airlock_core::limits::MAX_TEXT_CHARS
+            )));
+        }
         ApiError(Error::Invalid(format!(
             "invalid JSON body: {}",
             rejection.body_text()
@@ -93,6 +100,18 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// A JSON error answer with a code that is not an app error's (`forbidden_host`,
+/// `too_large`, `not_found` for an unknown route).
+pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        },
+    };
+    (status, Json(body)).into_response()
 }
 
 /// Counts refusals on the way out, for `airlock_refusals_total`.

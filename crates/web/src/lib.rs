@@ -4,12 +4,20 @@
 //! Only this crate knows HTTP. Handlers are thin: authenticate the bearer token
 //! ([`auth::Caller`]), call one `App` operation (which checks roles, pauses, policy and
 //! quota), and map its error once ([`error::ApiError`]). The dashboard and the MCP
-//! endpoint are separate routers merged beside this one by `airlock serve`.
+//! endpoint are separate routers merged beside this one by `airlock serve`, which wraps
+//! them all in the one `Host`/`Origin` policy of [`policy`].
+//!
+//! Every response of this router carries `Cache-Control: no-store` and
+//! `X-Content-Type-Options: nosniff`; request bodies are read up to
+//! [`airlock_core::limits::MAX_BODY_BYTES`]; and every error, including a malformed query
+//! string, an unknown route or a body over the limit, has the JSON shape
+//! `{"error": {"code", "message"}}`.
 
 use std::fmt::Write;
 
-use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -21,15 +29,101 @@ use airlock_app::App;
 pub mod api;
 pub mod auth;
 pub mod error;
+pub mod policy;
 
 /// The API, health, metrics and OpenAPI routes, with the app as state.
 pub fn router(app: App) -> Router {
     Router::new()
-        .nest("/api/v1", api::routes())
+        .nest(
+            "/api/v1",
+            api::routes().fallback(|| async {
+                error::error_response(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    "no such API route: see /api/openapi.json",
+                )
+            }),
+        )
         .route("/api/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .layer(axum::middleware::from_fn(json_errors))
+        .layer(DefaultBodyLimit::max(airlock_core::limits::MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(api_headers))
         .with_state(app)
+}
+
+/// `router` behind the server-wide `Host`/`Origin` policy: what `airlock serve` does to
+/// the whole merged router (dashboard, API, MCP).
+pub fn guarded(router: Router, policy: policy::HostPolicy) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        policy,
+        policy::enforce,
+    ))
+}
+
+/// Adds `Cache-Control: no-store` (answers show the ledger, which changes and may be
+/// private) unless a response set its own.
+pub fn no_store(headers: &mut HeaderMap) {
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+}
+
+async fn api_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    no_store(headers);
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// Rewrites the plain-text error answers axum's extractors and router give (a query
+/// string that does not parse, a body over the limit, a method a route does not take)
+/// into the JSON error shape, keeping their status and text.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = axum::body::to_bytes(response.into_body(), 16 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let (code, message) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "too_large",
+            format!(
+                "the request body is larger than {} bytes (1 MiB), airlock's limit: a post's text is at most {} characters",
+                airlock_core::limits::MAX_BODY_BYTES,
+                airlock_core::limits::MAX_TEXT_CHARS
+            ),
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "this route does not take this method: see /api/openapi.json".to_owned(),
+        ),
+        StatusCode::NOT_FOUND => ("not_found", "not found".to_owned()),
+        s if s.is_client_error() => (
+            "invalid",
+            if text.is_empty() {
+                "the request could not be understood".to_owned()
+            } else {
+                text
+            },
+        ),
+        _ => ("unavailable", "the server could not answer".to_owned()),
+    };
+    error::error_response(status, code, &message)
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled.
@@ -79,18 +173,35 @@ async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
 }
 
-async fn healthz(State(app): State<App>) -> Response {
-    match app.store().pauses().await {
-        Ok(pauses) => Json(serde_json::json!({
+/// `GET /healthz`: `{"status": "ok"}` or 503 `{"status": "unavailable"}`. Only a request
+/// with a valid token (any role) also learns which scopes are paused, or why the store
+/// is unavailable: an anonymous caller learns nothing about the ledger.
+async fn healthz(State(app): State<App>, headers: HeaderMap) -> Response {
+    let health = app.store().pauses().await;
+    let authorized = match auth::bearer_header(&headers) {
+        Some(secret) => app.authenticate(secret).await.is_ok(),
+        None => false,
+    };
+    match (health, authorized) {
+        (Ok(pauses), true) => Json(serde_json::json!({
             "status": "ok",
             "paused": pauses.iter().map(|p| &p.scope).collect::<Vec<_>>(),
         }))
         .into_response(),
-        Err(e) => (
+        (Ok(_), false) => Json(serde_json::json!({"status": "ok"})).into_response(),
+        (Err(e), true) => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(serde_json::json!({"status": "unavailable", "error": e.to_string()})),
         )
             .into_response(),
+        (Err(e), false) => {
+            tracing::warn!(error = %e, "health check: the store is unavailable");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(serde_json::json!({"status": "unavailable"})),
+            )
+                .into_response()
+        }
     }
 }
 

@@ -685,6 +685,193 @@ async fn metrics_and_openapi_and_health_are_served() {
     assert_eq!(health["status"], "ok");
 }
 
+/// The request a test sends, with its body bytes and headers, through `router`.
+async fn raw(
+    router: axum::Router,
+    request: Request<Body>,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let response = router.oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn a_one_megabyte_draft_is_refused_with_400_naming_the_limit_and_nothing_is_stored() {
+    let world = world(100).await;
+    let text = "x".repeat(1_000_000);
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": text})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "invalid");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("1000000") && message.contains("100000"),
+        "{message}"
+    );
+
+    // A body over the request limit never reaches the app, and says so in JSON.
+    let text = "x".repeat(2 * 1024 * 1024);
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": text})),
+        )
+        .await;
+    assert!(status.is_client_error(), "{status}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("1048576"), "{message}");
+
+    let (status, listed) = world.as_role("writer", "GET", "/api/v1/posts", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed, json!([]), "nothing was stored");
+}
+
+#[tokio::test]
+async fn every_error_has_the_json_shape_query_strings_unknown_routes_and_methods_too() {
+    let world = world(100).await;
+    for (method, uri, expected) in [
+        ("GET", "/api/v1/posts?limit=many", StatusCode::BAD_REQUEST),
+        ("GET", "/api/v1/posts?colour=blue", StatusCode::BAD_REQUEST),
+        ("GET", "/api/v1/events?after=x", StatusCode::BAD_REQUEST),
+        ("GET", "/api/v1/nothing-here", StatusCode::NOT_FOUND),
+        ("PUT", "/api/v1/posts", StatusCode::METHOD_NOT_ALLOWED),
+    ] {
+        let (status, body, headers) = world
+            .call(Some(&world.tokens["operator"]), method, uri, None)
+            .await;
+        assert_eq!(status, expected, "{method} {uri}: {body}");
+        assert!(
+            body["error"]["code"].is_string() && body["error"]["message"].is_string(),
+            "{method} {uri}: {body}"
+        );
+        assert_eq!(
+            headers[header::CONTENT_TYPE],
+            "application/json",
+            "{method} {uri}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn api_answers_are_neither_cached_nor_sniffed() {
+    let world = world(100).await;
+    for (token, uri) in [
+        (Some(world.tokens["writer"].as_str()), "/api/v1/posts"),
+        (None, "/api/v1/posts"),
+        (None, "/healthz"),
+        (None, "/metrics"),
+        (None, "/api/openapi.json"),
+    ] {
+        let (_, _, headers) = world.call(token, "GET", uri, None).await;
+        assert_eq!(headers[header::CACHE_CONTROL], "no-store", "{uri}");
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn health_says_only_ok_without_a_token() {
+    let world = world(100).await;
+    world
+        .app
+        .pause(&Principal::cli(), Some("drill"), "drill paused")
+        .await
+        .unwrap();
+    let (status, health, _) = world.call(None, "GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health, json!({"status": "ok"}));
+    let (status, health, _) = world
+        .call(Some(&world.tokens["writer"]), "GET", "/healthz", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(health["paused"], json!(["drill"]));
+}
+
+#[tokio::test]
+async fn times_outside_the_ledgers_years_are_400_not_503() {
+    let world = world(100).await;
+    for at in ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+09:00"] {
+        let (status, body) = world
+            .as_role(
+                "writer",
+                "POST",
+                "/api/v1/posts",
+                Some(json!({"channel": "cats", "text": "hi", "scheduled_at": at})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{at}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("1970 and 9999"),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_host_or_origin_gets_no_answer_from_any_route() {
+    use airlock_web::policy::{HostPolicy, PolicySettings};
+    let world = world(100).await;
+    let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
+    settings.public_url = Some(url::Url::parse("https://airlock.example").unwrap());
+    let router = || {
+        airlock_web::guarded(
+            airlock_web::router(world.app.clone()),
+            HostPolicy::new(&settings),
+        )
+    };
+    let token = world.tokens["operator"].clone();
+    for path in [
+        "/healthz",
+        "/metrics",
+        "/api/openapi.json",
+        "/api/v1/posts",
+        "/api/v1/quota",
+    ] {
+        for (host, origin, allowed) in [
+            ("127.0.0.1:8080", None, true),
+            ("localhost:8080", Some("http://localhost:8080"), true),
+            ("airlock.example", Some("https://airlock.example"), true),
+            ("evil.example", None, false),
+            ("evil.example:8080", None, false),
+            ("127.0.0.1:8080", Some("https://evil.example"), false),
+            ("127.0.0.1:8080", Some("null"), false),
+        ] {
+            let mut request = Request::get(path)
+                .header(header::HOST, host)
+                .header(header::AUTHORIZATION, format!("Bearer {token}"));
+            if let Some(origin) = origin {
+                request = request.header(header::ORIGIN, origin);
+            }
+            let (status, _, body) = raw(router(), request.body(Body::empty()).unwrap()).await;
+            if allowed {
+                assert_eq!(status, StatusCode::OK, "{path} {host} {origin:?}: {body}");
+            } else {
+                assert_eq!(status, StatusCode::FORBIDDEN, "{path} {host} {origin:?}");
+                let code = body["error"]["code"].as_str().unwrap();
+                assert!(code.starts_with("forbidden_"), "{body}");
+            }
+        }
+    }
+}
+
 /// A client that hangs up in the middle of `POST /posts/{id}/publish` (here: the request
 /// future is dropped, as axum does when the connection closes) changes nothing: the
 /// publish runs to its end, and the post is `posted`, not stranded in `posting`.

@@ -5,4 +5,5 @@ mod edge;
 mod guarded;
 mod outcomes;
 mod reaper;
+mod security;
 mod support;

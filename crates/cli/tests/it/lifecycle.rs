@@ -163,7 +163,7 @@ print(hashlib.sha256(canon.encode("utf-8")).hexdigest())
 #[test]
 fn policy_violations_are_refused_at_approval_with_exit_2() {
     let ws = Workspace::new(&sandbox_config(""));
-    let id = add(&ws, "This is guaranteed, and far too long for the limit").to_string();
+    let id = add(&ws, "This is guaranteed, the cats say").to_string();
     let run = ws.run(&["post", "approve", &id]);
     assert_refused(&run, "content policy");
     assert!(
@@ -173,6 +173,23 @@ fn policy_violations_are_refused_at_approval_with_exit_2() {
     );
     let post = ws.ok(&["post", "show", &id, "--json"]).json();
     assert_eq!(post["status"], "draft");
+}
+
+#[test]
+fn a_draft_longer_than_its_channel_allows_is_refused_when_added_naming_the_limit() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let run = ws.run(&[
+        "post",
+        "add",
+        "--channel",
+        "sandbox",
+        "--text",
+        "This is far too long for the forty character limit #cats",
+    ]);
+    assert_refused(&run, "allows at most 40");
+    assert!(run.stderr.contains("channel sandbox"), "{}", run.stderr);
+    let listed = ws.ok(&["post", "list", "--json"]).json();
+    assert_eq!(listed, serde_json::json!([]), "nothing written");
 }
 
 #[test]

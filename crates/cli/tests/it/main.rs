@@ -7,4 +7,5 @@ mod lifecycle;
 mod mcp;
 mod platforms;
 mod postgres;
+mod security;
 mod support;

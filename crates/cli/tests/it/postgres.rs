@@ -52,7 +52,7 @@ daily_limit = {second}
     )
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -143,7 +143,7 @@ fn published_lines(installations: &[&Workspace], channel: &str, ids: &[i64]) -> 
 }
 
 /// A running `airlock serve`, killed when dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
     address: String,
     log: PathBuf,
@@ -151,7 +151,7 @@ struct Serving {
 
 impl Serving {
     /// Starts `serve` for `ws` and waits until `/healthz` answers 200.
-    fn start(ws: &Workspace) -> Serving {
+    pub(crate) fn start(ws: &Workspace) -> Serving {
         let config = std::fs::read_to_string(ws.config()).unwrap();
         let address = config
             .lines()
@@ -201,7 +201,7 @@ impl Serving {
             && answer.starts_with("HTTP/1.1 200")
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }

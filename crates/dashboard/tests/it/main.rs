@@ -3,5 +3,6 @@
 
 mod actions;
 mod browser;
+mod memory;
 mod security;
 mod support;

@@ -70,7 +70,7 @@ async fn an_operator_token_signs_in_with_a_strict_http_only_session_cookie() {
 }
 
 #[tokio::test]
-async fn secure_cookies_add_the_secure_flag() {
+async fn secure_cookies_add_the_secure_flag_and_the_host_prefix() {
     let h = Harness::new().await;
     let settings = DashboardSettings {
         secure_cookies: true,
@@ -78,15 +78,25 @@ async fn secure_cookies_add_the_secure_flag() {
     };
     let mut browser = Browser::new(h.router_with(settings));
     let login = browser.get("/login").await;
-    assert!(login.set_cookies()[0].ends_with("; Secure"));
+    let nonce = &login.set_cookies()[0];
+    assert!(nonce.starts_with("__Host-airlock_login="), "{nonce}");
+    assert!(
+        nonce.contains("; Path=/;") && nonce.ends_with("; Secure"),
+        "{nonce}"
+    );
     let page = browser.login(&h.operator).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
     let session = page
         .set_cookies()
         .into_iter()
-        .find(|c| c.starts_with("airlock_session="))
+        .find(|c| c.starts_with("__Host-airlock_session="))
         .unwrap();
     assert!(session.contains("; HttpOnly; SameSite=Strict; Path=/"));
     assert!(session.ends_with("; Secure"), "{session}");
+    // The prefixed session works: the queue opens, and a form posts with it.
+    assert_eq!(browser.get("/").await.status, StatusCode::OK);
+    let logout = browser.submit("/", "/logout", &[]).await;
+    assert_eq!(logout.status, StatusCode::SEE_OTHER, "{}", logout.body);
 }
 
 #[tokio::test]

@@ -206,3 +206,70 @@ async fn a_foreign_origin_is_refused_with_403_and_the_servers_own_origin_passes(
         "another local port is another origin"
     );
 }
+
+/// A raw `tools/list` in a session, to see what the guard answers.
+async fn list_in_session(url: &str, bearer: &str, session: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .bearer_auth(bearer)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_the_token_that_opened_it() {
+    let h = Harness::new(3).await;
+    let server = start(&h).await;
+    let alice = h.token("alice", &[Role::Writer]).await;
+    let mallory = h.token("mallory", &[Role::Operator]).await;
+    let opened = initialize(&server.url, Some(&alice), None).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("the server opened a session")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(opened);
+
+    let stolen = list_in_session(&server.url, &mallory, &session).await;
+    assert_eq!(stolen.status(), 403);
+    let body: Value = stolen.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "forbidden_session", "{body}");
+
+    // Its own token may still use it (rmcp answers; the guard does not refuse).
+    let own = list_in_session(&server.url, &alice, &session).await;
+    assert_ne!(own.status(), 403);
+}
+
+#[tokio::test]
+async fn a_message_over_one_mebibyte_is_refused_before_the_tools_see_it() {
+    let h = Harness::new(3).await;
+    let server = start(&h).await;
+    let secret = h.token("big", &[Role::Writer]).await;
+    let huge = "x".repeat(2 * 1024 * 1024);
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&secret)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"padding": huge}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "too_large", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1048576"),
+        "{body}"
+    );
+}

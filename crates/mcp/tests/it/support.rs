@@ -87,19 +87,11 @@ impl Harness {
         issued.token.expose_secret().to_owned()
     }
 
-    /// The principal behind a token secret, as `airlock mcp` authenticates it.
-    pub async fn principal(&self, secret: &str) -> Principal {
-        self.app.authenticate(secret).await.unwrap()
-    }
-
-    /// An MCP client connected in-process to a server acting as the token's principal.
+    /// An MCP client connected in-process to a server acting as the token, which it
+    /// authenticates on every call, as `airlock mcp` does.
     pub async fn client_for(&self, name: &str, roles: &[Role]) -> Client {
         let secret = self.token(name, roles).await;
-        connect(AirlockMcp::for_principal(
-            self.app.clone(),
-            self.principal(&secret).await,
-        ))
-        .await
+        connect(AirlockMcp::for_token(self.app.clone(), secret.into())).await
     }
 
     /// A post drafted and approved by the local CLI (exempt from separation of duties).

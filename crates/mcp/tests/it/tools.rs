@@ -377,3 +377,31 @@ async fn reads_answer_with_the_json_of_the_http_api() {
     let quota = ok_json(&call(&writer, "quota_status", json!({})).await);
     assert_eq!(quota["channels"].as_array().unwrap().len(), 2);
 }
+
+/// stdio: the server authenticates its token on every call, so a token revoked while it
+/// runs refuses the very next call and drafts nothing.
+#[tokio::test]
+async fn a_token_revoked_while_the_server_runs_stops_at_the_next_call() {
+    let h = Harness::new(3).await;
+    let client = h.client_for("stdio-agent", &[Role::Writer]).await;
+    ok_json(&call(&client, "list_posts", json!({})).await);
+    h.app
+        .revoke_token(&Principal::cli(), "stdio-agent")
+        .await
+        .unwrap();
+    let refused = refusal(
+        &call(
+            &client,
+            "draft_post",
+            json!({"channel": "cats", "text": "after revocation"}),
+        )
+        .await,
+    );
+    assert!(refused.contains("revoked"), "{refused}");
+    let posts = h
+        .app
+        .list_posts(&Principal::cli(), &airlock_store::PostFilter::default())
+        .await
+        .unwrap();
+    assert!(posts.is_empty(), "nothing was drafted after revocation");
+}

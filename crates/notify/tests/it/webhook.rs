@@ -148,3 +148,64 @@ async fn webhook_without_a_secret_sends_the_payload_unsigned() {
         "threads-main"
     );
 }
+
+/// What the README tells a receiver to do with `X-Airlock-Signature-V2`: recompute the
+/// HMAC over `"<t>.<body>"`, compare, and refuse a `t` more than `tolerance` seconds
+/// away from its own clock.
+fn receiver_accepts(header: &str, body: &[u8], now: i64, tolerance: i64) -> bool {
+    let Some((t, mac)) = header.split_once(',') else {
+        return false;
+    };
+    let (Some(t), Some(mac)) = (t.strip_prefix("t="), mac.strip_prefix("sha256=")) else {
+        return false;
+    };
+    let Ok(t) = t.parse::<i64>() else {
+        return false;
+    };
+    let mut expected = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    expected.update(format!("{t}.").as_bytes());
+    expected.update(body);
+    let Ok(mac) = hex::decode(mac) else {
+        return false;
+    };
+    expected.verify_slice(&mac).is_ok() && (now - t).abs() <= tolerance
+}
+
+#[tokio::test]
+async fn a_captured_delivery_cannot_be_replayed_later_against_the_timestamped_signature() {
+    let h = Harness::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let post = h.post().await;
+    h.queue(&post, "audit", "published", "post 1 published")
+        .await;
+    let url = format!("{}/hooks/airlock", server.uri());
+    let deliverer = h.deliverer(vec![webhook_sink("audit", &url, Some(SECRET))]);
+    assert_eq!(deliverer.deliver_once().await.unwrap().delivered, 1);
+
+    let requests = server.received_requests().await.unwrap();
+    let request = &requests[0];
+    let signed = header_of(request, "x-airlock-signature-v2").expect("a timestamped signature");
+    let now = chrono::Utc::now().timestamp();
+    assert!(
+        receiver_accepts(signed, &request.body, now, 300),
+        "{signed}"
+    );
+    // The same capture ten minutes later is refused.
+    assert!(!receiver_accepts(signed, &request.body, now + 600, 300));
+    // A fresh timestamp pasted onto the old signature does not verify.
+    let mac = signed.split_once(',').unwrap().1;
+    let forged = format!("t={},{mac}", now + 600);
+    assert!(!receiver_accepts(&forged, &request.body, now + 600, 300));
+    // Nor does another body.
+    assert!(!receiver_accepts(
+        signed,
+        b"{\"event\":\"failed\"}",
+        now,
+        300
+    ));
+}

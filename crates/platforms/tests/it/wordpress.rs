@@ -593,3 +593,40 @@ async fn verify_fails_for_an_article_that_is_not_published() {
         "{verification:?}"
     );
 }
+
+/// A title with markup reaches the site as text: escaped, never as a script; and an
+/// unknown outcome is still settled by finding the article by its (escaped) title.
+#[tokio::test]
+async fn a_script_in_a_title_reaches_the_site_only_as_escaped_text() {
+    let fake = WordpressFake::start(Expect {
+        lookup: 2,
+        create: 1,
+        ..Expect::default()
+    })
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::CreateThenStatus(500));
+    let wordpress = adapter(&fake);
+    let mut req = post();
+    req.title = Some("<script>alert('x')</script> Cats & Dogs".into());
+    let prepared = wordpress.prepare(&req).await.unwrap();
+    let outcome = wordpress.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+
+    let article = fake.with(|s| s.articles[0].clone());
+    assert!(!article.title.contains('<'), "{}", article.title);
+    assert_eq!(
+        article.title,
+        "&lt;script&gt;alert('x')&lt;/script&gt; Cats &amp; Dogs"
+    );
+
+    let evidence = wordpress
+        .reconcile(&ReconcileRequest {
+            publish: req.clone(),
+            platform_ref: prepared.platform_ref.clone(),
+        })
+        .await;
+    assert!(
+        matches!(evidence, Evidence::Published { .. }),
+        "{evidence:?}"
+    );
+}

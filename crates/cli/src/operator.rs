@@ -1,0 +1,56 @@
+//! Who a command acts as. By default the local command line is the ledger's operator
+//! (SPEC §2: "the local CLI acts as operator", exempt from separation of duties):
+//! whoever can run `airlock` against the ledger's configuration and files owns it.
+//!
+//! `[cli] require_token = true` reduces that power for state-changing commands (drafting,
+//! review, publishing, resolving, pauses, tokens, compose): they need an operator token
+//! in `AIRLOCK_TOKEN` and act as that token, recorded as `token:<name>` and held to
+//! separation of duties like any other token. Reads stay open. This is a guard against
+//! an agent that was handed a shell beside the configuration, not a boundary: anyone
+//! who can read the ledger's files can change them without airlock. The boundary is
+//! the operating system's: the ledger owned by another user, agents over HTTP MCP with
+//! their own tokens (see README, "Who is the operator").
+
+use secrecy::{ExposeSecret, SecretString};
+
+use airlock_app::{App, Principal};
+use airlock_core::Role;
+
+use crate::Failure;
+use crate::config::Config;
+use crate::mcp::TOKEN_VAR;
+
+/// The principal a state-changing command acts as: the CLI operator, or, with
+/// `[cli] require_token`, the operator token in `AIRLOCK_TOKEN` (refused otherwise).
+pub async fn acting(config: &Config, app: &App) -> Result<Principal, Failure> {
+    if !config.require_token {
+        return Ok(Principal::cli());
+    }
+    let needs = format!(
+        "{} sets [cli] require_token: this command changes the ledger and needs an operator token in {TOKEN_VAR} (from `airlock token create --role operator`, run by whoever holds one)",
+        config.path.display()
+    );
+    let token = std::env::var(TOKEN_VAR)
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .map(SecretString::from)
+        .ok_or_else(|| Failure::refused(needs.clone()))?;
+    let principal = match app.authenticate(token.expose_secret()).await {
+        Ok(principal) => principal,
+        Err(airlock_app::Error::Unauthorized) => {
+            return Err(Failure::refused(format!(
+                "{TOKEN_VAR} holds an unknown or revoked token; {needs}"
+            )));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if !principal.roles.grants(Role::Operator) {
+        return Err(Failure::refused(format!(
+            "{} holds roles [{}], not operator; {needs}",
+            principal.actor,
+            principal.roles.to_list()
+        )));
+    }
+    Ok(principal)
+}

@@ -1,0 +1,250 @@
+//! Limits on everything a caller can send: the size of a post's fields, notes, reasons
+//! and names, checked at the door (the CLI, the HTTP API, MCP) and again by the store.
+//!
+//! Two layers:
+//! - **Global ceilings** ([`MAX_TEXT_CHARS`] and friends) hold for every channel, so no
+//!   single row, page or request can grow without bound whatever the configuration.
+//! - **The channel's own limits** (its kind's platform rules narrowed by `max_chars`):
+//!   a text longer than the channel allows, or more media than it takes, is refused when
+//!   it is drafted, naming the limit, instead of waiting for approval to find out.
+//!
+//! Lengths of text are counted in Unicode scalar values (what people call characters),
+//! except where a channel counts its own way ([`LengthUnit`]). Nothing here reads a
+//! file or a clock.
+
+use std::fmt;
+
+use crate::policy::{ContentPolicy, LengthUnit};
+use crate::post::PostContent;
+
+/// The longest text of any post, in characters (a long blog article fits; a book does not).
+pub const MAX_TEXT_CHARS: usize = 100_000;
+/// The longest title, in characters.
+pub const MAX_TITLE_CHARS: usize = 300;
+/// The longest alternative text of one media item, in characters.
+pub const MAX_ALT_CHARS: usize = 1_500;
+/// The most media items on one post.
+pub const MAX_MEDIA: usize = 10;
+/// The longest URL (media, link, permalink), in characters.
+pub const MAX_URL_CHARS: usize = 2_048;
+/// The longest note on a post's timeline, in characters.
+pub const MAX_NOTE_CHARS: usize = 2_000;
+/// The longest reason (rejection, pause), in characters.
+pub const MAX_REASON_CHARS: usize = 1_000;
+/// The longest API token name, in characters.
+pub const MAX_TOKEN_NAME_CHARS: usize = 64;
+/// The longest idempotency key, in characters.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 200;
+/// The largest request body the HTTP API and the dashboard read, in bytes. A text at
+/// [`MAX_TEXT_CHARS`] fits even when every character is sent as a JSON `\uXXXX` escape
+/// of a CJK character (6 bytes), with room for the other fields.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest `--text-file` the CLI reads, in bytes: [`MAX_TEXT_CHARS`] characters of
+/// at most 4 UTF-8 bytes each. A larger file is refused before it is read.
+pub const MAX_TEXT_FILE_BYTES: u64 = (MAX_TEXT_CHARS * 4) as u64;
+
+/// A value over its limit; `Display` names the field, its size, the limit and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLarge {
+    /// What is too large (`text`, `title`, `media alt text`, `note`, ...).
+    pub field: &'static str,
+    /// Its size, in `unit`.
+    pub size: usize,
+    /// The limit, in `unit`.
+    pub max: usize,
+    /// What is counted (`characters`, `items`, `bytes`).
+    pub unit: &'static str,
+    /// Whose limit it is: `airlock's limit for every channel`, `channel threads-main (threads)`.
+    pub whose: String,
+}
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} is {} {} long; {} allows at most {}: shorten it",
+            self.field, self.size, self.unit, self.whose, self.max
+        )
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+const GLOBAL: &str = "airlock's limit for every channel";
+
+/// Refuses `value` when it has more than `max` characters, reporting its full length.
+pub fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), TooLarge> {
+    // Bytes bound characters from above: a short string is accepted without counting.
+    if value.len() <= max {
+        return Ok(());
+    }
+    let size = value.chars().count();
+    if size <= max {
+        return Ok(());
+    }
+    Err(TooLarge {
+        field,
+        size,
+        max,
+        unit: "characters",
+        whose: GLOBAL.to_owned(),
+    })
+}
+
+/// The limits a draft must meet before it is stored: the global ceilings on every field,
+/// then the channel's own text length and media count (`policy`, named in messages as
+/// `channel_label`, like `channel threads-main (threads)`).
+/// The rest of the content policy (phrases, shape) is checked at approval.
+pub fn check_content(
+    content: &PostContent,
+    policy: &ContentPolicy,
+    channel_label: &str,
+) -> Result<(), TooLarge> {
+    check_chars("text", &content.text, MAX_TEXT_CHARS)?;
+    if let Some(title) = &content.title {
+        check_chars("title", title, MAX_TITLE_CHARS)?;
+    }
+    if let Some(link) = &content.link {
+        check_chars("link", link, MAX_URL_CHARS)?;
+    }
+    if content.media.len() > MAX_MEDIA {
+        return Err(TooLarge {
+            field: "media list",
+            size: content.media.len(),
+            max: MAX_MEDIA,
+            unit: "items",
+            whose: GLOBAL.to_owned(),
+        });
+    }
+    for media in &content.media {
+        check_chars("media url", &media.url, MAX_URL_CHARS)?;
+        if let Some(alt) = &media.alt {
+            check_chars("media alt text", alt, MAX_ALT_CHARS)?;
+        }
+    }
+    if let Some(max) = policy.max_chars {
+        let size = policy.unit.count(&content.text);
+        if size > max {
+            return Err(TooLarge {
+                field: "text",
+                size,
+                max,
+                unit: match policy.unit {
+                    LengthUnit::Chars => "characters",
+                    LengthUnit::CharsEmojiAsUtf8Bytes => {
+                        "characters (each emoji counted as its UTF-8 bytes)"
+                    }
+                },
+                whose: channel_label.to_owned(),
+            });
+        }
+    }
+    if let Some(max) = policy.max_media
+        && content.media.len() > max
+    {
+        return Err(TooLarge {
+            field: "media list",
+            size: content.media.len(),
+            max,
+            unit: "items",
+            whose: channel_label.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::ChannelKind;
+    use crate::post::{ChannelName, Media};
+
+    fn content(text: &str) -> PostContent {
+        PostContent {
+            channel: ChannelName::parse("c").unwrap(),
+            title: None,
+            text: text.into(),
+            media: vec![],
+            link: None,
+            source: None,
+        }
+    }
+
+    #[test]
+    fn a_text_over_the_global_ceiling_is_refused_naming_the_limit() {
+        let policy = ContentPolicy::default();
+        let text = "a".repeat(1_000_000);
+        let err = check_content(&content(&text), &policy, "sandbox").unwrap_err();
+        assert_eq!(
+            (err.field, err.size, err.max),
+            ("text", 1_000_000, MAX_TEXT_CHARS)
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("1000000") && msg.contains("100000"), "{msg}");
+        assert!(
+            msg.contains("every channel") && msg.contains("shorten"),
+            "{msg}"
+        );
+        assert!(check_content(&content(&"a".repeat(MAX_TEXT_CHARS)), &policy, "s").is_ok());
+    }
+
+    #[test]
+    fn characters_not_bytes_are_counted() {
+        // 300 three-byte characters: 900 bytes, but exactly the title limit.
+        assert!(check_chars("title", &"猫".repeat(300), MAX_TITLE_CHARS).is_ok());
+        assert!(check_chars("title", &"猫".repeat(301), MAX_TITLE_CHARS).is_err());
+    }
+
+    #[test]
+    fn a_text_longer_than_the_channel_allows_is_refused_at_draft_time() {
+        let policy = ChannelKind::Threads.policy_with(None, vec![], vec![]);
+        let err =
+            check_content(&content(&"a".repeat(501)), &policy, "channel threads-main").unwrap_err();
+        assert_eq!((err.size, err.max), (501, 500));
+        assert!(err.to_string().contains("channel threads-main"), "{err}");
+        // Threads counts an emoji as its UTF-8 bytes.
+        let err = check_content(&content(&"🐈".repeat(126)), &policy, "t").unwrap_err();
+        assert_eq!((err.size, err.max), (504, 500));
+        assert!(check_content(&content(&"a".repeat(500)), &policy, "t").is_ok());
+    }
+
+    #[test]
+    fn every_field_has_a_ceiling() {
+        let policy = ContentPolicy::default();
+        let media = |url: String, alt: Option<String>| Media { url, alt };
+        let mut post = content("ok");
+        post.title = Some("t".repeat(MAX_TITLE_CHARS + 1));
+        assert_eq!(
+            check_content(&post, &policy, "c").unwrap_err().field,
+            "title"
+        );
+        let mut post = content("ok");
+        post.link = Some(format!("https://x.example/{}", "a".repeat(MAX_URL_CHARS)));
+        assert_eq!(
+            check_content(&post, &policy, "c").unwrap_err().field,
+            "link"
+        );
+        let mut post = content("ok");
+        post.media = vec![media(
+            "https://x.example/a.jpg".into(),
+            Some("a".repeat(MAX_ALT_CHARS + 1)),
+        )];
+        assert_eq!(
+            check_content(&post, &policy, "c").unwrap_err().field,
+            "media alt text"
+        );
+        let mut post = content("ok");
+        post.media = (0..=MAX_MEDIA)
+            .map(|i| media(format!("https://x.example/{i}.jpg"), None))
+            .collect();
+        let err = check_content(&post, &policy, "c").unwrap_err();
+        assert_eq!((err.field, err.unit), ("media list", "items"));
+        // A channel's own media limit is named as the channel's.
+        let linkedin = ChannelKind::Linkedin.platform_policy();
+        let mut post = content("ok");
+        post.media = vec![media("https://x.example/a.jpg".into(), None)];
+        let err = check_content(&post, &linkedin, "li").unwrap_err();
+        assert_eq!(err.max, 0);
+        assert!(err.whose.contains("li"), "{err}");
+    }
+}

@@ -1,0 +1,62 @@
+//! A ledger made by the first release migrates forward with every row intact: the
+//! authorship and size-limit migration (`0003_authorship_and_limits.sql`) adds and
+//! backfills `posts.authors` and checks only values written after it.
+
+use airlock_core::limits::MAX_TEXT_CHARS;
+use airlock_core::{PostId, PostStatus};
+use airlock_store::{Guard, PostUpdate, Store};
+use airlock_store_tests::fixture::*;
+use sqlx::Connection;
+
+use crate::support::{TestDb, store};
+
+const FIRST_RELEASE: &str = include_str!("../../migrations/0001_ledger.sql");
+
+#[tokio::test]
+async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
+    let db = TestDb::create();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("0001_ledger.sql"), FIRST_RELEASE).unwrap();
+    let mut conn = db.conn().await;
+    sqlx::migrate::Migrator::new(dir.path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let big = "x".repeat(MAX_TEXT_CHARS + 10);
+    for (text, edited_by) in [("Hello", "token:b"), (big.as_str(), "token:a")] {
+        sqlx::query(
+            "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+             edited_by, created_at, updated_at, event_actor) \
+             VALUES ('threads-main', 'draft', $1, '2026-03-02T00:00:00Z', $2, 'token:a', $3, \
+             '2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z', 'token:a')",
+        )
+        .bind(text)
+        .bind("ab".repeat(32))
+        .bind(edited_by)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = store(&db).await;
+    let first = store.get_post(PostId(1)).await.unwrap();
+    assert_eq!(first.content.text, "Hello");
+    assert_eq!(first.authors, ["token:a", "token:b"]);
+    let second = store.get_post(PostId(2)).await.unwrap();
+    assert_eq!(
+        second.content.text, big,
+        "an old oversized row is kept as it was"
+    );
+    assert_eq!(second.authors, ["token:a"]);
+    assert_eq!(events(&store, second.id).await.len(), 1);
+
+    let mut approve = PostUpdate::new(second.id, Guard::Version(second.version), CRITIC, t0());
+    approve.to = Some(PostStatus::Approved);
+    let approved = store.update_post(approve).await.unwrap();
+    assert_eq!(approved.status, PostStatus::Approved);
+    assert!(approved.authors.is_empty());
+    store.close().await;
+}
