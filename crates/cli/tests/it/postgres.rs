@@ -7,10 +7,7 @@
 //! `postgres://postgres@127.0.0.1:5432`), dropped when the test ends, also on panic.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -52,13 +49,6 @@ daily_limit = {second}
     )
 }
 
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Runs `f(0..n)` on four threads; the results in index order.
 fn in_parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
@@ -142,76 +132,6 @@ fn published_lines(installations: &[&Workspace], channel: &str, ids: &[i64]) -> 
         .collect()
 }
 
-/// A running `airlock serve`, killed when dropped.
-pub(crate) struct Serving {
-    child: Child,
-    address: String,
-    log: PathBuf,
-}
-
-impl Serving {
-    /// Starts `serve` for `ws` and waits until `/healthz` answers 200.
-    pub(crate) fn start(ws: &Workspace) -> Serving {
-        let config = std::fs::read_to_string(ws.config()).unwrap();
-        let address = config
-            .lines()
-            .find_map(|l| l.strip_prefix("listen = "))
-            .expect("the config has [server] listen")
-            .trim_matches('"')
-            .to_owned();
-        let log = ws.path("serve.log");
-        let child = ws
-            .command(&["serve"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let mut serving = Serving {
-            child,
-            address,
-            log,
-        };
-        let start = Instant::now();
-        while !serving.healthy() {
-            if let Some(status) = serving.child.try_wait().unwrap() {
-                panic!("airlock serve exited ({status}): {}", serving.log());
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "airlock serve never answered /healthz on {}: {}",
-                serving.address,
-                serving.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        serving
-    }
-
-    fn healthy(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(&self.address) else {
-            return false;
-        };
-        let request = format!(
-            "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.address
-        );
-        let mut answer = String::new();
-        stream.write_all(request.as_bytes()).is_ok()
-            && stream.read_to_string(&mut answer).is_ok()
-            && answer.starts_with("HTTP/1.1 200")
-    }
-
-    pub(crate) fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
 
 #[test]
 fn five_dispatch_processes_on_postgres_publish_each_of_sixty_posts_exactly_once() {

@@ -22,7 +22,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use airlock_testkit::pg::TestDb;
 
-use crate::postgres::{Serving, free_port};
+
 use crate::support::*;
 
 fn mode(path: &Path) -> u32 {

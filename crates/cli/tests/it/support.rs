@@ -1,11 +1,12 @@
 //! Runs the real `airlock` binary against a config in a temp dir.
 
-use std::io::Read;
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub struct Workspace {
     pub dir: tempfile::TempDir,
@@ -152,4 +153,83 @@ pub fn silent_server() -> (String, Arc<AtomicUsize>) {
         }
     });
     (url, count)
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running `airlock serve`, killed when dropped.
+pub struct Serving {
+    child: Child,
+    address: String,
+    log: PathBuf,
+}
+
+impl Serving {
+    /// Starts `serve` for `ws` and waits until `/healthz` answers 200.
+    pub fn start(ws: &Workspace) -> Serving {
+        let config = std::fs::read_to_string(ws.config()).unwrap();
+        let address = config
+            .lines()
+            .find_map(|l| l.strip_prefix("listen = "))
+            .expect("the config has [server] listen")
+            .trim_matches('"')
+            .to_owned();
+        let log = ws.path("serve.log");
+        let child = ws
+            .command(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut serving = Serving {
+            child,
+            address,
+            log,
+        };
+        let start = Instant::now();
+        while !serving.healthy() {
+            if let Some(status) = serving.child.try_wait().unwrap() {
+                panic!("airlock serve exited ({status}): {}", serving.log());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "airlock serve never answered /healthz on {}: {}",
+                serving.address,
+                serving.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        serving
+    }
+
+    fn healthy(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(&self.address) else {
+            return false;
+        };
+        let request = format!(
+            "GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.address
+        );
+        let mut answer = String::new();
+        stream.write_all(request.as_bytes()).is_ok()
+            && stream.read_to_string(&mut answer).is_ok()
+            && answer.starts_with("HTTP/1.1 200")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
 }
