@@ -7,3 +7,4 @@ mod mcp;
 mod platforms;
 mod postgres;
 mod support;
+mod upgrade;

@@ -23,13 +23,13 @@ const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
 
 /// A database that exists for one test: created empty, dropped (with its connections) at
 /// the end of the test.
-struct TestDb {
+pub(crate) struct TestDb {
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl TestDb {
-    fn create() -> TestDb {
+    pub(crate) fn create() -> TestDb {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
