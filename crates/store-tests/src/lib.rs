@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`] (the cases).
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`ops`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -30,6 +30,7 @@ pub mod admin;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
+pub mod ops;
 pub mod posts;
 pub mod quota;
 
@@ -125,6 +126,10 @@ macro_rules! __with_cases {
             store admin::status_counts_count_posts_per_status,
             store admin::a_healthy_ledger_breaks_no_invariant,
             store admin::wait_for_due_returns_by_its_timeout,
+            store ops::export_pages_give_every_post_once_with_its_timeline,
+            store ops::export_filters_by_status_channel_and_since,
+            store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
+            store ops::health_stats_report_due_posts_reviews_and_failed_verifications,
         }
     };
 }
@@ -180,6 +185,7 @@ mod tests {
             ("claims", include_str!("claims.rs")),
             ("quota", include_str!("quota.rs")),
             ("admin", include_str!("admin.rs")),
+            ("ops", include_str!("ops.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {
