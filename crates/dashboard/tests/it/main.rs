@@ -3,5 +3,6 @@
 
 mod actions;
 mod browser;
+mod restart;
 mod security;
 mod support;
