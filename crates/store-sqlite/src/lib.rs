@@ -11,13 +11,15 @@
 //!
 //! Layout: [`posts`] (drafts, edits, guarded updates, events), [`publish`] (claims,
 //! reservations, intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`]
-//! (export pages, dashboard sessions, health figures for alerts).
+//! (export pages, dashboard sessions, health figures for alerts), [`backup`] (online,
+//! checked copies for `airlock backup`).
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
+pub use backup::{Backup, BackupError};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -33,6 +35,7 @@ use airlock_store::{
 };
 
 mod admin;
+mod backup;
 mod ops;
 mod posts;
 mod publish;

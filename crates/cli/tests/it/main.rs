@@ -4,6 +4,8 @@ mod compose;
 mod dispatch;
 mod lifecycle;
 mod mcp;
+mod operations;
+mod packaging;
 mod platforms;
 mod postgres;
 mod support;
