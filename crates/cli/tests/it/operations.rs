@@ -386,3 +386,134 @@ fn version_names_the_release_and_the_commit_and_help_describes_airlock() {
         "no internal doc line:\n{help}"
     );
 }
+
+/// Roles that exist for one test, dropped at its end (after the database that uses them).
+struct TestRoles(Vec<String>);
+
+impl Drop for TestRoles {
+    fn drop(&mut self) {
+        for role in &self.0 {
+            if let Err(e) = crate::postgres::admin_sql(&format!("DROP ROLE IF EXISTS {role}")) {
+                eprintln!("could not drop test role {role}: {e}");
+            }
+        }
+    }
+}
+
+/// Runs statements on a database as a user, stopping at the first error.
+fn sql_as(url: &str, statements: &[&str]) -> Result<(), String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut conn = sqlx::PgConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            for statement in statements {
+                sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| format!("{statement}: {e}"))?;
+            }
+            conn.close().await.ok();
+            Ok(())
+        })
+}
+
+/// The hardened PostgreSQL setup of docs/deploy.md, step by step: the owner migrates,
+/// the processes' role publishes, and that role cannot rewrite or drop history.
+#[test]
+fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_history() {
+    let suffix = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let (owner, app) = (
+        format!("airlock_owner_{suffix}"),
+        format!("airlock_app_{suffix}"),
+    );
+    let _roles = TestRoles(vec![app.clone(), owner.clone()]);
+    // Passwords, so that the test also works against a server without trust auth.
+    for role in [&owner, &app] {
+        crate::postgres::admin_sql(&format!("CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'"))
+            .unwrap();
+    }
+    let db = crate::postgres::TestDb::create();
+    crate::postgres::admin_sql(&format!("ALTER DATABASE {} OWNER TO {owner}", db.name)).unwrap();
+    let server = crate::postgres::server_url();
+    let as_user = |user: &str| {
+        let mut url = url::Url::parse(&crate::postgres::with_database(&server, &db.name)).unwrap();
+        url.set_username(user).unwrap();
+        url.set_password(Some(&format!("pw-{user}"))).unwrap();
+        url.to_string()
+    };
+    let superuser = crate::postgres::with_database(&server, &db.name);
+    sql_as(
+        &superuser,
+        &[
+            "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+            &format!("ALTER SCHEMA public OWNER TO {owner}"),
+        ],
+    )
+    .unwrap();
+    let config = |user: &str| {
+        format!(
+            "database = \"{}\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n",
+            as_user(user)
+        )
+    };
+    let owner_ws = Workspace::new(&config(&owner));
+    owner_ws.ok(&["migrate"]);
+    sql_as(
+        &as_user(&owner),
+        &[
+            &format!("GRANT USAGE, CREATE ON SCHEMA public TO {app}"),
+            &format!(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {app}"
+            ),
+            &format!("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {app}"),
+            &format!("REVOKE UPDATE, DELETE, TRUNCATE ON post_events FROM {app}"),
+            &format!("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON _sqlx_migrations FROM {app}"),
+        ],
+    )
+    .unwrap();
+
+    let ws = Workspace::new(&config(&app));
+    let id = ws
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            "sandbox",
+            "--text",
+            "hardened",
+            "--json",
+        ])
+        .json()["id"]
+        .to_string();
+    ws.ok(&["post", "approve", &id]);
+    ws.ok(&["post", "publish", &id]);
+    ws.ok(&["doctor"]);
+    let app_url = as_user(&app);
+    for forbidden in [
+        "DELETE FROM post_events",
+        "UPDATE post_events SET note = 'rewritten'",
+        "TRUNCATE post_events",
+        "DROP TABLE post_events",
+        "ALTER TABLE posts DISABLE TRIGGER USER",
+    ] {
+        let refused = sql_as(&app_url, &[forbidden]).unwrap_err();
+        assert!(
+            refused.contains("permission denied") || refused.contains("must be owner"),
+            "{forbidden}: {refused}"
+        );
+    }
+    let shown = ws.ok(&["post", "show", &id, "--json"]).json();
+    assert_eq!(shown["status"], "posted");
+    assert!(shown["events"].as_array().unwrap().len() >= 4);
+}

@@ -24,7 +24,7 @@ const DEFAULT_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
 /// A database that exists for one test: created empty, dropped (with its connections) at
 /// the end of the test.
 pub(crate) struct TestDb {
-    name: String,
+    pub(crate) name: String,
     pub(crate) url: String,
 }
 
@@ -59,12 +59,12 @@ impl Drop for TestDb {
     }
 }
 
-fn server_url() -> String {
+pub(crate) fn server_url() -> String {
     std::env::var("AIRLOCK_TEST_PG").unwrap_or_else(|_| DEFAULT_SERVER.to_owned())
 }
 
 /// Runs one statement on the server's `postgres` database.
-fn admin_sql(statement: &str) -> Result<(), String> {
+pub(crate) fn admin_sql(statement: &str) -> Result<(), String> {
     let url = with_database(&server_url(), "postgres");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -88,7 +88,7 @@ fn admin_sql(statement: &str) -> Result<(), String> {
 }
 
 /// `url` with its database replaced by `name` (query parameters kept).
-fn with_database(url: &str, name: &str) -> String {
+pub(crate) fn with_database(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),
