@@ -31,7 +31,17 @@ async fn processes_starting_together_migrate_a_fresh_database_once() {
         .fetch_one(&mut conn)
         .await
         .unwrap();
-    assert_eq!(applied, 1);
+    let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sql")
+        })
+        .count();
+    assert_eq!(applied as usize, migrations, "each migration applied once");
 }
 
 /// One dispatcher process: claim, reserve, then publish or defer, until nothing is due.
