@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test airlock has, on a fresh machine too: installs and starts what the
 # tests need when it is missing (PostgreSQL, Chromium and playwright-core for the
-# browser tests, the official MCP Python SDK for the independent client test), then
-# checks formatting and lints, then runs all tests.
+# browser tests, the official MCP Python SDK for the independent client test,
+# systemd-analyze and promtool for the files under packaging/), then checks formatting
+# and lints, then runs all tests.
 #
 #   scripts/test.sh            everything
 #   AIRLOCK_TEST_PG=postgres://user@host:port   use another PostgreSQL server
@@ -82,10 +83,25 @@ ensure_browser() {
     echo "the browser test needs /usr/bin/chromium and $dir/node_modules/playwright-core" >&2; exit 1; }
 }
 
+ensure_packaging_tools() {
+  # crates/cli/tests/it/packaging.rs checks the systemd units with systemd-analyze
+  # (Debian package systemd) and the alert rules with promtool (package prometheus;
+  # without its recommends, and nothing is started).
+  local missing=()
+  have systemd-analyze || missing+=(systemd)
+  have promtool || missing+=(prometheus)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt_install --no-install-recommends "${missing[@]}"
+  fi
+  have systemd-analyze && have promtool || {
+    echo "the packaging tests need systemd-analyze and promtool" >&2; exit 1; }
+}
+
 ensure_rust_tools
 ensure_postgres
 ensure_python_mcp
 ensure_browser
+ensure_packaging_tools
 
 log "cargo fmt --check"
 cargo fmt --all -- --check

@@ -9,6 +9,8 @@
 //! - [`review`]: what happens after: the reaper, reconcile, resolve and requeue.
 //! - [`control`]: pauses, quota and channel status.
 //! - [`tokens`]: API tokens and authentication.
+//! - [`sessions`]: dashboard sessions kept (as hashes) in the ledger.
+//! - [`export`]: the whole ledger, page by page, for audits and migrations.
 //!
 //! **API boundary:** plain data in and out ([`airlock_core`] types, [`Error`]); nothing
 //! here knows HTTP, MCP or SQL.
@@ -25,10 +27,12 @@ use airlock_store::{Guard, NewNotification, PostUpdate, Store};
 pub mod control;
 pub mod drill;
 mod error;
+pub mod export;
 pub mod metrics;
 pub mod posts;
 pub mod publish;
 pub mod review;
+pub mod sessions;
 mod settings;
 pub mod tokens;
 

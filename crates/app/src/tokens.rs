@@ -43,9 +43,14 @@ pub fn check_token_name(name: &str) -> Result<()> {
 
 /// A fresh random secret: `alk_` and 64 hex digits (256 bits).
 pub fn new_secret() -> SecretString {
+    SecretString::from(format!("alk_{}", random_hex()))
+}
+
+/// 256 random bits as 64 lowercase hex digits.
+pub(crate) fn random_hex() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the OS random source works");
-    SecretString::from(format!("alk_{}", hex::encode(bytes)))
+    hex::encode(bytes)
 }
 
 impl App {

@@ -267,7 +267,7 @@ pub async fn compose(config: &Config, args: ComposeArgs) -> CmdResult {
             );
             if args.json {
                 print_json(&serde_json::Value::Null);
-                eprintln!("airlock: {message}");
+                crate::log::line(tracing::Level::INFO, &message);
             } else {
                 println!("{message}");
             }
@@ -281,9 +281,12 @@ pub async fn compose(config: &Config, args: ComposeArgs) -> CmdResult {
             );
             if args.json {
                 print_json(&serde_json::Value::Null);
-                eprintln!(
-                    "airlock: {message}; see `airlock candidates --site {} --channel {}`",
-                    args.site, args.channel
+                crate::log::line(
+                    tracing::Level::INFO,
+                    &format!(
+                        "{message}; see `airlock candidates --site {} --channel {}`",
+                        args.site, args.channel
+                    ),
                 );
             } else {
                 println!("{message}:");

@@ -12,17 +12,44 @@ mod admin;
 mod compose;
 mod config;
 mod demo;
+mod log;
 mod mcp;
 mod operator;
+mod ops;
 mod output;
 mod post;
 mod private;
 mod run;
 mod wiring;
 
-/// airlock: the one door between AI agents and the outside world.
+/// `airlock --version`: the release and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("AIRLOCK_GIT_COMMIT"),
+    ")"
+);
+
+const ABOUT: &str = "The one door between AI agents and public platforms: agents draft posts, a critic \
+approves them, and airlock publishes each approved post at most once, inside quotas, handing \
+every unknown outcome to a person.";
+
+const AFTER_HELP: &str = "\
+Getting started:
+  airlock demo                    a demo ledger with posts in every state, and its dashboard
+  airlock init --dir DIR          write DIR/airlock.toml (a sandbox channel), create the ledger,
+                                  print an operator token
+  airlock serve                   dashboard, HTTP API, MCP for agents, dispatcher, notifications
+
+Configuration: --config FILE, else $AIRLOCK_CONFIG, else ./airlock.toml.
+Logs on stderr: AIRLOCK_LOG=info (a filter; default warn), AIRLOCK_LOG_FORMAT=json (one JSON
+object per line).
+Exit codes: 0 success, 1 operational failure, 2 refused (the reason is on stderr).
+Running it as a service (systemd, backups, alerts, upgrades): docs/deploy.md.";
+
+/// The `airlock` command line.
 #[derive(Debug, Parser)]
-#[command(name = "airlock", version, about, long_about = None)]
+#[command(name = "airlock", version = VERSION, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Configuration file (default ./airlock.toml, or AIRLOCK_CONFIG).
     #[arg(long, global = true, value_name = "FILE")]
@@ -87,6 +114,10 @@ enum Command {
         #[arg(long)]
         online: bool,
     },
+    /// Write a consistent, checked copy of a SQLite ledger while `serve` runs (mode 0600).
+    Backup(ops::BackupArgs),
+    /// Print every post as one JSON line, as `post show --json` gives it, oldest first.
+    Export(ops::ExportArgs),
     /// Articles of a site eligible for a channel, in the order compose takes them, and why others are skipped.
     Candidates(compose::CandidatesArgs),
     /// Draft the next post for a channel from its site, optionally for a slot (HH:MM).
@@ -157,6 +188,10 @@ impl From<config::ConfigError> for Failure {
 pub type CmdResult = Result<(), Failure>;
 
 fn main() -> ExitCode {
+    if let Err(message) = log::choose_format() {
+        log::line(tracing::Level::ERROR, &message);
+        return ExitCode::from(2);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -165,11 +200,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("airlock: {}", one_line_usage_error(&e.to_string()));
+            log::line(tracing::Level::ERROR, &one_line_usage_error(&e.to_string()));
             return ExitCode::from(2);
         }
     };
-    init_tracing();
+    log::init();
     // Failpoints for the drills in the tests; nothing in any other build.
     airlock_app::drill::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -179,7 +214,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("airlock: {}", failure.message.replace('\n', " "));
+            log::line(tracing::Level::ERROR, &failure.message);
             ExitCode::from(failure.code)
         }
     }
@@ -197,15 +232,6 @@ fn one_line_usage_error(text: &str) -> String {
         .join(" ")
         .replace(": Usage:", "; usage:")
         .replace(" Usage:", "; usage:")
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }
 
 async fn run(cli: Cli) -> CmdResult {
@@ -246,6 +272,8 @@ async fn run(cli: Cli) -> CmdResult {
             Ok(())
         }
         Command::Doctor { online } => admin::doctor(&config_path, online).await,
+        Command::Backup(args) => ops::backup(&load()?, args).await,
+        Command::Export(args) => ops::export(&load()?, args).await,
         Command::Candidates(args) => compose::candidates(&load()?, args).await,
         Command::Compose(args) => compose::compose(&load()?, args).await,
     }

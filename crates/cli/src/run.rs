@@ -115,9 +115,12 @@ pub async fn serve(config: &Config) -> CmdResult {
         .await
         .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", config.listen)))?;
     let server = Server::new(config, app, listener)?;
-    eprintln!(
-        "airlock: serving {} (dashboard /, API /api/v1, MCP /mcp, metrics /metrics; Ctrl-C to stop)",
-        server.url()
+    crate::log::line(
+        tracing::Level::INFO,
+        &format!(
+            "serving {} (dashboard /, API /api/v1, MCP /mcp, metrics /metrics; Ctrl-C to stop)",
+            server.url()
+        ),
     );
     server.run(shutdown_signal()).await
 }
@@ -244,7 +247,10 @@ impl Server {
             _ = stop => {}
             Some(done) = tasks.join_next() => {
                 let task = done.unwrap_or("a task that panicked");
-                eprintln!("airlock: {task} stopped; shutting down");
+                crate::log::line(
+                    tracing::Level::ERROR,
+                    &format!("{task} stopped; shutting down"),
+                );
             }
         }
         shutdown.cancel();

@@ -213,3 +213,67 @@ pub async fn app_for_publishing(config: &Config) -> Result<App, Failure> {
         App::system_clock(),
     ))
 }
+
+/// A checked online copy of a SQLite ledger at `to` (see `SqliteStore::backup_into`).
+/// A PostgreSQL ledger is refused with the `pg_dump` command to run instead: its
+/// consistent copy is the database server's job, not a file airlock can write.
+pub async fn backup_sqlite(
+    config: &Config,
+    to: &std::path::Path,
+) -> Result<airlock_store_sqlite::Backup, Failure> {
+    let url = config.database.as_str();
+    if !url.starts_with("sqlite:") {
+        return Err(Failure::refused(format!(
+            "the ledger is on PostgreSQL, which airlock does not copy itself: run `pg_dump --format=custom --no-owner --file={} '{}'` (restore with `pg_restore --no-owner --dbname=NEW_DB FILE`, then `airlock doctor`)",
+            to.display(),
+            redact_password(url)
+        )));
+    }
+    let store = SqliteStore::open_url(url)
+        .await
+        .map_err(|e| Failure::failed(format!("{e}")))?;
+    store.backup_into(to).await.map_err(|e| match e {
+        airlock_store_sqlite::BackupError::Exists(_)
+        | airlock_store_sqlite::BackupError::NoDirectory(_) => Failure::refused(e.to_string()),
+        e => Failure::failed(e.to_string()),
+    })
+}
+
+/// A database URL with any password replaced by `***`, for messages.
+pub fn redact_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].find(':') {
+            Some(colon) => format!(
+                "{}{}:***{}",
+                &url[..scheme_end],
+                &rest[..colon],
+                &rest[at..]
+            ),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_password;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact_password("postgres://airlock:s3cret@db.example:5432/airlock"),
+            "postgres://airlock:***@db.example:5432/airlock"
+        );
+        assert_eq!(
+            redact_password("postgres://airlock@db/airlock"),
+            "postgres://airlock@db/airlock"
+        );
+        assert_eq!(redact_password("postgres://db/a@b"), "postgres://db/a@b");
+    }
+}

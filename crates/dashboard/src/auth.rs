@@ -2,8 +2,9 @@
 //!
 //! Only a token holding the operator role may sign in: the dashboard's actions
 //! (resolve, requeue, pause) are an operator's, and a writer or critic token must not
-//! become a browser session. The session keeps the token and [`Operator`]
-//! re-authenticates it on every request, so a revoked token's sessions end at once.
+//! become a browser session. The ledger keeps the session with the hash of its token,
+//! and [`Operator`] re-authenticates that token on every request, so a revoked token's
+//! sessions end at once (and a restart ends none).
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -15,6 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use airlock_app::sessions::SessionState;
 use airlock_app::{Error, Principal};
 use airlock_core::Role;
 
@@ -43,27 +45,28 @@ impl FromRequestParts<Dashboard> for Operator {
         else {
             return Err(Redirect::to("/login").into_response());
         };
-        if !dash.exists(&id) {
-            return Err(to_login(dash, None));
-        }
-        let Some(token) = dash.token(&id) else {
-            return Err(to_login(dash, Some(Ended::Expired)));
-        };
-        match dash.app().authenticate(token.expose_secret()).await {
-            Ok(principal) if principal.roles.grants(Role::Operator) => Ok(Operator {
-                principal,
-                csrf: dash.session_csrf(&id),
-                session: id,
-            }),
-            Ok(_) | Err(Error::Unauthorized) => {
-                dash.end(&id);
-                Err(to_login(dash, Some(Ended::Revoked)))
-            }
-            Err(e) => Err(error_page(
+        let unavailable = |e: Error| {
+            error_page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The ledger is unavailable",
                 &e.to_string(),
-            )),
+            )
+        };
+        match dash.session(&id).await.map_err(unavailable)? {
+            SessionState::Unknown => Err(to_login(dash, None)),
+            SessionState::Expired => Err(to_login(dash, Some(Ended::Expired))),
+            SessionState::Revoked => Err(to_login(dash, Some(Ended::Revoked))),
+            SessionState::Active(principal) if principal.roles.grants(Role::Operator) => {
+                Ok(Operator {
+                    principal,
+                    csrf: dash.session_csrf(&id),
+                    session: id,
+                })
+            }
+            SessionState::Active(_) => {
+                dash.end(&id).await.map_err(unavailable)?;
+                Err(to_login(dash, Some(Ended::Revoked)))
+            }
         }
     }
 }
@@ -135,7 +138,7 @@ pub async fn login_page(
     Query(query): Query<LoginQuery>,
 ) -> Response {
     if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE))
-        && dash.token(id).is_some()
+        && matches!(dash.session(id).await, Ok(SessionState::Active(_)))
     {
         return Redirect::to("/").into_response();
     }
@@ -180,7 +183,10 @@ pub async fn login(
     }
     match dash.app().authenticate(token.expose_secret()).await {
         Ok(principal) if principal.roles.grants(Role::Operator) => {
-            let id = dash.open(token);
+            let id = match dash.open(&token).await {
+                Ok(id) => id,
+                Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+            };
             tracing::info!(actor = %principal.actor, "dashboard sign-in");
             let mut response = Redirect::to("/").into_response();
             let headers = response.headers_mut();
@@ -209,8 +215,10 @@ pub async fn login(
 
 /// `POST /logout`: ends the session and deletes its cookie.
 pub async fn logout(State(dash): State<Dashboard>, headers: HeaderMap) -> Response {
-    if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE)) {
-        dash.end(id);
+    if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE))
+        && let Err(e) = dash.end(id).await
+    {
+        tracing::warn!(error = %e, "could not end a dashboard session in the ledger");
     }
     to_login(&dash, Some(Ended::SignedOut))
 }

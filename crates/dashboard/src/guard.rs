@@ -69,8 +69,19 @@ pub async fn csrf(State(dash): State<Dashboard>, request: Request, next: Next) -
         cookie(&parts.headers, &dash.cookie_name(LOGIN_COOKIE))
             .is_some_and(|nonce| dash.check_login_csrf(nonce, &token))
     } else {
-        cookie(&parts.headers, &dash.cookie_name(SESSION_COOKIE))
-            .is_some_and(|id| dash.exists(id) && dash.check_session_csrf(id, &token))
+        match cookie(&parts.headers, &dash.cookie_name(SESSION_COOKIE)) {
+            Some(id) if dash.check_session_csrf(id, &token) => match dash.exists(id).await {
+                Ok(exists) => exists,
+                Err(e) => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the ledger is unavailable: {e}"),
+                    )
+                        .into_response();
+                }
+            },
+            _ => false,
+        }
     };
     if !valid {
         tracing::info!(path = %parts.uri.path(), "refused a form without a valid CSRF token");

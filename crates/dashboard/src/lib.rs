@@ -7,8 +7,8 @@
 //! app's. It never touches the store.
 //!
 //! Layout:
-//! - [`session`]: in-memory sessions with random 256-bit ids, CSRF tokens derived from
-//!   them, cookies and flash messages.
+//! - [`session`]: sessions with random 256-bit ids, kept (hashed) in the ledger so that
+//!   restarts sign nobody out; CSRF tokens derived from them, cookies and flash messages.
 //! - [`guard`]: middleware for every response (security headers) and every `POST`
 //!   (a valid CSRF token or 403, before any handler runs).
 //! - [`auth`]: `GET/POST /login`, `POST /logout`, and the [`auth::Operator`] extractor
@@ -23,8 +23,9 @@
 //! **Architecture Invariant:** everything an agent wrote reaches the page through
 //! askama's HTML escaping; no template marks user data `|safe`.
 //!
-//! What it deliberately does not do: keep sessions across restarts (a restart signs
-//! everyone out), or offer token management (that stays on the CLI).
+//! What it deliberately does not do: keep anything but flash messages in memory (a
+//! restart or an upgrade signs nobody out and leaves open forms valid), or offer token
+//! management (that stays on the CLI).
 
 use std::time::Duration;
 

@@ -1,26 +1,29 @@
 //! Sessions, CSRF tokens, cookies and flash messages.
 //!
-//! A session lives only in this process's memory: a random 256-bit id in a cookie
-//! (`airlock_session`, `HttpOnly; SameSite=Strict; Path=/`; behind HTTPS it is
-//! `__Host-airlock_session` with `Secure`), mapped by its SHA-256 to the operator token it was opened with, an
-//! expiry and pending flash messages. The token is kept so that [`crate::auth`] can
-//! re-authenticate it on every request: revoking the token ends its sessions.
+//! A session is a random 256-bit id in a cookie (`airlock_session`, `HttpOnly;
+//! SameSite=Strict; Path=/`; behind HTTPS it is `__Host-airlock_session` with `Secure`). The ledger keeps it, as the
+//! SHA-256 of the id next to the hash of the operator token it was opened with and its
+//! expiry ([`airlock_app::sessions`]), so a restart or an upgrade of `serve` signs
+//! nobody out; every request re-authenticates that token, so revoking the token ends
+//! its sessions. Flash messages are the only session state kept in memory: losing one
+//! in a restart loses a notice, never a sign-in.
 //!
-//! CSRF tokens are not stored: a session's token is an HMAC of its id under a key made
-//! at start-up, and the login form's token is an HMAC of a random nonce kept in a
-//! pre-session cookie (`airlock_login`). Neither can be made without the key, and both
-//! are checked in constant time.
+//! CSRF tokens are not stored: a session's token is an HMAC keyed by its (secret)
+//! session id, and the login form's token an HMAC keyed by a random nonce kept in a
+//! pre-session cookie (`airlock_login`). Neither can be made without the cookie, which
+//! only the browser holds, and both survive a restart, so a form left open across an
+//! upgrade still submits. Both are checked in constant time.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, HeaderValue, header};
-use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 
 use airlock_app::App;
+use airlock_app::sessions::SessionState;
 
 use crate::DashboardSettings;
 
@@ -31,10 +34,10 @@ pub const LOGIN_COOKIE: &str = "airlock_login";
 /// The form field that carries the CSRF token on every form.
 pub const CSRF_FIELD: &str = "csrf";
 
-/// At most this many sessions live at once; the oldest is dropped past it.
-const MAX_SESSIONS: usize = 1000;
+/// At most this many sessions have pending flash messages; past it, the oldest go.
+const MAX_FLASH_SESSIONS: usize = 1000;
 
-/// The dashboard's state: the app, its settings, live sessions and the CSRF key.
+/// The dashboard's state: the app, its settings and pending flash messages.
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct Dashboard {
@@ -44,16 +47,7 @@ pub struct Dashboard {
 struct Inner {
     app: App,
     settings: DashboardSettings,
-    key: [u8; 32],
-    sessions: Mutex<HashMap<[u8; 32], Session>>,
-}
-
-/// One signed-in browser.
-struct Session {
-    token: SecretString,
-    created_at: DateTime<Utc>,
-    expires_at: DateTime<Utc>,
-    flashes: Vec<Flash>,
+    flashes: Mutex<HashMap<[u8; 32], Vec<Flash>>>,
 }
 
 /// A message shown once, on the next page, after an action.
@@ -117,14 +111,13 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
-    /// The state for one router, with a fresh CSRF key and no sessions.
+    /// The state for one router.
     pub fn new(app: App, settings: DashboardSettings) -> Self {
         Dashboard {
             inner: Arc::new(Inner {
                 app,
                 settings,
-                key: random_bytes(),
-                sessions: Mutex::new(HashMap::new()),
+                flashes: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -139,83 +132,54 @@ impl Dashboard {
         &self.inner.settings
     }
 
-    /// Opens a session for a token that has just been checked; returns the cookie value.
-    pub fn open(&self, token: SecretString) -> String {
-        let id = random_bytes();
-        let now = self.inner.app.now();
+    /// Opens a session in the ledger for a token that has just been checked; returns
+    /// the cookie value.
+    pub async fn open(&self, token: &SecretString) -> airlock_app::Result<String> {
         let ttl = chrono::Duration::from_std(self.inner.settings.session_ttl)
             .unwrap_or(chrono::Duration::hours(12));
-        let mut sessions = self.lock();
-        sessions.retain(|_, s| s.expires_at > now);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.created_at)
-                .map(|(k, _)| *k)
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(
-            lookup_key(&hex::encode(id)),
-            Session {
-                token,
-                created_at: now,
-                expires_at: now + ttl,
-                flashes: Vec::new(),
-            },
-        );
-        hex::encode(id)
+        let cookie = self.inner.app.open_session(token, ttl).await?;
+        Ok(cookie.expose_secret().to_owned())
     }
 
-    /// The token of a live session, or `None` when the cookie names no session or it
-    /// expired (an expired session is removed).
-    pub fn token(&self, cookie: &str) -> Option<SecretString> {
-        let key = lookup_key(cookie);
-        let now = self.inner.app.now();
-        let mut sessions = self.lock();
-        match sessions.get(&key) {
-            Some(session) if session.expires_at > now => Some(session.token.clone()),
-            Some(_) => {
-                sessions.remove(&key);
-                None
-            }
-            None => None,
-        }
+    /// What the cookie's session stands for now (an expired or revoked one is ended).
+    pub async fn session(&self, cookie: &str) -> airlock_app::Result<SessionState> {
+        self.inner.app.session(cookie).await
     }
 
     /// Whether the cookie names a session (live or not yet noticed as expired).
-    pub fn exists(&self, cookie: &str) -> bool {
-        self.lock().contains_key(&lookup_key(cookie))
+    pub async fn exists(&self, cookie: &str) -> airlock_app::Result<bool> {
+        self.inner.app.session_exists(cookie).await
     }
 
-    /// Ends a session.
-    pub fn end(&self, cookie: &str) {
+    /// Ends a session and drops its pending messages.
+    pub async fn end(&self, cookie: &str) -> airlock_app::Result<()> {
         self.lock().remove(&lookup_key(cookie));
+        self.inner.app.end_session(cookie).await.map(|_| ())
     }
 
     /// Queues a message for the session's next page.
     pub fn flash(&self, cookie: &str, flash: Flash) {
-        if let Some(session) = self.lock().get_mut(&lookup_key(cookie)) {
-            session.flashes.push(flash);
+        let mut flashes = self.lock();
+        if flashes.len() >= MAX_FLASH_SESSIONS {
+            // Messages nobody came back for; a notice lost is harmless.
+            flashes.clear();
         }
+        flashes.entry(lookup_key(cookie)).or_default().push(flash);
     }
 
     /// Takes the session's pending messages.
     pub fn take_flashes(&self, cookie: &str) -> Vec<Flash> {
-        self.lock()
-            .get_mut(&lookup_key(cookie))
-            .map(|s| std::mem::take(&mut s.flashes))
-            .unwrap_or_default()
+        self.lock().remove(&lookup_key(cookie)).unwrap_or_default()
     }
 
     /// The CSRF token of a session's forms.
     pub fn session_csrf(&self, cookie: &str) -> String {
-        hex::encode(self.mac("session", cookie).finalize().into_bytes())
+        hex::encode(mac("session", cookie).finalize().into_bytes())
     }
 
     /// Whether `token` is the CSRF token of the session named by `cookie`.
     pub fn check_session_csrf(&self, cookie: &str, token: &str) -> bool {
-        verify(self.mac("session", cookie), token)
+        verify(mac("session", cookie), token)
     }
 
     /// A fresh nonce for the login form's pre-session cookie.
@@ -225,12 +189,12 @@ impl Dashboard {
 
     /// The CSRF token of a login form whose pre-session cookie holds `nonce`.
     pub fn login_csrf(&self, nonce: &str) -> String {
-        hex::encode(self.mac("login", nonce).finalize().into_bytes())
+        hex::encode(mac("login", nonce).finalize().into_bytes())
     }
 
     /// Whether `token` is the login form's CSRF token for `nonce`.
     pub fn check_login_csrf(&self, nonce: &str, token: &str) -> bool {
-        verify(self.mac("login", nonce), token)
+        verify(mac("login", nonce), token)
     }
 
     /// The name a cookie goes by: `name` itself, or, with secure cookies (the dashboard
@@ -262,22 +226,23 @@ impl Dashboard {
         HeaderValue::from_str(&cookie).expect("cookie values are hex and fixed names")
     }
 
-    fn mac(&self, purpose: &str, value: &str) -> Hmac<Sha256> {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(&self.inner.key).expect("HMAC takes any key length");
-        mac.update(purpose.as_bytes());
-        mac.update(b":");
-        mac.update(value.as_bytes());
-        mac
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Vec<Flash>>> {
         // A panic while holding the lock leaves plain data behind; keep serving.
         self.inner
-            .sessions
+            .flashes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// An HMAC keyed by a secret cookie value (a session id or a login nonce): only the
+/// holder of the cookie can make it, in this process or the next.
+fn mac(purpose: &str, secret: &str) -> Hmac<Sha256> {
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(b"airlock dashboard csrf:");
+    mac.update(purpose.as_bytes());
+    mac
 }
 
 /// The value of cookie `name` in a request's `Cookie` headers.

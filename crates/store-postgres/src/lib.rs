@@ -19,7 +19,8 @@
 //!   lock, so processes starting together do not race.
 //!
 //! Layout: [`posts`] (drafts, guarded updates, events), [`publish`] (claims, reservations,
-//! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`rows`] (decoding),
+//! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`] (export pages,
+//! dashboard sessions, health figures for alerts), [`rows`] (decoding),
 //! [`wake`] (LISTEN/NOTIFY). Row shapes and sqlx types stay inside this crate: errors
 //! leave it as [`StoreError`].
 
@@ -34,13 +35,14 @@ use sqlx::{Connection, PgConnection};
 
 use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
-    NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
-    PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
-    TokenRecord, Unreadable,
+    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
+    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
+    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
+    Session, Store, StoreError, TokenRecord, Unreadable,
 };
 
 mod admin;
+mod ops;
 mod posts;
 mod publish;
 mod rows;
@@ -457,5 +459,30 @@ impl Store for PgStore {
         since: DateTime<Utc>,
     ) -> Result<Vec<(String, DateTime<Utc>)>> {
         admin::sources_used(&self.pool, channel, since).await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        ops::export_page(&self.pool, filter, after, limit).await
+    }
+
+    async fn open_session(&self, session: NewSession) -> Result<()> {
+        ops::open_session(&self.pool, session).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        ops::session(&self.pool, id_sha256).await
+    }
+
+    async fn end_session(&self, id_sha256: &str) -> Result<bool> {
+        ops::end_session(&self.pool, id_sha256).await
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        ops::health_stats(&self.pool, now).await
     }
 }

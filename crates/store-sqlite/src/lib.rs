@@ -10,13 +10,16 @@
 //!   the event row of every status change, whatever SQL statement made it.
 //!
 //! Layout: [`posts`] (drafts, edits, guarded updates, events), [`publish`] (claims,
-//! reservations, intents, leases), [`admin`] (pauses, outbox, tokens, health).
+//! reservations, intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`]
+//! (export pages, dashboard sessions, health figures for alerts), [`backup`] (online,
+//! checked copies for `airlock backup`).
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
+pub use backup::{Backup, BackupError};
 use chrono::{DateTime, Utc};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -25,13 +28,15 @@ use sqlx::sqlite::{
 use airlock_core::time::format_utc;
 use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
-    NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
-    PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, StoreError,
-    TokenRecord, Unreadable,
+    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
+    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
+    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
+    Session, Store, StoreError, TokenRecord, Unreadable,
 };
 
 mod admin;
+mod backup;
+mod ops;
 mod posts;
 mod publish;
 mod rows;
@@ -367,5 +372,30 @@ impl Store for SqliteStore {
         since: DateTime<Utc>,
     ) -> Result<Vec<(String, DateTime<Utc>)>> {
         admin::sources_used(&self.pool, channel, since).await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        ops::export_page(&self.pool, filter, after, limit).await
+    }
+
+    async fn open_session(&self, session: NewSession) -> Result<()> {
+        ops::open_session(self, session).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        ops::session(&self.pool, id_sha256).await
+    }
+
+    async fn end_session(&self, id_sha256: &str) -> Result<bool> {
+        ops::end_session(&self.pool, id_sha256).await
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        ops::health_stats(&self.pool, now).await
     }
 }

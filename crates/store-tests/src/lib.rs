@@ -13,7 +13,8 @@
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`] (the cases).
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`] (the
+//! cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -32,6 +33,7 @@ pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
 pub mod metered;
+pub mod ops;
 pub mod posts;
 pub mod quota;
 pub mod security;
@@ -136,6 +138,10 @@ macro_rules! __with_cases {
             store security::a_schedule_change_records_no_author,
             store security::summaries_carry_an_excerpt_cut_by_the_store,
             store security::values_over_the_limits_are_refused_and_nothing_is_written,
+            store ops::export_pages_give_every_post_once_with_its_timeline,
+            store ops::export_filters_by_status_channel_and_since,
+            store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
+            store ops::health_stats_report_due_posts_reviews_and_failed_verifications,
         }
     };
 }
@@ -192,6 +198,7 @@ mod tests {
             ("quota", include_str!("quota.rs")),
             ("admin", include_str!("admin.rs")),
             ("security", include_str!("security.rs")),
+            ("ops", include_str!("ops.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

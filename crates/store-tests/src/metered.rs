@@ -13,10 +13,10 @@ use airlock_core::{
     ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary,
 };
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, IntentRequest,
-    NewNotification, NewToken, Notification, OutboxStats, Pause, PauseScope, PostFilter,
-    PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem, Store, TokenRecord,
-    Unreadable,
+    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
+    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
+    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
+    Session, Store, TokenRecord, Unreadable,
 };
 
 /// A store that counts what it returns.
@@ -288,6 +288,37 @@ impl Store for Metered {
 
     async fn durability_warnings(&self) -> Result<Vec<String>> {
         self.inner.durability_warnings().await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        let res = self.inner.export_page(filter, after, limit).await;
+        if let Ok(page) = &res {
+            for detail in page {
+                self.count_text(&detail.post.content.text);
+            }
+        }
+        res
+    }
+
+    async fn open_session(&self, session: NewSession) -> Result<()> {
+        self.inner.open_session(session).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        self.inner.session(id_sha256).await
+    }
+
+    async fn end_session(&self, id_sha256: &str) -> Result<bool> {
+        self.inner.end_session(id_sha256).await
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        self.inner.health_stats(now).await
     }
 
     async fn due_signals(&self) -> u64 {

@@ -23,7 +23,9 @@ use airlock_core::{
     PostStatus, PostSummary, RoleSet,
 };
 
+mod ops;
 mod quota_rows;
+pub use ops::{ExportFilter, HealthStats, NewSession, Session};
 pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
 
 /// `Result` with [`StoreError`].
@@ -751,4 +753,28 @@ pub trait Store: Send + Sync + 'static {
         channel: &ChannelName,
         since: DateTime<Utc>,
     ) -> Result<Vec<(String, DateTime<Utc>)>>;
+
+    /// One page of an export: up to `limit` posts matching `filter` with ids above
+    /// `after`, in id order, each with everything [`Store::post_detail`] gives. One
+    /// consistent read per page; callers page by the last id, so memory stays at one
+    /// page whatever the ledger's size.
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>>;
+
+    /// Stores a dashboard session, removing expired ones and, past
+    /// [`NewSession::max_sessions`], the oldest.
+    async fn open_session(&self, session: NewSession) -> Result<()>;
+
+    /// The session with this id hash, expired or not (callers decide and say which).
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>>;
+
+    /// Ends a session; `false` if there was none.
+    async fn end_session(&self, id_sha256: &str) -> Result<bool>;
+
+    /// Ledger figures for health alerts, at `now`.
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats>;
 }

@@ -279,6 +279,43 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
             escape_label(&pause.scope)
         );
     }
+    let now = app.now();
+    let health = store.health_stats(now).await?;
+    let age = |at: Option<chrono::DateTime<chrono::Utc>>| {
+        at.map_or(0, |at| (now - at).num_seconds().max(0))
+    };
+    gauge(
+        &mut out,
+        "airlock_due_posts",
+        "Posts due now on channels that are not paused (waiting for a dispatcher).",
+    );
+    let _ = writeln!(out, "airlock_due_posts {}", health.due);
+    gauge(
+        &mut out,
+        "airlock_oldest_due_age_seconds",
+        "How long the most overdue post has been due (0 when none is): a dispatcher that does not run shows here.",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_oldest_due_age_seconds {}",
+        age(health.oldest_due_at)
+    );
+    gauge(
+        &mut out,
+        "airlock_needs_review_oldest_age_seconds",
+        "How long the longest-waiting needs_review post has waited for a person (0 when none is).",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_needs_review_oldest_age_seconds {}",
+        age(health.oldest_needs_review_at)
+    );
+    gauge(
+        &mut out,
+        "airlock_verify_failures",
+        "Published posts whose read-back from the platform failed and that are still unverified.",
+    );
+    let _ = writeln!(out, "airlock_verify_failures {}", health.verify_failed);
     let mut last = "";
     for series in app.metrics().snapshot() {
         if series.name != last {

@@ -49,7 +49,6 @@ daily_limit = {second}
     )
 }
 
-
 /// Runs `f(0..n)` on four threads; the results in index order.
 fn in_parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     const THREADS: usize = 4;
@@ -131,7 +130,6 @@ fn published_lines(installations: &[&Workspace], channel: &str, ids: &[i64]) -> 
         })
         .collect()
 }
-
 
 #[test]
 fn five_dispatch_processes_on_postgres_publish_each_of_sixty_posts_exactly_once() {

@@ -22,7 +22,6 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use airlock_testkit::pg::TestDb;
 
-
 use crate::support::*;
 
 fn mode(path: &Path) -> u32 {

@@ -4,5 +4,6 @@
 mod actions;
 mod browser;
 mod memory;
+mod restart;
 mod security;
 mod support;

@@ -2,6 +2,7 @@
 //! `airlock-store-tests`): what the schema guarantees against hand-written SQL, and
 //! fail-closed quota reads over corrupt rows. Each test opens a fresh database file.
 
+mod backup;
 mod migrate;
 mod quota;
 mod triggers;

@@ -1,0 +1,525 @@
+//! Running airlock for real, as an operator does: `backup` while `serve` runs (a 0600
+//! file that passes `integrity_check` and serves), `export` (one JSON line per post with
+//! its timeline), JSON logs on stderr, `--version` and `--help`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sqlx::Connection;
+
+use crate::support::*;
+
+/// A copy of the first release's SQLite ledger (ten posts in every state) in a temp dir,
+/// its config listening on a free port.
+fn fixture_workspace() -> (Workspace, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v0.1.0/sqlite");
+    for name in ["ledger.db", "airlock.toml"] {
+        std::fs::copy(from.join(name), dir.path().join(name)).unwrap();
+    }
+    let address = free_address();
+    let config = std::fs::read_to_string(dir.path().join("airlock.toml")).unwrap();
+    let config: Vec<String> = config
+        .lines()
+        .map(|l| {
+            if l.starts_with("listen = ") {
+                format!("listen = \"{address}\"")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(dir.path().join("airlock.toml"), config.join("\n")).unwrap();
+    (Workspace { dir }, address)
+}
+
+fn free_address() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().to_string()
+}
+
+/// `GET path` with an optional bearer token: status and body.
+fn http_get(address: &str, path: &str, token: Option<&str>) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{auth}Connection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let status = answer.get(9..12)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
+    // Chunked bodies: good enough to find JSON in them for these small answers.
+    Some((status, body))
+}
+
+/// A running `airlock serve`, stopped with SIGTERM (as systemd does) when dropped.
+pub struct Serving {
+    child: Child,
+    pub address: String,
+    log: std::path::PathBuf,
+}
+
+impl Serving {
+    /// Starts `serve` with extra environment and waits until `/healthz` answers 200.
+    pub fn start(ws: &Workspace, address: &str, env: &[(&str, &str)]) -> Serving {
+        let log = ws.path(&format!("serve-{}.log", address.replace(':', "_")));
+        let mut command = ws.command(&["serve"]);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut serving = Serving {
+            child,
+            address: address.to_owned(),
+            log,
+        };
+        let start = Instant::now();
+        while http_get(address, "/healthz", None).map(|(s, _)| s) != Some(200) {
+            if let Some(status) = serving.child.try_wait().unwrap() {
+                panic!("airlock serve exited ({status}): {}", serving.log());
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "airlock serve never answered /healthz on {address}: {}",
+                serving.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        serving
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM, then waits for the process to end on its own; its stderr.
+    pub fn stop(mut self) -> String {
+        self.terminate();
+        self.log()
+    }
+
+    fn terminate(&mut self) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+fn integrity(path: &Path) -> Vec<String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let url = format!("sqlite://{}?mode=ro", path.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            let report: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.ok();
+            report
+        })
+}
+
+#[test]
+fn a_backup_taken_while_serve_runs_is_private_passes_integrity_check_and_serves() {
+    let (ws, address) = fixture_workspace();
+    let token = ws
+        .ok(&[
+            "token", "create", "--name", "auditor", "--role", "writer", "--json",
+        ])
+        .json()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let serving = Serving::start(&ws, &address, &[]);
+    std::fs::create_dir(ws.path("backups")).unwrap();
+    let to = ws.path("backups/ledger-copy.db");
+    let run = ws.ok(&["backup", "--to", to.to_str().unwrap()]);
+    assert!(run.stdout.contains("integrity_check ok"), "{}", run.stdout);
+    drop(serving);
+
+    let mode = std::fs::metadata(&to).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the backup is private");
+    assert_eq!(integrity(&to), ["ok"]);
+
+    // Restoring is pointing `database` at the copy: it serves the same ledger.
+    let restored = tempfile::tempdir().unwrap();
+    std::fs::copy(&to, restored.path().join("ledger.db")).unwrap();
+    let config = std::fs::read_to_string(ws.config()).unwrap();
+    let address = free_address();
+    let config = config.replace(
+        &config
+            .lines()
+            .find(|l| l.starts_with("listen = "))
+            .unwrap()
+            .to_owned(),
+        &format!("listen = \"{address}\""),
+    );
+    std::fs::write(restored.path().join("airlock.toml"), config).unwrap();
+    let restored = Workspace { dir: restored };
+    let doctor = restored.run(&["doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+    let serving = Serving::start(&restored, &address, &[]);
+    let (status, body) = http_get(&address, "/api/v1/posts", Some(&token)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    for id in 1..=10 {
+        assert!(
+            body.contains(&format!("\"id\":{id},")),
+            "post {id} in {body}"
+        );
+    }
+    drop(serving);
+}
+
+#[test]
+fn a_backup_refuses_to_overwrite_and_says_what_to_run_for_postgres() {
+    let (ws, _) = fixture_workspace();
+    std::fs::write(ws.path("taken.db"), "precious").unwrap();
+    let run = ws.run(&["backup", "--to", ws.path("taken.db").to_str().unwrap()]);
+    assert_refused(&run, "already exists");
+    assert_eq!(
+        std::fs::read_to_string(ws.path("taken.db")).unwrap(),
+        "precious"
+    );
+    let run = ws.run(&[
+        "backup",
+        "--to",
+        ws.path("no/such/dir/b.db").to_str().unwrap(),
+    ]);
+    assert_refused(&run, "does not exist");
+
+    let pg = Workspace::new(
+        "database = \"postgres://airlock:s3cret@127.0.0.1:1/airlock\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n",
+    );
+    let run = pg.run(&["backup", "--to", "/tmp/x.dump"]);
+    assert_refused(&run, "pg_dump --format=custom");
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+}
+
+#[test]
+fn export_prints_one_json_line_per_post_with_its_timeline() {
+    let (ws, _) = fixture_workspace();
+    let run = ws.ok(&["export"]);
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 10);
+    for (i, line) in lines.iter().enumerate() {
+        let id = i as i64 + 1;
+        assert_eq!(line["id"], id, "oldest first");
+        let show = ws.ok(&["post", "show", &id.to_string(), "--json"]).json();
+        assert_eq!(line, &show, "post {id} as `post show --json` gives it");
+        assert!(!line["events"].as_array().unwrap().is_empty());
+    }
+    let count = |args: &[&str]| ws.ok(args).stdout.lines().count();
+    assert_eq!(count(&["export", "--status", "posted"]), 3);
+    assert_eq!(count(&["export", "--channel", "strict"]), 2);
+    assert_eq!(
+        count(&["export", "--channel", "strict", "--status", "failed"]),
+        1
+    );
+    assert_eq!(count(&["export", "--since", "2030-01-01T00:00:00Z"]), 0);
+    assert_eq!(
+        count(&["export", "--since", "2020-01-01T00:00:00+09:00"]),
+        10
+    );
+
+    // A note is a change worth exporting again.
+    let before_note = (chrono::Utc::now() - chrono::Duration::seconds(1)).to_rfc3339();
+    ws.ok(&["post", "note", "2", "--text", "checked again"]);
+    let since = ws.ok(&["export", "--since", &before_note]).stdout;
+    let ids: Vec<i64> = since
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_i64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ids, [2]);
+
+    assert_refused(&ws.run(&["export", "--status", "sent"]), "--status");
+    assert_refused(&ws.run(&["export", "--since", "yesterday"]), "--since");
+    assert_refused(&ws.run(&["export", "--channel", "Bad Name"]), "--channel");
+}
+
+/// Every stderr line parses as one JSON object with time, level and message.
+fn assert_json_lines(stderr: &str) -> Vec<Value> {
+    assert!(!stderr.trim().is_empty(), "something was logged");
+    stderr
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("stderr line is not JSON ({e}): {line}"));
+            for key in ["time", "level", "message"] {
+                assert!(value.get(key).is_some(), "{key} missing in {line}");
+            }
+            value
+        })
+        .collect()
+}
+
+#[test]
+fn with_airlock_log_format_json_every_stderr_line_is_a_json_object() {
+    let (ws, address) = fixture_workspace();
+    let json = [("AIRLOCK_LOG_FORMAT", "json"), ("AIRLOCK_LOG", "debug")];
+    let serving = Serving::start(&ws, &address, &json);
+    http_get(&address, "/metrics", None).unwrap();
+    http_get(&address, "/api/v1/posts", Some("alk_wrong")).unwrap();
+
+    let mut publish = ws.command(&[
+        "post",
+        "add",
+        "--channel",
+        "cats",
+        "--text",
+        "JSON logs. Please respect the cats' own pace.",
+        "--json",
+    ]);
+    publish
+        .env("AIRLOCK_LOG_FORMAT", "json")
+        .env("AIRLOCK_LOG", "info");
+    let added = finish(publish.output().unwrap());
+    let id = added.json()["id"].as_i64().unwrap().to_string();
+    ws.ok(&["post", "approve", &id]);
+    let mut publish = ws.command(&["post", "publish", &id]);
+    publish
+        .env("AIRLOCK_LOG_FORMAT", "json")
+        .env("AIRLOCK_LOG", "info");
+    let published = finish(publish.output().unwrap());
+    assert_eq!(published.code, 0, "{}", published.stderr);
+    let events = assert_json_lines(&published.stderr);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["post_id"] == id.as_str() && e["channel"] == "cats"),
+        "a publish is logged with its post id and channel: {}",
+        published.stderr
+    );
+
+    // A refusal and a usage error are JSON too.
+    let mut refused = ws.command(&["post", "approve", "999"]);
+    refused.env("AIRLOCK_LOG_FORMAT", "json");
+    let refused = finish(refused.output().unwrap());
+    assert_ne!(refused.code, 0);
+    let lines = assert_json_lines(&refused.stderr);
+    assert_eq!(lines.len(), 1, "one line: {}", refused.stderr);
+    assert_eq!(lines[0]["level"], "ERROR");
+    let mut usage = ws.command(&["post", "frobnicate"]);
+    usage.env("AIRLOCK_LOG_FORMAT", "json");
+    let usage = finish(usage.output().unwrap());
+    assert_eq!(usage.code, 2);
+    assert_eq!(assert_json_lines(&usage.stderr).len(), 1);
+
+    let log = serving.stop();
+    let lines = assert_json_lines(&log);
+    assert!(
+        lines.iter().any(|l| l["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("serving http://")),
+        "the serve banner is JSON too"
+    );
+
+    // The default stays human-readable.
+    let plain = ws.run(&["post", "approve", "999"]);
+    assert!(plain.stderr.starts_with("airlock: "), "{}", plain.stderr);
+    let mut unknown = ws.command(&["channels"]);
+    unknown.env("AIRLOCK_LOG_FORMAT", "xml");
+    assert_refused(&finish(unknown.output().unwrap()), "AIRLOCK_LOG_FORMAT");
+}
+
+#[test]
+fn version_names_the_release_and_the_commit_and_help_describes_airlock() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let version = ws.ok(&["--version"]).stdout;
+    let version = version.trim();
+    let rest = version
+        .strip_prefix(&format!("airlock {} (commit ", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("unexpected --version: {version}"));
+    assert!(
+        rest == "unknown" || (rest.len() >= 7 && rest.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
+    let help = ws.ok(&["--help"]).stdout;
+    for needle in [
+        "The one door between AI agents and public platforms",
+        "at most once",
+        "airlock init",
+        "AIRLOCK_LOG_FORMAT=json",
+        "Exit codes",
+        "backup",
+        "export",
+    ] {
+        assert!(help.contains(needle), "{needle:?} not in --help:\n{help}");
+    }
+    assert!(
+        !help.contains("configuration, wiring"),
+        "no internal doc line:\n{help}"
+    );
+}
+
+/// Roles that exist for one test, dropped at its end (after the database that uses them).
+struct TestRoles(Vec<String>);
+
+impl Drop for TestRoles {
+    fn drop(&mut self) {
+        for role in &self.0 {
+            if let Err(e) =
+                airlock_testkit::pg::admin_sql(&[&format!("DROP ROLE IF EXISTS {role}")])
+            {
+                eprintln!("could not drop test role {role}: {e}");
+            }
+        }
+    }
+}
+
+/// Runs statements on a database as a user, stopping at the first error.
+fn sql_as(url: &str, statements: &[&str]) -> Result<(), String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let mut conn = sqlx::PgConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            for statement in statements {
+                sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+                    .execute(&mut conn)
+                    .await
+                    .map_err(|e| format!("{statement}: {e}"))?;
+            }
+            conn.close().await.ok();
+            Ok(())
+        })
+}
+
+/// The hardened PostgreSQL setup of docs/deploy.md, step by step: the owner migrates,
+/// the processes' role publishes, and that role cannot rewrite or drop history.
+#[test]
+fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_history() {
+    let suffix = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let (owner, app) = (
+        format!("airlock_owner_{suffix}"),
+        format!("airlock_app_{suffix}"),
+    );
+    let _roles = TestRoles(vec![app.clone(), owner.clone()]);
+    // Passwords, so that the test also works against a server without trust auth.
+    for role in [&owner, &app] {
+        airlock_testkit::pg::admin_sql(&[&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'"
+        )])
+        .unwrap();
+    }
+    let db = airlock_testkit::pg::TestDb::create();
+    airlock_testkit::pg::admin_sql(&[&format!("ALTER DATABASE {} OWNER TO {owner}", db.name())])
+        .unwrap();
+    let server = airlock_testkit::pg::server_url();
+    let as_user = |user: &str| {
+        let mut url =
+            url::Url::parse(&airlock_testkit::pg::with_database(&server, db.name())).unwrap();
+        url.set_username(user).unwrap();
+        url.set_password(Some(&format!("pw-{user}"))).unwrap();
+        url.to_string()
+    };
+    let superuser = airlock_testkit::pg::with_database(&server, db.name());
+    sql_as(
+        &superuser,
+        &[
+            "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+            &format!("ALTER SCHEMA public OWNER TO {owner}"),
+        ],
+    )
+    .unwrap();
+    let config = |user: &str| {
+        format!(
+            "database = \"{}\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n",
+            as_user(user)
+        )
+    };
+    let owner_ws = Workspace::new(&config(&owner));
+    owner_ws.ok(&["migrate"]);
+    sql_as(
+        &as_user(&owner),
+        &[
+            &format!("GRANT USAGE, CREATE ON SCHEMA public TO {app}"),
+            &format!(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {app}"
+            ),
+            &format!("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {app}"),
+            &format!("REVOKE UPDATE, DELETE, TRUNCATE ON post_events FROM {app}"),
+            &format!("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON _sqlx_migrations FROM {app}"),
+        ],
+    )
+    .unwrap();
+
+    let ws = Workspace::new(&config(&app));
+    let id = ws
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            "sandbox",
+            "--text",
+            "hardened",
+            "--json",
+        ])
+        .json()["id"]
+        .to_string();
+    ws.ok(&["post", "approve", &id]);
+    ws.ok(&["post", "publish", &id]);
+    ws.ok(&["doctor"]);
+    let app_url = as_user(&app);
+    for forbidden in [
+        "DELETE FROM post_events",
+        "UPDATE post_events SET note = 'rewritten'",
+        "TRUNCATE post_events",
+        "DROP TABLE post_events",
+        "ALTER TABLE posts DISABLE TRIGGER USER",
+    ] {
+        let refused = sql_as(&app_url, &[forbidden]).unwrap_err();
+        assert!(
+            refused.contains("permission denied") || refused.contains("must be owner"),
+            "{forbidden}: {refused}"
+        );
+    }
+    let shown = ws.ok(&["post", "show", &id, "--json"]).json();
+    assert_eq!(shown["status"], "posted");
+    assert!(shown["events"].as_array().unwrap().len() >= 4);
+}
