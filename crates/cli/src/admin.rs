@@ -204,39 +204,27 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
             ));
         }
     };
-    for channel in config.channels.values() {
-        let files = [
-            channel.token_file.as_deref(),
-            channel.secret_file.as_deref(),
-        ];
-        for file in files.into_iter().flatten() {
-            match check_file(file) {
-                Ok(()) => report(
-                    true,
-                    format!(
-                        "channel {}: credential file {}",
-                        channel.name,
-                        file.display()
-                    ),
-                ),
-                Err(e) => report(false, format!("channel {}: {e}", channel.name)),
-            }
-        }
-    }
-    for sink in config.sinks.values() {
-        let files = [
-            sink.webhook_file.as_deref(),
-            sink.token_file.as_deref(),
-            sink.secret_file.as_deref(),
-        ];
-        for file in files.into_iter().flatten() {
-            match check_file(file) {
-                Ok(()) => report(
-                    true,
-                    format!("sink {}: credential file {}", sink.name, file.display()),
-                ),
-                Err(e) => report(false, format!("sink {}: {e}", sink.name)),
-            }
+    let files = config
+        .channels
+        .values()
+        .flat_map(|c| {
+            let owner = format!("channel {}", c.name);
+            c.platform
+                .credential_files()
+                .into_iter()
+                .map(move |f| (owner.clone(), f))
+        })
+        .chain(config.sinks.values().flat_map(|s| {
+            let owner = format!("sink {}", s.name);
+            s.target
+                .credential_files()
+                .into_iter()
+                .map(move |f| (owner.clone(), f))
+        }));
+    for (owner, file) in files {
+        match check_file(file) {
+            Ok(()) => report(true, format!("{owner}: credential file {}", file.display())),
+            Err(e) => report(false, format!("{owner}: {e}")),
         }
     }
     let store = match wiring::open_store(&config).await {
@@ -312,11 +300,12 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
                             true,
                             format!(
                                 "channel {}: no account to check ({})",
-                                channel.name, channel.kind
+                                channel.name,
+                                channel.kind()
                             ),
                         ),
                         Ok(Some(account)) => {
-                            let expected = channel.account.as_deref().unwrap_or_default();
+                            let expected = channel.platform.account().unwrap_or_default();
                             let matches = expected
                                 .trim_start_matches('@')
                                 .eq_ignore_ascii_case(account.username.trim_start_matches('@'));

@@ -2,10 +2,11 @@
 //! adapters from configuration (reading credential files, which may refuse).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use airlock_app::App;
-use airlock_core::{ChannelKind, ChannelName};
+use airlock_core::ChannelName;
 use airlock_notify::{DISCORD_API, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
 use airlock_platforms::credential::read_secret;
 use airlock_platforms::instagram::{Instagram, InstagramSettings};
@@ -20,7 +21,7 @@ use airlock_store_postgres::PgStore;
 use airlock_store_sqlite::SqliteStore;
 
 use crate::Failure;
-use crate::config::{ChannelConfig, Config};
+use crate::config::{ChannelConfig, Config, PlatformConfig, SinkTarget};
 
 /// Opens the configured store (SQLite or PostgreSQL by the URL's scheme), applying
 /// pending migrations. The only place that names a concrete backend.
@@ -55,92 +56,69 @@ pub fn build_platforms(
 }
 
 fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> {
-    let client = || http::client(channel.request_timeout.as_std());
-    match channel.kind {
-        ChannelKind::Sandbox => Ok(Arc::new(Sandbox::new(
+    let timeout = channel.platform.request_timeout().as_std();
+    let client = || http::client(timeout);
+    let token = |file: &Path| read_secret(file).map_err(|e| e.to_string());
+    let or = |url: &Option<String>, default: String| url.clone().unwrap_or(default);
+    Ok(match &channel.platform {
+        PlatformConfig::Sandbox(c) => Arc::new(Sandbox::new(
             channel.name.clone(),
-            channel.path.clone(),
-            channel.simulate,
-        ))),
-        ChannelKind::Webhook => {
-            let url = channel.url.clone().ok_or("webhook channel without url")?;
-            let url = http::check_base_url(&url).map_err(|e| e.to_string())?;
-            let secret = channel
-                .secret_file
-                .as_deref()
-                .map(read_secret)
-                .transpose()
-                .map_err(|e| e.to_string())?;
-            Ok(Arc::new(Webhook::new(url, secret, client())))
-        }
-        ChannelKind::Threads => {
-            let mut settings = ThreadsSettings::new(token(channel)?);
-            if let Some(url) = &channel.base_url {
-                settings.base_url = url.clone();
-            }
-            settings.request_timeout = channel.request_timeout.as_std();
-            settings.poll_interval = channel.poll_interval.as_std();
-            settings.poll_timeout = channel.poll_timeout.as_std();
-            Ok(Arc::new(
-                Threads::new(settings, client()).map_err(|e| e.to_string())?,
-            ))
-        }
-        ChannelKind::Instagram => {
-            let mut settings = InstagramSettings::new(token(channel)?);
-            if let Some(url) = &channel.base_url {
-                settings.base_url = url.clone();
-            }
-            if let Some(version) = &channel.api_version {
-                settings.api_version = version.clone();
-            }
-            settings.user_id = channel.user_id.clone();
-            settings.request_timeout = channel.request_timeout.as_std();
-            settings.poll_interval = channel.poll_interval.as_std();
-            settings.poll_timeout = channel.poll_timeout.as_std();
-            Ok(Arc::new(
-                Instagram::new(settings, client()).map_err(|e| e.to_string())?,
-            ))
-        }
-        ChannelKind::Linkedin => {
-            let mut settings = LinkedinSettings::new(token(channel)?);
-            if let Some(url) = &channel.base_url {
-                settings.base_url = url.clone();
-            }
-            if let Some(version) = &channel.version {
-                settings.version = version.clone();
-            }
-            settings.author = channel.author.clone();
-            settings.request_timeout = channel.request_timeout.as_std();
-            Ok(Arc::new(
-                Linkedin::new(settings, client()).map_err(|e| e.to_string())?,
-            ))
-        }
-        ChannelKind::Wordpress => {
-            let base_url = channel
-                .base_url
+            c.path
                 .clone()
-                .ok_or("wordpress channel without base_url")?;
-            let username = channel
-                .username
-                .clone()
-                .ok_or("wordpress channel without username")?;
-            let mut settings = WordpressSettings::new(base_url, username, token(channel)?);
-            settings.request_timeout = channel.request_timeout.as_std();
-            settings.rest_route = channel.rest_route;
-            Ok(Arc::new(
-                Wordpress::new(settings, client()).map_err(|e| e.to_string())?,
-            ))
+                .expect("a sandbox's path is resolved when it is read"),
+            c.simulate,
+        )),
+        PlatformConfig::Webhook(c) => {
+            let url = http::check_base_url(&c.url).map_err(|e| e.to_string())?;
+            let secret = c.secret_file.as_deref().map(token).transpose()?;
+            Arc::new(Webhook::new(url, secret, client()))
         }
-    }
-}
-
-/// The channel's credential, read from its `token_file` (refusing loose permissions).
-fn token(channel: &ChannelConfig) -> Result<airlock_platforms::credential::SecretString, String> {
-    let path = channel
-        .token_file
-        .as_deref()
-        .ok_or_else(|| format!("{} channel without token_file", channel.kind))?;
-    read_secret(path).map_err(|e| e.to_string())
+        PlatformConfig::Threads(c) => {
+            let defaults = ThreadsSettings::new(token(&c.token_file)?);
+            let settings = ThreadsSettings {
+                base_url: or(&c.base_url, defaults.base_url.clone()),
+                request_timeout: timeout,
+                poll_interval: c.poll_interval.as_std(),
+                poll_timeout: c.poll_timeout.as_std(),
+                ..defaults
+            };
+            Arc::new(Threads::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Instagram(c) => {
+            let defaults = InstagramSettings::new(token(&c.token_file)?);
+            let settings = InstagramSettings {
+                base_url: or(&c.base_url, defaults.base_url.clone()),
+                api_version: or(&c.api_version, defaults.api_version.clone()),
+                user_id: c.user_id.clone(),
+                request_timeout: timeout,
+                poll_interval: c.poll_interval.as_std(),
+                poll_timeout: c.poll_timeout.as_std(),
+                ..defaults
+            };
+            Arc::new(Instagram::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Linkedin(c) => {
+            let defaults = LinkedinSettings::new(token(&c.token_file)?);
+            let settings = LinkedinSettings {
+                base_url: or(&c.base_url, defaults.base_url.clone()),
+                version: or(&c.version, defaults.version.clone()),
+                author: c.author.clone(),
+                request_timeout: timeout,
+                ..defaults
+            };
+            Arc::new(Linkedin::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Wordpress(c) => {
+            let mut settings = WordpressSettings::new(
+                c.base_url.clone(),
+                c.username.clone(),
+                token(&c.token_file)?,
+            );
+            settings.request_timeout = timeout;
+            settings.rest_route = c.rest_route;
+            Arc::new(Wordpress::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+    })
 }
 
 /// The notification deliverer for the configured sinks (reading their secret files).
@@ -150,27 +128,19 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
         .values()
         .map(|sink| {
             let refuse = |e: String| Failure::refused(format!("notify.{}: {e}", sink.name));
-            let secret = |path: Option<&std::path::Path>| {
-                path.map(|p| read_secret(p).map_err(|e| refuse(e.to_string())))
-                    .transpose()
-            };
-            let kind = match sink.kind.as_str() {
-                "slack" => SinkKind::Slack {
-                    webhook_url: secret(sink.webhook_file.as_deref())?
-                        .ok_or_else(|| refuse("webhook_file is required".into()))?,
+            let secret = |path: &Path| read_secret(path).map_err(|e| refuse(e.to_string()));
+            let kind = match &sink.target {
+                SinkTarget::Slack(c) => SinkKind::Slack {
+                    webhook_url: secret(&c.webhook_file)?,
                 },
-                "discord" => SinkKind::Discord {
-                    token: secret(sink.token_file.as_deref())?
-                        .ok_or_else(|| refuse("token_file is required".into()))?,
-                    channel_id: sink.channel_id.clone().unwrap_or_default(),
-                    base_url: sink
-                        .base_url
-                        .clone()
-                        .unwrap_or_else(|| DISCORD_API.to_owned()),
+                SinkTarget::Discord(c) => SinkKind::Discord {
+                    token: secret(&c.token_file)?,
+                    channel_id: c.channel_id.clone(),
+                    base_url: c.base_url.clone().unwrap_or_else(|| DISCORD_API.to_owned()),
                 },
-                _ => SinkKind::Webhook {
-                    url: sink.url.clone().unwrap_or_default(),
-                    secret: secret(sink.secret_file.as_deref())?,
+                SinkTarget::Webhook(c) => SinkKind::Webhook {
+                    url: c.url.clone(),
+                    secret: c.secret_file.as_deref().map(secret).transpose()?,
                 },
             };
             Sink::new(SinkSettings {

@@ -301,6 +301,9 @@ fn with_airlock_log_format_json_every_stderr_line_is_a_json_object() {
         "cats",
         "--text",
         "JSON logs. Please respect the cats' own pace.",
+        // Not due: the running `serve` leaves it to `post publish` below.
+        "--at",
+        "2099-01-01T00:00:00Z",
         "--json",
     ]);
     publish

@@ -404,8 +404,9 @@ const HISTORY: &[&str] = &[
 ];
 
 /// Every migration after the first only adds: no dropped, truncated, renamed or
-/// rewritten ledger table, no dropped column, no deleted or updated row of history.
-/// (The first migration is frozen anyway: sqlx refuses a ledger whose applied
+/// rewritten ledger table, no dropped column or trigger, no disabled trigger, no deleted
+/// row of history, and no updated one except to fill in a column the same migration
+/// added. (The first migration is frozen anyway: sqlx refuses a ledger whose applied
 /// migration changed, and `tests/fixtures` proves old ledgers still open.)
 #[test]
 fn migrations_never_drop_or_rewrite_history() {
@@ -418,23 +419,21 @@ fn migrations_never_drop_or_rewrite_history() {
         assert!(!files.is_empty());
         for file in files.iter().skip(1) {
             let sql = std::fs::read_to_string(file).unwrap();
-            // Comments out, case and spacing normalised, quotes dropped.
-            let code: String = sql
-                .lines()
-                .map(|l| l.split("--").next().unwrap_or(""))
-                .collect::<Vec<_>>()
-                .join(" ")
-                .to_uppercase()
-                .replace('"', "");
-            let code = format!(
-                " {} ",
-                code.split_whitespace().collect::<Vec<_>>().join(" ")
-            );
-            assert!(
-                !code.contains(" DROP COLUMN "),
-                "{} drops a column: migrations only add to the ledger",
-                file.display()
-            );
+            let words = sql_words(&sql);
+            let code = format!(" {} ", words.join(" "));
+            let added: Vec<&str> = words
+                .windows(3)
+                .filter(|w| w[0] == "ADD" && w[1] == "COLUMN")
+                .map(|w| w[2].as_str())
+                .collect();
+            for forbidden in [" DROP COLUMN ", " DROP TRIGGER ", " DISABLE TRIGGER "] {
+                assert!(
+                    !code.contains(forbidden),
+                    "{} contains `{}`: migrations only add to the ledger",
+                    file.display(),
+                    forbidden.trim()
+                );
+            }
             for table in HISTORY {
                 for forbidden in [
                     format!(" DROP TABLE {table} "),
@@ -442,7 +441,6 @@ fn migrations_never_drop_or_rewrite_history() {
                     format!(" TRUNCATE {table} "),
                     format!(" TRUNCATE TABLE {table} "),
                     format!(" DELETE FROM {table} "),
-                    format!(" UPDATE {table} "),
                     format!(" ALTER TABLE {table} RENAME "),
                 ] {
                     assert!(
@@ -452,7 +450,52 @@ fn migrations_never_drop_or_rewrite_history() {
                         forbidden.trim()
                     );
                 }
+                // An UPDATE may only fill in a column this migration added.
+                for (at, w) in words.windows(4).enumerate() {
+                    if w[0] == "UPDATE" && w[1] == *table && w[2] == "SET" {
+                        assert!(
+                            added.contains(&w[3].as_str()),
+                            "{} updates {table}.{} (word {at}): migrations only fill in columns they add",
+                            file.display(),
+                            w[3]
+                        );
+                    }
+                }
             }
         }
     }
+}
+
+/// The words of SQL code: comments out, case normalised, quotes, schema prefixes and
+/// punctuation split off, so `DELETE FROM public.post_events;` reads as its words.
+fn sql_words(sql: &str) -> Vec<String> {
+    sql.lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_uppercase()
+        .replace(['"', '`'], "")
+        .replace("PUBLIC.", "")
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '(' | ')' | ',' | '='))
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_history_check_sees_through_punctuation_and_schemas() {
+    let words = sql_words("delete from public.post_events;\nUPDATE posts SET authors='[]';");
+    assert_eq!(
+        words,
+        [
+            "DELETE",
+            "FROM",
+            "POST_EVENTS",
+            "UPDATE",
+            "POSTS",
+            "SET",
+            "AUTHORS",
+            "'[]'"
+        ]
+    );
 }

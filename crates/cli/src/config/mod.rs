@@ -2,6 +2,9 @@
 //! `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
 //! against the file's directory, and cross-field rules (a lease outlasts every request)
 //! checked before anything runs.
+//!
+//! Channels ([`channel`]) and sinks ([`sink`]) are one type per kind, each carrying only
+//! its kind's keys, so a key of another kind is refused by its own name.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,10 +12,15 @@ use std::path::{Path, PathBuf};
 use chrono_tz::Tz;
 use serde::Deserialize;
 
-use airlock_app::{AppSettings, ChannelSettings, EVENTS, NotifyRoute};
+use airlock_app::{AppSettings, ChannelSettings, NotifyRoute};
 use airlock_core::quota::WindowRule;
-use airlock_core::{ChannelKind, ChannelName, Span};
-use airlock_platforms::sandbox::Simulate;
+use airlock_core::{ChannelName, Span};
+
+mod channel;
+mod sink;
+
+pub use channel::{ChannelConfig, PlatformConfig};
+pub use sink::{SinkConfig, SinkTarget};
 
 /// A configuration that cannot be used, naming the file and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -43,9 +51,9 @@ struct RawConfig {
     #[serde(default)]
     quota: RawQuota,
     #[serde(default)]
-    channels: BTreeMap<String, RawChannel>,
+    channels: BTreeMap<String, channel::RawChannel>,
     #[serde(default)]
-    notify: BTreeMap<String, RawSink>,
+    notify: BTreeMap<String, sink::RawSink>,
     #[serde(default)]
     sites: BTreeMap<String, RawSite>,
     #[serde(default)]
@@ -83,61 +91,6 @@ struct RawDispatcher {
 struct RawQuota {
     window: Option<Span>,
     window_limit: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawChannel {
-    kind: String,
-    daily_limit: u32,
-    account: Option<String>,
-    token_file: Option<PathBuf>,
-    base_url: Option<String>,
-    request_timeout: Option<Span>,
-    timezone: Option<String>,
-    max_chars: Option<usize>,
-    #[serde(default)]
-    forbidden: Vec<String>,
-    #[serde(default)]
-    required: Vec<String>,
-    // sandbox
-    simulate: Option<Simulate>,
-    path: Option<PathBuf>,
-    // webhook
-    url: Option<String>,
-    secret_file: Option<PathBuf>,
-    // threads, instagram
-    poll_interval: Option<Span>,
-    poll_timeout: Option<Span>,
-    // instagram
-    api_version: Option<String>,
-    user_id: Option<String>,
-    // linkedin
-    version: Option<String>,
-    author: Option<String>,
-    // wordpress
-    username: Option<String>,
-    rest_route: Option<bool>,
-    // compose (SPEC §9)
-    site: Option<String>,
-    #[serde(default)]
-    slots: Vec<String>,
-    template: Option<String>,
-    auto_approve: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSink {
-    kind: String,
-    events: Vec<String>,
-    webhook_file: Option<PathBuf>,
-    token_file: Option<PathBuf>,
-    channel_id: Option<String>,
-    url: Option<String>,
-    secret_file: Option<PathBuf>,
-    base_url: Option<String>,
-    request_timeout: Option<Span>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,90 +146,6 @@ pub struct Config {
     pub sinks: BTreeMap<String, SinkConfig>,
     /// Markdown sites.
     pub sites: BTreeMap<String, SiteConfig>,
-}
-
-/// One channel.
-#[derive(Debug, Clone)]
-pub struct ChannelConfig {
-    /// Name.
-    pub name: ChannelName,
-    /// Kind.
-    pub kind: ChannelKind,
-    /// Daily limit.
-    pub daily_limit: u32,
-    /// Expected account.
-    pub account: Option<String>,
-    /// Credential file.
-    pub token_file: Option<PathBuf>,
-    /// Platform address override.
-    pub base_url: Option<String>,
-    /// Per-request timeout.
-    pub request_timeout: Span,
-    /// Calendar.
-    pub timezone: Tz,
-    /// Configured length limit.
-    pub max_chars: Option<usize>,
-    /// Forbidden phrases.
-    pub forbidden: Vec<String>,
-    /// Required phrases.
-    pub required: Vec<String>,
-    /// Sandbox behaviour.
-    pub simulate: Simulate,
-    /// Sandbox log file.
-    pub path: PathBuf,
-    /// Webhook URL.
-    pub url: Option<String>,
-    /// Webhook HMAC secret file.
-    pub secret_file: Option<PathBuf>,
-    /// Container poll interval.
-    pub poll_interval: Span,
-    /// Container poll limit.
-    pub poll_timeout: Span,
-    /// Instagram Graph API version.
-    pub api_version: Option<String>,
-    /// Instagram user id for publish paths (Facebook Login).
-    pub user_id: Option<String>,
-    /// LinkedIn-Version header.
-    pub version: Option<String>,
-    /// LinkedIn author URN.
-    pub author: Option<String>,
-    /// WordPress user name.
-    pub username: Option<String>,
-    /// WordPress: route requests through `/?rest_route=` (sites without pretty permalinks).
-    pub rest_route: bool,
-    /// Compose: site name.
-    pub site: Option<String>,
-    /// Compose: local slot times.
-    pub slots: Vec<String>,
-    /// Compose: text template.
-    pub template: Option<String>,
-    /// Compose: auto-approve principal.
-    pub auto_approve: Option<String>,
-}
-
-/// One notification sink.
-#[derive(Debug, Clone)]
-pub struct SinkConfig {
-    /// Name.
-    pub name: String,
-    /// `slack`, `discord` or `webhook`.
-    pub kind: String,
-    /// Events it wants.
-    pub events: Vec<String>,
-    /// Slack: file holding the incoming-webhook URL.
-    pub webhook_file: Option<PathBuf>,
-    /// Discord: bot token file.
-    pub token_file: Option<PathBuf>,
-    /// Discord: channel id.
-    pub channel_id: Option<String>,
-    /// Webhook: URL.
-    pub url: Option<String>,
-    /// Webhook: HMAC secret file.
-    pub secret_file: Option<PathBuf>,
-    /// Discord API base override.
-    pub base_url: Option<String>,
-    /// Per-request timeout.
-    pub request_timeout: Span,
 }
 
 /// A Markdown site (SPEC §9).
@@ -364,182 +233,22 @@ impl Config {
         }
 
         let mut channels = BTreeMap::new();
+        let has_site = |site: &str| raw.sites.contains_key(site);
+        let cx = channel::Context {
+            dir: &dir,
+            timezone,
+            stale_after,
+            has_site: &has_site,
+        };
         for (name, rc) in raw.channels {
-            let key = |k: &str| format!("channels.{name}.{k}");
-            let channel_name =
-                ChannelName::parse(&name).map_err(|e| fail(format!("[channels.{name}]: {e}")))?;
-            let kind: ChannelKind = rc
-                .kind
-                .parse()
-                .map_err(|e| fail(format!("{}: {e}", key("kind"))))?;
-            check_applicable(&name, kind, &rc).map_err(fail)?;
-            if rc.daily_limit == 0 {
-                return Err(fail(format!(
-                    "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
-                    key("daily_limit")
-                )));
-            }
-            let http = !matches!(kind, ChannelKind::Sandbox);
-            let platform = !matches!(kind, ChannelKind::Sandbox | ChannelKind::Webhook);
-            if platform {
-                for (present, k) in [
-                    (rc.token_file.is_some(), "token_file"),
-                    (rc.account.is_some(), "account"),
-                ] {
-                    if !present {
-                        return Err(fail(format!(
-                            "missing required key {} for a {kind} channel",
-                            key(k)
-                        )));
-                    }
-                }
-            }
-            if kind == ChannelKind::Webhook && rc.url.is_none() {
-                return Err(fail(format!(
-                    "missing required key {} for a webhook channel",
-                    key("url")
-                )));
-            }
-            if kind == ChannelKind::Wordpress && rc.username.is_none() {
-                return Err(fail(format!(
-                    "missing required key {} for a wordpress channel",
-                    key("username")
-                )));
-            }
-            for (url, k) in [(&rc.base_url, "base_url"), (&rc.url, "url")] {
-                if let Some(url) = url {
-                    airlock_platforms::http::check_base_url(url)
-                        .map_err(|e| fail(format!("{}: {e}", key(k))))?;
-                }
-            }
-            let request_timeout = rc.request_timeout.unwrap_or(Span::seconds(30));
-            let poll_timeout = rc.poll_timeout.unwrap_or(Span::minutes(5));
-            // Every request up to and including the irreversible one, plus container polling,
-            // plus the slack the guarded path keeps between the send and the lease's end.
-            let mut longest = request_timeout.as_chrono() * kind.requests_per_publish()
-                + airlock_app::publish::LEASE_SLACK;
-            if kind.polls_containers() {
-                longest += poll_timeout.as_chrono();
-            }
-            if http && stale_after.as_chrono() <= longest {
-                return Err(fail(format!(
-                    "dispatcher.stale_after = {stale_after} must exceed the longest publish of channel {name} ({}): a lease must never expire while its request can still be running; raise stale_after or lower {}",
-                    Span::new(longest),
-                    if kind.polls_containers() {
-                        "request_timeout / poll_timeout"
-                    } else {
-                        "request_timeout"
-                    }
-                )));
-            }
-            if let Some(site) = &rc.site
-                && !raw.sites.contains_key(site)
-            {
-                return Err(fail(format!(
-                    "{} = {site:?} names no [sites.{site}] table",
-                    key("site")
-                )));
-            }
-            let channel_tz = match &rc.timezone {
-                Some(name) => tz(name, &key("timezone"))?,
-                None => timezone,
-            };
-            channels.insert(
-                channel_name.clone(),
-                ChannelConfig {
-                    name: channel_name,
-                    kind,
-                    daily_limit: rc.daily_limit,
-                    account: rc.account,
-                    token_file: rc.token_file.as_deref().map(resolve),
-                    base_url: rc.base_url,
-                    request_timeout,
-                    timezone: channel_tz,
-                    max_chars: rc.max_chars,
-                    forbidden: rc.forbidden,
-                    required: rc.required,
-                    simulate: rc.simulate.unwrap_or_default(),
-                    path: rc
-                        .path
-                        .as_deref()
-                        .map(resolve)
-                        .unwrap_or_else(|| dir.join("sandbox").join(format!("{name}.jsonl"))),
-                    url: rc.url,
-                    secret_file: rc.secret_file.as_deref().map(resolve),
-                    poll_interval: rc.poll_interval.unwrap_or(Span::seconds(5)),
-                    poll_timeout,
-                    api_version: rc.api_version,
-                    user_id: rc.user_id,
-                    version: rc.version,
-                    author: rc.author,
-                    username: rc.username,
-                    rest_route: rc.rest_route.unwrap_or(false),
-                    site: rc.site,
-                    slots: rc.slots,
-                    template: rc.template,
-                    auto_approve: rc.auto_approve,
-                },
-            );
+            let channel = ChannelConfig::read(&name, rc, &cx).map_err(fail)?;
+            channels.insert(channel.name.clone(), channel);
         }
 
         let mut sinks = BTreeMap::new();
         for (name, rs) in raw.notify {
-            let key = |k: &str| format!("notify.{name}.{k}");
-            let needs = |present: bool, k: &str| {
-                if present {
-                    Ok(())
-                } else {
-                    Err(fail(format!(
-                        "missing required key {} for a {} sink",
-                        key(k),
-                        rs.kind
-                    )))
-                }
-            };
-            match rs.kind.as_str() {
-                "slack" => needs(rs.webhook_file.is_some(), "webhook_file")?,
-                "discord" => {
-                    needs(rs.token_file.is_some(), "token_file")?;
-                    needs(rs.channel_id.is_some(), "channel_id")?;
-                }
-                "webhook" => needs(rs.url.is_some(), "url")?,
-                other => {
-                    return Err(fail(format!(
-                        "{} = {other:?}: expected \"slack\", \"discord\" or \"webhook\"",
-                        key("kind")
-                    )));
-                }
-            }
-            for event in &rs.events {
-                if !EVENTS.contains(&event.as_str()) {
-                    return Err(fail(format!(
-                        "{}: unknown event {event:?}; events are {}",
-                        key("events"),
-                        EVENTS.join(", ")
-                    )));
-                }
-            }
-            for (url, k) in [(&rs.url, "url"), (&rs.base_url, "base_url")] {
-                if let Some(url) = url {
-                    airlock_platforms::http::check_base_url(url)
-                        .map_err(|e| fail(format!("{}: {e}", key(k))))?;
-                }
-            }
-            sinks.insert(
-                name.clone(),
-                SinkConfig {
-                    name,
-                    kind: rs.kind,
-                    events: rs.events,
-                    webhook_file: rs.webhook_file.as_deref().map(resolve),
-                    token_file: rs.token_file.as_deref().map(resolve),
-                    channel_id: rs.channel_id,
-                    url: rs.url,
-                    secret_file: rs.secret_file.as_deref().map(resolve),
-                    base_url: rs.base_url,
-                    request_timeout: rs.request_timeout.unwrap_or(Span::seconds(10)),
-                },
-            );
+            let sink = SinkConfig::read(&name, rs, &dir).map_err(fail)?;
+            sinks.insert(name, sink);
         }
 
         let sites = raw
@@ -609,14 +318,15 @@ impl Config {
             })
             .collect();
         for channel in self.channels.values() {
+            let kind = channel.kind();
             let mut settings_channel = ChannelSettings::new(
                 channel.name.clone(),
-                channel.kind,
+                kind,
                 channel.daily_limit,
                 channel.timezone,
             );
-            settings_channel.account = channel.account.clone();
-            settings_channel.policy = channel.kind.policy_with(
+            settings_channel.account = channel.platform.account().map(str::to_owned);
+            settings_channel.policy = kind.policy_with(
                 channel.max_chars,
                 channel.forbidden.clone(),
                 channel.required.clone(),
@@ -626,66 +336,11 @@ impl Config {
                 .as_ref()
                 .and_then(|site| self.sites.get(site))
                 .map(|site| site.dir.clone());
-            settings_channel.request_timeout = channel.request_timeout.as_chrono();
+            settings_channel.request_timeout = channel.platform.request_timeout().as_chrono();
             settings = settings.with_channel(settings_channel);
         }
         settings
     }
-}
-
-/// Refuses keys that do not apply to a channel's kind, naming them.
-fn check_applicable(name: &str, kind: ChannelKind, rc: &RawChannel) -> Result<(), String> {
-    use ChannelKind::*;
-    let keys: [(&str, bool, &[ChannelKind]); 14] = [
-        ("simulate", rc.simulate.is_some(), &[Sandbox]),
-        ("path", rc.path.is_some(), &[Sandbox]),
-        ("url", rc.url.is_some(), &[Webhook]),
-        ("secret_file", rc.secret_file.is_some(), &[Webhook]),
-        (
-            "token_file",
-            rc.token_file.is_some(),
-            &[Threads, Instagram, Linkedin, Wordpress],
-        ),
-        (
-            "account",
-            rc.account.is_some(),
-            &[Threads, Instagram, Linkedin, Wordpress],
-        ),
-        (
-            "base_url",
-            rc.base_url.is_some(),
-            &[Threads, Instagram, Linkedin, Wordpress],
-        ),
-        (
-            "poll_interval",
-            rc.poll_interval.is_some(),
-            &[Threads, Instagram],
-        ),
-        (
-            "poll_timeout",
-            rc.poll_timeout.is_some(),
-            &[Threads, Instagram],
-        ),
-        ("api_version", rc.api_version.is_some(), &[Instagram]),
-        ("user_id", rc.user_id.is_some(), &[Instagram]),
-        ("rest_route", rc.rest_route.is_some(), &[Wordpress]),
-        (
-            "version",
-            rc.version.is_some() || rc.author.is_some(),
-            &[Linkedin],
-        ),
-        ("username", rc.username.is_some(), &[Wordpress]),
-    ];
-    for (key, present, kinds) in keys {
-        if present && !kinds.contains(&kind) {
-            let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-            return Err(format!(
-                "channels.{name}.{key} does not apply to a {kind} channel (only to {})",
-                names.join(", ")
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `[server] public_url`: an absolute http(s) URL of the server's root, without user
@@ -807,15 +462,21 @@ events = ["published", "failed", "needs_review", "paused"]
         let config = parse(SPEC_EXAMPLE).unwrap();
         assert_eq!(config.database, "sqlite:///etc/airlock/airlock.db");
         let threads = &config.channels[&ChannelName::parse("threads-main").unwrap()];
+        let PlatformConfig::Threads(platform) = &threads.platform else {
+            panic!("{:?}", threads.platform);
+        };
         assert_eq!(
-            threads.token_file.as_deref(),
-            Some(Path::new("/etc/airlock/credentials/threads-access-token"))
+            platform.token_file,
+            Path::new("/etc/airlock/credentials/threads-access-token")
         );
         assert_eq!(threads.timezone, chrono_tz::Asia::Tokyo);
         let sandbox = &config.channels[&ChannelName::parse("sandbox").unwrap()];
+        let PlatformConfig::Sandbox(platform) = &sandbox.platform else {
+            panic!("{:?}", sandbox.platform);
+        };
         assert_eq!(
-            sandbox.path,
-            Path::new("/etc/airlock/sandbox/sandbox.jsonl")
+            platform.path.as_deref(),
+            Some(Path::new("/etc/airlock/sandbox/sandbox.jsonl"))
         );
         assert_eq!(config.window.limit, 3);
         let settings = config.app_settings();
@@ -845,13 +506,40 @@ events = ["published", "failed", "needs_review", "paused"]
     }
 
     #[test]
-    fn keys_of_other_kinds_are_refused() {
+    fn keys_of_other_kinds_are_refused_by_their_own_name() {
         let err = parse(
             "[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nurl = \"https://x.example\"\n",
         )
         .unwrap_err();
         assert!(
-            err.to_string().contains("channels.s.url does not apply"),
+            err.to_string()
+                .contains("channels.s.url does not apply to a sandbox channel"),
+            "{err}"
+        );
+        // Another kind's key is named as written, not as a key it travels with.
+        let err = parse(
+            "[channels.t]\nkind = \"threads\"\ndaily_limit = 1\ntoken_file = \"t\"\naccount = \"a\"\nauthor = \"urn:li:organization:1\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("channels.t.author does not apply to a threads channel"),
+            "{err}"
+        );
+        let err = parse(
+            "[notify.n]\nkind = \"slack\"\nevents = []\nwebhook_file = \"w\"\nchannel_id = \"1\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("notify.n.channel_id does not apply to a slack sink"),
+            "{err}"
+        );
+        let err =
+            parse("[notify.n]\nkind = \"discord\"\nevents = []\ntoken_file = \"t\"\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("missing required key notify.n.channel_id for a discord sink"),
             "{err}"
         );
     }

@@ -1,0 +1,448 @@
+//! `[channels.NAME]`: the keys every channel has, then one type per channel kind that
+//! carries only that kind's keys. The kind's table is read with `deny_unknown_fields`,
+//! so a key of another kind is refused by its own name; adding a kind is one variant of
+//! [`PlatformConfig`], its type here, and its adapter constructor in `wiring`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::Duration;
+use chrono_tz::Tz;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use airlock_core::{ChannelKind, ChannelName, Span};
+use airlock_platforms::sandbox::Simulate;
+
+/// One configured channel.
+#[derive(Debug, Clone)]
+pub struct ChannelConfig {
+    /// Name.
+    pub name: ChannelName,
+    /// Publishes per local calendar day.
+    pub daily_limit: u32,
+    /// Calendar (the channel's `timezone`, else the file's).
+    pub timezone: Tz,
+    /// Configured length limit.
+    pub max_chars: Option<usize>,
+    /// Forbidden phrases.
+    pub forbidden: Vec<String>,
+    /// Required phrases.
+    pub required: Vec<String>,
+    /// Compose: site name.
+    pub site: Option<String>,
+    /// Compose: local slot times.
+    pub slots: Vec<String>,
+    /// Compose: text template.
+    pub template: Option<String>,
+    /// Compose: auto-approve principal.
+    pub auto_approve: Option<String>,
+    /// How it reaches its platform.
+    pub platform: PlatformConfig,
+}
+
+/// What a channel's kind needs to reach its platform: one variant per kind, each with
+/// only that kind's keys.
+#[derive(Debug, Clone)]
+pub enum PlatformConfig {
+    /// `kind = "sandbox"`.
+    Sandbox(SandboxConfig),
+    /// `kind = "webhook"`.
+    Webhook(WebhookConfig),
+    /// `kind = "threads"`.
+    Threads(ThreadsConfig),
+    /// `kind = "instagram"`.
+    Instagram(InstagramConfig),
+    /// `kind = "linkedin"`.
+    Linkedin(LinkedinConfig),
+    /// `kind = "wordpress"`.
+    Wordpress(WordpressConfig),
+}
+
+fn thirty_seconds() -> Span {
+    Span::seconds(30)
+}
+
+fn five_seconds() -> Span {
+    Span::seconds(5)
+}
+
+fn five_minutes() -> Span {
+    Span::minutes(5)
+}
+
+/// `sandbox`: a local JSON-lines log instead of a platform.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `ok`, `reject` or `unknown`: the outcome it acts out.
+    #[serde(default)]
+    pub simulate: Simulate,
+    /// The log (default `sandbox/<channel>.jsonl` beside the config).
+    pub path: Option<PathBuf>,
+    /// Bound on one publish.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `webhook`: a JSON POST to `url`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where to POST.
+    pub url: String,
+    /// HMAC secret file (signs the body).
+    pub secret_file: Option<PathBuf>,
+    /// Bound on the request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `threads`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The account the token must belong to.
+    pub account: String,
+    /// API host override (tests point it at a fake).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// Pause between two container status reads.
+    #[serde(default = "five_seconds")]
+    pub poll_interval: Span,
+    /// How long a container may take to be processed.
+    #[serde(default = "five_minutes")]
+    pub poll_timeout: Span,
+}
+
+/// `instagram`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstagramConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The account the token must belong to.
+    pub account: String,
+    /// API host override (`https://graph.facebook.com` for Facebook Login; tests: a fake).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// Pause between two container status reads.
+    #[serde(default = "five_seconds")]
+    pub poll_interval: Span,
+    /// How long a container may take to be processed.
+    #[serde(default = "five_minutes")]
+    pub poll_timeout: Span,
+    /// Graph API version (`vNN.0`).
+    pub api_version: Option<String>,
+    /// The professional account's user id (Facebook Login).
+    pub user_id: Option<String>,
+}
+
+/// `linkedin`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedinConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The member (`sub`) the token must belong to.
+    pub account: String,
+    /// API host override.
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// `LinkedIn-Version` (`YYYYMM`).
+    pub version: Option<String>,
+    /// Author URN, to post as an organization.
+    pub author: Option<String>,
+}
+
+/// `wordpress`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordpressConfig {
+    /// The application password's file (0600).
+    pub token_file: PathBuf,
+    /// The user slug the password must belong to.
+    pub account: String,
+    /// The site's address.
+    pub base_url: String,
+    /// The login name the application password belongs to.
+    pub username: String,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// Route requests through `/?rest_route=` (sites without pretty permalinks).
+    #[serde(default)]
+    pub rest_route: bool,
+}
+
+impl PlatformConfig {
+    /// Reads a kind's own keys (`rest`: the table without the keys every channel has),
+    /// refusing a key of another kind by its own name.
+    fn read(name: &str, kind: ChannelKind, rest: toml::Table) -> Result<Self, String> {
+        fn read<T: DeserializeOwned>(
+            name: &str,
+            kind: ChannelKind,
+            rest: toml::Table,
+        ) -> Result<T, String> {
+            T::deserialize(toml::Value::Table(rest)).map_err(|e| {
+                field_error(&format!("channels.{name}"), &format!("{kind} channel"), &e)
+            })
+        }
+        Ok(match kind {
+            ChannelKind::Sandbox => PlatformConfig::Sandbox(read(name, kind, rest)?),
+            ChannelKind::Webhook => PlatformConfig::Webhook(read(name, kind, rest)?),
+            ChannelKind::Threads => PlatformConfig::Threads(read(name, kind, rest)?),
+            ChannelKind::Instagram => PlatformConfig::Instagram(read(name, kind, rest)?),
+            ChannelKind::Linkedin => PlatformConfig::Linkedin(read(name, kind, rest)?),
+            ChannelKind::Wordpress => PlatformConfig::Wordpress(read(name, kind, rest)?),
+        })
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> ChannelKind {
+        match self {
+            PlatformConfig::Sandbox(_) => ChannelKind::Sandbox,
+            PlatformConfig::Webhook(_) => ChannelKind::Webhook,
+            PlatformConfig::Threads(_) => ChannelKind::Threads,
+            PlatformConfig::Instagram(_) => ChannelKind::Instagram,
+            PlatformConfig::Linkedin(_) => ChannelKind::Linkedin,
+            PlatformConfig::Wordpress(_) => ChannelKind::Wordpress,
+        }
+    }
+
+    /// The account the credential must belong to, for kinds with accounts.
+    pub fn account(&self) -> Option<&str> {
+        match self {
+            PlatformConfig::Sandbox(_) | PlatformConfig::Webhook(_) => None,
+            PlatformConfig::Threads(c) => Some(&c.account),
+            PlatformConfig::Instagram(c) => Some(&c.account),
+            PlatformConfig::Linkedin(c) => Some(&c.account),
+            PlatformConfig::Wordpress(c) => Some(&c.account),
+        }
+    }
+
+    /// The bound on each request.
+    pub fn request_timeout(&self) -> Span {
+        match self {
+            PlatformConfig::Sandbox(c) => c.request_timeout,
+            PlatformConfig::Webhook(c) => c.request_timeout,
+            PlatformConfig::Threads(c) => c.request_timeout,
+            PlatformConfig::Instagram(c) => c.request_timeout,
+            PlatformConfig::Linkedin(c) => c.request_timeout,
+            PlatformConfig::Wordpress(c) => c.request_timeout,
+        }
+    }
+
+    /// How long container processing may take, for kinds that poll containers.
+    fn poll_timeout(&self) -> Option<Span> {
+        match self {
+            PlatformConfig::Threads(c) => Some(c.poll_timeout),
+            PlatformConfig::Instagram(c) => Some(c.poll_timeout),
+            _ => None,
+        }
+    }
+
+    /// The secret files it reads (credentials, HMAC secrets), for `doctor`.
+    pub fn credential_files(&self) -> Vec<&Path> {
+        match self {
+            PlatformConfig::Sandbox(_) => Vec::new(),
+            PlatformConfig::Webhook(c) => c.secret_file.iter().map(PathBuf::as_path).collect(),
+            PlatformConfig::Threads(c) => vec![&c.token_file],
+            PlatformConfig::Instagram(c) => vec![&c.token_file],
+            PlatformConfig::Linkedin(c) => vec![&c.token_file],
+            PlatformConfig::Wordpress(c) => vec![&c.token_file],
+        }
+    }
+
+    /// Every address it sends a credential to, with the key naming it.
+    fn urls(&self) -> Vec<(&str, &'static str)> {
+        match self {
+            PlatformConfig::Sandbox(_) => Vec::new(),
+            PlatformConfig::Webhook(c) => vec![(c.url.as_str(), "url")],
+            PlatformConfig::Threads(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
+            PlatformConfig::Instagram(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
+            PlatformConfig::Linkedin(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
+            PlatformConfig::Wordpress(c) => vec![(c.base_url.as_str(), "base_url")],
+        }
+    }
+
+    /// Resolves relative paths against the configuration's directory.
+    fn resolve(&mut self, name: &str, dir: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        match self {
+            PlatformConfig::Sandbox(c) => {
+                let path = c
+                    .path
+                    .get_or_insert_with(|| PathBuf::from("sandbox").join(format!("{name}.jsonl")));
+                resolve(path);
+            }
+            PlatformConfig::Webhook(c) => c.secret_file.iter_mut().for_each(resolve),
+            PlatformConfig::Threads(c) => resolve(&mut c.token_file),
+            PlatformConfig::Instagram(c) => resolve(&mut c.token_file),
+            PlatformConfig::Linkedin(c) => resolve(&mut c.token_file),
+            PlatformConfig::Wordpress(c) => resolve(&mut c.token_file),
+        }
+    }
+
+    /// The longest one publish may take (every request up to and including the
+    /// irreversible one, container polling, and the slack the guarded path keeps before
+    /// the lease ends): what a lease must outlast.
+    pub fn longest_publish(&self) -> Duration {
+        let kind = self.kind();
+        let mut longest = self.request_timeout().as_chrono() * kind.requests_per_publish()
+            + airlock_app::publish::LEASE_SLACK;
+        if let Some(polling) = self.poll_timeout() {
+            longest += polling.as_chrono();
+        }
+        longest
+    }
+}
+
+/// The keys every channel has; the kind's own keys are left in `rest`.
+#[derive(Debug, Deserialize)]
+pub(super) struct RawChannel {
+    kind: String,
+    daily_limit: u32,
+    timezone: Option<String>,
+    max_chars: Option<usize>,
+    #[serde(default)]
+    forbidden: Vec<String>,
+    #[serde(default)]
+    required: Vec<String>,
+    site: Option<String>,
+    #[serde(default)]
+    slots: Vec<String>,
+    template: Option<String>,
+    auto_approve: Option<String>,
+    #[serde(flatten)]
+    rest: toml::Table,
+}
+
+/// What a channel table is checked against.
+pub(super) struct Context<'a> {
+    /// The file's directory, for relative paths.
+    pub dir: &'a Path,
+    /// The file's calendar.
+    pub timezone: Tz,
+    /// The lease every publish must fit in.
+    pub stale_after: Span,
+    /// Whether a site of this name is configured.
+    pub has_site: &'a dyn Fn(&str) -> bool,
+}
+
+impl ChannelConfig {
+    /// Checks one `[channels.NAME]` table.
+    pub(super) fn read(name: &str, raw: RawChannel, cx: &Context<'_>) -> Result<Self, String> {
+        let key = |k: &str| format!("channels.{name}.{k}");
+        let channel_name =
+            ChannelName::parse(name).map_err(|e| format!("[channels.{name}]: {e}"))?;
+        let kind: ChannelKind = raw
+            .kind
+            .parse()
+            .map_err(|e| format!("{}: {e}", key("kind")))?;
+        let mut platform = PlatformConfig::read(name, kind, raw.rest)?;
+        platform.resolve(name, cx.dir);
+        if raw.daily_limit == 0 {
+            return Err(format!(
+                "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
+                key("daily_limit")
+            ));
+        }
+        for (url, k) in platform.urls() {
+            airlock_platforms::http::check_base_url(url).map_err(|e| format!("{}: {e}", key(k)))?;
+        }
+        let longest = platform.longest_publish();
+        if kind != ChannelKind::Sandbox && cx.stale_after.as_chrono() <= longest {
+            return Err(format!(
+                "dispatcher.stale_after = {} must exceed the longest publish of channel {name} ({}): a lease must never expire while its request can still be running; raise stale_after or lower {}",
+                cx.stale_after,
+                Span::new(longest),
+                if kind.polls_containers() {
+                    "request_timeout / poll_timeout"
+                } else {
+                    "request_timeout"
+                }
+            ));
+        }
+        if let Some(site) = &raw.site
+            && !(cx.has_site)(site)
+        {
+            return Err(format!(
+                "{} = {site:?} names no [sites.{site}] table",
+                key("site")
+            ));
+        }
+        let timezone = match &raw.timezone {
+            Some(zone) => zone.parse::<Tz>().map_err(|_| {
+                format!(
+                    "{} = {zone:?} is not an IANA time zone (like \"Asia/Tokyo\" or \"UTC\")",
+                    key("timezone")
+                )
+            })?,
+            None => cx.timezone,
+        };
+        Ok(ChannelConfig {
+            name: channel_name,
+            daily_limit: raw.daily_limit,
+            timezone,
+            max_chars: raw.max_chars,
+            forbidden: raw.forbidden,
+            required: raw.required,
+            site: raw.site,
+            slots: raw.slots,
+            template: raw.template,
+            auto_approve: raw.auto_approve,
+            platform,
+        })
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> ChannelKind {
+        self.platform.kind()
+    }
+}
+
+/// A serde error on a kind's own keys in table `table` (`channels.NAME`), said with the
+/// key's full name: what (`a threads channel`) it does not apply to, or needs.
+pub(super) fn field_error(table: &str, what: &str, error: &toml::de::Error) -> String {
+    let message = error.message();
+    let quoted = |text: &str| {
+        let start = text.find('`')? + 1;
+        let end = start + text[start..].find('`')?;
+        Some(text[start..end].to_owned())
+    };
+    if let Some(rest) = message.strip_prefix("unknown field ")
+        && let Some(field) = quoted(rest)
+    {
+        return format!("{table}.{field} does not apply to a {what}");
+    }
+    if let Some(rest) = message.strip_prefix("missing field ")
+        && let Some(field) = quoted(rest)
+    {
+        return format!("missing required key {table}.{field} for a {what}");
+    }
+    format!("[{table}] ({what}): {}", message.trim())
+}
