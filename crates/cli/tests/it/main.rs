@@ -3,6 +3,7 @@
 mod compose;
 mod dispatch;
 mod drills;
+mod edge;
 mod lifecycle;
 mod mcp;
 mod operations;

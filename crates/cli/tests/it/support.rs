@@ -222,6 +222,11 @@ impl Serving {
             && answer.starts_with("HTTP/1.1 200")
     }
 
+    /// The address it listens on.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
