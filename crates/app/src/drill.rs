@@ -6,7 +6,8 @@
 //! other build [`boundary`] and [`injected`] do nothing and [`from_env`] reads nothing.
 //!
 //! The boundaries, in the order a publish passes them:
-//! `publish::after_claim`, `publish::after_reserve`, `publish::after_prepare`,
+//! `publish::after_claim` (the claim and its reservation — and, for a channel without a
+//! prepare step, its intent — commit together), `publish::after_prepare`,
 //! `publish::after_intent`, `publish::after_send` (the platform answered, the outcome is
 //! not written yet) and `publish::after_outcome` (before verification); the dispatcher
 //! adds `dispatcher::worker` at the top of each worker's loop. Two more make a store

@@ -115,6 +115,10 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Every run of the guarded path, each in a task of its own.
     publishes: tokio_util::task::TaskTracker,
+    /// Read-backs waiting to be recorded, several in one transaction.
+    verifications: Mutex<Vec<airlock_store::VerificationRecord>>,
+    /// Whether a task is recording read-backs now.
+    verifying: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for App {
@@ -145,6 +149,8 @@ impl App {
                 accounts_checked: Mutex::new(HashSet::new()),
                 metrics: metrics::Metrics::default(),
                 publishes: tokio_util::task::TaskTracker::new(),
+                verifications: Mutex::new(Vec::new()),
+                verifying: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }

@@ -1,15 +1,21 @@
 //! The one guarded publish path (SPEC §4). Every publish — the dispatcher finding a
-//! post due, or a person or agent asking for one now — runs [`App::run_claimed`]:
+//! post due, or a person or agent asking for one now — runs the same steps on the post
+//! as read from the ledger:
 //!
-//! 1. **claim** `approved -> posting` with a lease and a new generation, read back;
-//! 2. **checks**: not paused, content hash (and source file) unchanged since approval,
-//!    policy passes, the channel's account is the expected one;
-//! 3. **reserve** quota, or go back to `approved` until the next slot (not an attempt);
-//! 4. **prepare** (repeatable steps such as container creation), then record the
-//!    **intent** — fenced by generation and an unexpired lease;
-//! 5. **publish** once;
-//! 6. write the **outcome** under this worker's generation only;
-//! 7. **verify** by reading the post back.
+//! 1. **checks** on that snapshot: content hash (and source file) unchanged since
+//!    approval, policy passes, the channel's account is the expected one;
+//! 2. **claim** in one transaction that confirms the post has not changed since it was
+//!    read and its channel is not paused, moves it `approved -> posting` with a lease and
+//!    a new generation, and **reserves** quota — or, over quota, writes nothing and the
+//!    post waits for the next slot (not an attempt). For a channel without a prepare
+//!    step the **intent** commits in the same transaction;
+//! 3. otherwise **prepare** (repeatable steps such as container creation), then record
+//!    the **intent** — fenced by generation, an unexpired lease and no pause;
+//! 4. **publish** once;
+//! 5. write the **outcome** — reservation committed or released, events, pause and
+//!    notifications in one transaction — under this worker's generation only;
+//! 6. **verify** by reading the post back: before answering when someone waits, else in
+//!    a task of its own whose result is recorded with others' in one transaction.
 //!
 //! Anything that cannot be known becomes `needs_review` and pauses the channel; it is
 //! never retried.
@@ -32,8 +38,9 @@ use airlock_platforms::{
     EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
 };
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, EventNote, FailureStep, Guard, IntentPhase, IntentRequest,
-    PauseScope, PauseSpec, PostFilter, PostUpdate, ReserveRequest, Reserved, Settle, StoreError,
+    EventNote, FailureStep, Guard, IntentClaim, IntentPhase, IntentRequest, PauseScope, PauseSpec,
+    PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaClaim, Settle, StoreError,
+    VerificationRecord,
 };
 
 use crate::drill::{boundary, injected};
@@ -120,6 +127,20 @@ pub struct PublishReport {
 /// Configuration refuses a `stale_after` that cannot leave this room.
 pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 
+/// How many due posts a worker reads at a time: when another worker takes one first, it
+/// tries the next.
+const DUE_CANDIDATES: u32 = 16;
+
+/// When a published post is read back from its platform.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verify {
+    /// Before answering: someone waits for the result (`post publish`, the API, MCP).
+    Now,
+    /// In a task of its own, recorded with other read-backs in one transaction: the
+    /// dispatcher goes on to the next post.
+    Later,
+}
+
 /// How many times a platform may answer "not now" for a post (a requeue starts the count
 /// again) before each further one counts as an attempt: a platform that keeps refusing
 /// must not hold a post forever. With the hourly retry of a publishing limit, a day.
@@ -166,8 +187,8 @@ impl App {
         Ok((open, tests))
     }
 
-    /// Claims the most overdue post (optionally only on `only`) and runs the guarded path.
-    /// `None` when nothing is due.
+    /// Publishes the most overdue post (optionally only on `only`) through the guarded
+    /// path. `None` when nothing is due.
     pub async fn publish_next(
         &self,
         only: Option<&[ChannelName]>,
@@ -177,38 +198,42 @@ impl App {
             channels.retain(|c| only.contains(c));
             tests.retain(|c| only.contains(c));
         }
-        let now = self.now();
-        let claim = ClaimRequest {
-            target: ClaimTarget::Due {
-                channels,
-                test_channels: tests,
-            },
-            worker: self.worker().to_owned(),
-            actor: self.dispatcher_actor(),
-            now,
-            lease_until: now + self.settings().stale_after,
-        };
-        self.claim_and_run(claim).await
+        let candidates = self
+            .store()
+            .due_posts(&channels, &tests, self.now(), DUE_CANDIDATES)
+            .await?;
+        for post in candidates {
+            // Another worker may take a candidate first: then try the next one.
+            if let Some(report) = self.run_in_task(post, Verify::Later).await? {
+                return Ok(Some(report));
+            }
+        }
+        Ok(None)
     }
 
-    /// Claims `claim`'s post and runs the guarded path, both in a task of their own that
-    /// runs to its end whatever happens to the caller. `None` when nothing was claimed.
-    /// A panic is caught by a supervising task, also when nobody waits any more: logged
-    /// with the post id, and the post settled as the reaper would (no intent: back to the
-    /// queue; an intent: needs review).
-    async fn claim_and_run(&self, claim: ClaimRequest) -> Result<Option<PublishReport>> {
+    /// Runs the guarded path for `post` (as read from the ledger) in a task of its own that
+    /// runs to its end whatever happens to the caller. `None` when the post was not
+    /// claimed (another worker has it, or it changed). A panic is caught by a supervising
+    /// task, also when nobody waits any more: logged with the post id, and the post
+    /// settled as the reaper would (no intent: back to the queue; an intent: needs review).
+    async fn run_in_task(&self, post: Post, verify: Verify) -> Result<Option<PublishReport>> {
         let app = self.clone();
         let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let slot = claimed.clone();
         let run = self.inner.publishes.spawn(async move {
-            let post = match app.store().claim(&claim).await? {
-                Claimed::Post(post) => post,
-                Claimed::Nothing | Claimed::NotClaimable(_) => return Ok(None),
-            };
-            *slot.lock().expect("lock is never poisoned") = Some((post.id, post.generation));
-            boundary("publish::after_claim");
-            app.run_claimed(post).await.map(Some)
+            let channel = post.content.channel.clone();
+            let report = app.attempt(post, verify, &slot).await?;
+            if let Some(report) = &report {
+                app.metrics().incr(
+                    "airlock_publishes_total",
+                    &[
+                        ("channel", channel.as_str()),
+                        ("result", report.result.name()),
+                    ],
+                );
+            }
+            Ok(report)
         });
         let supervised = self.inner.publishes.spawn(async move {
             match run.await {
@@ -252,18 +277,7 @@ impl App {
             )));
         }
         self.ensure_not_paused(&channel.name).await?;
-        let now = self.now();
-        let claim = ClaimRequest {
-            target: ClaimTarget::Post {
-                id,
-                allow_test: channel.kind.publishes_test_posts(),
-            },
-            worker: self.worker().to_owned(),
-            actor: self.dispatcher_actor(),
-            now,
-            lease_until: now + self.settings().stale_after,
-        };
-        let Some(report) = self.claim_and_run(claim).await? else {
+        let Some(report) = self.run_in_task(post, Verify::Now).await? else {
             return Err(Error::Conflict(format!(
                 "post {id} was claimed by another worker or changed meanwhile: check `airlock post show {id}`"
             )));
@@ -315,46 +329,27 @@ impl App {
         Ok(())
     }
 
-    /// Steps 2-7 of the guarded path for a post this worker has just claimed. Callers
-    /// outside this module claim through [`App::publish_next`] or [`App::publish_now`],
-    /// which run this in a task of its own.
-    pub async fn run_claimed(&self, post: Post) -> Result<PublishReport> {
-        let channel = post.content.channel.clone();
-        let report = self.guarded(post).await?;
-        self.metrics().incr(
-            "airlock_publishes_total",
-            &[
-                ("channel", channel.as_str()),
-                ("result", report.result.name()),
-            ],
-        );
-        Ok(report)
-    }
-
-    async fn guarded(&self, post: Post) -> Result<PublishReport> {
-        let Some(channel) = self.settings().channels.get(&post.content.channel).cloned() else {
-            let reason = format!("channel {} is no longer configured", post.content.channel);
-            return self.hold(post, "*".into(), reason, false).await;
-        };
-        let Some(platform) = self.platform(&channel.name).cloned() else {
-            let reason = format!("channel {} has no adapter in this process", channel.name);
-            return self
-                .hold(post, channel.name.to_string(), reason, false)
-                .await;
+    /// The guarded path for one post as read from the ledger (SPEC §4): checks on what was
+    /// read, then one transaction that confirms nothing changed, claims, reserves and —
+    /// for channels without a `prepare` step — records the intent; then `prepare` and the
+    /// intent for the others; the one request; the outcome; verification.
+    async fn attempt(
+        &self,
+        post: Post,
+        verify: Verify,
+        claimed: &std::sync::Mutex<Option<(PostId, i64)>>,
+    ) -> Result<Option<PublishReport>> {
+        let (Some(channel), Some(platform)) = (
+            self.settings().channels.get(&post.content.channel).cloned(),
+            self.platform(&post.content.channel).cloned(),
+        ) else {
+            // Not a channel of this process: the dispatcher never lists it; leave it.
+            return Ok(None);
         };
 
-        // 2. Checks.
-        let pauses = self.store().pauses().await?;
-        if let Some(pause) = pauses
-            .iter()
-            .find(|p| p.scope == "*" || p.scope == channel.name.as_str())
-        {
-            return self
-                .hold(post, pause.scope.clone(), pause.reason.clone(), false)
-                .await;
-        }
+        // 2. Checks, on the post as read: the claim confirms it has not changed since.
         if let Some(reason) = self.content_change(&post, &channel).await {
-            return self.back_to_draft(post, reason).await;
+            return self.back_to_draft(post, reason).await.map(Some);
         }
         let violations = channel.policy.check(&post.content);
         if !violations.is_empty() {
@@ -366,91 +361,135 @@ impl App {
                     .collect::<Vec<_>>()
                     .join("; ")
             );
-            return self.back_to_draft(post, reason).await;
+            return self.back_to_draft(post, reason).await.map(Some);
         }
-        if let Err(step) = self.check_account(&channel, platform.as_ref()).await {
-            return match step {
-                AccountProblem::Mismatch(reason) => {
-                    self.hold(post, channel.name.to_string(), reason, true)
-                        .await
-                }
-                AccountProblem::Step(step) => self.step_failed(post, step, None).await,
-            };
+        let account = self.check_account(&channel, platform.as_ref()).await;
+        if let Err(AccountProblem::Mismatch(reason)) = &account {
+            self.pause_channel_for(&channel.name, reason.clone())
+                .await?;
+            return Ok(Some(PublishReport {
+                post,
+                result: PublishResult::Held {
+                    scope: channel.name.to_string(),
+                    reason: reason.clone(),
+                },
+                sent_at: None,
+            }));
         }
 
-        // 3. Reserve.
-        if !post.test {
-            let reserve = ReserveRequest {
-                post_id: post.id,
-                generation: post.generation,
-                channel: channel.name.clone(),
-                now: self.now(),
-                window: self.settings().window,
-                daily: channel.daily(),
-            };
-            match self.store().reserve(&reserve).await {
-                Ok(Reserved::Granted(_)) => {}
-                Ok(Reserved::Denied(denial)) => return self.defer(post, denial).await,
-                Err(StoreError::CorruptQuota(reason)) => {
-                    return self.corrupt_quota(post, reason).await;
-                }
-                Err(StoreError::Fenced { .. }) => return self.stale(post).await,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        boundary("publish::after_reserve");
-
-        // 4. Prepare (seeing the earlier attempts' handles), then the intent.
+        // 1 and 3. Claim and reserve in one transaction, with the intent when no
+        // repeatable step comes before the request.
         let approved_hash = post
             .approved_hash
             .as_ref()
             .map(|h| h.as_str().to_owned())
             .unwrap_or_default();
-        let mut request = publish_request(&post, idempotency_key(post.id, &approved_hash));
-        request.now = self.now();
-        request.earlier = match self.earlier_attempts(&post).await {
-            Ok(earlier) => earlier,
-            // Without the earlier attempts' handles a retry could make a second copy.
-            Err(e) => {
-                let reason = format!(
-                    "the earlier attempts of this post cannot be read ({e}); nothing was sent"
-                );
-                return self
-                    .not_sent(post, reason, None, Some(Settle::Release), None)
-                    .await;
+        let key = idempotency_key(post.id, &approved_hash);
+        let prepares = platform.prepares() && account.is_ok();
+        let now = self.now();
+        let claim = PostClaim {
+            id: post.id,
+            version: post.version,
+            allow_test: channel.kind.publishes_test_posts(),
+            worker: self.worker().to_owned(),
+            actor: self.dispatcher_actor(),
+            now,
+            lease_until: now + self.settings().stale_after,
+            // A failed account check only needs the claim, to fail or retry the post.
+            quota: (!post.test && account.is_ok()).then(|| QuotaClaim {
+                window: self.settings().window,
+                daily: channel.daily(),
+            }),
+            intent: (!prepares && account.is_ok()).then(|| IntentClaim {
+                idempotency_key: key.clone(),
+                lease_margin: channel.publish_time(),
+            }),
+        };
+        let snapshot = post;
+        let (post, intent) = match self.store().claim_post(&claim).await {
+            Ok(PostClaimed::Claimed { post, intent }) => (*post, intent),
+            Ok(PostClaimed::Gone(_)) => return Ok(None),
+            Ok(PostClaimed::Paused { scope, reason }) => {
+                return Ok(Some(PublishReport {
+                    post: snapshot,
+                    result: PublishResult::Held { scope, reason },
+                    sent_at: None,
+                }));
             }
-        };
-        let prepared = match platform.prepare(&request).await {
-            Ok(prepared) => prepared,
-            Err(step) => return self.step_failed(post, step, Some(Settle::Release)).await,
-        };
-        boundary("publish::after_prepare");
-        if let Some(proof) = prepared.already_published {
-            // The platform shows this post published by an earlier attempt: nothing is sent.
-            tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
-            return self
-                .write_outcome(post, &channel, found_earlier(proof))
-                .await;
-        }
-        let sent_at = self.now();
-        let intent = IntentRequest {
-            post_id: post.id,
-            generation: post.generation,
-            idempotency_key: request.idempotency_key.clone(),
-            platform_ref: prepared.platform_ref.clone(),
-            now: sent_at,
-            lease_margin: channel.publish_time(),
-        };
-        match self.store().record_intent(&intent).await {
-            Ok(_) => {}
-            // The claim is gone (lease expired, reaped): nothing was sent, and nothing will be.
-            Err(StoreError::Fenced { .. }) => return self.stale(post).await,
-            // Paused while the post was being prepared: nothing may be sent now.
-            Err(StoreError::Paused { scope, reason }) => {
-                return self.hold(post, scope, reason, false).await;
+            Ok(PostClaimed::OverQuota(denial)) => {
+                return self.defer(snapshot, denial).await.map(Some);
             }
+            Err(StoreError::CorruptQuota(reason)) => return Err(self.corrupt_quota(reason).await),
             Err(e) => return Err(e.into()),
+        };
+        *claimed.lock().expect("lock is never poisoned") = Some((post.id, post.generation));
+        boundary("publish::after_claim");
+        if let Err(AccountProblem::Step(step)) = account {
+            return self
+                .step_failed(post, step, Some(Settle::Release))
+                .await
+                .map(Some);
         }
+
+        // 4. Prepare (seeing the earlier attempts' handles), then the intent.
+        let mut request = publish_request(&post, key);
+        request.now = self.now();
+        let (prepared, sent_at) = match intent {
+            Some(intent) => (Prepared::default(), intent.created_at),
+            None => {
+                request.earlier = match self.earlier_attempts(&post).await {
+                    Ok(earlier) => earlier,
+                    // Without the earlier attempts' handles a retry could make a second copy.
+                    Err(e) => {
+                        let reason = format!(
+                            "the earlier attempts of this post cannot be read ({e}); nothing was sent"
+                        );
+                        return self
+                            .not_sent(post, reason, None, Some(Settle::Release), None)
+                            .await
+                            .map(Some);
+                    }
+                };
+                let prepared = match platform.prepare(&request).await {
+                    Ok(prepared) => prepared,
+                    Err(step) => {
+                        return self
+                            .step_failed(post, step, Some(Settle::Release))
+                            .await
+                            .map(Some);
+                    }
+                };
+                boundary("publish::after_prepare");
+                if let Some(proof) = prepared.already_published {
+                    // The platform shows this post published by an earlier attempt:
+                    // nothing is sent.
+                    tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
+                    return self
+                        .write_outcome(post, &channel, found_earlier(proof))
+                        .await
+                        .map(Some);
+                }
+                let intent = IntentRequest {
+                    post_id: post.id,
+                    generation: post.generation,
+                    idempotency_key: request.idempotency_key.clone(),
+                    platform_ref: prepared.platform_ref.clone(),
+                    now: self.now(),
+                    lease_margin: channel.publish_time(),
+                };
+                match self.store().record_intent(&intent).await {
+                    Ok(intent) => (prepared, intent.created_at),
+                    // The claim is gone (lease expired, reaped): nothing was sent, and
+                    // nothing will be.
+                    Err(StoreError::Fenced { .. }) => return self.stale(post).await.map(Some),
+                    // Paused while the post was being prepared: nothing may be sent now.
+                    Err(StoreError::Paused { scope, reason }) => {
+                        return self.hold(post, scope, reason).await.map(Some);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
         boundary("publish::after_intent");
 
         // 5. The one irreversible request — unless this worker was held up after its intent
@@ -464,7 +503,7 @@ impl App {
                 format_utc(lease)
             );
             tracing::warn!(post_id = %post.id, "{reason}");
-            return self.finish_unsent_intent(post, reason).await;
+            return self.finish_unsent_intent(post, reason).await.map(Some);
         }
         let outcome = self.send(platform.as_ref(), &request, &prepared).await;
         boundary("publish::after_send");
@@ -474,18 +513,23 @@ impl App {
         report.sent_at = Some(sent_at);
         boundary("publish::after_outcome");
 
-        // 7. Verify. The post is published whatever happens here: a failure to record the
-        // read-back is logged, never reported as a failed publish.
+        // 7. Verify: now for a caller who waits, else in a task of its own whose result
+        // is recorded with others'. The post is published whatever happens here.
         if report.result == PublishResult::Posted {
-            let post_id = report.post.id;
-            match self.verify(report.post.clone(), platform.as_ref()).await {
-                Ok(post) => report.post = post,
-                Err(e) => {
-                    tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+            match verify {
+                Verify::Now => {
+                    let post_id = report.post.id;
+                    match self.verify(report.post.clone(), platform.as_ref()).await {
+                        Ok(post) => report.post = post,
+                        Err(e) => {
+                            tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+                        }
+                    }
                 }
+                Verify::Later => self.verify_later(report.post.clone(), platform),
             }
         }
-        Ok(report)
+        Ok(Some(report))
     }
 
     /// The attempts at this post that recorded an intent under an earlier claim. Only a
@@ -646,6 +690,16 @@ impl App {
             .remove(channel);
     }
 
+    /// A change by this worker to a post it has read but not claimed.
+    fn unclaimed(&self, post: &Post) -> PostUpdate {
+        PostUpdate::new(
+            post.id,
+            Guard::Version(post.version),
+            self.dispatcher_actor(),
+            self.now(),
+        )
+    }
+
     pub(crate) fn update(&self, post: &Post) -> PostUpdate {
         PostUpdate::new(
             post.id,
@@ -740,29 +794,57 @@ impl App {
         })
     }
 
-    /// Back to `approved` without counting an attempt; with `pause_channel`, pauses it too.
-    async fn hold(
-        &self,
-        post: Post,
-        scope: String,
-        reason: String,
-        pause_channel: bool,
-    ) -> Result<PublishReport> {
+    /// Back to `approved` without counting an attempt (paused while being prepared).
+    async fn hold(&self, post: Post, scope: String, reason: String) -> Result<PublishReport> {
         let mut update = self.update(&post);
         update.to = Some(PostStatus::Approved);
         update.note = Some(format!("not sent: {reason}"));
         update.reservation = Some(Settle::Release);
-        if pause_channel {
-            update.pause = Some(self.pause_spec(&post.content.channel, reason.clone(), None));
-            self.forget_account(&post.content.channel);
-        }
         self.finish(post, update, PublishResult::Held { scope, reason })
             .await
     }
 
+    /// Pauses a channel whose credential belongs to another account; the post stays
+    /// approved and untouched.
+    async fn pause_channel_for(&self, channel: &ChannelName, reason: String) -> Result<()> {
+        self.forget_account(channel);
+        let spec = self.pause_spec(channel, reason, None);
+        self.store()
+            .pause(
+                &spec.scope,
+                &spec.reason,
+                &self.dispatcher_actor(),
+                self.now(),
+                spec.notify,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// A change to a post the worker has read but not claimed, guarded by that read's
+    /// version: if the post changed meanwhile, nothing is written and the report shows it
+    /// as it is now.
+    async fn write_unclaimed(
+        &self,
+        post: Post,
+        update: PostUpdate,
+        result: PublishResult,
+    ) -> Result<PublishReport> {
+        let post = match self.store().update_post(update).await {
+            Ok(post) => post,
+            Err(StoreError::Conflict(_)) => self.store().get_post(post.id).await?,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(PublishReport {
+            post,
+            result,
+            sent_at: None,
+        })
+    }
+
+    /// The content changed after approval, or no longer passes the policy: back to draft.
     async fn back_to_draft(&self, post: Post, reason: String) -> Result<PublishReport> {
-        let mut update = self.update(&post);
-        update.via = Some(PostStatus::Approved);
+        let mut update = self.unclaimed(&post);
         update.to = Some(PostStatus::Draft);
         update.note = Some(format!(
             "not published: {reason}; approve it again to publish"
@@ -770,8 +852,7 @@ impl App {
         update.set.approved_hash = Some(None);
         update.set.approved_by = Some(None);
         update.set.error = Some(Some(reason.clone()));
-        update.reservation = Some(Settle::Release);
-        self.finish(post, update, PublishResult::ContentChanged { reason })
+        self.write_unclaimed(post, update, PublishResult::ContentChanged { reason })
             .await
     }
 
@@ -788,9 +869,7 @@ impl App {
             "over quota ({limit}); next slot at {}",
             format_utc(denial.next_free_at)
         );
-        let mut update = self.update(&post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some(note.clone());
+        let mut update = self.unclaimed(&post);
         update.set.not_before = Some(Some(denial.next_free_at));
         update.event = Some(EventNote {
             kind: "quota_deferred".into(),
@@ -805,7 +884,7 @@ impl App {
             ),
             json!({"channel": post.content.channel, "next_free_at": denial.next_free_at}),
         );
-        self.finish(
+        self.write_unclaimed(
             post,
             update,
             PublishResult::Deferred {
@@ -818,33 +897,30 @@ impl App {
         .await
     }
 
-    async fn corrupt_quota(&self, post: Post, reason: String) -> Result<PublishReport> {
+    /// Quota rows that cannot be read as expected stop all publishing (fail closed).
+    async fn corrupt_quota(&self, reason: String) -> Error {
         tracing::error!(%reason, "quota state is corrupt; pausing all publishing");
         let pause_reason = format!("quota state is corrupt: {reason}");
-        let mut update = self.update(&post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some(format!("not sent: {pause_reason}"));
-        update.pause = Some(PauseSpec {
-            scope: PauseScope::All,
-            reason: pause_reason.clone(),
-            after_failures: None,
-            notify: self.notifications(
-                "paused",
-                None,
-                format!("all publishing paused: {pause_reason}"),
-                json!({"scope": "*"}),
-            ),
-        });
-        self.finish(
-            post,
-            update,
-            PublishResult::Held {
-                scope: "*".into(),
-                reason: pause_reason.clone(),
-            },
-        )
-        .await?;
-        Err(Error::CorruptQuota(pause_reason))
+        let notify = self.notifications(
+            "paused",
+            None,
+            format!("all publishing paused: {pause_reason}"),
+            json!({"scope": "*"}),
+        );
+        if let Err(e) = self
+            .store()
+            .pause(
+                &PauseScope::All,
+                &pause_reason,
+                &self.dispatcher_actor(),
+                self.now(),
+                notify,
+            )
+            .await
+        {
+            tracing::error!(error = %e, "could not pause publishing for corrupt quota state");
+        }
+        Error::CorruptQuota(pause_reason)
     }
 
     pub(crate) fn pause_spec(
@@ -1128,71 +1204,97 @@ impl App {
         })
     }
 
-    async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
-        let Some(platform_id) = post.platform_post_id.clone() else {
-            self.verify_failed(&post, "no platform id to read back".into())
-                .await?;
-            return Ok(post);
+    /// Reads a published post back from its platform; `None` when the platform cannot.
+    async fn read_back(&self, post: &Post, platform: &dyn Platform) -> Option<VerificationRecord> {
+        let result = match &post.platform_post_id {
+            None => Err("no platform id to read back".to_owned()),
+            Some(id) => match platform.verify(id).await {
+                Verification::Verified { permalink } => Ok(permalink),
+                Verification::Failed { reason } => Err(reason),
+                Verification::Unsupported => return None,
+            },
         };
-        match platform.verify(&platform_id).await {
-            Verification::Verified { permalink } => {
-                let mut update = PostUpdate::new(
-                    post.id,
-                    Guard::Version(post.version),
-                    self.dispatcher_actor(),
-                    self.now(),
-                );
-                update.set.verified_at = Some(Some(self.now()));
-                if post.permalink.is_none() && permalink.is_some() {
-                    update.set.permalink = Some(permalink);
-                }
-                update.event = Some(EventNote {
-                    kind: "verified".into(),
-                    note: Some(format!("read back {platform_id} from the platform")),
-                });
-                let written = match injected("publish::verify_write") {
-                    Some(e) => Err(e),
-                    None => self.store().update_post(update).await,
-                };
-                match written {
-                    Ok(post) => Ok(post),
-                    // Someone changed the post meanwhile (a note is not a write, a resolve is
-                    // impossible on a posted post); verification is best effort.
-                    Err(StoreError::Conflict(_)) => Ok(self.store().get_post(post.id).await?),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Verification::Failed { reason } => {
-                self.verify_failed(&post, reason).await?;
-                Ok(self.store().get_post(post.id).await?)
-            }
-            Verification::Unsupported => Ok(post),
-        }
+        let notify = match &result {
+            Ok(_) => Vec::new(),
+            Err(reason) => self.notifications(
+                "verify_failed",
+                Some(post.id),
+                format!(
+                    "post {} on {} could not be verified: {reason}",
+                    post.id, post.content.channel
+                ),
+                json!({"channel": post.content.channel, "reason": reason}),
+            ),
+        };
+        Some(VerificationRecord {
+            id: post.id,
+            actor: self.dispatcher_actor(),
+            at: self.now(),
+            result,
+            notify,
+        })
     }
 
-    async fn verify_failed(&self, post: &Post, reason: String) -> Result<()> {
-        let notify = self.notifications(
-            "verify_failed",
-            Some(post.id),
-            format!(
-                "post {} on {} could not be verified: {reason}",
-                post.id, post.content.channel
-            ),
-            json!({"channel": post.content.channel, "reason": reason}),
-        );
-        self.store()
-            .add_event(
-                post.id,
-                EventNote {
-                    kind: "verify_failed".into(),
-                    note: Some(reason),
-                },
-                &self.dispatcher_actor(),
-                self.now(),
-                notify,
-            )
-            .await?;
-        Ok(())
+    /// Reads a published post back and records the result before answering.
+    async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
+        let Some(record) = self.read_back(&post, platform).await else {
+            return Ok(post);
+        };
+        if let Some(e) = injected("publish::verify_write") {
+            return Err(e.into());
+        }
+        self.store().record_verifications(&[record]).await?;
+        Ok(self.store().get_post(post.id).await?)
+    }
+
+    /// Reads a published post back in a task of its own; the result is recorded with
+    /// others' in one transaction ([`airlock_store::Store::record_verifications`]).
+    fn verify_later(&self, post: Post, platform: std::sync::Arc<dyn Platform>) {
+        let app = self.clone();
+        self.inner.publishes.spawn(async move {
+            let Some(record) = app.read_back(&post, platform.as_ref()).await else {
+                return;
+            };
+            app.inner
+                .verifications
+                .lock()
+                .expect("lock is never poisoned")
+                .push(record);
+            app.flush_verifications().await;
+        });
+    }
+
+    /// Writes queued read-backs, one transaction per batch; one task at a time does it,
+    /// and whatever queues up meanwhile goes in its next batch.
+    async fn flush_verifications(&self) {
+        use std::sync::atomic::Ordering;
+        loop {
+            if self.inner.verifying.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            let batch = std::mem::take(
+                &mut *self
+                    .inner
+                    .verifications
+                    .lock()
+                    .expect("lock is never poisoned"),
+            );
+            if !batch.is_empty()
+                && let Err(e) = self.store().record_verifications(&batch).await
+            {
+                tracing::error!(error = %e, n = batch.len(), "recording read-backs failed; the posts are published");
+            }
+            self.inner.verifying.store(false, Ordering::Release);
+            if self
+                .inner
+                .verifications
+                .lock()
+                .expect("lock is never poisoned")
+                .is_empty()
+            {
+                return;
+            }
+        }
     }
 }
 

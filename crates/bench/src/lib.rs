@@ -39,6 +39,10 @@ impl Platform for NoopPlatform {
         ChannelKind::Sandbox
     }
 
+    fn prepares(&self) -> bool {
+        false
+    }
+
     async fn account(&self) -> Result<Option<Account>, StepError> {
         Ok(None)
     }

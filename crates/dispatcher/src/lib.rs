@@ -56,6 +56,8 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
             break;
         }
     }
+    // Read-backs run in tasks of their own: record them before answering.
+    app.drain().await;
     Ok(report)
 }
 

@@ -218,6 +218,13 @@ pub trait Platform: Send + Sync + std::fmt::Debug {
     /// Who the credential belongs to; `None` for kinds without accounts.
     async fn account(&self) -> Result<Option<Account>, StepError>;
 
+    /// Whether [`Platform::prepare`] does anything. An adapter without repeatable steps
+    /// answers `false`, so its intent is recorded in the transaction that claims the post:
+    /// one commit fewer per publish. An adapter that overrides `prepare` must answer `true`.
+    fn prepares(&self) -> bool {
+        true
+    }
+
     /// The repeatable steps before the irreversible request (container creation, polling,
     /// platform limit check). Before making anything new it looks for the handles of
     /// [`PublishRequest::earlier`] attempts, and answers [`Prepared::already_published`]

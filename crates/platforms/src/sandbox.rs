@@ -127,6 +127,10 @@ impl Platform for Sandbox {
         ChannelKind::Sandbox
     }
 
+    fn prepares(&self) -> bool {
+        false
+    }
+
     async fn account(&self) -> Result<Option<Account>, StepError> {
         Ok(None)
     }

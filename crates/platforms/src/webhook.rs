@@ -86,6 +86,10 @@ impl Platform for Webhook {
         ChannelKind::Webhook
     }
 
+    fn prepares(&self) -> bool {
+        false
+    }
+
     async fn account(&self) -> Result<Option<Account>, StepError> {
         Ok(None)
     }

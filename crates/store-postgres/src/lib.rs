@@ -33,12 +33,13 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection};
 
-use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
     IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
-    Session, Store, StoreError, TokenRecord, Unreadable,
+    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
+    Reserved, Result, ReviewItem, Session, Store, StoreError, TokenRecord, Unreadable,
+    VerificationRecord,
 };
 
 mod admin;
@@ -325,6 +326,24 @@ impl Store for PgStore {
 
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
         publish::record_intent(&self.pool, req).await
+    }
+
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>> {
+        publish::due_posts(&self.pool, channels, test_channels, now, limit).await
+    }
+
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        publish::claim_post(&self.pool, req).await
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        posts::record_verifications(&self.pool, records).await
     }
 
     async fn expired_leases(

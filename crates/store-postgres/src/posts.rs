@@ -13,7 +13,7 @@ use airlock_core::status::is_legal;
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
-    Result, Settle, StoreError,
+    Result, Settle, StoreError, VerificationRecord,
 };
 
 use crate::rows::{
@@ -642,6 +642,57 @@ pub(crate) async fn add_event(
     let status = status_of(&status.ok_or(StoreError::NotFound(id))?)?;
     insert_event(&mut tx, id, &event, status, actor, now).await?;
     admin::insert_outbox(&mut tx, &notify, now).await?;
+    tx.commit().await.map_err(db)
+}
+
+pub(crate) async fn record_verifications(
+    pool: &PgPool,
+    records: &[VerificationRecord],
+) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut tx = begin(pool).await?;
+    for record in records {
+        // FOR SHARE: the post stays `posted` until this commits.
+        let status: Option<String> =
+            sqlx::query_scalar("SELECT status FROM posts WHERE id = $1 FOR SHARE")
+                .bind(record.id.0)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+        if status.as_deref() != Some(PostStatus::Posted.as_str()) {
+            continue;
+        }
+        let event = match &record.result {
+            Ok(permalink) => {
+                sqlx::query(
+                    "UPDATE posts SET verified_at = $1, permalink = coalesce(permalink, $2), \
+                     version = version + 1 WHERE id = $3",
+                )
+                .bind(record.at)
+                .bind(permalink)
+                .bind(record.id.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+                airlock_store::verified_event()
+            }
+            Err(reason) => {
+                admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
+                airlock_store::verify_failed_event(reason)
+            }
+        };
+        insert_event(
+            &mut tx,
+            record.id,
+            &event,
+            PostStatus::Posted,
+            &record.actor,
+            record.at,
+        )
+        .await?;
+    }
     tx.commit().await.map_err(db)
 }
 

@@ -10,11 +10,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
-use airlock_core::quota::{day_bounds, decide};
-use airlock_core::{ChannelName, Intent, PostId, PostStatus};
+use airlock_core::quota::{Denial, day_bounds, decide};
+use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
+use airlock_store::decide::{claimable, lease_outlasts};
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
+    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
+    QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
+    StoreError, Unreadable, now_after,
 };
 
 use crate::posts::{get_in, lock_post};
@@ -169,35 +171,15 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    // Serialize every reservation on the global window. The rows are read by the next
-    // statement, whose snapshot is taken after the lock: it sees every reservation
-    // committed by the previous holder.
-    xact_lock(&mut tx, lock::QUOTA, 0).await?;
-    let now = now_after(req.now, started);
-    let (day_start, _) = day_bounds(now, req.daily.tz);
-    let since = day_start.min(now - req.window.window);
-    let live = live_reservations(&mut tx, since, now).await?;
-    let decision = decide(
-        now,
-        req.window,
-        req.daily,
-        &live.window_counted(now),
-        &live.daily_counted(&req.channel),
-    );
+    let rules = QuotaClaim {
+        window: req.window,
+        daily: req.daily,
+    };
+    let (now, decision) = decide_quota(&mut tx, &req.channel, rules, started, req.now).await?;
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));
     }
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
-         VALUES ($1, $2, $3, 'reserved', $4) RETURNING id",
-    )
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .bind(req.channel.as_str())
-    .bind(now)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
+    let id = insert_reservation(&mut tx, req.post_id, req.generation, &req.channel, now).await?;
     tx.commit().await.map_err(db)?;
     Ok(Reserved::Granted(id))
 }
@@ -253,42 +235,70 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
     // The fence locks the post row; the lease is judged at the time that lock is ours.
     let lease = check_fence(&mut tx, req.post_id, req.generation, None).await?;
     let now = now_after(req.now, started);
-    if lease.is_none_or(|lease| lease <= now + req.lease_margin) {
+    if !lease.is_some_and(|lease| lease_outlasts(lease, now, req.lease_margin)) {
         return Err(StoreError::Fenced {
             id: req.post_id,
             generation: req.generation,
         });
     }
-    // Shared with other intents, exclusive with a pause being set: a pause that has
-    // returned to its caller is seen here.
-    xact_lock_shared(&mut tx, lock::PAUSES, 0).await?;
-    let pause: Option<(String, String)> = sqlx::query_as(
-        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL          AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = $1))          ORDER BY scope = '*' DESC, id LIMIT 1",
-    )
-    .bind(req.post_id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    if let Some((scope, reason)) = pause {
+    if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
         return Err(StoreError::Paused { scope, reason });
     }
-    durable_commit(&mut tx).await?;
+    let intent = insert_intent(
+        &mut tx,
+        req.post_id,
+        req.generation,
+        &req.idempotency_key,
+        req.platform_ref.as_deref(),
+        now,
+    )
+    .await?;
+    tx.commit().await.map_err(db)?;
+    Ok(intent)
+}
+
+/// The pause that holds a post's channel (or everything), if any. Takes the pauses lock
+/// shared — shared with other intents, exclusive with a pause being set — so a pause
+/// that has returned to its caller is seen here.
+async fn active_pause(conn: &mut PgConnection, id: PostId) -> Result<Option<(String, String)>> {
+    xact_lock_shared(&mut *conn, lock::PAUSES, 0).await?;
+    sqlx::query_as(
+        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL \
+         AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = $1)) \
+         ORDER BY scope = '*' DESC, id LIMIT 1",
+    )
+    .bind(id.0)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)
+}
+
+/// Records a `sending` intent, committed durably, and marks the generation's reservation
+/// as sent at `now`.
+async fn insert_intent(
+    conn: &mut PgConnection,
+    post_id: PostId,
+    generation: i64,
+    idempotency_key: &str,
+    platform_ref: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Intent> {
+    durable_commit(&mut *conn).await?;
     let row = sqlx::query(AssertSqlSafe(format!(
         "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
          VALUES ($1, $2, $3, 'sending', $4, $5) RETURNING {INTENT_COLUMNS}"
     )))
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .bind(&req.idempotency_key)
-    .bind(&req.platform_ref)
+    .bind(post_id.0)
+    .bind(generation)
+    .bind(idempotency_key)
+    .bind(platform_ref)
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut *conn)
     .await
     .map_err(|e| {
         if is_unique_violation(&e) {
             StoreError::Duplicate(format!(
-                "an intent for post {} generation {}",
-                req.post_id, req.generation
+                "an intent for post {post_id} generation {generation}"
             ))
         } else {
             db(e)
@@ -300,13 +310,170 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
          WHERE post_id = $2 AND generation = $3 AND state = 'reserved'",
     )
     .bind(now)
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .execute(&mut *tx)
+    .bind(post_id.0)
+    .bind(generation)
+    .execute(conn)
     .await
     .map_err(db)?;
-    tx.commit().await.map_err(db)?;
     Ok(intent)
+}
+
+/// The quota decision for one more publish on `channel`, serialized on the global window:
+/// the rows are read by a statement whose snapshot is taken after the lock, so it sees
+/// every reservation committed by the previous holder (the transaction must be READ
+/// COMMITTED).
+async fn decide_quota(
+    conn: &mut PgConnection,
+    channel: &ChannelName,
+    rules: QuotaClaim,
+    started: std::time::Instant,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, std::result::Result<(), Denial>)> {
+    xact_lock(&mut *conn, lock::QUOTA, 0).await?;
+    let now = now_after(now, started);
+    let (day_start, _) = day_bounds(now, rules.daily.tz);
+    let since = day_start.min(now - rules.window.window);
+    let live = live_reservations(conn, since, now).await?;
+    Ok((
+        now,
+        decide(
+            now,
+            rules.window,
+            rules.daily,
+            &live.window_counted(now),
+            &live.daily_counted(channel),
+        ),
+    ))
+}
+
+async fn insert_reservation(
+    conn: &mut PgConnection,
+    post_id: PostId,
+    generation: i64,
+    channel: &ChannelName,
+    now: DateTime<Utc>,
+) -> Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
+         VALUES ($1, $2, $3, 'reserved', $4) RETURNING id",
+    )
+    .bind(post_id.0)
+    .bind(generation)
+    .bind(channel.as_str())
+    .bind(now)
+    .fetch_one(conn)
+    .await
+    .map_err(db)
+}
+
+pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostClaimed> {
+    let started = std::time::Instant::now();
+    let mut tx = pool
+        .begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
+        .await
+        .map_err(db)?;
+    // Another worker claiming it now holds the row: this one moves on.
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE id = $1 FOR UPDATE SKIP LOCKED"
+    )))
+    .bind(req.id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    let Some(row) = row else {
+        return Ok(PostClaimed::Gone(None));
+    };
+    let post = rows::post(&row)?;
+    if !claimable(&post, req.version, req.allow_test) {
+        return Ok(PostClaimed::Gone(Some(Box::new(post))));
+    }
+    if let Some((scope, reason)) = active_pause(&mut tx, req.id).await? {
+        return Ok(PostClaimed::Paused { scope, reason });
+    }
+    let mut now = now_after(req.now, started);
+    if let Some(rules) = req.quota {
+        let (at, decision) =
+            decide_quota(&mut tx, &post.content.channel, rules, started, req.now).await?;
+        if let Err(denial) = decision {
+            return Ok(PostClaimed::OverQuota(denial));
+        }
+        now = at;
+    }
+    let generation: i64 = sqlx::query_scalar(
+        "UPDATE posts SET status = 'posting', lease_owner = $1, lease_expires_at = $2, \
+         generation = generation + 1, version = version + 1, updated_at = $3, \
+         event_actor = $4, event_note = $5 WHERE id = $6 RETURNING generation",
+    )
+    .bind(&req.worker)
+    .bind(req.lease_until)
+    .bind(now)
+    .bind(&req.actor)
+    .bind(format!(
+        "claimed, lease until {}",
+        airlock_core::time::format_utc(req.lease_until)
+    ))
+    .bind(req.id.0)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    if req.quota.is_some() {
+        insert_reservation(&mut tx, req.id, generation, &post.content.channel, now).await?;
+    }
+    let intent = match &req.intent {
+        Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {
+            return Err(StoreError::Fenced {
+                id: req.id,
+                generation,
+            });
+        }
+        Some(intent) => Some(
+            insert_intent(
+                &mut tx,
+                req.id,
+                generation,
+                &intent.idempotency_key,
+                None,
+                now,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let post = get_in(&mut tx, req.id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(PostClaimed::Claimed {
+        post: Box::new(post),
+        intent,
+    })
+}
+
+pub(crate) async fn due_posts(
+    pool: &PgPool,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<Post>> {
+    if channels.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS} FROM posts \
+         WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= $1 \
+           AND (not_before IS NULL OR not_before <= $1) \
+           AND channel = ANY($2) AND (NOT test OR channel = ANY($3)) \
+         ORDER BY scheduled_at, id LIMIT $4"
+    )))
+    .bind(now)
+    .bind(names(channels))
+    .bind(names(test_channels))
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::post)
+    .collect()
 }
 
 async fn intent_for(

@@ -26,12 +26,13 @@ use sqlx::sqlite::{
 };
 
 use airlock_core::time::format_utc;
-use airlock_core::{ChannelName, Intent, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
     IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
-    Session, Store, StoreError, TokenRecord, Unreadable,
+    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
+    Reserved, Result, ReviewItem, Session, Store, StoreError, TokenRecord, Unreadable,
+    VerificationRecord,
 };
 
 mod admin;
@@ -224,6 +225,24 @@ impl Store for SqliteStore {
 
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
         posts::events_after(&self.pool, after, limit).await
+    }
+
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>> {
+        publish::due_posts(&self.pool, channels, test_channels, now, limit).await
+    }
+
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        publish::claim_post(self, req).await
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        posts::record_verifications(self, records).await
     }
 
     async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {

@@ -4,11 +4,11 @@ use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
-use airlock_core::status::is_legal;
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
+use airlock_store::decide::{GuardCheck, check_guard, illegal_step, pause_applies, stale_evidence};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
-    Result, Settle, StoreError,
+    Result, Settle, StoreError, VerificationRecord,
 };
 
 use crate::rows::{
@@ -245,22 +245,20 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     let version: i64 = current.try_get("version").map_err(db)?;
     let generation: i64 = current.try_get("generation").map_err(db)?;
     let channel: String = current.try_get("channel").map_err(db)?;
-    match update.guard {
-        Guard::Version(expected) if expected != version => {
-            return Err(StoreError::Conflict(update.id));
-        }
-        Guard::Generation(expected) if status != PostStatus::Posting || expected != generation => {
+    match check_guard(update.guard, status, version, generation) {
+        GuardCheck::Holds => {}
+        GuardCheck::Conflict => return Err(StoreError::Conflict(update.id)),
+        GuardCheck::Fenced => {
             // Nothing of the stale write applies; only the evidence is recorded.
             if update.record_stale {
-                record_stale(&mut tx, &update, status, expected).await?;
+                record_stale(&mut tx, &update, status, guard_generation(update.guard)).await?;
                 tx.commit().await.map_err(db)?;
             }
             return Err(StoreError::Fenced {
                 id: update.id,
-                generation: expected,
+                generation: guard_generation(update.guard).unwrap_or(generation),
             });
         }
-        _ => {}
     }
     if let Some(required) = update.intent_required {
         let exists: bool = sqlx::query_scalar(
@@ -275,16 +273,12 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             return Err(StoreError::Conflict(update.id));
         }
     }
-    let mut from = status;
-    for to in update.via.iter().chain(update.to.iter()) {
-        if *to != from && !is_legal(from, *to) {
-            return Err(StoreError::IllegalTransition {
-                id: update.id,
-                from,
-                to: *to,
-            });
-        }
-        from = *to;
+    if let Some((from, to)) = illegal_step(status, update.via, update.to) {
+        return Err(StoreError::IllegalTransition {
+            id: update.id,
+            from,
+            to,
+        });
     }
     let after = update.to.unwrap_or(status);
     if let Some(via) = update.via {
@@ -384,9 +378,7 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
         };
     }
     if let Some(pause) = &update.pause
-        && pause
-            .after_failures
-            .is_none_or(|n| failures >= i64::from(n))
+        && pause_applies(pause.after_failures, failures)
     {
         admin::insert_pause(
             &mut tx,
@@ -474,21 +466,9 @@ async fn record_stale(
     conn: &mut SqliteConnection,
     update: &PostUpdate,
     status: PostStatus,
-    generation: i64,
+    generation: Option<i64>,
 ) -> Result<()> {
-    let wanted = update.to.map(|s| s.as_str()).unwrap_or("no status change");
-    let note = format!(
-        "refused a write from generation {generation} (wanted {wanted}{}); the post had moved on",
-        update
-            .note
-            .as_deref()
-            .map(|n| format!(": {n}"))
-            .unwrap_or_default()
-    );
-    let event = EventNote {
-        kind: "stale_outcome".into(),
-        note: Some(note),
-    };
+    let event = stale_evidence(update, generation.unwrap_or_default());
     insert_event(
         &mut *conn,
         update.id,
@@ -614,4 +594,53 @@ pub(crate) async fn events_after(
     .iter()
     .map(|row: &SqliteRow| rows::event(row))
     .collect()
+}
+
+pub(crate) async fn record_verifications(
+    store: &SqliteStore,
+    records: &[VerificationRecord],
+) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let mut tx = store.begin_write().await?;
+    for record in records {
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
+            .bind(record.id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        if status.as_deref() != Some(PostStatus::Posted.as_str()) {
+            continue;
+        }
+        let event = match &record.result {
+            Ok(permalink) => {
+                sqlx::query(
+                    "UPDATE posts SET verified_at = ?, permalink = coalesce(permalink, ?), \
+                     version = version + 1 WHERE id = ?",
+                )
+                .bind(ts(record.at))
+                .bind(permalink)
+                .bind(record.id.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+                airlock_store::verified_event()
+            }
+            Err(reason) => {
+                admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
+                airlock_store::verify_failed_event(reason)
+            }
+        };
+        insert_event(
+            &mut tx,
+            record.id,
+            &event,
+            PostStatus::Posted,
+            &record.actor,
+            record.at,
+        )
+        .await?;
+    }
+    tx.commit().await.map_err(db)
 }

@@ -4,11 +4,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
-use airlock_core::quota::{day_bounds, decide};
-use airlock_core::{ChannelName, Intent, PostId, PostStatus};
+use airlock_core::quota::{Denial, day_bounds, decide};
+use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
+use airlock_store::decide::{claimable, fence_holds, lease_outlasts};
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
+    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
+    QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
+    StoreError, Unreadable, now_after,
 };
 
 use crate::posts::get_in;
@@ -128,12 +130,8 @@ async fn check_fence(
     let status = status_of(&row.try_get::<String, _>("status").map_err(db)?)?;
     let current: i64 = row.try_get("generation").map_err(db)?;
     let lease: Option<String> = row.try_get("lease_expires_at").map_err(db)?;
-    let lease_ok = match (lease_valid_at, lease) {
-        (None, _) => true,
-        (Some(at), Some(lease)) => parse_ts(&lease).is_ok_and(|lease| lease > at),
-        (Some(_), None) => false,
-    };
-    if status == PostStatus::Posting && current == generation && lease_ok {
+    let lease = lease.map(|l| parse_ts(&l)).transpose().unwrap_or(None);
+    if fence_holds(status, current, generation, lease, lease_valid_at) {
         Ok(())
     } else {
         Err(StoreError::Fenced { id, generation })
@@ -156,32 +154,212 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    let (day_start, _) = day_bounds(now, req.daily.tz);
-    let since = day_start.min(now - req.window.window);
-    let live = live_reservations(&mut tx, since, now).await?;
-    let decision = decide(
-        now,
-        req.window,
-        req.daily,
-        &live.window_counted(now),
-        &live.daily_counted(&req.channel),
-    );
-    if let Err(denial) = decision {
+    let rules = QuotaClaim {
+        window: req.window,
+        daily: req.daily,
+    };
+    if let Err(denial) = decide_quota(&mut tx, &req.channel, rules, now).await? {
         return Ok(Reserved::Denied(denial));
     }
-    let id: i64 = sqlx::query_scalar(
+    let id = insert_reservation(&mut tx, req.post_id, req.generation, &req.channel, now).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Reserved::Granted(id))
+}
+
+/// The quota decision for one more publish on `channel` at `now`, over the live
+/// reservations read inside the caller's (write-locked) transaction.
+async fn decide_quota(
+    conn: &mut SqliteConnection,
+    channel: &ChannelName,
+    rules: QuotaClaim,
+    now: DateTime<Utc>,
+) -> Result<std::result::Result<(), Denial>> {
+    let (day_start, _) = day_bounds(now, rules.daily.tz);
+    let since = day_start.min(now - rules.window.window);
+    let live = live_reservations(conn, since, now).await?;
+    Ok(decide(
+        now,
+        rules.window,
+        rules.daily,
+        &live.window_counted(now),
+        &live.daily_counted(channel),
+    ))
+}
+
+async fn insert_reservation(
+    conn: &mut SqliteConnection,
+    post_id: PostId,
+    generation: i64,
+    channel: &ChannelName,
+    now: DateTime<Utc>,
+) -> Result<i64> {
+    sqlx::query_scalar(
         "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
          VALUES (?, ?, ?, 'reserved', ?) RETURNING id",
     )
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .bind(req.channel.as_str())
+    .bind(post_id.0)
+    .bind(generation)
+    .bind(channel.as_str())
     .bind(ts(now))
+    .fetch_one(conn)
+    .await
+    .map_err(db)
+}
+
+/// The pause that holds a post's channel (or everything), if any.
+async fn active_pause(conn: &mut SqliteConnection, id: PostId) -> Result<Option<(String, String)>> {
+    sqlx::query_as(
+        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL \
+         AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = ?)) \
+         ORDER BY scope = '*' DESC, id LIMIT 1",
+    )
+    .bind(id.0)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)
+}
+
+/// Records a `sending` intent and marks the generation's reservation as sent at `now`.
+async fn insert_intent(
+    conn: &mut SqliteConnection,
+    post_id: PostId,
+    generation: i64,
+    idempotency_key: &str,
+    platform_ref: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Intent> {
+    sqlx::query(
+        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
+         VALUES (?, ?, ?, 'sending', ?, ?)",
+    )
+    .bind(post_id.0)
+    .bind(generation)
+    .bind(idempotency_key)
+    .bind(platform_ref)
+    .bind(ts(now))
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| match e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Duplicate(format!(
+            "an intent for post {post_id} generation {generation}"
+        )),
+        e => db(e),
+    })?;
+    sqlx::query(
+        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
+    )
+    .bind(ts(now))
+    .bind(post_id.0)
+    .bind(generation)
+    .execute(conn)
+    .await
+    .map_err(db)?;
+    Ok(Intent {
+        post_id,
+        generation,
+        idempotency_key: idempotency_key.to_owned(),
+        phase: "sending".into(),
+        platform_ref: platform_ref.map(str::to_owned),
+        created_at: now,
+        settled_at: None,
+    })
+}
+
+pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<PostClaimed> {
+    let started = std::time::Instant::now();
+    let mut tx = store.begin_write().await?;
+    let now = now_after(req.now, started);
+    let post = match get_in(&mut tx, req.id).await {
+        Ok(post) => post,
+        Err(StoreError::NotFound(_)) => return Ok(PostClaimed::Gone(None)),
+        Err(e) => return Err(e),
+    };
+    if !claimable(&post, req.version, req.allow_test) {
+        return Ok(PostClaimed::Gone(Some(Box::new(post))));
+    }
+    if let Some((scope, reason)) = active_pause(&mut tx, req.id).await? {
+        return Ok(PostClaimed::Paused { scope, reason });
+    }
+    if let Some(rules) = req.quota
+        && let Err(denial) = decide_quota(&mut tx, &post.content.channel, rules, now).await?
+    {
+        return Ok(PostClaimed::OverQuota(denial));
+    }
+    let generation: i64 = sqlx::query_scalar(
+        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
+         generation = generation + 1, version = version + 1, updated_at = ?, \
+         event_actor = ?, event_note = ? WHERE id = ? RETURNING generation",
+    )
+    .bind(&req.worker)
+    .bind(ts(req.lease_until))
+    .bind(ts(now))
+    .bind(&req.actor)
+    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
+    .bind(req.id.0)
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
+    if req.quota.is_some() {
+        insert_reservation(&mut tx, req.id, generation, &post.content.channel, now).await?;
+    }
+    let intent = match &req.intent {
+        Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {
+            return Err(StoreError::Fenced {
+                id: req.id,
+                generation,
+            });
+        }
+        Some(intent) => Some(
+            insert_intent(
+                &mut tx,
+                req.id,
+                generation,
+                &intent.idempotency_key,
+                None,
+                now,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let post = get_in(&mut tx, req.id).await?;
     tx.commit().await.map_err(db)?;
-    Ok(Reserved::Granted(id))
+    Ok(PostClaimed::Claimed {
+        post: Box::new(post),
+        intent,
+    })
+}
+
+pub(crate) async fn due_posts(
+    pool: &SqlitePool,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<Post>> {
+    if channels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = QueryBuilder::<Sqlite>::new(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= "
+    ));
+    query.push_bind(ts(now));
+    query
+        .push(" AND (not_before IS NULL OR not_before <= ")
+        .push_bind(ts(now));
+    query.push(")");
+    push_channel_filter(&mut query, channels, test_channels);
+    query
+        .push(" ORDER BY scheduled_at, id LIMIT ")
+        .push_bind(i64::from(limit));
+    query
+        .build()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?
+        .iter()
+        .map(rows::post)
+        .collect()
 }
 
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
@@ -240,55 +418,20 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
         Some(now + req.lease_margin),
     )
     .await?;
-    let pause: Option<(String, String)> = sqlx::query_as(
-        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL \
-         AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = ?)) \
-         ORDER BY scope = '*' DESC, id LIMIT 1",
-    )
-    .bind(req.post_id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    if let Some((scope, reason)) = pause {
+    if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
         return Err(StoreError::Paused { scope, reason });
     }
-    sqlx::query(
-        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
-         VALUES (?, ?, ?, 'sending', ?, ?)",
+    let intent = insert_intent(
+        &mut tx,
+        req.post_id,
+        req.generation,
+        &req.idempotency_key,
+        req.platform_ref.as_deref(),
+        now,
     )
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .bind(&req.idempotency_key)
-    .bind(&req.platform_ref)
-    .bind(ts(now))
-    .execute(&mut *tx)
-    .await
-    .map_err(|e| match e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Duplicate(format!(
-            "an intent for post {} generation {}",
-            req.post_id, req.generation
-        )),
-        e => db(e),
-    })?;
-    sqlx::query(
-        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
-    )
-    .bind(ts(now))
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
+    .await?;
     tx.commit().await.map_err(db)?;
-    Ok(Intent {
-        post_id: req.post_id,
-        generation: req.generation,
-        idempotency_key: req.idempotency_key.clone(),
-        phase: "sending".into(),
-        platform_ref: req.platform_ref.clone(),
-        created_at: now,
-        settled_at: None,
-    })
+    Ok(intent)
 }
 
 async fn intent_for(

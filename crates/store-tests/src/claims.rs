@@ -4,10 +4,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 
-use airlock_core::{PostId, PostStatus};
-use airlock_store::{ClaimRequest, ClaimTarget, Claimed, Guard, PostUpdate, Store, StoreError};
+use airlock_core::{Post, PostId, PostStatus};
+use airlock_store::{
+    ClaimRequest, ClaimTarget, Claimed, Guard, IntentClaim, NewNotification, PauseScope, PostClaim,
+    PostClaimed, PostUpdate, QuotaClaim, Store, StoreError, VerificationRecord,
+};
 
 use crate::Ledger;
 use crate::fixture::*;
@@ -300,4 +303,305 @@ pub async fn concurrent_claimers_claim_each_post_exactly_once(ledger: &Ledger) {
         claimed_id(claim_due(s, &["alpha", "beta"], &[], t0() + Duration::hours(1)).await),
         None
     );
+}
+
+/// A claim of one post as read at `read`: with quota under [`rules`] `(window, daily)`
+/// and, with `intent`, the intent in the same transaction.
+pub fn post_claim(
+    read: &Post,
+    now: DateTime<Utc>,
+    quota: Option<(u32, u32)>,
+    intent: bool,
+) -> PostClaim {
+    PostClaim {
+        id: read.id,
+        version: read.version,
+        allow_test: true,
+        worker: WORKER.to_owned(),
+        actor: DISPATCHER.to_owned(),
+        now,
+        lease_until: now + Duration::minutes(LEASE_MINUTES),
+        quota: quota.map(|(window, daily)| {
+            let (window, daily) = rules(window, daily);
+            QuotaClaim { window, daily }
+        }),
+        intent: intent.then(|| IntentClaim {
+            idempotency_key: format!("airlock-{}", read.id),
+            lease_margin: Duration::seconds(30),
+        }),
+    }
+}
+
+/// One transaction claims the post as read, reserves its quota and records its intent:
+/// the post is `posting` under generation 1, the reservation is live and marked sent, the
+/// intent is `sending`.
+pub async fn claim_post_claims_reserves_and_records_the_intent_at_once(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let read = approved(s, "alpha", "hello", mins(-1)).await;
+    let PostClaimed::Claimed { post, intent } = s
+        .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+        .await
+        .unwrap()
+    else {
+        panic!("the post should be claimed")
+    };
+    assert_eq!(post.status, PostStatus::Posting);
+    assert_eq!(post.generation, 1);
+    assert_eq!(post.lease_owner.as_deref(), Some(WORKER));
+    assert_eq!(post.lease_expires_at, Some(mins(LEASE_MINUTES)));
+    let intent = intent.expect("the intent");
+    assert_eq!(intent.generation, 1);
+    assert_eq!(intent.phase, "sending");
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert_eq!(detail.intents.len(), 1);
+    assert_eq!(detail.reservations.len(), 1);
+    assert_eq!(detail.reservations[0].state, "reserved");
+    assert_eq!(detail.reservations[0].generation, 1);
+    assert!(detail.reservations[0].sent_at.is_some());
+    let claims = detail
+        .events
+        .iter()
+        .filter(|e| e.to == PostStatus::Posting)
+        .count();
+    assert_eq!(claims, 1);
+
+    // Without quota or intent, only the claim.
+    let read = approved(s, "alpha", "bare", mins(-1)).await;
+    let PostClaimed::Claimed { intent, .. } = s
+        .claim_post(&post_claim(&read, t0(), None, false))
+        .await
+        .unwrap()
+    else {
+        panic!("the post should be claimed")
+    };
+    assert_eq!(intent, None);
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+}
+
+/// A claim made on what was read refuses a post that changed since, or that is not
+/// claimable, and writes nothing.
+pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let read = approved(s, "alpha", "hello", mins(-1)).await;
+    let mut edit = PostUpdate::new(read.id, Guard::Version(read.version), "cli", mins(-1));
+    edit.set.scheduled_at = Some(mins(-2));
+    let changed = s.update_post(edit).await.unwrap();
+    match s
+        .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+        .await
+    {
+        Ok(PostClaimed::Gone(Some(now))) => assert_eq!(now.version, changed.version),
+        other => panic!("a changed post is gone: {other:?}"),
+    }
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert_eq!(detail.post, changed);
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+
+    let draft = draft(s, "alpha", "not approved", mins(-1)).await;
+    assert!(matches!(
+        s.claim_post(&post_claim(&draft, t0(), None, false)).await,
+        Ok(PostClaimed::Gone(Some(_)))
+    ));
+    let mut new = new_post("alpha", "a test post", mins(-1));
+    new.test = true;
+    let test = approve(s, &create(s, new).await, mins(-1)).await;
+    let mut claim = post_claim(&test, t0(), None, false);
+    claim.allow_test = false;
+    assert!(matches!(
+        s.claim_post(&claim).await,
+        Ok(PostClaimed::Gone(Some(_)))
+    ));
+    let missing = Post {
+        id: PostId(999_999),
+        ..test.clone()
+    };
+    assert!(matches!(
+        s.claim_post(&post_claim(&missing, t0(), None, false)).await,
+        Ok(PostClaimed::Gone(None))
+    ));
+}
+
+/// A paused channel (or everything paused) holds the post: nothing is written.
+pub async fn claim_post_holds_a_paused_post_and_writes_nothing(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let read = approved(s, "alpha", "hello", mins(-1)).await;
+    for (scope, expected) in [
+        (PauseScope::Channel(ch("alpha")), "alpha"),
+        (PauseScope::All, "*"),
+    ] {
+        assert!(
+            s.pause(&scope, "holiday", "cli", t0(), Vec::new())
+                .await
+                .unwrap()
+        );
+        match s
+            .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+            .await
+        {
+            Ok(PostClaimed::Paused { scope, reason }) => {
+                assert_eq!(scope, expected);
+                assert_eq!(reason, "holiday");
+            }
+            other => panic!("a paused post is held: {other:?}"),
+        }
+        assert_eq!(s.get_post(read.id).await.unwrap(), read);
+        assert!(s.resume(&scope, "cli", t0(), Vec::new()).await.unwrap());
+    }
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+}
+
+/// Over quota, the claim answers the denial and when a slot frees, and writes nothing.
+pub async fn claim_post_over_quota_answers_the_next_slot_and_writes_nothing(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = approved(s, "alpha", "first", mins(-2)).await;
+    assert!(matches!(
+        s.claim_post(&post_claim(&first, t0(), Some((1, 10)), true))
+            .await,
+        Ok(PostClaimed::Claimed { .. })
+    ));
+    let second = approved(s, "beta", "second", mins(-1)).await;
+    match s
+        .claim_post(&post_claim(&second, mins(1), Some((1, 10)), true))
+        .await
+    {
+        Ok(PostClaimed::OverQuota(denial)) => {
+            assert_eq!(denial.limit, airlock_core::quota::Limit::Window);
+            assert_eq!((denial.used, denial.max), (1, 1));
+            assert_eq!(denial.next_free_at, mins(60));
+        }
+        other => panic!("over the window: {other:?}"),
+    }
+    assert_eq!(s.get_post(second.id).await.unwrap(), second);
+    let detail = s.post_detail(second.id).await.unwrap();
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+}
+
+/// An intent the lease could not cover is refused, and the whole claim with it.
+pub async fn claim_post_with_an_intent_the_lease_cannot_cover_writes_nothing(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let read = approved(s, "alpha", "hello", mins(-1)).await;
+    let mut claim = post_claim(&read, t0(), Some((10, 10)), true);
+    claim.intent.as_mut().unwrap().lease_margin = Duration::minutes(LEASE_MINUTES);
+    assert!(matches!(
+        s.claim_post(&claim).await,
+        Err(StoreError::Fenced { .. })
+    ));
+    assert_eq!(s.get_post(read.id).await.unwrap(), read);
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+}
+
+/// Due posts are listed most overdue first, within the listed channels, test posts only
+/// on test channels, not before `not_before`, at most `limit`.
+pub async fn due_posts_lists_what_may_be_claimed_most_overdue_first(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let recent = approved(s, "alpha", "recent", mins(-10)).await;
+    let oldest = approved(s, "alpha", "oldest", mins(-30)).await;
+    approved(s, "alpha", "future", mins(10)).await;
+    approved(s, "gamma", "elsewhere", mins(-40)).await;
+    draft(s, "alpha", "a draft", mins(-50)).await;
+    let waiting = approved(s, "alpha", "waiting", mins(-20)).await;
+    let mut defer = PostUpdate::new(waiting.id, Guard::Version(waiting.version), "cli", mins(-1));
+    defer.set.not_before = Some(Some(mins(5)));
+    s.update_post(defer).await.unwrap();
+    let ids = |posts: Vec<Post>| posts.into_iter().map(|p| p.id).collect::<Vec<_>>();
+    let channels = [ch("alpha"), ch("beta")];
+    assert_eq!(
+        ids(s.due_posts(&channels, &[], t0(), 16).await.unwrap()),
+        [oldest.id, recent.id]
+    );
+    assert_eq!(
+        ids(s.due_posts(&channels, &[], t0(), 1).await.unwrap()),
+        [oldest.id]
+    );
+    assert_eq!(
+        ids(s.due_posts(&channels, &[], mins(5), 16).await.unwrap()),
+        [oldest.id, waiting.id, recent.id]
+    );
+    assert!(s.due_posts(&[], &[], t0(), 16).await.unwrap().is_empty());
+}
+
+/// Read-backs are recorded several at a time: a verified post gets `verified_at` (and the
+/// permalink it lacked), a failed one an event and its notifications; a post that is no
+/// longer `posted` is left alone.
+pub async fn record_verifications_records_read_backs_of_posted_posts(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let verified = in_status(s, PostStatus::Posted, "alpha").await;
+    let failed = in_status(s, PostStatus::Posted, "beta").await;
+    let draft = draft(s, "alpha", "a draft", mins(-1)).await;
+    let note = NewNotification {
+        sink: "ops".into(),
+        event: "verify_failed".into(),
+        post_id: Some(failed.id),
+        payload: serde_json::json!({"reason": "gone"}),
+    };
+    let record = |id, result| VerificationRecord {
+        id,
+        actor: DISPATCHER.into(),
+        at: mins(30),
+        result,
+        notify: Vec::new(),
+    };
+    let mut failing = record(failed.id, Err("not found on the platform".into()));
+    failing.notify = vec![note];
+    s.record_verifications(&[
+        record(verified.id, Ok(Some("https://example.com/p/1".into()))),
+        failing,
+        record(draft.id, Ok(None)),
+    ])
+    .await
+    .unwrap();
+    let now = s.get_post(verified.id).await.unwrap();
+    assert_eq!(now.verified_at, Some(mins(30)));
+    assert_eq!(
+        now.permalink.as_deref(),
+        verified
+            .permalink
+            .as_deref()
+            .or(Some("https://example.com/p/1"))
+    );
+    assert!(
+        events(s, verified.id)
+            .await
+            .iter()
+            .any(|e| e.kind == "verified")
+    );
+    let now = s.get_post(failed.id).await.unwrap();
+    assert_eq!(now.verified_at, None);
+    assert!(events(s, failed.id).await.iter().any(
+        |e| e.kind == "verify_failed" && e.note.as_deref() == Some("not found on the platform")
+    ));
+    assert_eq!(s.outbox_stats().await.unwrap().pending, 1);
+    assert_eq!(s.get_post(draft.id).await.unwrap(), draft);
+}
+
+/// Claimers on separate handles racing for one post as each read it: exactly one wins.
+pub async fn concurrent_claim_posts_of_one_post_claim_it_once(ledger: &Ledger) {
+    const N_CLAIMERS: usize = 6;
+    let s = ledger.store.as_ref();
+    let read = approved(s, "alpha", "contested", mins(-1)).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for claimer in 0..N_CLAIMERS {
+        let handle = ledger.backend.open().await;
+        let mut claim = post_claim(&read, t0(), Some((10, 10)), true);
+        claim.worker = format!("worker-{claimer}");
+        tasks.spawn(async move { handle.claim_post(&claim).await.expect("claim_post") });
+    }
+    let mut won = 0;
+    while let Some(result) = tasks.join_next().await {
+        match result.expect("claimer task") {
+            PostClaimed::Claimed { .. } => won += 1,
+            PostClaimed::Gone(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(won, 1);
+    let detail = s.post_detail(read.id).await.unwrap();
+    assert_eq!(detail.post.generation, 1);
+    assert_eq!(detail.intents.len(), 1);
+    assert_eq!(detail.reservations.len(), 1);
 }

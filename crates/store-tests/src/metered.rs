@@ -15,8 +15,8 @@ use airlock_core::{
 use airlock_store::{
     ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
     IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostFilter, PostUpdate, QuotaRows, ReserveRequest, Reserved, Result, ReviewItem,
-    Session, Store, TokenRecord, Unreadable,
+    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
+    Reserved, Result, ReviewItem, Session, Store, TokenRecord, Unreadable, VerificationRecord,
 };
 
 /// A store that counts what it returns.
@@ -131,6 +131,33 @@ impl Store for Metered {
         now: DateTime<Utc>,
     ) -> Result<()> {
         self.inner.delete_draft(id, version, actor, now).await
+    }
+
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>> {
+        let res = self
+            .inner
+            .due_posts(channels, test_channels, now, limit)
+            .await;
+        if let Ok(posts) = &res {
+            for p in posts {
+                self.count_text(&p.content.text);
+            }
+        }
+        res
+    }
+
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        self.inner.claim_post(req).await
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        self.inner.record_verifications(records).await
     }
 
     async fn add_event(

@@ -12,7 +12,9 @@
 //! - notifications ([`NewNotification`]) are written in the transaction of the change
 //!   they report (transactional outbox).
 //!
-//! This crate holds no SQL and no IO; it decides nothing a backend could decide differently.
+//! This crate holds no SQL and no IO. What a transaction decides that does not depend on
+//! the SQL dialect lives here, in [`decide`] and [`QuotaRows`], so the backends keep only
+//! their SQL.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -23,6 +25,7 @@ use airlock_core::{
     PostStatus, PostSummary, RoleSet,
 };
 
+pub mod decide;
 mod ops;
 mod quota_rows;
 pub use ops::{ExportFilter, HealthStats, NewSession, Session};
@@ -448,6 +451,106 @@ pub enum Claimed {
     NotClaimable(Post),
 }
 
+/// Claiming one post a worker has already checked (content, policy, account), with its
+/// quota and, for channels that need no `prepare`, its intent — one transaction, one
+/// commit, where the step-by-step path takes three.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostClaim {
+    /// The post.
+    pub id: PostId,
+    /// The `version` the worker checked: if the post changed since, nothing is claimed.
+    pub version: i64,
+    /// Whether its channel publishes test posts.
+    pub allow_test: bool,
+    /// The claiming worker (`lease_owner`).
+    pub worker: String,
+    /// Actor recorded on the event.
+    pub actor: String,
+    /// Now (advanced by any wait for the lock, [`now_after`]).
+    pub now: DateTime<Utc>,
+    /// Lease end.
+    pub lease_until: DateTime<Utc>,
+    /// The quota to reserve; `None` for a test post, which is not counted.
+    pub quota: Option<QuotaClaim>,
+    /// The intent to record, for a post sent right after the claim.
+    pub intent: Option<IntentClaim>,
+}
+
+/// The limits a claimed post's reservation is decided against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaClaim {
+    /// The rolling window across channels.
+    pub window: WindowRule,
+    /// The channel's daily limit.
+    pub daily: DailyRule,
+}
+
+/// The intent recorded with a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntentClaim {
+    /// Sent to platforms that accept one.
+    pub idempotency_key: String,
+    /// The longest the irreversible step can take: the lease must outlast it.
+    pub lease_margin: Duration,
+}
+
+/// What [`Store::claim_post`] did. Only [`PostClaimed::Claimed`] wrote anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PostClaimed {
+    /// Claimed (status, owner and generation this worker's), its quota reserved and its
+    /// intent recorded as asked.
+    Claimed {
+        /// The post as claimed.
+        post: Box<Post>,
+        /// The intent, when one was asked for.
+        intent: Option<Intent>,
+    },
+    /// Over quota: nothing written; the worker records the deferral.
+    OverQuota(Denial),
+    /// Publishing is paused for its channel or everything: nothing written.
+    Paused {
+        /// `*` or the channel.
+        scope: String,
+        /// Why.
+        reason: String,
+    },
+    /// It changed since the worker checked it, another worker holds it, or it is no
+    /// longer claimable: nothing written. The post as it is now, if it exists.
+    Gone(Option<Box<Post>>),
+}
+
+/// A read-back's result, recorded later and several at a time so verification never
+/// holds up the next publish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerificationRecord {
+    /// The post.
+    pub id: PostId,
+    /// Who read it back.
+    pub actor: String,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// `Ok(permalink found)` when the post is on the platform, else why not.
+    pub result: std::result::Result<Option<String>, String>,
+    /// Notifications for a failed verification.
+    pub notify: Vec<NewNotification>,
+}
+
+/// The event of a post read back from its platform.
+pub fn verified_event() -> EventNote {
+    EventNote {
+        kind: "verified".into(),
+        note: Some("read back from the platform".into()),
+    }
+}
+
+/// The event of a post its platform could not show.
+pub fn verify_failed_event(reason: &str) -> EventNote {
+    EventNote {
+        kind: "verify_failed".into(),
+        note: Some(reason.to_owned()),
+    }
+}
+
 /// A quota reservation request under a claim (SPEC §5).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReserveRequest {
@@ -618,6 +721,28 @@ pub trait Store: Send + Sync + 'static {
 
     /// Claims a post for publishing and reads it back.
     async fn claim(&self, req: &ClaimRequest) -> Result<Claimed>;
+
+    /// Approved posts due at `now` on these channels (not before `not_before`), most
+    /// overdue first, read without a lock: the candidates a worker checks and then
+    /// claims with [`Store::claim_post`].
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>>;
+
+    /// Claims a checked post in one transaction: confirms it is still `approved` at the
+    /// checked version (and not published), that publishing is not paused for it, and
+    /// that its quota allows it; then claims it (lease, next generation, read back in
+    /// the transaction), reserves its quota and, when asked, records its intent, durably.
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed>;
+
+    /// Records read-back results: `verified_at` (and a permalink the post lacked) with a
+    /// `verified` event, or a `verify_failed` event with its notifications. A post that
+    /// is no longer `posted` is left alone. One transaction for all.
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()>;
 
     /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
     /// advanced by any wait for the lock ([`now_after`]).

@@ -293,26 +293,6 @@ async fn pause_holds_and_resume_releases() {
     assert!(app.resume(&me, None).await.unwrap());
     let report = app.publish_next(None).await.unwrap().unwrap();
     assert_eq!(report.post.status, PostStatus::Posted);
-    // A pause landing between claim and checks releases the claim without an attempt.
-    let post = approved(&app, "cats", "second").await;
-    let claim = ClaimRequest {
-        target: ClaimTarget::Post {
-            id: post.id,
-            allow_test: true,
-        },
-        worker: app.worker().into(),
-        actor: "dispatcher:t".into(),
-        now: h.clock.now(),
-        lease_until: h.clock.now() + chrono::Duration::minutes(15),
-    };
-    let Claimed::Post(claimed) = app.store().claim(&claim).await.unwrap() else {
-        panic!()
-    };
-    app.pause(&me, Some("cats"), "just now").await.unwrap();
-    let report = app.run_claimed(claimed).await.unwrap();
-    assert!(matches!(report.result, PublishResult::Held { .. }));
-    assert_eq!(report.post.status, PostStatus::Approved);
-    assert_eq!(report.post.attempts, 0);
 }
 
 #[tokio::test]

@@ -30,6 +30,8 @@ async fn run(h: &Harness) -> (airlock_app::publish::PublishReport, Vec<String>) 
         .unwrap()
         .expect("a post was due");
     assert_eq!(report.post.id, post.id);
+    // The read-back runs in a task of its own.
+    app.drain().await;
     let detail = app.store().post_detail(post.id).await.unwrap();
     let states = detail
         .reservations

@@ -2,18 +2,18 @@
 //! stopped exactly at one boundary by a failpoint, then either killed (SIGKILL) or left
 //! frozen past its lease, while another process (SQLite: the same ledger file) or
 //! another installation (PostgreSQL: its own config on the same database) takes over.
-//! Against stateful fakes of Threads (containers) and WordPress (articles found by the
-//! key they carry), every cell asserts at most one copy on the platform, the post's final
-//! state, its reservation, whether the channel is paused — and that the worker really was
-//! held at the boundary (a killed worker died of the signal; a frozen one slept).
+//! Against stateful fakes of Threads (containers), WordPress (articles found by the key
+//! they carry) and a webhook receiver (no prepare step: its intent commits with the
+//! claim), every cell asserts at most one copy on the platform, the post's final state,
+//! its reservation, whether the channel is paused — and that the worker really was held
+//! at the boundary (a killed worker died of the signal; a frozen one slept).
 //!
 //! | boundary      | kill                        | freeze past the lease                |
 //! |---------------|-----------------------------|--------------------------------------|
-//! | after claim   | reaped, republished: posted | the stale worker is fenced: posted   |
-//! | after reserve | reaped, republished: posted | fenced at the intent: posted         |
+//! | after claim (and reservation; a webhook's intent too) | reaped, republished: posted (webhook: needs review) | fenced at the intent: posted (webhook: needs review) |
 //! | after prepare | reaped, republished: posted | fenced at the intent: posted         |
 //! | after intent  | nothing sent: needs review  | wakes, sees its lease too short to send: needs review |
-//! | after send    | settled by proof: posted    | late outcome refused; proof: posted  |
+//! | after send    | settled by proof: posted (webhook: no proof, needs review) | late outcome refused; the same |
 //! | after outcome | posted, nothing to take over| posted, nothing to take over         |
 //!
 //! One more cell per platform and backend freezes the worker after its intent while a
@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use airlock_testkit::fake::meta::{self, Flavour, GraphFake};
+use airlock_testkit::fake::receiver::Receiver;
 use airlock_testkit::fake::wordpress::{self, WordpressFake};
 use airlock_testkit::pg::TestDb;
 
@@ -35,8 +36,8 @@ use crate::support::*;
 /// Where the first worker stops: right after this step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Boundary {
+    /// The claim, its reservation and (without a prepare step) its intent: one commit.
     Claim,
-    Reserve,
     Prepare,
     Intent,
     Send,
@@ -47,7 +48,6 @@ impl Boundary {
     fn failpoint(self) -> &'static str {
         match self {
             Boundary::Claim => "publish::after_claim",
-            Boundary::Reserve => "publish::after_reserve",
             Boundary::Prepare => "publish::after_prepare",
             Boundary::Intent => "publish::after_intent",
             Boundary::Send => "publish::after_send",
@@ -77,6 +77,7 @@ enum Backend {
 enum Kind {
     Threads,
     Wordpress,
+    Webhook,
 }
 
 /// The lease: longer than either channel's longest publish (Threads: 5 requests of
@@ -89,6 +90,7 @@ const FREEZE: Duration = Duration::from_secs(10);
 enum Fake {
     Threads(GraphFake),
     Wordpress(WordpressFake),
+    Webhook(Receiver),
 }
 
 impl Fake {
@@ -101,29 +103,32 @@ impl Fake {
                 .await,
             ),
             Kind::Wordpress => Fake::Wordpress(WordpressFake::start(wordpress::Expect::ANY).await),
+            Kind::Webhook => Fake::Webhook(Receiver::start().await),
         }
     }
 
     /// Copies of the post on the platform.
-    fn copies(&self) -> usize {
+    async fn copies(&self) -> usize {
         match self {
             Fake::Threads(fake) => fake.with(|s| s.published()),
             Fake::Wordpress(fake) => fake.with(|s| s.articles.len()),
+            Fake::Webhook(receiver) => receiver.requests().await.len(),
         }
     }
 
     fn channel(&self) -> String {
         match self {
             Fake::Threads(fake) => format!(
-                "kind = \"threads\"\nbase_url = \"{}\"\naccount = \"inn_cats\"\npoll_interval = \"100ms\"\npoll_timeout = \"1s\"",
+                "kind = \"threads\"\nbase_url = \"{}\"\naccount = \"inn_cats\"\npoll_interval = \"100ms\"\npoll_timeout = \"1s\"\ntoken_file = \"blog.token\"",
                 fake.uri()
             ),
             Fake::Wordpress(fake) => format!(
-                "kind = \"wordpress\"\nbase_url = \"{}\"\naccount = \"{}\"\nusername = \"{}\"",
+                "kind = \"wordpress\"\nbase_url = \"{}\"\naccount = \"{}\"\nusername = \"{}\"\ntoken_file = \"blog.token\"",
                 fake.server.uri(),
                 wordpress::USER_SLUG,
                 wordpress::USERNAME
             ),
+            Fake::Webhook(receiver) => format!("kind = \"webhook\"\nurl = \"{}\"", receiver.url()),
         }
     }
 
@@ -142,6 +147,7 @@ impl Fake {
                 .unwrap_or_default()
                 .iter()
                 .any(|r| r.url.query().is_some_and(|q| q.contains("search="))),
+            Fake::Webhook(_) => unreachable!("a webhook has no prepare step"),
         }
     }
 }
@@ -161,7 +167,6 @@ window_limit = 100
 
 [channels.blog]
 {channel}
-token_file = "blog.token"
 daily_limit = 10
 request_timeout = "500ms"
 "#,
@@ -210,10 +215,9 @@ async fn reached(boundary: Boundary, ws: &Workspace, id: &str, fake: &Fake) {
     let non_empty = |post: Value, key: &str| post[key].as_array().is_some_and(|a| !a.is_empty());
     match boundary {
         Boundary::Claim => until(&what, async || show(ws, id)["status"] == "posting").await,
-        Boundary::Reserve => until(&what, async || non_empty(show(ws, id), "reservations")).await,
         Boundary::Prepare => until(&what, async || fake.prepared().await).await,
         Boundary::Intent => until(&what, async || non_empty(show(ws, id), "intents")).await,
-        Boundary::Send => until(&what, async || fake.copies() == 1).await,
+        Boundary::Send => until(&what, async || fake.copies().await == 1).await,
         Boundary::Outcome => until(&what, async || show(ws, id)["status"] == "posted").await,
     }
     // The failpoint is the next thing the worker does.
@@ -290,7 +294,7 @@ async fn drill(backend: Backend, kind: Kind, boundary: Boundary, mode: Mode) {
     second.run(&["dispatch", "--once"]);
 
     let post = show(&second, &id);
-    let copies = fake.copies();
+    let copies = fake.copies().await;
     let reservations: Vec<&str> = post["reservations"]
         .as_array()
         .unwrap()
@@ -302,6 +306,21 @@ async fn drill(backend: Backend, kind: Kind, boundary: Boundary, mode: Mode) {
     assert!(copies <= 1, "{copies} copies on the platform; {cell}");
     assert_ne!(post["status"], "posting", "{cell}");
     match (boundary, mode, kind) {
+        // A webhook's intent commits with its claim: held there, nothing went out, and
+        // only a person can know that.
+        (Boundary::Claim, _, Kind::Webhook) => {
+            assert_eq!(copies, 0, "{cell}");
+            assert_eq!(post["status"], "needs_review", "{cell}");
+            assert!(reservations.contains(&"reserved"), "kept counted; {cell}");
+            assert!(paused, "{cell}");
+        }
+        // A webhook's receiver cannot be asked what it got: the post waits for a person.
+        (Boundary::Send, _, Kind::Webhook) => {
+            assert_eq!(copies, 1, "{cell}");
+            assert_eq!(post["status"], "needs_review", "{cell}");
+            assert!(reservations.contains(&"reserved"), "kept counted; {cell}");
+            assert!(paused, "{cell}");
+        }
         // Held after recording its intent, before sending: nothing went out, and only a
         // person can know that (a frozen worker, waking, sees its lease too short to send).
         (Boundary::Intent, Mode::Kill | Mode::Freeze, _) => {
@@ -375,8 +394,6 @@ macro_rules! drills {
 drills! {
     sqlite_threads_killed_after_claim: Sqlite Threads Claim Kill;
     sqlite_threads_frozen_after_claim: Sqlite Threads Claim Freeze;
-    sqlite_threads_killed_after_reserve: Sqlite Threads Reserve Kill;
-    sqlite_threads_frozen_after_reserve: Sqlite Threads Reserve Freeze;
     sqlite_threads_killed_after_prepare: Sqlite Threads Prepare Kill;
     sqlite_threads_frozen_after_prepare: Sqlite Threads Prepare Freeze;
     sqlite_threads_killed_after_intent: Sqlite Threads Intent Kill;
@@ -388,8 +405,6 @@ drills! {
     sqlite_threads_frozen_after_outcome: Sqlite Threads Outcome Freeze;
     postgres_threads_killed_after_claim: Postgres Threads Claim Kill;
     postgres_threads_frozen_after_claim: Postgres Threads Claim Freeze;
-    postgres_threads_killed_after_reserve: Postgres Threads Reserve Kill;
-    postgres_threads_frozen_after_reserve: Postgres Threads Reserve Freeze;
     postgres_threads_killed_after_prepare: Postgres Threads Prepare Kill;
     postgres_threads_frozen_after_prepare: Postgres Threads Prepare Freeze;
     postgres_threads_killed_after_intent: Postgres Threads Intent Kill;
@@ -401,8 +416,6 @@ drills! {
     postgres_threads_frozen_after_outcome: Postgres Threads Outcome Freeze;
     sqlite_wordpress_killed_after_claim: Sqlite Wordpress Claim Kill;
     sqlite_wordpress_frozen_after_claim: Sqlite Wordpress Claim Freeze;
-    sqlite_wordpress_killed_after_reserve: Sqlite Wordpress Reserve Kill;
-    sqlite_wordpress_frozen_after_reserve: Sqlite Wordpress Reserve Freeze;
     sqlite_wordpress_killed_after_prepare: Sqlite Wordpress Prepare Kill;
     sqlite_wordpress_frozen_after_prepare: Sqlite Wordpress Prepare Freeze;
     sqlite_wordpress_killed_after_intent: Sqlite Wordpress Intent Kill;
@@ -414,8 +427,6 @@ drills! {
     sqlite_wordpress_frozen_after_outcome: Sqlite Wordpress Outcome Freeze;
     postgres_wordpress_killed_after_claim: Postgres Wordpress Claim Kill;
     postgres_wordpress_frozen_after_claim: Postgres Wordpress Claim Freeze;
-    postgres_wordpress_killed_after_reserve: Postgres Wordpress Reserve Kill;
-    postgres_wordpress_frozen_after_reserve: Postgres Wordpress Reserve Freeze;
     postgres_wordpress_killed_after_prepare: Postgres Wordpress Prepare Kill;
     postgres_wordpress_frozen_after_prepare: Postgres Wordpress Prepare Freeze;
     postgres_wordpress_killed_after_intent: Postgres Wordpress Intent Kill;
@@ -425,4 +436,16 @@ drills! {
     postgres_wordpress_frozen_after_send: Postgres Wordpress Send Freeze;
     postgres_wordpress_killed_after_outcome: Postgres Wordpress Outcome Kill;
     postgres_wordpress_frozen_after_outcome: Postgres Wordpress Outcome Freeze;
+    sqlite_webhook_killed_after_claim: Sqlite Webhook Claim Kill;
+    sqlite_webhook_frozen_after_claim: Sqlite Webhook Claim Freeze;
+    sqlite_webhook_killed_after_send: Sqlite Webhook Send Kill;
+    sqlite_webhook_frozen_after_send: Sqlite Webhook Send Freeze;
+    sqlite_webhook_killed_after_outcome: Sqlite Webhook Outcome Kill;
+    sqlite_webhook_frozen_after_outcome: Sqlite Webhook Outcome Freeze;
+    postgres_webhook_killed_after_claim: Postgres Webhook Claim Kill;
+    postgres_webhook_frozen_after_claim: Postgres Webhook Claim Freeze;
+    postgres_webhook_killed_after_send: Postgres Webhook Send Kill;
+    postgres_webhook_frozen_after_send: Postgres Webhook Send Freeze;
+    postgres_webhook_killed_after_outcome: Postgres Webhook Outcome Kill;
+    postgres_webhook_frozen_after_outcome: Postgres Webhook Outcome Freeze;
 }

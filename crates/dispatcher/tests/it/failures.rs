@@ -49,38 +49,29 @@ async fn a_store_error_while_recording_the_verification_is_no_failed_publish() {
     assert_eq!(h.published(), 1);
 }
 
-#[tokio::test]
-async fn a_publish_that_panics_before_its_intent_returns_the_post_to_the_queue() {
-    let h = Harness::new().await;
-    let post = h.approved("hello").await;
-    let result = with_failpoints(&[("publish::after_reserve", "panic")], async || {
-        h.app.publish_next(None).await
-    })
-    .await;
-    assert!(
-        matches!(&result, Err(Error::Internal(why)) if why.contains(&format!("post {}", post.id))),
-        "{result:?}"
-    );
-    let detail = h.app.store().post_detail(post.id).await.unwrap();
-    assert_eq!(detail.post.status, PostStatus::Approved);
-    assert_eq!(detail.post.attempts, 1);
-    assert_eq!(detail.reservations[0].state, "released");
-    assert_eq!(h.published(), 0);
-}
-
+/// A sandbox has no prepare step, so its intent commits with the claim: from the claim on,
+/// a worker that dies may have sent, and the post goes to a person.
 #[tokio::test]
 async fn a_publish_that_panics_after_its_intent_needs_review() {
-    let h = Harness::new().await;
-    let post = h.approved("hello").await;
-    let result = with_failpoints(&[("publish::after_intent", "panic")], async || {
-        h.app.publish_next(None).await
-    })
-    .await;
-    assert!(matches!(result, Err(Error::Internal(_))), "{result:?}");
-    let detail = h.app.store().post_detail(post.id).await.unwrap();
-    assert_eq!(detail.post.status, PostStatus::NeedsReview);
-    assert_eq!(detail.reservations[0].state, "reserved", "kept counted");
-    assert_eq!(h.app.store().pauses().await.unwrap().len(), 1);
+    for point in ["publish::after_claim", "publish::after_intent"] {
+        let h = Harness::new().await;
+        let post = h.approved("hello").await;
+        let result =
+            with_failpoints(&[(point, "panic")], async || h.app.publish_next(None).await).await;
+        assert!(
+            matches!(&result, Err(Error::Internal(why)) if why.contains(&format!("post {}", post.id))),
+            "{point}: {result:?}"
+        );
+        let detail = h.app.store().post_detail(post.id).await.unwrap();
+        assert_eq!(detail.post.status, PostStatus::NeedsReview, "{point}");
+        assert_eq!(detail.intents.len(), 1, "{point}");
+        assert_eq!(
+            detail.reservations[0].state, "reserved",
+            "{point}: kept counted"
+        );
+        assert_eq!(h.app.store().pauses().await.unwrap().len(), 1, "{point}");
+        assert_eq!(h.published(), 0, "{point}");
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,171 @@
+//! What a store transaction decides that does not depend on the SQL dialect, as plain
+//! functions over the rows it read: whether a guard still holds, which statuses a change
+//! walks through, whether a claim may proceed or a lease still covers a request, when
+//! consecutive failures pause a channel, and what a refused stale write leaves as
+//! evidence. The SQLite backend calls them inside its transactions; the PostgreSQL
+//! backend's stored functions (`migrations/0005_functions.sql`) make the same decisions
+//! in SQL, and the conformance suite (`airlock-store-tests`) holds the two equal.
+
+use chrono::{DateTime, Duration, Utc};
+
+use airlock_core::status::is_legal;
+use airlock_core::{Post, PostStatus};
+
+use crate::{EventNote, Guard, PostUpdate};
+
+/// What a post's guard says about a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardCheck {
+    /// The write applies.
+    Holds,
+    /// A person's or agent's stale version: [`crate::StoreError::Conflict`].
+    Conflict,
+    /// A worker whose claim is gone: [`crate::StoreError::Fenced`], with evidence.
+    Fenced,
+}
+
+/// Checks a write's guard against the post as it is now.
+pub fn check_guard(guard: Guard, status: PostStatus, version: i64, generation: i64) -> GuardCheck {
+    match guard {
+        Guard::Version(expected) if expected != version => GuardCheck::Conflict,
+        Guard::Generation(expected) if status != PostStatus::Posting || expected != generation => {
+            GuardCheck::Fenced
+        }
+        _ => GuardCheck::Holds,
+    }
+}
+
+/// The status edges a change walks, from `from` through `via` to `to`: the first one
+/// the lifecycle does not allow, if any.
+pub fn illegal_step(
+    from: PostStatus,
+    via: Option<PostStatus>,
+    to: Option<PostStatus>,
+) -> Option<(PostStatus, PostStatus)> {
+    let mut at = from;
+    for next in via.iter().chain(to.iter()) {
+        if *next != at && !is_legal(at, *next) {
+            return Some((at, *next));
+        }
+        at = *next;
+    }
+    None
+}
+
+/// Whether a post a worker checked may still be claimed: `approved`, never published,
+/// unchanged since the check, and a test post only on a channel that publishes them.
+pub fn claimable(post: &Post, checked_version: i64, allow_test: bool) -> bool {
+    post.status == PostStatus::Approved
+        && post.posted_at.is_none()
+        && post.version == checked_version
+        && (!post.test || allow_test)
+}
+
+/// Whether a lease ending at `lease` still covers a request started at `at` that may
+/// take `margin`.
+pub fn lease_outlasts(lease: DateTime<Utc>, at: DateTime<Utc>, margin: Duration) -> bool {
+    lease > at + margin
+}
+
+/// Whether a write fenced by `generation` (and, with `lease_valid_at`, by a lease that
+/// must not have ended by then) still belongs to the post as it is now.
+pub fn fence_holds(
+    status: PostStatus,
+    current_generation: i64,
+    generation: i64,
+    lease: Option<DateTime<Utc>>,
+    lease_valid_at: Option<DateTime<Utc>>,
+) -> bool {
+    let lease_ok = match (lease_valid_at, lease) {
+        (None, _) => true,
+        (Some(at), Some(lease)) => lease > at,
+        (Some(_), None) => false,
+    };
+    status == PostStatus::Posting && current_generation == generation && lease_ok
+}
+
+/// Whether a pause set with a change applies, given the channel's consecutive definite
+/// failures after the change (`after_failures`: pause only at that many).
+pub fn pause_applies(after_failures: Option<u32>, failures: i64) -> bool {
+    after_failures.is_none_or(|n| failures >= i64::from(n))
+}
+
+/// The evidence a refused write from a stale generation leaves on the post.
+pub fn stale_evidence(update: &PostUpdate, generation: i64) -> EventNote {
+    let wanted = update.to.map(|s| s.as_str()).unwrap_or("no status change");
+    let note = format!(
+        "refused a write from generation {generation} (wanted {wanted}{}); the post had moved on",
+        update
+            .note
+            .as_deref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default()
+    );
+    EventNote {
+        kind: "stale_outcome".into(),
+        note: Some(note),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PostStatus::*;
+
+    #[test]
+    fn guards_are_checked_against_the_post_as_it_is() {
+        assert_eq!(
+            check_guard(Guard::Version(3), Draft, 3, 1),
+            GuardCheck::Holds
+        );
+        assert_eq!(
+            check_guard(Guard::Version(2), Draft, 3, 1),
+            GuardCheck::Conflict
+        );
+        assert_eq!(
+            check_guard(Guard::Generation(1), Posting, 9, 1),
+            GuardCheck::Holds
+        );
+        assert_eq!(
+            check_guard(Guard::Generation(1), Posting, 9, 2),
+            GuardCheck::Fenced
+        );
+        assert_eq!(
+            check_guard(Guard::Generation(1), Posted, 9, 1),
+            GuardCheck::Fenced
+        );
+    }
+
+    #[test]
+    fn a_walk_stops_at_its_first_illegal_edge() {
+        assert_eq!(illegal_step(Posting, Some(Approved), Some(Draft)), None);
+        assert_eq!(illegal_step(Draft, None, Some(Draft)), None);
+        assert_eq!(
+            illegal_step(Draft, None, Some(Posted)),
+            Some((Draft, Posted))
+        );
+        assert_eq!(
+            illegal_step(Posting, Some(Draft), Some(Approved)),
+            Some((Posting, Draft))
+        );
+    }
+
+    #[test]
+    fn leases_fences_and_pauses() {
+        let t = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let m = Duration::seconds(30);
+        assert!(lease_outlasts(t + Duration::minutes(1), t, m));
+        assert!(!lease_outlasts(t + m, t, m));
+        assert!(fence_holds(Posting, 2, 2, None, None));
+        assert!(!fence_holds(Posting, 3, 2, None, None));
+        assert!(!fence_holds(Approved, 2, 2, None, None));
+        assert!(fence_holds(Posting, 2, 2, Some(t + m), Some(t)));
+        assert!(!fence_holds(Posting, 2, 2, Some(t), Some(t)));
+        assert!(!fence_holds(Posting, 2, 2, None, Some(t)));
+        assert!(pause_applies(None, 0));
+        assert!(!pause_applies(Some(3), 2));
+        assert!(pause_applies(Some(3), 3));
+    }
+}
