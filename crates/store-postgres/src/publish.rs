@@ -10,11 +10,11 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
-use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, decide_reservation,
+    now_after, quota_since,
 };
 
 use crate::posts::{get_in, lock_post};
@@ -174,27 +174,20 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
     // committed by the previous holder.
     xact_lock(&mut tx, lock::QUOTA, 0).await?;
     let now = now_after(req.now, started);
-    let (day_start, _) = day_bounds(now, req.daily.tz);
-    let since = day_start.min(now - req.window.window);
-    let live = live_reservations(&mut tx, since, now).await?;
-    let decision = decide(
-        now,
-        req.window,
-        req.daily,
-        &live.window_counted(now),
-        &live.daily_counted(&req.channel),
-    );
-    if let Err(denial) = decision {
+    let live = live_reservations(&mut tx, quota_since(now, req), now).await?;
+    if let Err(denial) = decide_reservation(now, req, &live) {
         return Ok(Reserved::Denied(denial));
     }
+    let cost = req.budget.map_or(0, |charge| charge.cost);
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
-         VALUES ($1, $2, $3, 'reserved', $4) RETURNING id",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
+         VALUES ($1, $2, $3, 'reserved', $4, $5) RETURNING id",
     )
     .bind(req.post_id.0)
     .bind(req.generation)
     .bind(req.channel.as_str())
     .bind(now)
+    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
@@ -219,7 +212,7 @@ pub(crate) async fn live_reservations(
            SELECT * FROM reservations WHERE state <> 'released' AND sent_at IS NULL \
            UNION ALL \
            SELECT * FROM reservations WHERE state <> 'released' AND sent_at = '-infinity') \
-         SELECT id, channel, state, \
+         SELECT id, channel, state, cost_usd_micros, \
            CASE WHEN isfinite(created_at) THEN created_at END AS created_at, \
            created_at::text AS created_text, \
            CASE WHEN isfinite(sent_at) THEN sent_at END AS sent_at, \
@@ -242,6 +235,7 @@ pub(crate) async fn live_reservations(
             state: row.try_get("state").map_err(db)?,
             created_at: created_at.ok_or(created_text),
             sent_at: sent_text.map(|text| sent_at.ok_or(text)),
+            cost: row.try_get("cost_usd_micros").map_err(db)?,
         });
     }
     QuotaRows::check(raw, now)

@@ -4,11 +4,11 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
-use airlock_core::quota::{day_bounds, decide};
 use airlock_core::{ChannelName, Intent, PostId, PostStatus};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, QuotaRows, RawReservation,
-    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, now_after,
+    ReserveRequest, Reserved, Result, ReviewItem, StoreError, Unreadable, decide_reservation,
+    now_after, quota_since,
 };
 
 use crate::posts::get_in;
@@ -156,27 +156,20 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    let (day_start, _) = day_bounds(now, req.daily.tz);
-    let since = day_start.min(now - req.window.window);
-    let live = live_reservations(&mut tx, since, now).await?;
-    let decision = decide(
-        now,
-        req.window,
-        req.daily,
-        &live.window_counted(now),
-        &live.daily_counted(&req.channel),
-    );
-    if let Err(denial) = decision {
+    let live = live_reservations(&mut tx, quota_since(now, req), now).await?;
+    if let Err(denial) = decide_reservation(now, req, &live) {
         return Ok(Reserved::Denied(denial));
     }
+    let cost = req.budget.map_or(0, |charge| charge.cost);
     let id: i64 = sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
-         VALUES (?, ?, ?, 'reserved', ?) RETURNING id",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
+         VALUES (?, ?, ?, 'reserved', ?, ?) RETURNING id",
     )
     .bind(req.post_id.0)
     .bind(req.generation)
     .bind(req.channel.as_str())
     .bind(ts(now))
+    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
@@ -198,13 +191,13 @@ pub(crate) async fn live_reservations(
     // zero). The extra rows read are checked, then dropped.
     // Every branch reads the partial index `reservations_live`.
     let rows = sqlx::query(
-        "SELECT id, channel, state, created_at, sent_at FROM reservations \
+        "SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at >= ? \
          UNION ALL \
-         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at IS NULL \
          UNION ALL \
-         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at < '1'",
     )
     .bind(since.format("%Y-%m-%d").to_string())
@@ -221,6 +214,7 @@ pub(crate) async fn live_reservations(
             state: row.try_get("state").map_err(db)?,
             created_at: parse_ts(&created_at),
             sent_at: sent_at.as_deref().map(parse_ts),
+            cost: row.try_get("cost_usd_micros").map_err(db)?,
         });
     }
     let mut live = QuotaRows::check(raw, now)?;

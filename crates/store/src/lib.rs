@@ -17,6 +17,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
+use airlock_core::budget::Charge;
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
     ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
@@ -26,7 +27,7 @@ use airlock_core::{
 mod ops;
 mod quota_rows;
 pub use ops::{ExportFilter, HealthStats, NewSession, Session};
-pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
+pub use quota_rows::{LiveReservation, QuotaRows, RawReservation, decide_reservation, quota_since};
 
 /// `Result` with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -463,6 +464,9 @@ pub struct ReserveRequest {
     pub window: WindowRule,
     /// The channel's daily limit.
     pub daily: DailyRule,
+    /// The channel's monthly money budget and what this post costs (X), decided with the
+    /// limits above in the same transaction; `None` for channels without one.
+    pub budget: Option<Charge>,
 }
 
 /// The decision on a reservation.
@@ -620,7 +624,9 @@ pub trait Store: Send + Sync + 'static {
     async fn claim(&self, req: &ClaimRequest) -> Result<Claimed>;
 
     /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
-    /// advanced by any wait for the lock ([`now_after`]).
+    /// advanced by any wait for the lock ([`now_after`]). With a [`ReserveRequest::budget`]
+    /// the channel's spending this month is decided too, and the reservation records the
+    /// post's cost; a denial names the limit that frees last.
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent, at `now` advanced by
