@@ -65,10 +65,10 @@ pub enum PublishResult {
     Deferred {
         /// Which limit.
         limit: Limit,
-        /// Counted.
-        used: u32,
-        /// Maximum.
-        max: u32,
+        /// Counted (micro-dollars for the budget).
+        used: u64,
+        /// Maximum (micro-dollars for the budget).
+        max: u64,
         /// When a slot frees.
         next_free_at: DateTime<Utc>,
     },
@@ -387,6 +387,7 @@ impl App {
                 now: self.now(),
                 window: self.settings().window,
                 daily: channel.daily(),
+                budget: channel.charge(&post.content),
             };
             match self.store().reserve(&reserve).await {
                 Ok(Reserved::Granted(_)) => {}
@@ -504,6 +505,7 @@ impl App {
                 idempotency_key: i.idempotency_key,
                 platform_ref: i.platform_ref,
                 sent_at: i.created_at,
+                definitely_unpublished: matches!(i.phase.as_str(), "rejected" | "not_sent"),
             })
             .collect())
     }
@@ -783,6 +785,11 @@ impl App {
         let limit = match denial.limit {
             Limit::Window => format!("rolling window {}/{}", denial.used, denial.max),
             Limit::Daily => format!("daily limit {}/{}", denial.used, denial.max),
+            Limit::Budget => format!(
+                "monthly budget: {} of {} spent",
+                airlock_core::budget::format_usd(denial.used),
+                airlock_core::budget::format_usd(denial.max)
+            ),
         };
         let note = format!(
             "over quota ({limit}); next slot at {}",

@@ -91,6 +91,10 @@ pub struct EarlierAttempt {
     pub platform_ref: Option<String>,
     /// When its request was about to be sent.
     pub sent_at: DateTime<Utc>,
+    /// Whether its outcome was definite: the platform refused it or it provably never
+    /// left (`rejected`, `not_sent`). Anything else (`unknown`, `sending`) may have
+    /// published.
+    pub definitely_unpublished: bool,
 }
 
 /// What the repeatable steps produced for the irreversible one (a container id).
