@@ -495,11 +495,21 @@ impl App {
         if post.generation <= 1 {
             return Ok(Vec::new());
         }
+        self.attempts_below(post, Some(post.generation)).await
+    }
+
+    /// The post's attempts that recorded an intent, oldest first: those of generations
+    /// below `below`, or all of them.
+    pub(crate) async fn attempts_below(
+        &self,
+        post: &Post,
+        below: Option<i64>,
+    ) -> Result<Vec<EarlierAttempt>> {
         let detail = self.store().post_detail(post.id).await?;
         Ok(detail
             .intents
             .into_iter()
-            .filter(|i| i.generation < post.generation)
+            .filter(|i| below.is_none_or(|below| i.generation < below))
             .map(|i| EarlierAttempt {
                 generation: i.generation,
                 idempotency_key: i.idempotency_key,
