@@ -629,7 +629,8 @@ impl Platform for X {
             let answer = match send(request).await {
                 Ok(answer) => answer,
                 Err(e) => {
-                    return transport_failure(&e).outcome(self.transport_summary("create post", &e));
+                    return transport_failure(&e)
+                        .outcome(self.transport_summary("create post", &e));
                 }
             };
             if answer.is_success() {
