@@ -4,6 +4,7 @@
 //! returns (reasons, notes, evidence, outcomes, accounts, its own `Debug`) and no URL or
 //! body it sends carries it.
 
+mod bluesky;
 mod instagram;
 mod linkedin;
 mod support;
