@@ -7,6 +7,7 @@
 mod bluesky;
 mod instagram;
 mod linkedin;
+mod mastodon;
 mod support;
 mod threads;
 mod wordpress;
