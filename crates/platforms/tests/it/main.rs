@@ -11,3 +11,4 @@ mod mastodon;
 mod support;
 mod threads;
 mod wordpress;
+mod x;
