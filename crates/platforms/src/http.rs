@@ -117,8 +117,11 @@ pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
     Ok(url.trim_end_matches('/').to_owned())
 }
 
+/// The HTTP client adapters take.
+pub type Client = reqwest::Client;
+
 /// The client for one channel: no redirects, no idle pooling, bounded connect and total time.
-pub fn client(request_timeout: StdDuration) -> reqwest::Client {
+pub fn client(request_timeout: StdDuration) -> Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)

@@ -25,6 +25,9 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 use crate::CANARY;
 use crate::fake::meta::ANY;
 
+/// Any number of calls, for an [`Expect`] field.
+pub const ANY_CALLS: u64 = ANY;
+
 /// The account's handle.
 pub const HANDLE: &str = "inn-cats.bsky.social";
 /// The account's DID.
