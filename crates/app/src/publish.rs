@@ -3,8 +3,10 @@
 //!
 //! 1. **claim** `approved -> posting` with a lease and a new generation, read back;
 //! 2. **checks**: not paused, content hash (and source file) unchanged since approval,
-//!    policy passes, the channel's account is the expected one;
-//! 3. **reserve** quota, or go back to `approved` until the next slot (not an attempt);
+//!    policy passes;
+//! 3. **reserve** quota (and a channel's money budget), or go back to `approved` until the
+//!    next slot (not an attempt); then check that the channel's account is the expected
+//!    one, so a post without a slot costs the platform no request;
 //! 4. **prepare** (repeatable steps such as container creation), then record the
 //!    **intent** — fenced by generation and an unexpired lease;
 //! 5. **publish** once;
@@ -368,17 +370,8 @@ impl App {
             );
             return self.back_to_draft(post, reason).await;
         }
-        if let Err(step) = self.check_account(&channel, platform.as_ref()).await {
-            return match step {
-                AccountProblem::Mismatch(reason) => {
-                    self.hold(post, channel.name.to_string(), reason, true)
-                        .await
-                }
-                AccountProblem::Step(step) => self.step_failed(post, step, None).await,
-            };
-        }
-
-        // 3. Reserve.
+        // 3. Reserve, before the account is asked for: a post without a slot (or past its
+        // channel's money budget) costs the platform no request at all.
         if !post.test {
             let reserve = ReserveRequest {
                 post_id: post.id,
@@ -398,6 +391,19 @@ impl App {
                 Err(StoreError::Fenced { .. }) => return self.stale(post).await,
                 Err(e) => return Err(e.into()),
             }
+        }
+        // The account check of step 2, once the post has its slot; a mismatch or a refusal
+        // releases the reservation with the post.
+        if let Err(step) = self.check_account(&channel, platform.as_ref()).await {
+            return match step {
+                AccountProblem::Mismatch(reason) => {
+                    self.hold(post, channel.name.to_string(), reason, true)
+                        .await
+                }
+                AccountProblem::Step(step) => {
+                    self.step_failed(post, step, Some(Settle::Release)).await
+                }
+            };
         }
         boundary("publish::after_reserve");
 

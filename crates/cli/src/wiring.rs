@@ -133,7 +133,7 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
         }
         PlatformConfig::Mastodon(c) => {
             let settings = MastodonSettings {
-                visibility: c.visibility,
+                visibility: c.visibility(channel.name.as_str())?,
                 request_timeout: timeout,
                 ..MastodonSettings::new(c.base_url.clone(), token(&c.token_file)?)
             };

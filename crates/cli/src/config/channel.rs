@@ -215,9 +215,8 @@ pub struct MastodonConfig {
     pub account: String,
     /// The instance.
     pub base_url: String,
-    /// `public`, `unlisted`, `private` or `direct`.
-    #[serde(default)]
-    pub visibility: airlock_platforms::mastodon::Visibility,
+    /// `public` (default), `unlisted`, `private` or `direct`.
+    pub visibility: Option<String>,
     /// Bound on each request.
     #[serde(default = "thirty_seconds")]
     pub request_timeout: Span,
@@ -242,6 +241,27 @@ pub struct XConfig {
     pub post_cost_usd: Option<f64>,
     /// What a post with a link costs, in US dollars (default 0.20).
     pub url_post_cost_usd: Option<f64>,
+}
+
+impl MastodonConfig {
+    /// Who may see the statuses; a value Mastodon does not know is refused naming the key.
+    pub fn visibility(
+        &self,
+        name: &str,
+    ) -> Result<airlock_platforms::mastodon::Visibility, String> {
+        use airlock_platforms::mastodon::Visibility;
+        Ok(match self.visibility.as_deref() {
+            None | Some("public") => Visibility::Public,
+            Some("unlisted") => Visibility::Unlisted,
+            Some("private") => Visibility::Private,
+            Some("direct") => Visibility::Direct,
+            Some(other) => {
+                return Err(format!(
+                    "channels.{name}.visibility = {other:?} is not a Mastodon visibility: write \"public\", \"unlisted\", \"private\" or \"direct\""
+                ));
+            }
+        })
+    }
 }
 
 impl XConfig {
@@ -487,8 +507,14 @@ impl ChannelConfig {
             .map_err(|e| format!("{}: {e}", key("kind")))?;
         let mut platform = PlatformConfig::read(name, kind, raw.rest)?;
         platform.resolve(name, cx.dir);
-        if let PlatformConfig::X(x) = &platform {
-            x.budget(name)?;
+        match &platform {
+            PlatformConfig::X(x) => {
+                x.budget(name)?;
+            }
+            PlatformConfig::Mastodon(m) => {
+                m.visibility(name)?;
+            }
+            _ => {}
         }
         if raw.daily_limit == 0 {
             return Err(format!(

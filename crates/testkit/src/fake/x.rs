@@ -77,6 +77,8 @@ pub struct State {
     pub tweets: Vec<Tweet>,
     /// Refreshes granted.
     pub refreshes: u32,
+    // The first access token: the tokens it hands out on refresh carry its text.
+    issued_prefix: String,
     expired_once: bool,
     next: u64,
 }
@@ -92,6 +94,7 @@ impl State {
             posts_left: None,
             tweets: Vec::new(),
             refreshes: 0,
+            issued_prefix: String::new(),
             expired_once: false,
             next: 1_866_000_000_000_000_000,
         }
@@ -134,8 +137,8 @@ impl Respond for Api {
             // New tokens carry the first one's text, so a leak of them is found too.
             state.refreshes += 1;
             let n = state.refreshes;
-            state.access_token = format!("{CANARY}-access-{n}");
-            state.refresh_token = Some(format!("{CANARY}-refresh-{n}"));
+            state.access_token = format!("{}-access-{n}", state.issued_prefix);
+            state.refresh_token = Some(format!("{}-refresh-{n}", state.issued_prefix));
             state.expired_once = true;
             return ResponseTemplate::new(200).set_body_json(json!({
                 "token_type": "bearer",
@@ -266,6 +269,7 @@ impl XFake {
         let server = MockServer::start().await;
         let mut state = State::new();
         configure(&mut state);
+        state.issued_prefix = state.access_token.clone();
         let state = Arc::new(Mutex::new(state));
         type Matcher = fn(&str, &str) -> bool;
         let routes: [(Route, Matcher, u64); 4] = [
