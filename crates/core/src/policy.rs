@@ -122,8 +122,7 @@ fn mastodon_length(text: &str) -> usize {
 /// Characters of text without URLs, with remote mentions counted by their local part.
 fn mastodon_plain(text: &str) -> usize {
     let mut length = 0;
-    let mut words = text.split_inclusive(char::is_whitespace).peekable();
-    while let Some(word) = words.next() {
+    for word in text.split_inclusive(char::is_whitespace) {
         let trimmed = word.trim_end();
         let mut count = word.chars().count();
         if let Some(rest) = trimmed.strip_prefix('@')

@@ -209,11 +209,10 @@ fn budget_row(spend: &airlock_core::budget::Spend) -> BudgetRow {
     use airlock_core::budget::{MICROS_PER_USD, format_usd};
     let micros = |usd: f64| (usd * MICROS_PER_USD as f64).round() as u64;
     let (used, limit) = (micros(spend.used_usd), micros(spend.budget_usd));
-    let gauge_used = if limit == 0 {
-        1000
-    } else {
-        (used.saturating_mul(1000) / limit).min(1000) as u32
-    };
+    let gauge_used = used
+        .saturating_mul(1000)
+        .checked_div(limit)
+        .map_or(1000, |share| share.min(1000) as u32);
     BudgetRow {
         used: format_usd(used),
         limit: format_usd(limit),
