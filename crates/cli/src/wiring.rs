@@ -122,10 +122,10 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
             Arc::new(Wordpress::new(settings, client()).map_err(|e| e.to_string())?)
         }
         PlatformConfig::Bluesky(c) => {
-            let identifier = c.identifier.clone().unwrap_or_else(|| c.account.clone());
-            let defaults = BlueskySettings::new(identifier, token(&c.token_file)?);
+            let defaults = BlueskySettings::new(c.account.clone(), token(&c.token_file)?);
             let settings = BlueskySettings {
                 base_url: or(&c.base_url, defaults.base_url.clone()),
+                identifier: c.identifier.clone(),
                 request_timeout: timeout,
                 ..defaults
             };

@@ -67,8 +67,11 @@ pub const MAX_IMAGE_BYTES: usize = 1_000_000;
 pub struct BlueskySettings {
     /// The account's PDS (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
     pub base_url: String,
-    /// What `createSession` is given: the handle, or the account's email or DID.
-    pub identifier: String,
+    /// The account's handle: whose repository records are read from, and the permalinks'
+    /// profile, when no session says otherwise.
+    pub handle: String,
+    /// What `createSession` is given when not the handle: the account's email or DID.
+    pub identifier: Option<String>,
     /// The app password (Settings → App passwords).
     pub app_password: SecretString,
     /// Bound on each request, the irreversible one included.
@@ -76,11 +79,12 @@ pub struct BlueskySettings {
 }
 
 impl BlueskySettings {
-    /// Settings with the defaults: bsky.social, 30 s requests.
-    pub fn new(identifier: String, app_password: SecretString) -> Self {
+    /// Settings with the defaults: bsky.social, the handle as identifier, 30 s requests.
+    pub fn new(handle: String, app_password: SecretString) -> Self {
         BlueskySettings {
             base_url: DEFAULT_BASE_URL.to_owned(),
-            identifier,
+            handle,
+            identifier: None,
             app_password,
             request_timeout: StdDuration::from_secs(30),
         }
@@ -107,6 +111,7 @@ struct Staged {
 #[derive(Debug)]
 pub struct Bluesky {
     base_url: String,
+    handle: String,
     identifier: String,
     app_password: SecretString,
     client: reqwest::Client,
@@ -230,20 +235,31 @@ impl Bluesky {
     /// An adapter with these settings; refuses a `base_url` that could leak the password.
     pub fn new(settings: BlueskySettings, client: reqwest::Client) -> Result<Self, SettingsError> {
         let base_url = check_base_url(&settings.base_url)?;
-        let identifier = settings
-            .identifier
-            .trim()
-            .trim_start_matches('@')
-            .to_owned();
-        if identifier.is_empty() || identifier.chars().any(char::is_whitespace) {
+        let handle = settings.handle.trim().trim_start_matches('@').to_owned();
+        if handle.is_empty() || handle.chars().any(char::is_whitespace) {
             return Err(SettingsError::Invalid {
-                setting: "identifier",
-                value: settings.identifier,
-                problem: "is not a Bluesky handle, email or DID: write the handle, like \"inn-cats.bsky.social\"",
+                setting: "account",
+                value: settings.handle,
+                problem: "is not a Bluesky handle: write it like \"inn-cats.bsky.social\"",
             });
         }
+        let identifier = match settings.identifier {
+            None => handle.clone(),
+            Some(given) => {
+                let trimmed = given.trim().trim_start_matches('@').to_owned();
+                if trimmed.is_empty() || trimmed.chars().any(char::is_whitespace) {
+                    return Err(SettingsError::Invalid {
+                        setting: "identifier",
+                        value: given,
+                        problem: "is not a Bluesky email or DID: leave it out to log in with the handle",
+                    });
+                }
+                trimmed
+            }
+        };
         Ok(Bluesky {
             base_url,
+            handle,
             identifier,
             redactor: Mutex::new(Redactor::new([settings.app_password.clone()])),
             app_password: settings.app_password,
@@ -456,7 +472,7 @@ impl Bluesky {
     async fn get_record(&self, rkey: &str) -> Result<Option<String>, String> {
         let repo = match self.session.lock().await.as_ref() {
             Some(session) => session.did.clone(),
-            None => self.identifier.clone(),
+            None => self.handle.clone(),
         };
         let request = self
             .client
@@ -487,11 +503,11 @@ impl Bluesky {
         Err(self.summary("record read", &answer))
     }
 
-    /// The handle the permalink uses: the session's, else the configured identifier.
+    /// The handle the permalink uses: the session's, else the configured one.
     async fn handle(&self) -> String {
         match self.session.lock().await.as_ref() {
             Some(session) => session.handle.clone(),
-            None => self.identifier.clone(),
+            None => self.handle.clone(),
         }
     }
 

@@ -20,8 +20,9 @@ const SESSION: &str = "/xrpc/com.atproto.server.createSession";
 fn adapter_with(fake: &BlueskyFake, identifier: &str, timeout: Duration) -> Bluesky {
     let settings = BlueskySettings {
         base_url: fake.uri(),
+        identifier: (identifier != HANDLE).then(|| identifier.to_owned()),
         request_timeout: timeout,
-        ..BlueskySettings::new(identifier.to_owned(), token())
+        ..BlueskySettings::new(HANDLE.to_owned(), token())
     };
     Bluesky::new(settings, client()).unwrap()
 }
@@ -388,4 +389,29 @@ async fn a_spent_write_budget_is_not_sent_and_waits_for_the_reset() {
         "{wait:?}"
     );
     assert_eq!(fake.with(|s| s.posts()), 0);
+}
+
+#[tokio::test]
+async fn a_fresh_process_reconciles_by_the_handle_whatever_it_logs_in_with() {
+    let expect = Expect {
+        create_session: 1,
+        create: 1,
+        get_record: 1,
+        ..Expect::NONE
+    };
+    let fake =
+        BlueskyFake::start_with(expect, |s| s.create_mode = CreateMode::WriteThenStatus(500)).await;
+    let first = adapter_with(&fake, "cats@inn.example", Duration::from_secs(5));
+    let req = request("bsky-main", "Mochi naps.");
+    let prepared = first.prepare(&req).await.unwrap();
+    assert!(matches!(
+        first.publish(&req, &prepared).await,
+        Outcome::Unknown { .. }
+    ));
+    // Another process, without a session: the record is read from the handle's repo.
+    let later = adapter_with(&fake, "cats@inn.example", Duration::from_secs(5));
+    let Evidence::Published(proof) = later.reconcile(&reconcile(&req, &prepared)).await else {
+        panic!("the record exists");
+    };
+    assert!(proof.permalink.unwrap().contains(HANDLE));
 }
