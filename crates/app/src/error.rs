@@ -46,14 +46,14 @@ pub enum Error {
         reason: String,
     },
     /// Over quota (HTTP 429 with `Retry-After`, exit 2).
-    #[error("over quota: the {} limit ({used}/{max}) is reached; the next slot frees at {}", limit_name(.limit), airlock_core::time::format_utc(*.next_free_at))]
+    #[error("over quota: {}; the next slot frees at {}", describe_limit(.limit, *.used, *.max), airlock_core::time::format_utc(*.next_free_at))]
     OverQuota {
         /// Which limit.
         limit: Limit,
-        /// Counted.
-        used: u32,
-        /// Maximum.
-        max: u32,
+        /// Counted (micro-dollars for the budget).
+        used: u64,
+        /// Maximum (micro-dollars for the budget).
+        max: u64,
         /// When a slot frees.
         next_free_at: DateTime<Utc>,
     },
@@ -87,10 +87,15 @@ fn join(violations: &[Violation]) -> String {
         .join("; ")
 }
 
-fn limit_name(limit: &Limit) -> &'static str {
+fn describe_limit(limit: &Limit, used: u64, max: u64) -> String {
     match limit {
-        Limit::Window => "rolling window",
-        Limit::Daily => "daily",
+        Limit::Window => format!("the rolling window limit ({used}/{max}) is reached"),
+        Limit::Daily => format!("the daily limit ({used}/{max}) is reached"),
+        Limit::Budget => format!(
+            "the channel's monthly budget is spent ({} of {})",
+            airlock_core::budget::format_usd(used),
+            airlock_core::budget::format_usd(max)
+        ),
     }
 }
 

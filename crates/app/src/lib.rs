@@ -38,7 +38,7 @@ pub mod tokens;
 
 pub use airlock_core::EVENTS;
 pub use error::{Error, Result};
-pub use settings::{AppSettings, ChannelSettings, NotifyRoute};
+pub use settings::{AppSettings, Budget, ChannelSettings, NotifyRoute};
 
 /// Where `app` reads the time; tests pass a fixed or steppable clock.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;

@@ -183,9 +183,19 @@ impl App {
                             .unwrap_or(""),
                     )
                 });
+            // Every attempt that recorded an intent, this one last: an adapter whose
+            // platform keeps a key for a limited time (Mastodon) needs its first send.
+            let attempts = match self.attempts_below(&post, None).await {
+                Ok(attempts) => attempts,
+                Err(e) => {
+                    tracing::warn!(post_id = %post.id, error = %e, "reconcile: the post's attempts cannot be read; trying later");
+                    continue;
+                }
+            };
             let request = ReconcileRequest {
                 publish: airlock_platforms::PublishRequest {
                     now: self.now(),
+                    earlier: attempts,
                     ..publish_request(&post, key)
                 },
                 platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use chrono::Duration;
 use chrono_tz::Tz;
 
+use airlock_core::budget::{BudgetRule, Charge, Costs};
 use airlock_core::quota::{DailyRule, WindowRule};
 use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
 
@@ -85,6 +86,17 @@ pub struct ChannelSettings {
     /// The longest one request to the platform may take; the lease must outlast the
     /// irreversible request by at least this when it is sent.
     pub request_timeout: Duration,
+    /// A monthly money budget (X's pay-per-use API), reserved with the post quota.
+    pub budget: Option<Budget>,
+}
+
+/// A channel's monthly money budget and what its posts cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most spending per calendar month in the channel's zone, in micro-dollars.
+    pub monthly: u64,
+    /// What a post costs.
+    pub costs: Costs,
 }
 
 impl ChannelSettings {
@@ -99,7 +111,19 @@ impl ChannelSettings {
             policy: kind.platform_policy(),
             source_dir: None,
             request_timeout: Duration::seconds(30),
+            budget: None,
         }
+    }
+
+    /// What publishing `content` charges the channel's budget, if it has one.
+    pub fn charge(&self, content: &airlock_core::PostContent) -> Option<Charge> {
+        self.budget.map(|budget| Charge {
+            rule: BudgetRule {
+                monthly: budget.monthly,
+                tz: self.timezone,
+            },
+            cost: budget.costs.of(&content.text, content.link.as_deref()),
+        })
     }
 
     /// The longest the irreversible step may take, with the slack a lease keeps beyond

@@ -177,6 +177,22 @@ pub async fn quota(config: &Config, json: bool) -> CmdResult {
             channel.usage.remaining,
             next(channel.next_slot_at)
         );
+        if let Some(budget) = &channel.budget {
+            let micros =
+                |usd: f64| (usd * airlock_core::budget::MICROS_PER_USD as f64).round() as u64;
+            println!(
+                "{} (month in {}): {} of {} budget spent, {} left{}",
+                channel.channel,
+                channel.timezone,
+                airlock_core::budget::format_usd(micros(budget.used_usd)),
+                airlock_core::budget::format_usd(micros(budget.budget_usd)),
+                airlock_core::budget::format_usd(micros(budget.remaining_usd)),
+                budget
+                    .next_free_at
+                    .map(|t| format!(", spent until {}", format_utc(t)))
+                    .unwrap_or_default()
+            );
+        }
     }
     Ok(())
 }

@@ -8,13 +8,16 @@ use std::sync::Arc;
 use airlock_app::App;
 use airlock_core::ChannelName;
 use airlock_notify::{DISCORD_API, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
+use airlock_platforms::bluesky::{Bluesky, BlueskySettings};
 use airlock_platforms::credential::read_secret;
 use airlock_platforms::instagram::{Instagram, InstagramSettings};
 use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
+use airlock_platforms::mastodon::{Mastodon, MastodonSettings};
 use airlock_platforms::sandbox::Sandbox;
 use airlock_platforms::threads::{Threads, ThreadsSettings};
 use airlock_platforms::webhook::Webhook;
 use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
+use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::Store;
 use airlock_store_postgres::PgStore;
@@ -117,6 +120,38 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
             settings.request_timeout = timeout;
             settings.rest_route = c.rest_route;
             Arc::new(Wordpress::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Bluesky(c) => {
+            let defaults = BlueskySettings::new(c.account.clone(), token(&c.token_file)?);
+            let settings = BlueskySettings {
+                base_url: or(&c.base_url, defaults.base_url.clone()),
+                identifier: c.identifier.clone(),
+                request_timeout: timeout,
+                ..defaults
+            };
+            Arc::new(Bluesky::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Mastodon(c) => {
+            let settings = MastodonSettings {
+                visibility: c.visibility(channel.name.as_str())?,
+                request_timeout: timeout,
+                ..MastodonSettings::new(c.base_url.clone(), token(&c.token_file)?)
+            };
+            Arc::new(Mastodon::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::X(c) => {
+            let credential = Credential::parse(&token(&c.token_file)?, &c.token_file)
+                .map_err(|e| e.to_string())?;
+            let settings = XSettings {
+                base_url: or(
+                    &c.base_url,
+                    airlock_platforms::x::DEFAULT_BASE_URL.to_owned(),
+                ),
+                token_file: c.token_file.clone(),
+                credential,
+                request_timeout: timeout,
+            };
+            Arc::new(X::new(settings, client()).map_err(|e| e.to_string())?)
         }
     })
 }

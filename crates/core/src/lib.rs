@@ -11,6 +11,7 @@
 //! - [`policy`]: content policy, with length counted as each platform counts.
 //! - [`channel`]: channel kinds and their platform rules.
 //! - [`quota`]: rolling-window and calendar-day arithmetic as functions of `now`.
+//! - [`budget`]: a channel's money spent per calendar month (X), as a quota.
 //! - [`outcome`]: what an answer to the irreversible request means.
 //! - [`time`]: durations (`15m`) and `TIME` arguments.
 //!
@@ -18,6 +19,7 @@
 //! or the network, so every rule has plain unit tests.
 
 pub mod actor;
+pub mod budget;
 pub mod channel;
 pub mod hash;
 pub mod limits;

@@ -134,6 +134,7 @@ pub fn check_content(
                     LengthUnit::CharsEmojiAsUtf8Bytes => {
                         "characters (each emoji counted as its UTF-8 bytes)"
                     }
+                    unit => unit.name(),
                 },
                 whose: channel_label.to_owned(),
             });

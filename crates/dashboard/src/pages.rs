@@ -184,6 +184,43 @@ pub struct ChannelRow {
     pub paused: Option<String>,
     /// Whether the channel itself is paused (so it can be resumed here).
     pub own_pause: bool,
+    /// Its money budget this month (X channels with one).
+    pub budget: Option<BudgetRow>,
+}
+
+/// A channel's money budget gauge, in dollars.
+#[derive(Debug, Clone)]
+pub struct BudgetRow {
+    /// Spent this month (`$0.045`).
+    pub used: String,
+    /// The budget (`$5.00`).
+    pub limit: String,
+    /// What is left.
+    pub left: String,
+    /// The gauge's scale: thousandths of the budget.
+    pub gauge_max: u32,
+    /// Spent, on that scale (capped at the maximum).
+    pub gauge_used: u32,
+    /// Level from which the gauge warns.
+    pub gauge_high: u32,
+}
+
+fn budget_row(spend: &airlock_core::budget::Spend) -> BudgetRow {
+    use airlock_core::budget::{MICROS_PER_USD, format_usd};
+    let micros = |usd: f64| (usd * MICROS_PER_USD as f64).round() as u64;
+    let (used, limit) = (micros(spend.used_usd), micros(spend.budget_usd));
+    let gauge_used = used
+        .saturating_mul(1000)
+        .checked_div(limit)
+        .map_or(1000, |share| share.min(1000) as u32);
+    BudgetRow {
+        used: format_usd(used),
+        limit: format_usd(limit),
+        left: format_usd(limit.saturating_sub(used)),
+        gauge_max: 1000,
+        gauge_used,
+        gauge_high: 800,
+    }
 }
 
 /// The rolling window gauge.
@@ -590,6 +627,7 @@ async fn queue_page(
                 next_slot: next_slot(quota_row, now, tz),
                 paused: status.pause_reason.clone(),
                 own_pause: pauses.iter().any(|p| p.scope == status.name.as_str()),
+                budget: quota_row.and_then(|q| q.budget.as_ref()).map(budget_row),
             }
         })
         .collect();

@@ -513,7 +513,8 @@ now needs a person's review (do not retry).",
     #[tool(
         name = "quota_status",
         description = "Quota use now: the rolling window across all channels and each channel's \
-daily limit (used, limit, remaining), with when the next slot frees. Read-only; any role.",
+daily limit (used, limit, remaining), with when the next slot frees, and for channels with a \
+money budget (X) the dollars spent and left this month (`budget`). Read-only; any role.",
         annotations(
             title = "Quota status",
             read_only_hint = true,

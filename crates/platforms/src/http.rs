@@ -117,8 +117,11 @@ pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
     Ok(url.trim_end_matches('/').to_owned())
 }
 
+/// The HTTP client adapters take.
+pub type Client = reqwest::Client;
+
 /// The client for one channel: no redirects, no idle pooling, bounded connect and total time.
-pub fn client(request_timeout: StdDuration) -> reqwest::Client {
+pub fn client(request_timeout: StdDuration) -> Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)
@@ -254,6 +257,172 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         }
     };
     Duration::try_milliseconds((seconds.min(RETRY_AFTER_CAP_SECS) * 1000.0).ceil() as i64)
+}
+
+/// How long a rate-limited answer asks to wait: `Retry-After` if given, else the reset
+/// time of the limit it exhausted — `RateLimit-Reset` (Bluesky: unix seconds),
+/// `X-RateLimit-Reset` (Mastodon: an ISO 8601 time; X: unix seconds) — read as unix
+/// seconds when it looks like a timestamp, seconds from now when small, or an RFC 3339
+/// time. Capped at a year like [`retry_after`].
+pub fn rate_limit_wait(
+    headers: &HeaderMap,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    if let Some(wait) = retry_after(headers) {
+        return Some(wait);
+    }
+    let value = ["ratelimit-reset", "x-ratelimit-reset", "x-rate-limit-reset"]
+        .iter()
+        .find_map(|name| headers.get(*name)?.to_str().ok())?
+        .trim();
+    let wait = match value.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 1e9 => {
+            chrono::DateTime::from_timestamp(n as i64, 0).map(|at| at - now)?
+        }
+        Ok(n) if n.is_finite() && n >= 0.0 => {
+            Duration::try_milliseconds((n * 1000.0).ceil() as i64)?
+        }
+        Ok(_) => return None,
+        Err(_) => chrono::DateTime::parse_from_rfc3339(value).ok()?.to_utc() - now,
+    };
+    Some(
+        wait.max(Duration::zero())
+            .min(Duration::seconds(RETRY_AFTER_CAP_SECS as i64)),
+    )
+}
+
+/// An image a post names, downloaded to be uploaded to a platform that takes files
+/// (Bluesky, Mastodon).
+#[derive(Debug, Clone)]
+pub struct MediaFile {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Its `Content-Type` (`image/jpeg`).
+    pub mime: String,
+    /// The last segment of its URL's path, for a file name.
+    pub name: String,
+}
+
+/// Downloads a post's image for upload: `https` (or `http` to a loopback host), no
+/// redirects, no credential of any kind sent, at most `max_bytes`, an `image/*` answer.
+/// A URL or answer that can never work is a [`StepError::Rejected`] naming the URL; a
+/// failure that may pass is transient.
+pub(crate) async fn fetch_media(
+    client: &reqwest::Client,
+    platform: &str,
+    url: &str,
+    max_bytes: usize,
+) -> Result<MediaFile, crate::StepError> {
+    let refuse = |why: String| crate::StepError::Rejected {
+        reason: format!(
+            "{platform}: the image {} {why}: fix the media URL, then approve again",
+            without_secrets(url)
+        ),
+        credential: false,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| refuse("is not an absolute URL".into()))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback))
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(refuse(
+            "is not an https URL without credentials, which is all airlock downloads".into(),
+        ));
+    }
+    let name = parsed
+        .path_segments()
+        .and_then(|mut s| s.next_back().map(str::to_owned))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "image".to_owned());
+    let transient = |why: String| {
+        crate::StepError::transient(format!(
+            "{platform}: downloading the image {} {why}; nothing was published",
+            without_secrets(url)
+        ))
+    };
+    let response = client
+        .get(parsed)
+        .send()
+        .await
+        .map_err(|e| transient(describe_transport(&e)))?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(if matches!(status, 408 | 429) || status >= 500 {
+            transient(format!("answered HTTP {status}"))
+        } else {
+            refuse(format!("answered HTTP {status}"))
+        });
+    }
+    let mime = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    if !mime.starts_with("image/") {
+        return Err(refuse(format!("is {mime:?}, not an image")));
+    }
+    if response
+        .content_length()
+        .is_some_and(|n| n > max_bytes as u64)
+    {
+        return Err(refuse(format!("is larger than {max_bytes} bytes")));
+    }
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| transient(describe_transport(&e)))?;
+    if bytes.len() > max_bytes {
+        return Err(refuse(format!("is larger than {max_bytes} bytes")));
+    }
+    Ok(MediaFile {
+        bytes: bytes.to_vec(),
+        mime,
+        name,
+    })
+}
+
+/// A `multipart/form-data` body of text fields and one file, with its `Content-Type`.
+pub(crate) fn multipart(fields: &[(&str, &str)], file: (&str, &MediaFile)) -> (String, Vec<u8>) {
+    let mut random = [0u8; 12];
+    let _ = getrandom::fill(&mut random);
+    let boundary = format!("airlock-{}", hex::encode(random));
+    let mut body = Vec::new();
+    let quote = |text: &str| text.replace(['"', '\r', '\n'], "_");
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"\r\n\r\n{value}\r\n",
+                quote(name)
+            )
+            .as_bytes(),
+        );
+    }
+    let (name, media) = file;
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\nContent-Type: {}\r\n\r\n",
+            quote(name),
+            quote(&media.name),
+            media.mime
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(&media.bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 /// How long a 429 or 408 without a `Retry-After` asks to wait: "not now", unspecified.
@@ -553,6 +722,42 @@ mod tests {
             "http://127.0.0.1:9/blog/wp-json/a%2Fb"
         );
         assert_eq!(form_body(&[("text", "a b&c")]), "text=a+b%26c");
+    }
+
+    #[test]
+    fn rate_limit_resets_are_read_in_every_form_platforms_send() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let wait = |name: &'static str, value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, value.parse().unwrap());
+            rate_limit_wait(&headers, now)
+        };
+        // Bluesky and X: unix seconds.
+        let in_90s = (now.timestamp() + 90).to_string();
+        assert_eq!(
+            wait("ratelimit-reset", &in_90s),
+            Some(Duration::seconds(90))
+        );
+        assert_eq!(
+            wait("x-rate-limit-reset", &in_90s),
+            Some(Duration::seconds(90))
+        );
+        // Mastodon: an ISO 8601 time.
+        assert_eq!(
+            wait("x-ratelimit-reset", "2026-12-01T00:05:00.000Z"),
+            Some(Duration::minutes(5))
+        );
+        // Seconds from now; a reset in the past waits nothing; Retry-After wins.
+        assert_eq!(wait("ratelimit-reset", "30"), Some(Duration::seconds(30)));
+        let past = (now.timestamp() - 90).to_string();
+        assert_eq!(wait("ratelimit-reset", &past), Some(Duration::zero()));
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "7".parse().unwrap());
+        headers.insert("x-rate-limit-reset", in_90s.parse().unwrap());
+        assert_eq!(rate_limit_wait(&headers, now), Some(Duration::seconds(7)));
+        assert_eq!(rate_limit_wait(&HeaderMap::new(), now), None);
     }
 
     #[test]

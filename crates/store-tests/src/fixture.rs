@@ -206,6 +206,7 @@ pub fn reserve_request(
         now,
         window,
         daily,
+        budget: None,
     }
 }
 

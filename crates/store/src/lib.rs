@@ -19,6 +19,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
+use airlock_core::budget::Charge;
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
     ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
@@ -29,7 +30,7 @@ pub mod decide;
 mod ops;
 mod quota_rows;
 pub use ops::{ExportFilter, HealthStats, NewSession, Session};
-pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
+pub use quota_rows::{LiveReservation, QuotaRows, RawReservation, decide_reservation, quota_since};
 
 /// `Result` with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -483,6 +484,20 @@ pub struct QuotaClaim {
     pub window: WindowRule,
     /// The channel's daily limit.
     pub daily: DailyRule,
+    /// The channel's monthly money budget and what this post costs (X), decided with the
+    /// limits above in the same transaction; `None` for channels without one.
+    pub budget: Option<Charge>,
+}
+
+impl ReserveRequest {
+    /// The rules of this request.
+    pub fn rules(&self) -> QuotaClaim {
+        QuotaClaim {
+            window: self.window,
+            daily: self.daily,
+            budget: self.budget,
+        }
+    }
 }
 
 /// The intent recorded with a claim.
@@ -566,6 +581,9 @@ pub struct ReserveRequest {
     pub window: WindowRule,
     /// The channel's daily limit.
     pub daily: DailyRule,
+    /// The channel's monthly money budget and what this post costs (X), decided with the
+    /// limits above in the same transaction; `None` for channels without one.
+    pub budget: Option<Charge>,
 }
 
 /// The decision on a reservation.
@@ -745,7 +763,9 @@ pub trait Store: Send + Sync + 'static {
     async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()>;
 
     /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
-    /// advanced by any wait for the lock ([`now_after`]).
+    /// advanced by any wait for the lock ([`now_after`]). With a [`ReserveRequest::budget`]
+    /// the channel's spending this month is decided too, and the reservation records the
+    /// post's cost; a denial names the limit that frees last.
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent, at `now` advanced by

@@ -1,5 +1,6 @@
 //! Integration tests of the guarded operations over a real SQLite store and local fakes.
 
+mod channels;
 mod concurrency;
 mod edge;
 mod guarded;

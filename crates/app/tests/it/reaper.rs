@@ -40,6 +40,7 @@ async fn die_after(h: &Harness, app: &App, post: &Post, with_intent: bool) -> Po
             now,
             window: h.settings.window,
             daily: channel.daily(),
+            budget: None,
         })
         .await
         .unwrap();

@@ -56,6 +56,12 @@ pub enum PlatformConfig {
     Linkedin(LinkedinConfig),
     /// `kind = "wordpress"`.
     Wordpress(WordpressConfig),
+    /// `kind = "bluesky"`.
+    Bluesky(BlueskyConfig),
+    /// `kind = "mastodon"`.
+    Mastodon(MastodonConfig),
+    /// `kind = "x"`.
+    X(XConfig),
 }
 
 fn thirty_seconds() -> Span {
@@ -182,6 +188,113 @@ pub struct WordpressConfig {
     pub rest_route: bool,
 }
 
+/// `bluesky`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlueskyConfig {
+    /// The app password's file (0600).
+    pub token_file: PathBuf,
+    /// The handle the session must name.
+    pub account: String,
+    /// What the session is created with, if not the handle (the account's email or DID).
+    pub identifier: Option<String>,
+    /// The account's PDS (default `https://bsky.social`).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `mastodon`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MastodonConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The `acct` the token must belong to.
+    pub account: String,
+    /// The instance.
+    pub base_url: String,
+    /// `public` (default), `unlisted`, `private` or `direct`.
+    pub visibility: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `x`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XConfig {
+    /// The token file (0600): an access token, or JSON with a refresh token.
+    pub token_file: PathBuf,
+    /// The username the token must belong to.
+    pub account: String,
+    /// API host override (default `https://api.x.com`).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// Most money spent per calendar month in the channel's zone, in US dollars.
+    pub monthly_budget_usd: Option<f64>,
+    /// What a post costs, in US dollars (default 0.015).
+    pub post_cost_usd: Option<f64>,
+    /// What a post with a link costs, in US dollars (default 0.20).
+    pub url_post_cost_usd: Option<f64>,
+}
+
+impl MastodonConfig {
+    /// Who may see the statuses; a value Mastodon does not know is refused naming the key.
+    pub fn visibility(
+        &self,
+        name: &str,
+    ) -> Result<airlock_platforms::mastodon::Visibility, String> {
+        use airlock_platforms::mastodon::Visibility;
+        Ok(match self.visibility.as_deref() {
+            None | Some("public") => Visibility::Public,
+            Some("unlisted") => Visibility::Unlisted,
+            Some("private") => Visibility::Private,
+            Some("direct") => Visibility::Direct,
+            Some(other) => {
+                return Err(format!(
+                    "channels.{name}.visibility = {other:?} is not a Mastodon visibility: write \"public\", \"unlisted\", \"private\" or \"direct\""
+                ));
+            }
+        })
+    }
+}
+
+impl XConfig {
+    /// The money budget, if the channel has one; a bad amount is refused naming its key.
+    pub fn budget(&self, name: &str) -> Result<Option<airlock_app::Budget>, String> {
+        use airlock_core::budget::{Costs, parse_usd};
+        let amount = |key: &str, value: Option<f64>, default: u64| match value {
+            None => Ok(default),
+            Some(value) => parse_usd(value).map_err(|e| format!("channels.{name}.{key}: {e}")),
+        };
+        let costs = Costs {
+            post: amount("post_cost_usd", self.post_cost_usd, Costs::X_DEFAULT.post)?,
+            url_post: amount(
+                "url_post_cost_usd",
+                self.url_post_cost_usd,
+                Costs::X_DEFAULT.url_post,
+            )?,
+        };
+        let Some(monthly) = self.monthly_budget_usd else {
+            if self.post_cost_usd.is_some() || self.url_post_cost_usd.is_some() {
+                return Err(format!(
+                    "channels.{name}.post_cost_usd and url_post_cost_usd need channels.{name}.monthly_budget_usd, the budget they are counted against"
+                ));
+            }
+            return Ok(None);
+        };
+        Ok(Some(airlock_app::Budget {
+            monthly: amount("monthly_budget_usd", Some(monthly), 0)?,
+            costs,
+        }))
+    }
+}
+
 impl PlatformConfig {
     /// Reads a kind's own keys (`rest`: the table without the keys every channel has),
     /// refusing a key of another kind by its own name.
@@ -202,6 +315,9 @@ impl PlatformConfig {
             ChannelKind::Instagram => PlatformConfig::Instagram(read(name, kind, rest)?),
             ChannelKind::Linkedin => PlatformConfig::Linkedin(read(name, kind, rest)?),
             ChannelKind::Wordpress => PlatformConfig::Wordpress(read(name, kind, rest)?),
+            ChannelKind::Bluesky => PlatformConfig::Bluesky(read(name, kind, rest)?),
+            ChannelKind::Mastodon => PlatformConfig::Mastodon(read(name, kind, rest)?),
+            ChannelKind::X => PlatformConfig::X(read(name, kind, rest)?),
         })
     }
 
@@ -214,6 +330,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(_) => ChannelKind::Instagram,
             PlatformConfig::Linkedin(_) => ChannelKind::Linkedin,
             PlatformConfig::Wordpress(_) => ChannelKind::Wordpress,
+            PlatformConfig::Bluesky(_) => ChannelKind::Bluesky,
+            PlatformConfig::Mastodon(_) => ChannelKind::Mastodon,
+            PlatformConfig::X(_) => ChannelKind::X,
         }
     }
 
@@ -225,6 +344,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => Some(&c.account),
             PlatformConfig::Linkedin(c) => Some(&c.account),
             PlatformConfig::Wordpress(c) => Some(&c.account),
+            PlatformConfig::Bluesky(c) => Some(&c.account),
+            PlatformConfig::Mastodon(c) => Some(&c.account),
+            PlatformConfig::X(c) => Some(&c.account),
         }
     }
 
@@ -237,6 +359,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => c.request_timeout,
             PlatformConfig::Linkedin(c) => c.request_timeout,
             PlatformConfig::Wordpress(c) => c.request_timeout,
+            PlatformConfig::Bluesky(c) => c.request_timeout,
+            PlatformConfig::Mastodon(c) => c.request_timeout,
+            PlatformConfig::X(c) => c.request_timeout,
         }
     }
 
@@ -258,6 +383,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => vec![&c.token_file],
             PlatformConfig::Linkedin(c) => vec![&c.token_file],
             PlatformConfig::Wordpress(c) => vec![&c.token_file],
+            PlatformConfig::Bluesky(c) => vec![&c.token_file],
+            PlatformConfig::Mastodon(c) => vec![&c.token_file],
+            PlatformConfig::X(c) => vec![&c.token_file],
         }
     }
 
@@ -282,6 +410,17 @@ impl PlatformConfig {
                 .map(|u| (u.as_str(), "base_url"))
                 .collect(),
             PlatformConfig::Wordpress(c) => vec![(c.base_url.as_str(), "base_url")],
+            PlatformConfig::Bluesky(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
+            PlatformConfig::Mastodon(c) => vec![(c.base_url.as_str(), "base_url")],
+            PlatformConfig::X(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
         }
     }
 
@@ -304,6 +443,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => resolve(&mut c.token_file),
             PlatformConfig::Linkedin(c) => resolve(&mut c.token_file),
             PlatformConfig::Wordpress(c) => resolve(&mut c.token_file),
+            PlatformConfig::Bluesky(c) => resolve(&mut c.token_file),
+            PlatformConfig::Mastodon(c) => resolve(&mut c.token_file),
+            PlatformConfig::X(c) => resolve(&mut c.token_file),
         }
     }
 
@@ -365,6 +507,15 @@ impl ChannelConfig {
             .map_err(|e| format!("{}: {e}", key("kind")))?;
         let mut platform = PlatformConfig::read(name, kind, raw.rest)?;
         platform.resolve(name, cx.dir);
+        match &platform {
+            PlatformConfig::X(x) => {
+                x.budget(name)?;
+            }
+            PlatformConfig::Mastodon(m) => {
+                m.visibility(name)?;
+            }
+            _ => {}
+        }
         if raw.daily_limit == 0 {
             return Err(format!(
                 "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
@@ -422,6 +573,14 @@ impl ChannelConfig {
     /// Its kind.
     pub fn kind(&self) -> ChannelKind {
         self.platform.kind()
+    }
+
+    /// Its monthly money budget (X channels with `monthly_budget_usd`), checked when read.
+    pub fn budget(&self) -> Option<airlock_app::Budget> {
+        match &self.platform {
+            PlatformConfig::X(c) => c.budget(self.name.as_str()).ok().flatten(),
+            _ => None,
+        }
     }
 }
 

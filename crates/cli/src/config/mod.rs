@@ -337,6 +337,7 @@ impl Config {
                 .and_then(|site| self.sites.get(site))
                 .map(|site| site.dir.clone());
             settings_channel.request_timeout = channel.platform.request_timeout().as_chrono();
+            settings_channel.budget = channel.budget();
             settings = settings.with_channel(settings_channel);
         }
         settings

@@ -577,6 +577,7 @@ fn retry_of(container: &str, key: &str) -> PublishRequest {
         idempotency_key: key.into(),
         platform_ref: Some(container.into()),
         sent_at: chrono::Utc::now() - chrono::Duration::minutes(20),
+        definitely_unpublished: false,
     }];
     req
 }
