@@ -118,8 +118,9 @@ impl Fake {
                 .await
                 .iter()
                 .filter(|r| {
-                    serde_json::from_slice::<Value>(&r.body)
-                        .is_ok_and(|body| body["id"].to_string() == id)
+                    serde_json::from_slice::<Value>(&r.body).is_ok_and(|body| {
+                        body["id"].as_i64().map(|n| n.to_string()).as_deref() == Some(id)
+                    })
                 })
                 .count(),
         }
