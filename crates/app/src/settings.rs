@@ -3,12 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::Duration;
 use chrono_tz::Tz;
 
 use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::review::ReviewRules;
 use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
+
+use crate::critic::{BuiltinRubric, RubricSource};
 
 /// Settings of the guarded operations.
 #[derive(Debug, Clone)]
@@ -85,6 +89,32 @@ pub struct ChannelSettings {
     /// The longest one request to the platform may take; the lease must outlast the
     /// irreversible request by at least this when it is sent.
     pub request_timeout: Duration,
+    /// How its posts are reviewed.
+    pub review: ReviewSettings,
+}
+
+/// How a channel's posts are reviewed (the critic's workflow).
+#[derive(Debug, Clone)]
+pub struct ReviewSettings {
+    /// `approvals_required` and `max_revisions`.
+    pub rules: ReviewRules,
+    /// A draft whose normalised text is that of a post on the channel going out within
+    /// this long of it is refused; zero checks nothing.
+    pub duplicate_window: Duration,
+    /// Where the rubric comes from; read on every packet and verdict.
+    pub rubric: Arc<dyn RubricSource>,
+}
+
+impl Default for ReviewSettings {
+    /// One approval, quarantine after two fails, a seven-day duplicate window, the
+    /// built-in rubric.
+    fn default() -> Self {
+        ReviewSettings {
+            rules: ReviewRules::default(),
+            duplicate_window: Duration::days(7),
+            rubric: Arc::new(BuiltinRubric),
+        }
+    }
 }
 
 impl ChannelSettings {
@@ -99,6 +129,7 @@ impl ChannelSettings {
             policy: kind.platform_policy(),
             source_dir: None,
             request_timeout: Duration::seconds(30),
+            review: ReviewSettings::default(),
         }
     }
 
