@@ -14,8 +14,7 @@ use airlock_platforms::sandbox::Simulate;
 use crate::support::*;
 
 const RUBRIC_A: &str = "# Cats rubric\n\n- tone: Friendly and calm.\n- claims: Only true claims.\n";
-const RUBRIC_B: &str =
-    "# Cats rubric, second edition\n\n- tone: Friendly and calm.\n- claims: Only true claims.\n- cats: Respect the cats' own pace.\n";
+const RUBRIC_B: &str = "# Cats rubric, second edition\n\n- tone: Friendly and calm.\n- claims: Only true claims.\n- cats: Respect the cats' own pace.\n";
 
 /// A rubric kept in memory that a test can rewrite, as a person edits the file.
 #[derive(Debug, Clone)]
@@ -98,7 +97,7 @@ async fn edit(app: &App, who: &Principal, id: PostId, text: &str) -> Post {
 
 #[tokio::test]
 async fn a_verdict_records_the_rubric_hash_it_was_given_under_and_an_edited_rubric_applies_at_once()
- {
+{
     let rubric = EditableRubric::new(RUBRIC_A);
     let h = harness(2, 2, &rubric).await;
     let app = h.app();
@@ -190,12 +189,20 @@ async fn two_fails_quarantine_a_draft_and_every_further_try_is_refused_until_an_
         .give_verdict(
             &c,
             post.id,
-            fail(&revised, RUBRIC_A, &["tone: the exclamation reads as pushy"]),
+            fail(
+                &revised,
+                RUBRIC_A,
+                &["tone: the exclamation reads as pushy"],
+            ),
         )
         .await
         .unwrap();
     assert_eq!(second.effect, VerdictEffect::Quarantined);
-    assert!(second.message.contains("airlock post release"), "{}", second.message);
+    assert!(
+        second.message.contains("airlock post release"),
+        "{}",
+        second.message
+    );
     let quarantined = second.post;
     assert_eq!(quarantined.status, PostStatus::Draft);
     assert!(quarantined.quarantined_at.is_some());
@@ -216,9 +223,13 @@ async fn two_fails_quarantine_a_draft_and_every_further_try_is_refused_until_an_
             .await
             .map(|_| ()),
         app.approve(&c, post.id).await.map(|_| ()),
-        app.reject(&c, post.id, "tone: still pushy").await.map(|_| ()),
+        app.reject(&c, post.id, "tone: still pushy")
+            .await
+            .map(|_| ()),
         app.approve(&Principal::cli(), post.id).await.map(|_| ()),
-        app.publish_now(&Principal::cli(), post.id).await.map(|_| ()),
+        app.publish_now(&Principal::cli(), post.id)
+            .await
+            .map(|_| ()),
         app.discard(&w, post.id).await,
     ];
     for refusal in refusals {
@@ -278,7 +289,11 @@ async fn an_operator_may_discard_a_quarantined_post() {
     let app = h.app();
     let post = drafted(&app, &writer("w"), "Cats, cats, cats.").await;
     let result = app
-        .give_verdict(&critic("c"), post.id, fail(&post, RUBRIC_A, &["tone: flat"]))
+        .give_verdict(
+            &critic("c"),
+            post.id,
+            fail(&post, RUBRIC_A, &["tone: flat"]),
+        )
         .await
         .unwrap();
     assert_eq!(result.effect, VerdictEffect::Quarantined);
@@ -319,7 +334,7 @@ async fn a_fail_of_an_approved_post_returns_it_to_draft_and_can_quarantine_it() 
 
 #[tokio::test]
 async fn a_channel_with_two_required_approvals_publishes_only_after_two_critics_pass_the_same_text()
- {
+{
     let rubric = EditableRubric::new(RUBRIC_A);
     let h = harness(2, 2, &rubric).await;
     let app = h.app();
@@ -440,7 +455,11 @@ async fn an_approval_lands_only_on_the_content_hash_the_critic_read() {
     ));
     // The hash as it is now approves.
     let approved = app
-        .approve_hash(&c, read.id, Some(post.content_hash.to_string().to_uppercase()))
+        .approve_hash(
+            &c,
+            read.id,
+            Some(post.content_hash.to_string().to_uppercase()),
+        )
         .await
         .unwrap();
     assert_eq!(approved.status, PostStatus::Approved);
@@ -462,7 +481,8 @@ async fn fail_reasons_name_rubric_items_and_reject_keeps_its_free_text_reason() 
         "{err:?}"
     );
     assert!(matches!(
-        app.give_verdict(&c, post.id, fail(&post, RUBRIC_A, &[])).await,
+        app.give_verdict(&c, post.id, fail(&post, RUBRIC_A, &[]))
+            .await,
         Err(Error::Invalid(_))
     ));
     let rejected = app.reject(&c, post.id, "too short").await.unwrap();
@@ -513,7 +533,11 @@ async fn the_review_packet_gives_a_critic_everything_in_one_read() {
     // Its author may not pass it, and is told so before trying.
     let own = app.review_packet(&w, post.id).await.unwrap();
     assert!(!own.verdict_allowed);
-    assert!(own.verdict_refused.unwrap().contains("separation of duties"));
+    assert!(
+        own.verdict_refused
+            .unwrap()
+            .contains("separation of duties")
+    );
     // A writer reads it too, but may not give a verdict.
     let writer_view = app.review_packet(&writer("x"), post.id).await.unwrap();
     assert!(writer_view.verdict_refused.unwrap().contains("critic role"));
@@ -570,9 +594,14 @@ async fn a_duplicate_draft_is_refused_naming_the_earlier_post() {
             .await
             .unwrap();
     }
-    app.create_post(&w, draft("cats", "Tea at five."), None, DraftOrigin::default())
-        .await
-        .unwrap();
+    app.create_post(
+        &w,
+        draft("cats", "Tea at five."),
+        None,
+        DraftOrigin::default(),
+    )
+    .await
+    .unwrap();
 
     // Outside the window it is no duplicate: a week later, the same text may go out again.
     let later = airlock_app::posts::DraftInput {
@@ -646,11 +675,20 @@ async fn a_quarantined_post_counts_as_a_duplicate_so_redrafting_it_does_not_esca
     let app = h.app();
     let w = writer("w");
     let post = drafted(&app, &w, "Cats love baths.").await;
-    app.give_verdict(&critic("c"), post.id, fail(&post, RUBRIC_A, &["claims: they do not"]))
-        .await
-        .unwrap();
+    app.give_verdict(
+        &critic("c"),
+        post.id,
+        fail(&post, RUBRIC_A, &["claims: they do not"]),
+    )
+    .await
+    .unwrap();
     let err = app
-        .create_post(&w, draft("cats", "Cats love baths."), None, DraftOrigin::default())
+        .create_post(
+            &w,
+            draft("cats", "Cats love baths."),
+            None,
+            DraftOrigin::default(),
+        )
         .await
         .unwrap_err();
     assert!(
@@ -665,9 +703,13 @@ async fn the_store_itself_refuses_approving_or_changing_a_quarantined_post() {
     let h = harness(1, 1, &rubric).await;
     let app = h.app();
     let post = drafted(&app, &writer("w"), "Cats fly.").await;
-    app.give_verdict(&critic("c"), post.id, fail(&post, RUBRIC_A, &["claims: no"]))
-        .await
-        .unwrap();
+    app.give_verdict(
+        &critic("c"),
+        post.id,
+        fail(&post, RUBRIC_A, &["claims: no"]),
+    )
+    .await
+    .unwrap();
     let id = post.id.0;
     for statement in [
         format!("UPDATE posts SET status = 'approved' WHERE id = {id}"),
