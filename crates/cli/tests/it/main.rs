@@ -1,6 +1,7 @@
 //! The `airlock` binary as a user runs it: exit codes, JSON, processes.
 
 mod compose;
+mod critic;
 mod dispatch;
 mod drills;
 mod lifecycle;
