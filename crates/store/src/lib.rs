@@ -10,7 +10,13 @@
 //! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
 //!   that inserts it, serialized per scope, so quotas hold under any concurrency;
 //! - notifications ([`NewNotification`]) are written in the transaction of the change
-//!   they report (transactional outbox).
+//!   they report (transactional outbox);
+//! - a critic's verdict ([`PostUpdate::verdict`]) is written in the transaction of what
+//!   it does to the post, in the review round the post was in; any content change or
+//!   withdrawn approval starts a new round; a quarantined draft is never approved and its
+//!   content never changes (triggers, so hand-written SQL too);
+//! - a draft repeating a queued text is refused inside the transaction that would create
+//!   it ([`CreatePost::duplicate_window`]).
 //!
 //! This crate holds no SQL and no IO; it decides nothing a backend could decide differently.
 
