@@ -47,8 +47,8 @@ CREATE TRIGGER verdicts_no_truncate BEFORE TRUNCATE ON verdicts
 
 CREATE FUNCTION airlock_verdicts_size_limit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF char_length(NEW.reasons::text) > 40000 OR char_length(NEW.actor) > 200
-       OR char_length(NEW.content::text) > 400000 THEN
+    IF char_length(NEW.reasons::text) > 200000 OR char_length(NEW.actor) > 200
+       OR char_length(NEW.content::text) > 1000000 THEN
         RAISE EXCEPTION 'airlock: value too large: a verdict has at most 20 reasons of 1000 characters'
             USING ERRCODE = 'AL005';
     END IF;

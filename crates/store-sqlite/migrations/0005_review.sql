@@ -46,7 +46,7 @@ BEGIN
 END;
 
 CREATE TRIGGER verdicts_size_limit BEFORE INSERT ON verdicts
-WHEN length(NEW.reasons) > 40000 OR length(NEW.actor) > 200 OR length(NEW.content) > 400000
+WHEN length(NEW.reasons) > 200000 OR length(NEW.actor) > 200 OR length(NEW.content) > 1000000
 BEGIN
     SELECT RAISE(ABORT, 'airlock: value too large: a verdict has at most 20 reasons of 1000 characters');
 END;

@@ -148,6 +148,7 @@ macro_rules! __with_cases {
             store review::a_quarantined_draft_is_neither_approved_nor_changed_until_released,
             store review::a_draft_repeating_a_queued_text_within_the_window_is_refused,
             store review::an_edit_moves_the_duplicate_key_with_the_text,
+            store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
         }
     };
 }

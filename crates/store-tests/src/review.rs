@@ -324,3 +324,16 @@ pub async fn an_edit_moves_the_duplicate_key_with_the_text(store: Arc<dyn Store>
         Err(StoreError::DuplicateText { earlier, .. }) if earlier == post.id
     ));
 }
+
+/// A verdict on a post as large as a post may be (its text full of characters JSON
+/// escapes) is recorded with its snapshot; the size limits are for values no verdict
+/// airlock makes can reach.
+pub async fn a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let text = "\"\n".repeat(airlock_core::limits::MAX_TEXT_CHARS / 2);
+    let post = draft(s, "threads-main", &text, t0()).await;
+    let post = s.update_post(fail(&post, mins(1), false)).await.unwrap();
+    let verdicts = s.verdicts(post.id).await.unwrap();
+    assert_eq!(verdicts.len(), 1);
+    assert_eq!(verdicts[0].content.as_ref().unwrap().text, text);
+}
