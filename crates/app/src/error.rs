@@ -37,6 +37,13 @@ pub enum Error {
     /// A conflicting write: changed content, reused key, stale version (HTTP 409, exit 2).
     #[error("{0}")]
     Conflict(String),
+    /// The post is quarantined after too many failed reviews: nobody may edit, approve or
+    /// publish it until an operator releases it (HTTP 409, exit 2).
+    #[error("{0}")]
+    Quarantined(String),
+    /// The same text is already queued or published on the channel (HTTP 409, exit 2).
+    #[error("{0}")]
+    Duplicate(String),
     /// Publishing is paused (HTTP 423, exit 2).
     #[error("paused: {reason}; an operator resumes with `airlock resume {scope}`")]
     Paused {
@@ -123,6 +130,8 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::IllegalTransition(_) => "illegal_transition",
             Error::Conflict(_) => "conflict",
+            Error::Quarantined(_) => "quarantined",
+            Error::Duplicate(_) => "duplicate",
             Error::Paused { .. } => "paused",
             Error::OverQuota { .. } => "over_quota",
             Error::PublishFailed(_) => "publish_failed",
@@ -144,6 +153,17 @@ impl From<StoreError> for Error {
             StoreError::Conflict(_)
             | StoreError::IdempotencyMismatch(_)
             | StoreError::Duplicate(_) => Error::Conflict(e.to_string()),
+            StoreError::DuplicateText { earlier, status } => Error::Duplicate(format!(
+                "the same text is already post {earlier} ({}) on this channel: revise that post instead of drafting it again, or change the text (an operator may draft it anyway with --allow-duplicate)",
+                if status == airlock_core::PostStatus::Draft {
+                    "quarantined".to_owned()
+                } else {
+                    status.to_string()
+                }
+            )),
+            StoreError::Quarantined(id) => Error::Quarantined(format!(
+                "post {id} is quarantined after too many failed reviews: nobody may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
+            )),
             StoreError::HasHistory(_) | StoreError::IllegalTransition { .. } => {
                 Error::IllegalTransition(e.to_string())
             }

@@ -259,6 +259,7 @@ impl App {
         who.require(Action::Publish)?;
         let post = self.store().get_post(id).await?;
         let channel = self.channel(post.content.channel.as_str())?;
+        crate::critic::refuse_if_quarantined(&post, Action::Publish)?;
         if post.status != PostStatus::Approved {
             let hint = match post.status {
                 PostStatus::Draft => "approve it first",

@@ -3,13 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::Duration;
 use chrono_tz::Tz;
 
 use airlock_core::budget::{BudgetRule, Charge, Costs};
 use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::review::ReviewRules;
 use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
+
+use crate::critic::{BuiltinRubric, RubricSource};
 
 /// Settings of the guarded operations.
 #[derive(Debug, Clone)]
@@ -88,6 +92,32 @@ pub struct ChannelSettings {
     pub request_timeout: Duration,
     /// A monthly money budget (X's pay-per-use API), reserved with the post quota.
     pub budget: Option<Budget>,
+    /// How its posts are reviewed.
+    pub review: ReviewSettings,
+}
+
+/// How a channel's posts are reviewed (the critic's workflow).
+#[derive(Debug, Clone)]
+pub struct ReviewSettings {
+    /// `approvals_required` and `max_revisions`.
+    pub rules: ReviewRules,
+    /// A draft whose normalised text is that of a post on the channel going out within
+    /// this long of it is refused; zero checks nothing.
+    pub duplicate_window: Duration,
+    /// Where the rubric comes from; read on every packet and verdict.
+    pub rubric: Arc<dyn RubricSource>,
+}
+
+impl Default for ReviewSettings {
+    /// One approval, quarantine after two fails, a seven-day duplicate window, the
+    /// built-in rubric.
+    fn default() -> Self {
+        ReviewSettings {
+            rules: ReviewRules::default(),
+            duplicate_window: Duration::days(7),
+            rubric: Arc::new(BuiltinRubric),
+        }
+    }
 }
 
 /// A channel's monthly money budget and what its posts cost.
@@ -112,6 +142,7 @@ impl ChannelSettings {
             source_dir: None,
             request_timeout: Duration::seconds(30),
             budget: None,
+            review: ReviewSettings::default(),
         }
     }
 

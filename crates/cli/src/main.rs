@@ -19,6 +19,7 @@ mod ops;
 mod output;
 mod post;
 mod private;
+mod rubric;
 mod run;
 mod wiring;
 

@@ -45,7 +45,8 @@ impl LengthUnit {
         }
     }
 
-    fn describe(self) -> &'static str {
+    /// How the unit counts, for people: "characters".
+    pub fn describe(self) -> &'static str {
         match self {
             LengthUnit::Chars => "characters",
             LengthUnit::CharsEmojiAsUtf8Bytes => {

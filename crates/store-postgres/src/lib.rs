@@ -94,6 +94,9 @@ pub(crate) mod lock {
     /// Pauses against intents: recording an intent holds it shared, setting a pause
     /// exclusively, so a pause that has returned is seen by every later intent.
     pub const PAUSES: i32 = 1_095_912_454;
+    /// Drafts with the same normalised text on one channel, keyed by a hash of channel
+    /// and text key, so two identical drafts at once still find each other.
+    pub const TEXT_KEY: i32 = 1_095_912_455;
 }
 
 impl PgStore {
@@ -198,6 +201,9 @@ pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
 /// SQLSTATE of the lifecycle trigger's refusal (see the migration).
 pub(crate) const ILLEGAL_TRANSITION: &str = "AL001";
 
+/// SQLSTATE of the refusal to change a quarantined post (see `0006_review.sql`).
+pub(crate) const QUARANTINED: &str = "AL006";
+
 /// SQLSTATE of the size-limit triggers' refusal (see `0003_authorship_and_limits.sql`).
 pub(crate) const TOO_LARGE: &str = "AL005";
 
@@ -273,6 +279,10 @@ impl Store for PgStore {
 
     async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
         posts::detail(&self.pool, id).await
+    }
+
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        posts::verdicts(&self.pool, id).await
     }
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {

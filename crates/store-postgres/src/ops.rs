@@ -9,7 +9,9 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres, QueryBuilder};
 use airlock_core::{PostDetail, PostId};
 use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session};
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, get};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS, get,
+};
 use crate::{begin, db};
 
 /// Rows of a child table for a page of posts, grouped by post id, in id order.
@@ -111,10 +113,20 @@ pub(crate) async fn export_page(
         |r| r.post_id,
     )
     .await?;
+    let mut verdicts = children(
+        &mut tx,
+        VERDICT_COLUMNS,
+        "verdicts",
+        &ids,
+        rows::verdict,
+        |v| v.post_id,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(posts
         .into_iter()
         .map(|post| PostDetail {
+            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
             events: events.remove(&post.id).unwrap_or_default(),
             intents: intents.remove(&post.id).unwrap_or_default(),
             reservations: reservations.remove(&post.id).unwrap_or_default(),

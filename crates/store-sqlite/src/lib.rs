@@ -186,6 +186,10 @@ impl Store for SqliteStore {
         posts::detail(&self.pool, id).await
     }
 
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        posts::verdicts(&self.pool, id).await
+    }
+
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
         posts::list(&self.pool, filter).await
     }

@@ -9,7 +9,9 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqlitePool};
 use airlock_core::{PostDetail, PostId};
 use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session, StoreError};
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS,
+};
 use crate::{SqliteStore, db, parse_ts, ts};
 
 fn time(text: &str) -> Result<DateTime<Utc>> {
@@ -116,10 +118,20 @@ pub(crate) async fn export_page(
         |r| r.post_id,
     )
     .await?;
+    let mut verdicts = children(
+        &mut tx,
+        VERDICT_COLUMNS,
+        "verdicts",
+        &ids,
+        rows::verdict,
+        |v| v.post_id,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(posts
         .into_iter()
         .map(|post| PostDetail {
+            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
             events: events.remove(&post.id).unwrap_or_default(),
             intents: intents.remove(&post.id).unwrap_or_default(),
             reservations: reservations.remove(&post.id).unwrap_or_default(),

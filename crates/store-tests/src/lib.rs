@@ -13,8 +13,8 @@
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`] (the
-//! cases).
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`],
+//! [`review`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -36,6 +36,7 @@ pub mod metered;
 pub mod ops;
 pub mod posts;
 pub mod quota;
+pub mod review;
 pub mod security;
 
 /// Opens more handles on one test database, for cases that race several processes.
@@ -152,6 +153,12 @@ macro_rules! __with_cases {
             store ops::export_filters_by_status_channel_and_since,
             store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
             store ops::health_stats_report_due_posts_reviews_and_failed_verifications,
+            store review::verdicts_are_recorded_with_their_change_and_read_back_whole,
+            store review::a_content_change_or_a_withdrawn_approval_starts_a_new_review_round,
+            store review::a_quarantined_draft_is_neither_approved_nor_changed_until_released,
+            store review::a_draft_repeating_a_queued_text_within_the_window_is_refused,
+            store review::an_edit_moves_the_duplicate_key_with_the_text,
+            store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
         }
     };
 }
@@ -209,6 +216,7 @@ mod tests {
             ("admin", include_str!("admin.rs")),
             ("security", include_str!("security.rs")),
             ("ops", include_str!("ops.rs")),
+            ("review", include_str!("review.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

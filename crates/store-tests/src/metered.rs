@@ -95,6 +95,16 @@ impl Store for Metered {
         res
     }
 
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        let res = self.inner.verdicts(id).await;
+        if let Ok(verdicts) = &res {
+            for content in verdicts.iter().filter_map(|v| v.content.as_ref()) {
+                self.count_text(&content.text);
+            }
+        }
+        res
+    }
+
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
         let res = self.inner.list_posts(filter).await;
         if let Ok(posts) = &res {

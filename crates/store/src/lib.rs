@@ -10,7 +10,13 @@
 //! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
 //!   that inserts it, serialized per scope, so quotas hold under any concurrency;
 //! - notifications ([`NewNotification`]) are written in the transaction of the change
-//!   they report (transactional outbox).
+//!   they report (transactional outbox);
+//! - a critic's verdict ([`PostUpdate::verdict`]) is written in the transaction of what
+//!   it does to the post, in the review round the post was in; any content change or
+//!   withdrawn approval starts a new round; a quarantined draft is never approved and its
+//!   content never changes (triggers, so hand-written SQL too);
+//! - a draft repeating a queued text is refused inside the transaction that would create
+//!   it ([`CreatePost::duplicate_window`]).
 //!
 //! This crate holds no SQL and no IO. What a transaction decides that does not depend on
 //! the SQL dialect lives here, in [`decide`] and [`QuotaRows`], so the backends keep only
@@ -22,8 +28,8 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::budget::Charge;
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
-    ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
-    PostStatus, PostSummary, RoleSet,
+    ChannelName, ContentHash, Intent, NewPost, NewVerdict, Post, PostContent, PostDetail,
+    PostEvent, PostId, PostStatus, PostSummary, RoleSet, Verdict,
 };
 
 pub mod decide;
@@ -70,6 +76,22 @@ pub enum StoreError {
     /// A unique name is taken.
     #[error("{0} already exists")]
     Duplicate(String),
+    /// A new draft's text is, normalised, the text of a post on the same channel that is
+    /// approved, in flight, posted or quarantined within the duplicate window.
+    #[error(
+        "the same text is already post {earlier} ({status}) on this channel: edit that post instead of drafting it again"
+    )]
+    DuplicateText {
+        /// The earlier post.
+        earlier: PostId,
+        /// Its state (`draft` only when it is quarantined).
+        status: PostStatus,
+    },
+    /// The post is quarantined: it may not be approved or changed until released.
+    #[error(
+        "post {0} is quarantined: an operator releases it (`airlock post release {0}`) before it may change"
+    )]
+    Quarantined(PostId),
     /// A draft that has publish attempts on record cannot be discarded.
     #[error("post {0} has publish attempts on record and cannot be discarded")]
     HasHistory(PostId),
@@ -134,6 +156,8 @@ pub struct PostUpdate {
     pub intent_required: Option<bool>,
     /// Settle the intent of the guarded generation (or of the post's latest intent).
     pub intent_phase: Option<IntentPhase>,
+    /// A verdict to record, in the post's review round as it stood before this change.
+    pub verdict: Option<NewVerdict>,
     /// Settle the post's live reservations.
     pub reservation: Option<Settle>,
     /// Whether a refused [`Guard::Generation`] write is recorded as a `stale_outcome`
@@ -163,6 +187,7 @@ impl PostUpdate {
             event: None,
             intent_required: None,
             intent_phase: None,
+            verdict: None,
             reservation: None,
             record_stale: true,
             failures: None,
@@ -203,6 +228,13 @@ pub struct PostFields {
     pub verified_at: Option<Option<DateTime<Utc>>>,
     /// Last error summary.
     pub error: Option<Option<String>>,
+    /// Add one to `revisions` (a fail verdict).
+    pub count_revision: bool,
+    /// Set `revisions` back to zero (a release from quarantine).
+    pub reset_revisions: bool,
+    /// Quarantine (`Some(Some(now))`) or release (`Some(None)`); only a draft may be
+    /// quarantined, and the store refuses approving or changing the content of one.
+    pub quarantined_at: Option<Option<DateTime<Utc>>>,
 }
 
 /// A non-status event.
@@ -366,6 +398,14 @@ pub struct CreatePost {
     pub now: DateTime<Utc>,
     /// Retry safety for agents (`Idempotency-Key`, `idempotency_key`).
     pub idempotency: Option<CreateKey>,
+    /// Refuse the draft ([`StoreError::DuplicateText`]) when its normalised text
+    /// ([`airlock_core::review::text_key`]) is that of a post on the same channel that is
+    /// approved, in flight (`posting`, `needs_review`), posted, or quarantined, and goes
+    /// (or went) out within this long of the new draft's `scheduled_at` (its `posted_at`
+    /// if posted, else its `scheduled_at`). `None` checks nothing (an operator's override).
+    /// An earlier request with the same idempotency key, or the post of a filled slot,
+    /// is returned before this check.
+    pub duplicate_window: Option<Duration>,
 }
 
 /// An idempotency key for creation, honoured for a limited time.
@@ -405,6 +445,8 @@ pub struct PostFilter {
     pub platform_post_id: Option<String>,
     /// At most this many, newest first (default 100).
     pub limit: Option<u32>,
+    /// Only quarantined posts (`Some(true)`) or only posts that are not (`Some(false)`).
+    pub quarantined: Option<bool>,
 }
 
 /// Which post to claim.
@@ -695,8 +737,11 @@ pub trait Store: Send + Sync + 'static {
     /// One post.
     async fn get_post(&self, id: PostId) -> Result<Post>;
 
-    /// One post with its events, intents and reservations.
+    /// One post with its events, intents, reservations and verdicts.
     async fn post_detail(&self, id: PostId) -> Result<PostDetail>;
+
+    /// A post's verdicts, oldest first (those of a discarded draft stay).
+    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>>;
 
     /// Posts, newest first.
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>>;

@@ -149,6 +149,17 @@ impl World {
         if state == "draft" {
             return id;
         }
+        if state == "quarantined" {
+            let critic = Principal {
+                actor: airlock_core::Actor::Token("another-critic".into()),
+                roles: RoleSet::of(&[Role::Critic]),
+                sod_exempt: false,
+            };
+            for reason in ["tone: one", "tone: two"] {
+                self.app.reject(&critic, id, reason).await.unwrap();
+            }
+            return id;
+        }
         self.app.approve(&me, id).await.unwrap();
         if state != "approved" {
             let _ = self.app.publish_now(&me, id).await;
@@ -226,6 +237,22 @@ fn cases() -> Vec<Case> {
             Some(("cats", "draft")),
             Some(json!({"reason": "no"})),
             &["critic", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "GET",
+            "/api/v1/posts/{id}/review",
+            Some(("cats", "draft")),
+            None,
+            ALL,
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/release",
+            Some(("cats", "quarantined")),
+            None,
+            &["operator"],
             StatusCode::OK,
         ),
         case(
@@ -946,4 +973,185 @@ async fn a_client_that_hangs_up_during_a_publish_does_not_strand_the_post() {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert!(app.store().pauses().await.unwrap().is_empty());
+}
+
+/// The critic's routes: the review packet (with the content hash as `ETag`), verdicts
+/// bound to the hashes read, approve and reject bound by body or `If-Match`, release,
+/// the quarantine filter, duplicates refused with 409 `duplicate`.
+#[tokio::test]
+async fn verdicts_are_bound_to_the_content_and_rubric_the_critic_read() {
+    let world = world(100).await;
+    let id = world.post_in("cats", "draft").await;
+    let (status, packet, headers) = world
+        .call(
+            Some(&world.tokens["critic"]),
+            "GET",
+            &format!("/api/v1/posts/{id}/review"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{packet}");
+    let hash = packet["content_hash"].as_str().unwrap().to_owned();
+    assert_eq!(
+        headers[header::ETAG].to_str().unwrap(),
+        format!("\"{hash}\"")
+    );
+    assert_eq!(packet["rubric"]["origin"], "built-in default rubric");
+    let rubric = packet["rubric"]["hash"].clone();
+
+    // The writer edits after the critic read the packet.
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}"),
+            Some(json!({"text": "not what the critic read"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let verdict = json!({"verdict": "pass", "content_hash": hash, "rubric_hash": rubric});
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(verdict),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was reviewed")
+    );
+    // If-Match with the stale hash: 409 too; nothing approved.
+    let approve = Request::builder()
+        .method("POST")
+        .uri(format!("/api/v1/posts/{id}/approve"))
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", world.tokens["critic"]),
+        )
+        .header(header::IF_MATCH, format!("\"{hash}\""))
+        .body(Body::empty())
+        .unwrap();
+    let response = airlock_web::router(world.app.clone())
+        .oneshot(approve)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let (status, _) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/approve"),
+            Some(json!({"content_hash": hash})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/reject"),
+            Some(json!({"reason": "tone: no", "content_hash": hash})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+
+    // On what it says now: a fail names rubric items, a pass approves.
+    let (_, packet) = world
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}/review"), None)
+        .await;
+    let now = packet["content_hash"].clone();
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(json!({"verdict": "fail", "reasons": ["too flat"], "content_hash": now, "rubric_hash": rubric})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no rubric item")
+    );
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(json!({"verdict": "pass", "content_hash": now, "rubric_hash": rubric})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["effect"], "approved");
+    assert_eq!(body["post"]["status"], "approved");
+    let (_, detail) = world
+        .as_role("writer", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
+    assert_eq!(detail["verdicts"][0]["verdict"], "pass");
+    assert_eq!(detail["verdicts"][0]["actor"], "token:critic");
+}
+
+#[tokio::test]
+async fn quarantined_posts_are_listed_released_and_duplicates_refused() {
+    let world = world(100).await;
+    let id = world.post_in("cats", "quarantined").await;
+    let (status, listed) = world
+        .as_role("writer", "GET", "/api/v1/posts?quarantined=true", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], id.0);
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}"),
+            Some(json!({"text": "a third try"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"]["code"], "quarantined");
+    let (status, body) = world
+        .as_role(
+            "operator",
+            "POST",
+            &format!("/api/v1/posts/{id}/release"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["quarantined_at"], Value::Null);
+
+    world.post_in("cats", "approved").await;
+    let again = json!({"channel": "cats", "text": "A post that is APPROVED"});
+    let (status, body) = world
+        .as_role("writer", "POST", "/api/v1/posts", Some(again.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "duplicate");
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts?allow_duplicate=true",
+            Some(again.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = world
+        .as_role(
+            "operator",
+            "POST",
+            "/api/v1/posts?allow_duplicate=true",
+            Some(again),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
 }

@@ -2,6 +2,7 @@
 
 mod channels;
 mod concurrency;
+mod critic;
 mod edge;
 mod guarded;
 mod outcomes;

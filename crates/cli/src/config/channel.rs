@@ -36,8 +36,99 @@ pub struct ChannelConfig {
     pub template: Option<String>,
     /// Compose: auto-approve principal.
     pub auto_approve: Option<String>,
+    /// How its posts are reviewed.
+    pub review: ReviewConfig,
     /// How it reaches its platform.
     pub platform: PlatformConfig,
+}
+
+/// A channel's review rules (its own keys, else `[review]`, else the defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewConfig {
+    /// The rubric file; `None`: the built-in default rubric.
+    pub rubric: Option<PathBuf>,
+    /// Distinct critics that must pass the same content (at least 1).
+    pub approvals_required: u32,
+    /// Fail verdicts before a post is quarantined (at least 1).
+    pub max_revisions: u32,
+    /// The duplicate window; `None` (`"off"`): no duplicate check.
+    pub duplicate_window: Option<Span>,
+}
+
+/// The review keys, as a channel or `[review]` writes them.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReview {
+    pub(super) rubric: Option<PathBuf>,
+    pub(super) approvals_required: Option<u32>,
+    pub(super) max_revisions: Option<u32>,
+    pub(super) duplicate_window: Option<String>,
+}
+
+impl ReviewConfig {
+    /// Reads review keys (`table`: where they were written, for messages) over `defaults`.
+    pub(super) fn read(
+        table: &str,
+        raw: RawReview,
+        defaults: &ReviewConfig,
+        dir: &Path,
+    ) -> Result<Self, String> {
+        let key = |k: &str| format!("{table}.{k}");
+        let rubric = match raw.rubric {
+            Some(path) => {
+                let path = if path.is_relative() {
+                    dir.join(path)
+                } else {
+                    path
+                };
+                crate::rubric::FileRubric::check(&path)
+                    .map_err(|why| format!("{} = {}: {why}", key("rubric"), path.display()))?;
+                Some(path)
+            }
+            None => defaults.rubric.clone(),
+        };
+        let at_least_one = |k: &str, v: Option<u32>, default: u32| match v {
+            Some(0) => Err(format!("{} must be at least 1", key(k))),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        };
+        let duplicate_window = match raw.duplicate_window.as_deref().map(str::trim) {
+            Some("off") => None,
+            Some(text) => Some(text.parse::<Span>().map_err(|e| {
+                format!(
+                    "{} = {text:?}: {e}; or \"off\" for no duplicate check",
+                    key("duplicate_window")
+                )
+            })?),
+            None => defaults.duplicate_window,
+        };
+        Ok(ReviewConfig {
+            rubric,
+            approvals_required: at_least_one(
+                "approvals_required",
+                raw.approvals_required,
+                defaults.approvals_required,
+            )?,
+            max_revisions: at_least_one(
+                "max_revisions",
+                raw.max_revisions,
+                defaults.max_revisions,
+            )?,
+            duplicate_window,
+        })
+    }
+}
+
+impl Default for ReviewConfig {
+    /// The built-in rubric, one approval, quarantine after two fails, a seven-day window.
+    fn default() -> Self {
+        ReviewConfig {
+            rubric: None,
+            approvals_required: 1,
+            max_revisions: 2,
+            duplicate_window: Some(Span::new(Duration::days(7))),
+        }
+    }
 }
 
 /// What a channel's kind needs to reach its platform: one variant per kind, each with
@@ -479,6 +570,10 @@ pub(super) struct RawChannel {
     slots: Vec<String>,
     template: Option<String>,
     auto_approve: Option<String>,
+    rubric: Option<PathBuf>,
+    approvals_required: Option<u32>,
+    max_revisions: Option<u32>,
+    duplicate_window: Option<String>,
     #[serde(flatten)]
     rest: toml::Table,
 }
@@ -493,6 +588,8 @@ pub(super) struct Context<'a> {
     pub stale_after: Span,
     /// Whether a site of this name is configured.
     pub has_site: &'a dyn Fn(&str) -> bool,
+    /// `[review]`: the review rules of channels that set none of their own.
+    pub review: &'a ReviewConfig,
 }
 
 impl ChannelConfig {
@@ -555,8 +652,20 @@ impl ChannelConfig {
             })?,
             None => cx.timezone,
         };
+        let review = ReviewConfig::read(
+            &format!("channels.{name}"),
+            RawReview {
+                rubric: raw.rubric,
+                approvals_required: raw.approvals_required,
+                max_revisions: raw.max_revisions,
+                duplicate_window: raw.duplicate_window,
+            },
+            cx.review,
+            cx.dir,
+        )?;
         Ok(ChannelConfig {
             name: channel_name,
+            review,
             daily_limit: raw.daily_limit,
             timezone,
             max_chars: raw.max_chars,

@@ -19,7 +19,7 @@ use airlock_core::{ChannelName, Span};
 mod channel;
 mod sink;
 
-pub use channel::{ChannelConfig, PlatformConfig};
+pub use channel::{ChannelConfig, PlatformConfig, ReviewConfig};
 pub use sink::{SinkConfig, SinkTarget};
 
 /// A configuration that cannot be used, naming the file and what is wrong.
@@ -58,6 +58,8 @@ struct RawConfig {
     sites: BTreeMap<String, RawSite>,
     #[serde(default)]
     cli: RawCli,
+    #[serde(default)]
+    review: channel::RawReview,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -232,6 +234,8 @@ impl Config {
             ));
         }
 
+        let review = ReviewConfig::read("review", raw.review, &ReviewConfig::default(), &dir)
+            .map_err(fail)?;
         let mut channels = BTreeMap::new();
         let has_site = |site: &str| raw.sites.contains_key(site);
         let cx = channel::Context {
@@ -239,6 +243,7 @@ impl Config {
             timezone,
             stale_after,
             has_site: &has_site,
+            review: &review,
         };
         for (name, rc) in raw.channels {
             let channel = ChannelConfig::read(&name, rc, &cx).map_err(fail)?;
@@ -338,6 +343,7 @@ impl Config {
                 .map(|site| site.dir.clone());
             settings_channel.request_timeout = channel.platform.request_timeout().as_chrono();
             settings_channel.budget = channel.budget();
+            settings_channel.review = crate::rubric::review_settings(&channel.review);
             settings = settings.with_channel(settings_channel);
         }
         settings
@@ -612,5 +618,74 @@ events = ["published", "failed", "needs_review", "paused"]
         )
         .unwrap_err();
         assert!(err.to_string().contains("unknown event"), "{err}");
+    }
+
+    #[test]
+    fn review_rules_come_from_the_channel_then_the_review_table_then_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rubrics")).unwrap();
+        std::fs::write(dir.path().join("rubrics/default.md"), "- tone: Warm.\n").unwrap();
+        std::fs::write(dir.path().join("rubrics/threads.md"), "- claims: True.\n").unwrap();
+        let text = "[review]\nrubric = \"rubrics/default.md\"\nmax_revisions = 3\n\
+            [channels.plain]\nkind = \"sandbox\"\ndaily_limit = 1\n\
+            [channels.strict]\nkind = \"sandbox\"\ndaily_limit = 1\nrubric = \"rubrics/threads.md\"\n\
+            approvals_required = 2\nduplicate_window = \"off\"\n";
+        let config = Config::parse(&dir.path().join("airlock.toml"), text).unwrap();
+        let plain = &config.channels[&ChannelName::parse("plain").unwrap()].review;
+        assert_eq!(plain.rubric, Some(dir.path().join("rubrics/default.md")));
+        assert_eq!((plain.approvals_required, plain.max_revisions), (1, 3));
+        assert_eq!(
+            plain.duplicate_window,
+            Some(Span::new(chrono::Duration::days(7)))
+        );
+        let strict = &config.channels[&ChannelName::parse("strict").unwrap()].review;
+        assert_eq!(strict.rubric, Some(dir.path().join("rubrics/threads.md")));
+        assert_eq!((strict.approvals_required, strict.max_revisions), (2, 3));
+        assert_eq!(strict.duplicate_window, None);
+        let settings = config.app_settings();
+        let strict = &settings.channels[&ChannelName::parse("strict").unwrap()].review;
+        assert_eq!(strict.rules.approvals_required, 2);
+        assert_eq!(strict.duplicate_window, chrono::Duration::zero());
+        assert_eq!(strict.rubric.read().unwrap().items[0].id, "claims");
+
+        // Without any review keys: the built-in rubric and the defaults.
+        let bare = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\n").unwrap();
+        let review = &bare.channels[&ChannelName::parse("s").unwrap()].review;
+        assert_eq!(review, &ReviewConfig::default());
+        let settings = bare.app_settings();
+        let rubric = &settings.channels[&ChannelName::parse("s").unwrap()]
+            .review
+            .rubric;
+        assert_eq!(rubric.origin(), "built-in default rubric");
+    }
+
+    #[test]
+    fn bad_review_keys_are_refused_by_name() {
+        let channel = "[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\n";
+        for (extra, needle) in [
+            (
+                "approvals_required = 0\n",
+                "channels.s.approvals_required must be at least 1",
+            ),
+            (
+                "max_revisions = 0\n",
+                "channels.s.max_revisions must be at least 1",
+            ),
+            (
+                "duplicate_window = \"a week\"\n",
+                "channels.s.duplicate_window",
+            ),
+            (
+                "rubric = \"rubrics/missing.md\"\n",
+                "channels.s.rubric = /etc/airlock/rubrics/missing.md: no such file",
+            ),
+        ] {
+            let err = parse(&format!("{channel}{extra}")).unwrap_err().to_string();
+            assert!(err.contains(needle), "{extra}: {err}");
+        }
+        let err = parse("[review]\nrubrik = \"x.md\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rubrik"), "{err}");
     }
 }

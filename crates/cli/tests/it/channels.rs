@@ -651,7 +651,14 @@ async fn with_a_budget_of_four_cents_the_third_x_post_goes_out_and_the_fourth_is
     assert_eq!(held["status"], "approved", "{held}");
     assert_eq!(held["attempts"], 0);
     assert!(held["intents"].as_array().unwrap().is_empty(), "{held}");
-    let note = moved_to(&held, "approved")["note"].as_str().unwrap();
+    // Held before its claim: the deferral is an event on the approved post.
+    let note = held["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|e| e["kind"] == "quota_deferred")
+        .and_then(|e| e["note"].as_str())
+        .unwrap_or_else(|| panic!("no deferral: {held}"));
     assert!(
         note.contains("monthly budget") && note.contains("$0.045 of $0.04"),
         "{note}"

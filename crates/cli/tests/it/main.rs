@@ -2,6 +2,7 @@
 
 mod channels;
 mod compose;
+mod critic;
 mod dispatch;
 mod drills;
 mod edge;

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::support::*;
 
 #[tokio::test]
-async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
+async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
     let h = Harness::new(3).await;
     let client = h.client_for("reader", &[Role::Writer]).await;
 
@@ -96,7 +96,13 @@ async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
             .contains_key("status")
     );
 
-    for name in ["list_posts", "get_post", "quota_status", "list_channels"] {
+    for name in [
+        "list_posts",
+        "get_post",
+        "get_review_packet",
+        "quota_status",
+        "list_channels",
+    ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(true), "{name}");
     }
@@ -105,10 +111,30 @@ async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
         "update_draft",
         "approve_post",
         "reject_post",
+        "submit_verdict",
         "publish_post",
     ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(false), "{name}");
+    }
+    let verdict = &by_name["submit_verdict"].input_schema;
+    let mut required: Vec<&str> = verdict["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort();
+    assert_eq!(
+        required,
+        ["content_hash", "id", "rubric_hash", "verdict"],
+        "the critic tool always carries the hashes the critic read"
+    );
+    for tool in ["approve_post", "reject_post"] {
+        assert!(
+            by_name[tool].input_schema["properties"]["content_hash"].is_object(),
+            "{tool} takes the reviewed content_hash"
+        );
     }
     let publish = by_name["publish_post"].annotations.as_ref().unwrap();
     assert_eq!(publish.destructive_hint, Some(true));

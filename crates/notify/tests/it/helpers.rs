@@ -96,6 +96,7 @@ impl Harness {
                 actor: "cli".to_owned(),
                 now: self.clock.now(),
                 idempotency: None,
+                duplicate_window: None,
             })
             .await
             .unwrap()
