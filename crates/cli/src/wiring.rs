@@ -71,7 +71,12 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
         PlatformConfig::Webhook(c) => {
             let url = http::check_base_url(&c.url).map_err(|e| e.to_string())?;
             let secret = c.secret_file.as_deref().map(token).transpose()?;
-            Arc::new(Webhook::new(url, secret, client()))
+            let webhook = Webhook::new(url, secret, client());
+            Arc::new(if c.signature_v1 {
+                webhook
+            } else {
+                webhook.without_signature_v1()
+            })
         }
         PlatformConfig::Threads(c) => {
             let defaults = ThreadsSettings::new(token(&c.token_file)?);
@@ -141,6 +146,7 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
                 SinkTarget::Webhook(c) => SinkKind::Webhook {
                     url: c.url.clone(),
                     secret: c.secret_file.as_deref().map(secret).transpose()?,
+                    signature_v1: c.signature_v1,
                 },
             };
             Sink::new(SinkSettings {

@@ -8,4 +8,5 @@ mod instagram;
 mod linkedin;
 mod support;
 mod threads;
+mod webhook;
 mod wordpress;
