@@ -264,6 +264,11 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Channels { json } => admin::channels(&load()?, json).await,
         Command::Migrate => {
             let config = load()?;
+            if config.require_token
+                && let Some(app) = wiring::app_unmigrated(&config).await?
+            {
+                operator::require_operator(&config, &app).await?;
+            }
             wiring::open_store(&config).await?;
             println!(
                 "migrations applied: {}",

@@ -16,6 +16,7 @@ use crate::{CmdResult, Failure, wiring};
 /// Exit 1 when a publish ended failed or needs review.
 pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> CmdResult {
     let app = wiring::app_for_publishing(config).await?;
+    crate::operator::require_operator(config, &app).await?;
     let only = if channels.is_empty() {
         None
     } else {
@@ -111,6 +112,7 @@ async fn deliver(app: &App, config: &Config) -> Result<u32, Failure> {
 /// and notification deliverer, until Ctrl-C or SIGTERM.
 pub async fn serve(config: &Config) -> CmdResult {
     let app = wiring::app_for_publishing(config).await?;
+    crate::operator::require_operator(config, &app).await?;
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", config.listen)))?;

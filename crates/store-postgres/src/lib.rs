@@ -46,6 +46,7 @@ mod ops;
 mod posts;
 mod publish;
 mod rows;
+mod schema;
 mod wake;
 
 /// The PostgreSQL store. Cheap to clone: clones share the pool and the wake-up listener.
@@ -76,7 +77,7 @@ impl Default for PgSettings {
     }
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
 pub(crate) mod lock {

@@ -40,6 +40,7 @@ mod ops;
 mod posts;
 mod publish;
 mod rows;
+mod schema;
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -47,7 +48,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `path` and applies pending migrations.

@@ -25,7 +25,7 @@ use airlock_core::{
 
 mod ops;
 mod quota_rows;
-pub use ops::{ExportFilter, HealthStats, NewSession, Session};
+pub use ops::{ExportFilter, HealthStats, MigrationStatus, NewSession, Session};
 pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
 
 /// `Result` with [`StoreError`].

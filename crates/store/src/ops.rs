@@ -62,3 +62,62 @@ pub struct HealthStats {
     /// `posted` posts whose verification failed and that are still unverified.
     pub verify_failed: i64,
 }
+
+/// How a ledger's applied migrations compare with the ones this binary carries: what
+/// `backup` and `export` check before they read a ledger they must not change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// Migrations this binary carries that the ledger has not applied (an older ledger:
+    /// `airlock migrate` applies them).
+    pub pending: Vec<i64>,
+    /// Migrations the ledger has applied that this binary does not know (a newer
+    /// airlock migrated it), or whose text differs from this binary's.
+    pub unknown: Vec<i64>,
+    /// Migrations applied in all.
+    pub applied: usize,
+}
+
+impl MigrationStatus {
+    /// Compares `known` (version, checksum) with `applied` (version, checksum).
+    pub fn compare(known: &[(i64, Vec<u8>)], applied: &[(i64, Vec<u8>)]) -> Self {
+        let pending = known
+            .iter()
+            .filter(|(v, _)| !applied.iter().any(|(a, _)| a == v))
+            .map(|(v, _)| *v)
+            .collect();
+        let unknown = applied
+            .iter()
+            .filter(|(v, sum)| !known.iter().any(|(k, ks)| k == v && ks == sum))
+            .map(|(v, _)| *v)
+            .collect();
+        MigrationStatus {
+            pending,
+            unknown,
+            applied: applied.len(),
+        }
+    }
+
+    /// Why the ledger cannot be read as it is by this binary, if it cannot; `None` when
+    /// it is exactly current.
+    pub fn problem(&self) -> Option<String> {
+        let list = |v: &[i64]| {
+            v.iter()
+                .map(|n| format!("{n:04}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.unknown.is_empty() {
+            return Some(format!(
+                "the ledger has migrations this airlock does not know ({}): a newer airlock migrated it; use that release",
+                list(&self.unknown)
+            ));
+        }
+        if !self.pending.is_empty() {
+            return Some(format!(
+                "the ledger lacks migrations this airlock carries ({}): it was written by an older release; stop the processes that use it, then run `airlock migrate` with this release (or use the release that wrote it)",
+                list(&self.pending)
+            ));
+        }
+        None
+    }
+}

@@ -199,6 +199,7 @@ fn a_backup_taken_while_serve_runs_is_private_passes_integrity_check_and_serves(
 #[test]
 fn a_backup_refuses_to_overwrite_and_says_what_to_run_for_postgres() {
     let (ws, _) = fixture_workspace();
+    ws.ok(&["migrate"]);
     std::fs::write(ws.path("taken.db"), "precious").unwrap();
     let run = ws.run(&["backup", "--to", ws.path("taken.db").to_str().unwrap()]);
     assert_refused(&run, "already exists");
@@ -224,6 +225,7 @@ fn a_backup_refuses_to_overwrite_and_says_what_to_run_for_postgres() {
 #[test]
 fn export_prints_one_json_line_per_post_with_its_timeline() {
     let (ws, _) = fixture_workspace();
+    ws.ok(&["migrate"]);
     let run = ws.ok(&["export"]);
     let lines: Vec<Value> = run
         .stdout
@@ -525,4 +527,90 @@ fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_hi
     let shown = ws.ok(&["post", "show", &id, "--json"]).json();
     assert_eq!(shown["status"], "posted");
     assert!(shown["events"].as_array().unwrap().len() >= 4);
+}
+
+/// Runs one SQL query on a SQLite file and returns its first column as text.
+fn sqlite_scalar(path: &Path, sql: &str) -> String {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let url = format!("sqlite://{}", path.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            let value: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT CAST(({sql}) AS TEXT)")))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.ok();
+            value
+        })
+}
+
+#[test]
+fn backup_and_export_of_a_missing_ledger_are_refused_and_create_nothing() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let to = ws.path("copy.db");
+    let run = ws.run(&["backup", "--to", to.to_str().unwrap()]);
+    assert_refused(&run, "no ledger");
+    let run = ws.run(&["export"]);
+    assert_refused(&run, "no ledger");
+    assert!(!ws.db().exists(), "a ledger was created");
+    assert!(!to.exists(), "a backup was written");
+}
+
+#[test]
+fn backup_and_export_refuse_a_ledger_with_pending_or_unknown_migrations_and_leave_it_as_it_was() {
+    // The first release's ledger lacks this release's later migrations.
+    let (ws, _) = fixture_workspace();
+    let ledger = ws.path("ledger.db");
+    let applied = sqlite_scalar(&ledger, "SELECT count(*) FROM _sqlx_migrations");
+    let to = ws.path("copy.db");
+    let run = ws.run(&["backup", "--to", to.to_str().unwrap()]);
+    assert_refused(&run, "airlock migrate");
+    let run = ws.run(&["export"]);
+    assert_refused(&run, "airlock migrate");
+    assert!(!to.exists());
+    assert_eq!(
+        sqlite_scalar(&ledger, "SELECT count(*) FROM _sqlx_migrations"),
+        applied,
+        "backup or export migrated the live ledger"
+    );
+
+    // A ledger a newer release migrated.
+    ws.ok(&["migrate"]);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let url = format!("sqlite://{}", ledger.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations (version, description, installed_on, success, checksum, execution_time) \
+                 VALUES (9999, 'from the future', '2030-01-01', 1, x'00', 0)",
+            )
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            conn.close().await.ok();
+        });
+    let run = ws.run(&["backup", "--to", to.to_str().unwrap()]);
+    assert_refused(&run, "newer airlock");
+    let run = ws.run(&["export"]);
+    assert_refused(&run, "newer airlock");
+    assert!(!to.exists());
+}
+
+#[test]
+fn a_backup_of_a_ledger_without_posts_needs_allow_empty() {
+    let ws = Workspace::new(&sandbox_config(""));
+    ws.ok(&["migrate"]);
+    let to = ws.path("copy.db");
+    let run = ws.run(&["backup", "--to", to.to_str().unwrap()]);
+    assert_refused(&run, "--allow-empty");
+    assert!(!to.exists());
+    let run = ws.ok(&["backup", "--to", to.to_str().unwrap(), "--allow-empty"]);
+    assert!(run.stdout.contains("0 posts"), "{}", run.stdout);
+    assert!(to.exists());
 }
