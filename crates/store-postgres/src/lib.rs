@@ -42,6 +42,7 @@ use airlock_store::{
 };
 
 mod admin;
+mod bounds;
 mod ops;
 mod posts;
 mod publish;
@@ -485,5 +486,30 @@ impl Store for PgStore {
 
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
         ops::health_stats(&self.pool, now).await
+    }
+
+    async fn list_excerpts(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::Post>> {
+        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        bounds::live_drafts_by(&self.pool, actor).await
+    }
+
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        bounds::server_secret(&self.pool, name, candidate, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        ops::due_by_channel(&self.pool, now).await
     }
 }

@@ -61,6 +61,21 @@ pub struct HealthStats {
     pub oldest_needs_review_at: Option<DateTime<Utc>>,
     /// `posted` posts whose verification failed and that are still unverified.
     pub verify_failed: i64,
+    /// Of those, the ones with a `verify_failed` event in the 24 hours before `now`: what
+    /// the verification alert looks at, so that it clears by itself a day after the last
+    /// failure, or at once when `airlock post verify` finds the post.
+    pub verify_failed_recent: i64,
+}
+
+/// Posts due on one channel (see [`HealthStats::due`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChannelDue {
+    /// The channel, as stored (configured or not).
+    pub channel: String,
+    /// How many are due.
+    pub due: i64,
+    /// The earliest time one of them became due.
+    pub oldest_due_at: DateTime<Utc>,
 }
 
 /// How a ledger's applied migrations compare with the ones this binary carries: what
