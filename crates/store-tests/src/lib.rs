@@ -13,8 +13,8 @@
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`] (the
-//! cases).
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`],
+//! [`bounds`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -29,6 +29,7 @@ use async_trait::async_trait;
 use airlock_store::Store;
 
 pub mod admin;
+pub mod bounds;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
@@ -138,6 +139,11 @@ macro_rules! __with_cases {
             store security::a_schedule_change_records_no_author,
             store security::summaries_carry_an_excerpt_cut_by_the_store,
             store security::values_over_the_limits_are_refused_and_nothing_is_written,
+            store bounds::excerpt_lists_cut_the_text_and_keep_every_other_field,
+            store bounds::live_drafts_are_counted_per_creator,
+            store bounds::a_server_secret_is_created_once_and_then_read,
+            store bounds::due_posts_are_counted_per_channel,
+            store bounds::notes_errors_and_media_are_bounded_as_airlock_bounds_them,
             store ops::export_pages_give_every_post_once_with_its_timeline,
             store ops::export_filters_by_status_channel_and_since,
             store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
