@@ -31,9 +31,34 @@ pub mod auth;
 pub mod error;
 pub mod policy;
 
+/// How the routes outside `/api/v1` are exposed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebSettings {
+    /// `/metrics` and `/api/openapi.json` answer only a request with a valid token (any
+    /// role), 401 otherwise (`[server] metrics_token_required`; default off, so a
+    /// Prometheus on loopback scrapes without one). `/healthz` stays open: it says only
+    /// ok or unavailable to anyone without a token.
+    pub metrics_token_required: bool,
+}
+
 /// The API, health, metrics and OpenAPI routes, with the app as state.
 pub fn router(app: App) -> Router {
+    router_with(app, WebSettings::default())
+}
+
+/// [`router`] with explicit settings.
+pub fn router_with(app: App, settings: WebSettings) -> Router {
+    let mut documents = Router::new()
+        .route("/api/openapi.json", get(openapi))
+        .route("/metrics", get(metrics));
+    if settings.metrics_token_required {
+        documents = documents.layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            require_token,
+        ));
+    }
     Router::new()
+        .merge(documents)
         .nest(
             "/api/v1",
             api::routes().fallback(|| async {
@@ -44,9 +69,7 @@ pub fn router(app: App) -> Router {
                 )
             }),
         )
-        .route("/api/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::max(airlock_core::limits::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(api_headers))
@@ -171,6 +194,26 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
+}
+
+/// Refuses a request without a valid token (any role) with 401 and the JSON error shape.
+async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    let authorized = match auth::bearer_header(request.headers()) {
+        Some(secret) => app.authenticate(secret).await.is_ok(),
+        None => false,
+    };
+    if !authorized {
+        let mut response = error::error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this server requires a token for /metrics and /api/openapi.json ([server] metrics_token_required): send `Authorization: Bearer <token>` with any role's token",
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    next.run(request).await
 }
 
 /// `GET /healthz`: `{"status": "ok"}` or 503 `{"status": "unavailable"}`. Only a request

@@ -73,6 +73,8 @@ struct RawServer {
     public_url: Option<String>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
+    max_drafts_per_token: Option<u32>,
+    metrics_token_required: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,6 +125,10 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Extra `Host` names the server answers to (behind a proxy, or listening beyond loopback).
     pub allowed_hosts: Vec<String>,
+    /// `[server] max_drafts_per_token`: live drafts one token may hold (default 1000).
+    pub max_drafts_per_token: u32,
+    /// `[server] metrics_token_required`: `/metrics` and `/api/openapi.json` need a token.
+    pub metrics_token_required: bool,
     /// `[cli] require_token`: state-changing commands need an operator token in
     /// `AIRLOCK_TOKEN` and act as that token (no exemption from separation of duties).
     pub require_token: bool,
@@ -275,8 +281,16 @@ impl Config {
             .map(parse_public_url)
             .transpose()
             .map_err(fail)?;
+        let max_drafts_per_token = raw.server.max_drafts_per_token.unwrap_or(1000);
+        if max_drafts_per_token == 0 {
+            return Err(fail(
+                "server.max_drafts_per_token must be at least 1 (it bounds the live drafts one token may hold)".into(),
+            ));
+        }
         Ok(Config {
             path: path.to_path_buf(),
+            max_drafts_per_token,
+            metrics_token_required: raw.server.metrics_token_required.unwrap_or(false),
             timezone,
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -309,6 +323,7 @@ impl Config {
         settings.max_retry_after = self.max_retry_after.as_chrono();
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
+        settings.max_drafts_per_token = self.max_drafts_per_token;
         settings.notify = self
             .sinks
             .values()
