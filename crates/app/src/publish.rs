@@ -1128,18 +1128,56 @@ impl App {
         })
     }
 
+    /// Reads a published post back from its platform now, as the guarded path does after
+    /// publishing (operator): records `verified` (and `verified_at`) when the platform
+    /// shows it, or `verify_failed` (with its notification) when it does not. A person
+    /// runs it to clear a verification alert once the platform shows the post again, or
+    /// to find out that it still does not. Verification never changes the post's status.
+    pub async fn verify_post(&self, who: &Principal, id: PostId) -> Result<VerifyOutcome> {
+        who.require(Action::Resolve)?;
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Posted],
+                "only published posts can be read back from their platform",
+            )
+            .await?;
+        let channel = post.content.channel.clone();
+        let Some(platform) = self.platform(&channel).cloned() else {
+            return Err(Error::Invalid(format!(
+                "post {id} went to channel {channel}, which is not configured now: airlock cannot read it back; check the platform by hand and note what you found (`airlock post note`)"
+            )));
+        };
+        let actor = who.actor.to_string();
+        self.verify_by(post, platform.as_ref(), &actor).await
+    }
+
     async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
+        let actor = self.dispatcher_actor();
+        Ok(match self.verify_by(post, platform, &actor).await? {
+            VerifyOutcome::Verified(post)
+            | VerifyOutcome::Failed(post)
+            | VerifyOutcome::Unsupported(post) => post,
+        })
+    }
+
+    async fn verify_by(
+        &self,
+        post: Post,
+        platform: &dyn Platform,
+        actor: &str,
+    ) -> Result<VerifyOutcome> {
         let Some(platform_id) = post.platform_post_id.clone() else {
-            self.verify_failed(&post, "no platform id to read back".into())
+            self.verify_failed(&post, "no platform id to read back".into(), actor)
                 .await?;
-            return Ok(post);
+            return Ok(VerifyOutcome::Failed(post));
         };
         match platform.verify(&platform_id).await {
             Verification::Verified { permalink } => {
                 let mut update = PostUpdate::new(
                     post.id,
                     Guard::Version(post.version),
-                    self.dispatcher_actor(),
+                    actor,
                     self.now(),
                 );
                 update.set.verified_at = Some(Some(self.now()));
@@ -1155,22 +1193,24 @@ impl App {
                     None => self.store().update_post(update).await,
                 };
                 match written {
-                    Ok(post) => Ok(post),
+                    Ok(post) => Ok(VerifyOutcome::Verified(post)),
                     // Someone changed the post meanwhile (a note is not a write, a resolve is
                     // impossible on a posted post); verification is best effort.
-                    Err(StoreError::Conflict(_)) => Ok(self.store().get_post(post.id).await?),
+                    Err(StoreError::Conflict(_)) => {
+                        Ok(VerifyOutcome::Verified(self.store().get_post(post.id).await?))
+                    }
                     Err(e) => Err(e.into()),
                 }
             }
             Verification::Failed { reason } => {
-                self.verify_failed(&post, reason).await?;
-                Ok(self.store().get_post(post.id).await?)
+                self.verify_failed(&post, reason, actor).await?;
+                Ok(VerifyOutcome::Failed(self.store().get_post(post.id).await?))
             }
-            Verification::Unsupported => Ok(post),
+            Verification::Unsupported => Ok(VerifyOutcome::Unsupported(post)),
         }
     }
 
-    async fn verify_failed(&self, post: &Post, reason: String) -> Result<()> {
+    async fn verify_failed(&self, post: &Post, reason: String, actor: &str) -> Result<()> {
         let notify = self.notifications(
             "verify_failed",
             Some(post.id),
@@ -1187,13 +1227,24 @@ impl App {
                     kind: "verify_failed".into(),
                     note: Some(reason),
                 },
-                &self.dispatcher_actor(),
+                actor,
                 self.now(),
                 notify,
             )
             .await?;
         Ok(())
     }
+}
+
+/// What [`App::verify_post`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// The platform shows the post: `verified` recorded, `verified_at` set.
+    Verified(Post),
+    /// The platform does not show it: `verify_failed` recorded (and notified).
+    Failed(Post),
+    /// The channel's platform cannot read posts back; nothing recorded.
+    Unsupported(Post),
 }
 
 enum AccountProblem {

@@ -312,6 +312,18 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
     let _ = writeln!(out, "airlock_outbox_abandoned {}", outbox.abandoned);
     gauge(
         &mut out,
+        "airlock_outbox_oldest_age_seconds",
+        "How long the oldest notification still waiting has waited (0 when none is): a stuck backlog shows here even when it does not grow.",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_outbox_oldest_age_seconds {}",
+        outbox
+            .oldest_pending_at
+            .map_or(0, |at| (app.now() - at).num_seconds().max(0))
+    );
+    gauge(
+        &mut out,
         "airlock_paused",
         "Active pauses by scope (* is every channel).",
     );
@@ -359,6 +371,54 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
         "Published posts whose read-back from the platform failed and that are still unverified.",
     );
     let _ = writeln!(out, "airlock_verify_failures {}", health.verify_failed);
+    gauge(
+        &mut out,
+        "airlock_verify_failures_recent",
+        "Of those, the ones whose read-back failed in the last 24 hours: what the verification alert watches (it clears a day after the last failure, or when `airlock post verify` finds the post).",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_verify_failures_recent {}",
+        health.verify_failed_recent
+    );
+    // Per configured channel only: posts left approved on a channel removed from the
+    // configuration wait for a person, not for a dispatcher.
+    let by_channel = store.due_by_channel(now).await?;
+    let configured: Vec<(String, Option<&airlock_store::ChannelDue>)> = app
+        .settings()
+        .channels
+        .keys()
+        .map(|name| {
+            (
+                escape_label(name.as_str()),
+                by_channel.iter().find(|d| d.channel == name.as_str()),
+            )
+        })
+        .collect();
+    gauge(
+        &mut out,
+        "airlock_channel_due_posts",
+        "Posts due now on each configured channel that is not paused.",
+    );
+    for (channel, found) in &configured {
+        let _ = writeln!(
+            out,
+            "airlock_channel_due_posts{{channel=\"{channel}\"}} {}",
+            found.map_or(0, |d| d.due)
+        );
+    }
+    gauge(
+        &mut out,
+        "airlock_channel_oldest_due_age_seconds",
+        "How long the most overdue post of each configured, open channel has been due (0 when none is).",
+    );
+    for (channel, found) in &configured {
+        let _ = writeln!(
+            out,
+            "airlock_channel_oldest_due_age_seconds{{channel=\"{channel}\"}} {}",
+            age(found.map(|d| d.oldest_due_at))
+        );
+    }
     let mut last = "";
     for series in app.metrics().snapshot() {
         if series.name != last {

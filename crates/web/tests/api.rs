@@ -1054,3 +1054,33 @@ async fn metrics_and_the_openapi_document_can_require_a_token() {
     }
     assert_eq!(get(closed, "/healthz", None).await, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn metrics_give_due_posts_per_configured_channel_and_the_oldest_notifications_age() {
+    let w = world(10).await;
+    w.post_in("cats", "approved").await;
+    let response = airlock_web::router(w.app.clone())
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "airlock_channel_due_posts{channel=\"cats\"} 1",
+        "airlock_channel_due_posts{channel=\"drill\"} 0",
+        "airlock_outbox_oldest_age_seconds 0",
+        "airlock_verify_failures_recent 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("airlock_channel_oldest_due_age_seconds{channel=\"cats\"} ")),
+        "{text}"
+    );
+}

@@ -614,3 +614,47 @@ fn a_backup_of_a_ledger_without_posts_needs_allow_empty() {
     assert!(run.stdout.contains("0 posts"), "{}", run.stdout);
     assert!(to.exists());
 }
+
+#[test]
+fn post_verify_reads_a_post_back_and_records_what_it_found() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let id = ws
+        .ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"])
+        .stdout
+        .trim()
+        .to_owned();
+    ws.ok(&["post", "approve", &id]);
+    ws.ok(&["dispatch", "--once"]);
+    let log = ws.path("sandbox/sandbox.jsonl");
+    let published = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(published.lines().count(), 1);
+
+    // The platform no longer shows it.
+    std::fs::write(&log, "").unwrap();
+    let run = ws.run(&["post", "verify", &id]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("does not show it"), "{}", run.stderr);
+    let kinds = |ws: &Workspace| -> Vec<String> {
+        ws.ok(&["post", "show", &id, "--json"]).json()["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(kinds(&ws).last().map(String::as_str), Some("verify_failed"));
+
+    // It is back: a person clears the failure.
+    std::fs::write(&log, &published).unwrap();
+    let run = ws.ok(&["post", "verify", &id, "--json"]);
+    assert!(run.json()["verified_at"].is_string(), "{}", run.stdout);
+    assert_eq!(kinds(&ws).last().map(String::as_str), Some("verified"));
+
+    // Only published posts can be read back.
+    let draft = ws
+        .ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"])
+        .stdout
+        .trim()
+        .to_owned();
+    assert_refused(&ws.run(&["post", "verify", &draft]), "only published posts");
+}

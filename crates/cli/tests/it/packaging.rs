@@ -164,7 +164,7 @@ fn the_alert_rules_pass_promtool_and_their_own_tests() {
     for alert in [
         "AirlockPostNeedsReview",
         "AirlockChannelPaused",
-        "AirlockOutboxBacklogGrowing",
+        "AirlockNotificationsStuck",
         "AirlockDispatcherNotRunning",
         "AirlockVerificationFailed",
     ] {
