@@ -23,6 +23,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use tracing::Instrument;
 
 use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
@@ -206,7 +207,8 @@ impl App {
                 Claimed::Post(post) => post,
                 Claimed::Nothing | Claimed::NotClaimable(_) => return Ok(None),
             };
-            *slot.lock().expect("lock is never poisoned") = Some((post.id, post.generation));
+            *slot.lock().expect("lock is never poisoned") =
+                Some((post.id, post.generation, post.content.channel.clone()));
             boundary("publish::after_claim");
             app.run_claimed(post).await.map(Some)
         });
@@ -214,8 +216,15 @@ impl App {
             match run.await {
                 Ok(result) => result,
                 Err(join) => {
-                    let claimed = *claimed.lock().expect("lock is never poisoned");
-                    Err(supervisor.after_panic(claimed, join).await)
+                    let claimed = claimed.lock().expect("lock is never poisoned").clone();
+                    let span = match &claimed {
+                        Some((id, _, channel)) => {
+                            tracing::info_span!("publish", post_id = %id, channel = %channel)
+                        }
+                        None => tracing::Span::none(),
+                    };
+                    let claimed = claimed.map(|(id, generation, _)| (id, generation));
+                    Err(supervisor.after_panic(claimed, join).instrument(span).await)
                 }
             }
         });
@@ -320,7 +329,14 @@ impl App {
     /// which run this in a task of its own.
     pub async fn run_claimed(&self, post: Post) -> Result<PublishReport> {
         let channel = post.content.channel.clone();
-        let report = self.guarded(post).await?;
+        // Every log line of a publish carries the post and its channel.
+        let span = tracing::info_span!(
+            "publish",
+            post_id = %post.id,
+            channel = %channel,
+            generation = post.generation
+        );
+        let report = self.guarded(post).instrument(span).await?;
         self.metrics().incr(
             "airlock_publishes_total",
             &[
@@ -1174,12 +1190,8 @@ impl App {
         };
         match platform.verify(&platform_id).await {
             Verification::Verified { permalink } => {
-                let mut update = PostUpdate::new(
-                    post.id,
-                    Guard::Version(post.version),
-                    actor,
-                    self.now(),
-                );
+                let mut update =
+                    PostUpdate::new(post.id, Guard::Version(post.version), actor, self.now());
                 update.set.verified_at = Some(Some(self.now()));
                 if post.permalink.is_none() && permalink.is_some() {
                     update.set.permalink = Some(permalink);
@@ -1196,9 +1208,9 @@ impl App {
                     Ok(post) => Ok(VerifyOutcome::Verified(post)),
                     // Someone changed the post meanwhile (a note is not a write, a resolve is
                     // impossible on a posted post); verification is best effort.
-                    Err(StoreError::Conflict(_)) => {
-                        Ok(VerifyOutcome::Verified(self.store().get_post(post.id).await?))
-                    }
+                    Err(StoreError::Conflict(_)) => Ok(VerifyOutcome::Verified(
+                        self.store().get_post(post.id).await?,
+                    )),
                     Err(e) => Err(e.into()),
                 }
             }

@@ -135,7 +135,11 @@ pub fn start_warnings(config: &Config, address: std::net::SocketAddr) -> Vec<Str
         let host = host.trim().trim_start_matches('[');
         let host = host.split(']').next().unwrap_or(host);
         let host = match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !name.contains(':') => name,
+            Some((name, port))
+                if port.bytes().all(|b| b.is_ascii_digit()) && !name.contains(':') =>
+            {
+                name
+            }
             _ => host,
         };
         host.eq_ignore_ascii_case("localhost")
@@ -327,7 +331,9 @@ mod tests {
     use super::*;
 
     fn warnings(server: &str, listen: &str) -> Vec<String> {
-        let text = format!("[server]\n{server}\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n");
+        let text = format!(
+            "[server]\n{server}\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n"
+        );
         let config = Config::parse(std::path::Path::new("/tmp/airlock.toml"), &text).unwrap();
         start_warnings(&config, listen.parse().unwrap())
     }
@@ -336,15 +342,27 @@ mod tests {
     fn start_warns_about_every_way_to_be_reached_without_tls() {
         assert!(warnings("", "127.0.0.1:8080").is_empty());
         assert!(
-            warnings("public_url = \"https://airlock.example\"\nallowed_hosts = [\"airlock.example\"]", "127.0.0.1:8080")
-                .is_empty()
+            warnings(
+                "public_url = \"https://airlock.example\"\nallowed_hosts = [\"airlock.example\"]",
+                "127.0.0.1:8080"
+            )
+            .is_empty()
         );
         assert!(warnings("public_url = \"http://localhost:8080\"", "127.0.0.1:8080").is_empty());
-        assert!(warnings("allowed_hosts = [\"localhost:8080\", \"127.0.0.1\"]", "127.0.0.1:8080").is_empty());
+        assert!(
+            warnings(
+                "allowed_hosts = [\"localhost:8080\", \"127.0.0.1\"]",
+                "127.0.0.1:8080"
+            )
+            .is_empty()
+        );
 
         let found = warnings("allowed_hosts = [\"airlock.example\"]", "127.0.0.1:8080");
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].contains("airlock.example") && found[0].contains("public_url"), "{found:?}");
+        assert!(
+            found[0].contains("airlock.example") && found[0].contains("public_url"),
+            "{found:?}"
+        );
 
         let found = warnings("public_url = \"http://airlock.example\"", "127.0.0.1:8080");
         assert_eq!(found.len(), 1, "{found:?}");

@@ -66,7 +66,9 @@ pub async fn open_store_current(config: &Config) -> Result<Arc<dyn Store>, Failu
             .await
             .map_err(|e| Failure::failed(format!("{e}")))?;
         if status.applied == 0 {
-            return Err(refuse("this file is not an airlock ledger (it has no migrations applied)".into()));
+            return Err(refuse(
+                "this file is not an airlock ledger (it has no migrations applied)".into(),
+            ));
         }
         if let Some(problem) = status.problem() {
             return Err(refuse(problem));
@@ -81,7 +83,9 @@ pub async fn open_store_current(config: &Config) -> Result<Arc<dyn Store>, Failu
         .await
         .map_err(|e| Failure::failed(format!("{e}")))?;
     if status.applied == 0 {
-        return Err(refuse("this database holds no airlock ledger (no migrations applied)".into()));
+        return Err(refuse(
+            "this database holds no airlock ledger (no migrations applied)".into(),
+        ));
     }
     if let Some(problem) = status.problem() {
         return Err(refuse(problem));

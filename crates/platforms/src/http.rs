@@ -768,10 +768,16 @@ mod tests {
             ("echo: Bearer abcd1234&amp;efgh5678 end", "efgh5678"),
             ("echo: Bearer abcd1234\\u0026efgh5678 end", "efgh5678"),
             ("echo: Basic dXNlcjpw&#x2F;YXNzd29yZA== end", "YXNzd29yZA"),
-            (r#"{"authorization":"Bearer abcd1234\"efgh5678"}"#, "efgh5678"),
+            (
+                r#"{"authorization":"Bearer abcd1234\"efgh5678"}"#,
+                "efgh5678",
+            ),
         ] {
             let shown = redactor.summary(text);
-            assert!(!shown.contains("abcd1234") && !shown.contains(tail), "{text} became {shown}");
+            assert!(
+                !shown.contains("abcd1234") && !shown.contains(tail),
+                "{text} became {shown}"
+            );
             assert!(shown.ends_with("end") || shown.ends_with('}'), "{shown}");
         }
     }

@@ -17,10 +17,12 @@ pub(crate) async fn list_excerpts(
     excerpt_chars: u32,
 ) -> Result<Vec<Post>> {
     // substr counts characters: only the excerpt of each text leaves the database.
-    let cut = format!(" substr(text, 1, {}) AS text,", u64::from(excerpt_chars) + 1);
+    let cut = format!(
+        " substr(text, 1, {}) AS text,",
+        u64::from(excerpt_chars) + 1
+    );
     let columns = POST_COLUMNS.replacen(" text,", &cut, 1);
-    let mut query =
-        QueryBuilder::<Sqlite>::new(format!("SELECT {columns} FROM posts WHERE 1 = 1"));
+    let mut query = QueryBuilder::<Sqlite>::new(format!("SELECT {columns} FROM posts WHERE 1 = 1"));
     posts::push_filter(&mut query, filter);
     query
         .build()

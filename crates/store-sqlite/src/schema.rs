@@ -65,14 +65,16 @@ impl SqliteStore {
         let applied = if has_table == 0 {
             Vec::new()
         } else {
-            sqlx::query("SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db)?
-                .iter()
-                .map(|row| Ok((row.try_get("version")?, row.try_get("checksum")?)))
-                .collect::<std::result::Result<Vec<(i64, Vec<u8>)>, sqlx::Error>>()
-                .map_err(db)?
+            sqlx::query(
+                "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
+            )
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|row| Ok((row.try_get("version")?, row.try_get("checksum")?)))
+            .collect::<std::result::Result<Vec<(i64, Vec<u8>)>, sqlx::Error>>()
+            .map_err(db)?
         };
         Ok(MigrationStatus::compare(&known, &applied))
     }

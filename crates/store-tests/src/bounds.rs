@@ -31,10 +31,7 @@ pub async fn excerpt_lists_cut_the_text_and_keep_every_other_field(store: Arc<dy
     let s = store.as_ref();
     let long = create(s, new_post("threads-main", &"猫".repeat(5000), t0())).await;
     let short = create(s, new_post("threads-main", "short", t0())).await;
-    let listed = s
-        .list_excerpts(&PostFilter::default(), 10)
-        .await
-        .unwrap();
+    let listed = s.list_excerpts(&PostFilter::default(), 10).await.unwrap();
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0].id, short.id, "newest first");
     assert_eq!(listed[0], short, "a short text is whole");
@@ -73,7 +70,10 @@ pub async fn a_server_secret_is_created_once_and_then_read(store: Arc<dyn Store>
     let s = store.as_ref();
     let first = s.server_secret("login-csrf", "aaaa", t0()).await.unwrap();
     assert_eq!(first, "aaaa");
-    let again = s.server_secret("login-csrf", "bbbb", mins(1)).await.unwrap();
+    let again = s
+        .server_secret("login-csrf", "bbbb", mins(1))
+        .await
+        .unwrap();
     assert_eq!(again, "aaaa");
     let other = s.server_secret("other", "cccc", mins(1)).await.unwrap();
     assert_eq!(other, "cccc");
@@ -129,27 +129,52 @@ pub async fn notes_errors_and_media_are_bounded_as_airlock_bounds_them(store: Ar
         let hash = over.content.hash();
         update.set.content = Some((over.content, hash));
         let refused = s.update_post(update).await;
-        assert!(matches!(refused, Err(StoreError::TooLarge(_))), "{refused:?}");
+        assert!(
+            matches!(refused, Err(StoreError::TooLarge(_))),
+            "{refused:?}"
+        );
     }
-    assert_eq!(s.get_post(post.id).await.unwrap(), post, "nothing was written");
+    assert_eq!(
+        s.get_post(post.id).await.unwrap(),
+        post,
+        "nothing was written"
+    );
 
     let note = |chars: usize| EventNote {
         kind: "note".into(),
         note: Some("n".repeat(chars)),
     };
-    s.add_event(post.id, note(MAX_EVENT_NOTE_CHARS), "cli", mins(1), Vec::new())
-        .await
-        .unwrap();
+    s.add_event(
+        post.id,
+        note(MAX_EVENT_NOTE_CHARS),
+        "cli",
+        mins(1),
+        Vec::new(),
+    )
+    .await
+    .unwrap();
     let refused = s
-        .add_event(post.id, note(MAX_EVENT_NOTE_CHARS + 1), "cli", mins(1), Vec::new())
+        .add_event(
+            post.id,
+            note(MAX_EVENT_NOTE_CHARS + 1),
+            "cli",
+            mins(1),
+            Vec::new(),
+        )
         .await;
-    assert!(matches!(refused, Err(StoreError::TooLarge(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(StoreError::TooLarge(_))),
+        "{refused:?}"
+    );
 
     let post = s.get_post(post.id).await.unwrap();
     let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, mins(2));
     update.set.error = Some(Some("e".repeat(MAX_ERROR_CHARS + 1)));
     let refused = s.update_post(update).await;
-    assert!(matches!(refused, Err(StoreError::TooLarge(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(StoreError::TooLarge(_))),
+        "{refused:?}"
+    );
     // A rejection with a long reason, as the app writes it, is kept (and its status note).
     let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, mins(2));
     update.set.error = Some(Some("e".repeat(MAX_ERROR_CHARS)));

@@ -794,8 +794,12 @@ pub trait Store: Send + Sync + 'static {
     /// The server secret named `name`: the stored one, or, when there is none yet,
     /// `candidate`, stored now (the first process to ask decides; every later one, on
     /// any host, reads the same).
-    async fn server_secret(&self, name: &str, candidate: &str, now: DateTime<Utc>)
-    -> Result<String>;
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String>;
 
     /// Due posts per channel at `now` (as [`HealthStats::due`] counts them, paused
     /// scopes left out), for alerts that look only at the channels a dispatcher serves.

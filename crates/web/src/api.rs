@@ -172,9 +172,7 @@ pub async fn list_posts(
         platform_post_id: None,
     };
     Ok(Json(
-        app.list_post_excerpts(&who, &filter)
-            .await
-            .recorded(&app)?,
+        app.list_post_excerpts(&who, &filter).await.recorded(&app)?,
     ))
 }
 

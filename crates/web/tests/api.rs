@@ -958,11 +958,21 @@ async fn a_list_carries_each_text_cut_to_an_excerpt_with_every_post_field() {
     let w = world(10).await;
     let long = "猫".repeat(100_000);
     let (status, created) = w
-        .as_role("writer", "POST", "/api/v1/posts", Some(json!({"channel": "cats", "text": long})))
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": long})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let (status, _) = w
-        .as_role("writer", "POST", "/api/v1/posts", Some(json!({"channel": "cats", "text": "short"})))
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "short"})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
     let (status, listed) = w.as_role("critic", "GET", "/api/v1/posts", None).await;
@@ -974,16 +984,38 @@ async fn a_list_carries_each_text_cut_to_an_excerpt_with_every_post_field() {
     assert_eq!(listed[1]["text"].as_str().unwrap().chars().count(), 500);
     assert_eq!(listed[1]["text_truncated"], true);
     for field in [
-        "id", "channel", "status", "title", "text", "media", "link", "scheduled_at",
-        "content_hash", "approved_hash", "generation", "attempts", "platform_post_id",
-        "permalink", "posted_at", "verified_at", "error", "test", "created_at", "updated_at",
+        "id",
+        "channel",
+        "status",
+        "title",
+        "text",
+        "media",
+        "link",
+        "scheduled_at",
+        "content_hash",
+        "approved_hash",
+        "generation",
+        "attempts",
+        "platform_post_id",
+        "permalink",
+        "posted_at",
+        "verified_at",
+        "error",
+        "test",
+        "created_at",
+        "updated_at",
     ] {
-        assert!(listed[1].get(field).is_some(), "{field} missing from a listed post");
+        assert!(
+            listed[1].get(field).is_some(),
+            "{field} missing from a listed post"
+        );
     }
     assert_eq!(listed[1]["content_hash"], created["content_hash"]);
     // The whole text is one GET away.
     let id = created["id"].as_i64().unwrap();
-    let (_, detail) = w.as_role("critic", "GET", &format!("/api/v1/posts/{id}"), None).await;
+    let (_, detail) = w
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
     assert_eq!(detail["text"].as_str().unwrap().chars().count(), 100_000);
 }
 
@@ -992,17 +1024,28 @@ async fn a_token_holding_its_most_live_drafts_is_refused_naming_the_limit() {
     let w = world_with(10, |s| s.max_drafts_per_token = 2).await;
     let draft = json!({"channel": "cats", "text": "hi"});
     for _ in 0..2 {
-        let (status, body) = w.as_role("writer", "POST", "/api/v1/posts", Some(draft.clone())).await;
+        let (status, body) = w
+            .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
-    let (status, body) = w.as_role("writer", "POST", "/api/v1/posts", Some(draft.clone())).await;
+    let (status, body) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("max_drafts_per_token") && message.contains('2'), "{message}");
+    assert!(
+        message.contains("max_drafts_per_token") && message.contains('2'),
+        "{message}"
+    );
     // Another token has its own allowance; a discarded draft frees a place.
-    let (status, _) = w.as_role("operator", "POST", "/api/v1/posts", Some(draft.clone())).await;
+    let (status, _) = w
+        .as_role("operator", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
     assert_eq!(status, StatusCode::CREATED);
-    let (_, listed) = w.as_role("writer", "GET", "/api/v1/posts?status=draft", None).await;
+    let (_, listed) = w
+        .as_role("writer", "GET", "/api/v1/posts?status=draft", None)
+        .await;
     let mine = listed
         .as_array()
         .unwrap()
@@ -1011,9 +1054,13 @@ async fn a_token_holding_its_most_live_drafts_is_refused_naming_the_limit() {
         .unwrap()["id"]
         .as_i64()
         .unwrap();
-    let (status, _) = w.as_role("writer", "DELETE", &format!("/api/v1/posts/{mine}"), None).await;
+    let (status, _) = w
+        .as_role("writer", "DELETE", &format!("/api/v1/posts/{mine}"), None)
+        .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let (status, _) = w.as_role("writer", "POST", "/api/v1/posts", Some(draft)).await;
+    let (status, _) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft))
+        .await;
     assert_eq!(status, StatusCode::CREATED);
 }
 
@@ -1040,7 +1087,11 @@ async fn metrics_and_the_openapi_document_can_require_a_token() {
     };
     for uri in ["/metrics", "/api/openapi.json"] {
         assert_eq!(get(open, uri, None).await, StatusCode::OK, "{uri}");
-        assert_eq!(get(closed, uri, None).await, StatusCode::UNAUTHORIZED, "{uri}");
+        assert_eq!(
+            get(closed, uri, None).await,
+            StatusCode::UNAUTHORIZED,
+            "{uri}"
+        );
         assert_eq!(
             get(closed, uri, Some(w.tokens["revoked"].clone())).await,
             StatusCode::UNAUTHORIZED,

@@ -538,10 +538,11 @@ fn sqlite_scalar(path: &Path, sql: &str) -> String {
         .block_on(async {
             let url = format!("sqlite://{}", path.display());
             let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-            let value: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT CAST(({sql}) AS TEXT)")))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
+            let value: String =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT CAST(({sql}) AS TEXT)")))
+                    .fetch_one(&mut conn)
+                    .await
+                    .unwrap();
             conn.close().await.ok();
             value
         })
@@ -657,4 +658,43 @@ fn post_verify_reads_a_post_back_and_records_what_it_found() {
         .trim()
         .to_owned();
     assert_refused(&ws.run(&["post", "verify", &draft]), "only published posts");
+}
+
+#[test]
+fn every_json_log_line_of_a_publish_carries_its_post_id_and_channel() {
+    // An unknown outcome: the guarded path logs the post, the pause and the notification.
+    let ws = Workspace::new(&sandbox_config(
+        "simulate = \"unknown\"\n\n[notify.ops]\nkind = \"webhook\"\nurl = \"http://127.0.0.1:9/hook\"\nevents = [\"needs_review\", \"paused\"]\n",
+    ));
+    let id = ws
+        .ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"])
+        .stdout
+        .trim()
+        .to_owned();
+    ws.ok(&["post", "approve", &id]);
+    let mut dispatch = ws.command(&["dispatch", "--once"]);
+    dispatch.env("AIRLOCK_LOG_FORMAT", "json").env(
+        "AIRLOCK_LOG",
+        "airlock_app=debug,airlock_platforms=debug,info",
+    );
+    let run = finish(dispatch.output().unwrap());
+    assert_eq!(run.code, 1, "needs review: {}", run.stderr);
+    let lines = assert_json_lines(&run.stderr);
+    let of_publish: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            l["target"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("airlock_app"))
+        })
+        .collect();
+    assert!(
+        !of_publish.is_empty(),
+        "the publish logged something: {}",
+        run.stderr
+    );
+    for line in of_publish {
+        assert_eq!(line["post_id"], id.as_str(), "{line}");
+        assert_eq!(line["channel"], "sandbox", "{line}");
+    }
 }

@@ -282,14 +282,29 @@ fn require_token_also_gates_serve_dispatch_backup_and_migrate() {
         &["serve"],
     ];
     for args in commands {
-        let run = finish(ws.command(args).env_remove("AIRLOCK_TOKEN").output().unwrap());
+        let run = finish(
+            ws.command(args)
+                .env_remove("AIRLOCK_TOKEN")
+                .output()
+                .unwrap(),
+        );
         assert_refused(&run, "require_token");
-        let run = finish(ws.command(args).env("AIRLOCK_TOKEN", &writer).output().unwrap());
+        let run = finish(
+            ws.command(args)
+                .env("AIRLOCK_TOKEN", &writer)
+                .output()
+                .unwrap(),
+        );
         assert_refused(&run, "not operator");
     }
     assert!(!to.exists(), "a refused backup wrote nothing");
     for args in &commands[..3] {
-        let run = finish(ws.command(args).env("AIRLOCK_TOKEN", &operator).output().unwrap());
+        let run = finish(
+            ws.command(args)
+                .env("AIRLOCK_TOKEN", &operator)
+                .output()
+                .unwrap(),
+        );
         assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
     }
     assert!(to.exists());

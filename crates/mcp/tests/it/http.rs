@@ -307,7 +307,11 @@ async fn a_session_whose_binding_was_dropped_answers_no_one() {
     // Alice's session lost its binding: nobody, not even another token, gets in.
     for token in [&mallory, &alice] {
         let answer = list_in_session(&server.url, token, &first).await;
-        assert_eq!(answer.status(), 404, "a session without a binding was served");
+        assert_eq!(
+            answer.status(),
+            404,
+            "a session without a binding was served"
+        );
         let body: Value = answer.json().await.unwrap();
         assert_eq!(body["error"]["code"], "unknown_session", "{body}");
     }
@@ -330,15 +334,23 @@ async fn a_token_holds_a_bounded_number_of_sessions_and_the_oldest_is_closed() {
         alices.push(session_of(&opened));
     }
     assert_eq!(
-        list_in_session(&server.url, &alice, &alices[0]).await.status(),
+        list_in_session(&server.url, &alice, &alices[0])
+            .await
+            .status(),
         404,
         "the oldest of alice's three sessions should have been closed"
     );
     for session in &alices[1..] {
-        assert_eq!(list_in_session(&server.url, &alice, session).await.status(), 200);
+        assert_eq!(
+            list_in_session(&server.url, &alice, session).await.status(),
+            200
+        );
     }
     // Another token's session is not touched by alice's limit.
-    assert_eq!(list_in_session(&server.url, &bob, &bobs).await.status(), 200);
+    assert_eq!(
+        list_in_session(&server.url, &bob, &bobs).await.status(),
+        200
+    );
 }
 
 #[tokio::test]
@@ -357,7 +369,12 @@ async fn mcp_answers_are_not_cached_or_sniffed() {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        assert_eq!(header("cache-control").as_deref(), Some("no-store"), "{}", response.status());
+        assert_eq!(
+            header("cache-control").as_deref(),
+            Some("no-store"),
+            "{}",
+            response.status()
+        );
         assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"));
     }
 }
