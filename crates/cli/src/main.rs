@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod admin;
+#[cfg(test)]
+mod build_info;
 mod compose;
 mod config;
 mod demo;
