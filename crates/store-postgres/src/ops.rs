@@ -258,3 +258,27 @@ pub(crate) async fn due_by_channel(
         })
         .collect()
 }
+
+pub(crate) async fn live_sessions(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::LiveSession>> {
+    let rows = sqlx::query(
+        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
+         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
+         WHERE s.expires_at > $1 AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            Ok(airlock_store::LiveSession {
+                token: get(row, "name")?,
+                created_at: get(row, "created_at")?,
+                expires_at: get(row, "expires_at")?,
+            })
+        })
+        .collect()
+}

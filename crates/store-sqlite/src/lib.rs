@@ -422,6 +422,10 @@ impl Store for SqliteStore {
         bounds::server_secret(self, name, candidate, now).await
     }
 
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        ops::live_sessions(&self.pool, now).await
+    }
+
     async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
         ops::due_by_channel(&self.pool, now).await
     }

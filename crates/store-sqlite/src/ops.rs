@@ -266,3 +266,29 @@ pub(crate) async fn due_by_channel(
         })
         .collect()
 }
+
+pub(crate) async fn live_sessions(
+    pool: &SqlitePool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::LiveSession>> {
+    let rows = sqlx::query(
+        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
+         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
+         WHERE s.expires_at > ? AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
+    )
+    .bind(ts(now))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            let created: String = row.try_get("created_at").map_err(db)?;
+            let expires: String = row.try_get("expires_at").map_err(db)?;
+            Ok(airlock_store::LiveSession {
+                token: row.try_get("name").map_err(db)?,
+                created_at: time(&created)?,
+                expires_at: time(&expires)?,
+            })
+        })
+        .collect()
+}

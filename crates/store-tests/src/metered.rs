@@ -142,6 +142,10 @@ impl Store for Metered {
         self.inner.server_secret(name, candidate, now).await
     }
 
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        self.inner.live_sessions(now).await
+    }
+
     async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
         self.inner.due_by_channel(now).await
     }

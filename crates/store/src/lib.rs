@@ -25,7 +25,9 @@ use airlock_core::{
 
 mod ops;
 mod quota_rows;
-pub use ops::{ChannelDue, ExportFilter, HealthStats, MigrationStatus, NewSession, Session};
+pub use ops::{
+    ChannelDue, ExportFilter, HealthStats, LiveSession, MigrationStatus, NewSession, Session,
+};
 pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
 
 /// `Result` with [`StoreError`].
@@ -800,6 +802,10 @@ pub trait Store: Send + Sync + 'static {
         candidate: &str,
         now: DateTime<Utc>,
     ) -> Result<String>;
+
+    /// Dashboard sessions still live at `now` whose token is not revoked, oldest first,
+    /// each with its token's name: what to check after restoring a backup.
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>>;
 
     /// Due posts per channel at `now` (as [`HealthStats::due`] counts them, paused
     /// scopes left out), for alerts that look only at the channels a dispatcher serves.

@@ -67,6 +67,17 @@ pub struct HealthStats {
     pub verify_failed_recent: i64,
 }
 
+/// A live dashboard session, as `doctor --restored` lists it (never its id).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LiveSession {
+    /// The name of the token it was opened with.
+    pub token: String,
+    /// When it was opened.
+    pub created_at: DateTime<Utc>,
+    /// When it ends.
+    pub expires_at: DateTime<Utc>,
+}
+
 /// Posts due on one channel (see [`HealthStats::due`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ChannelDue {

@@ -718,3 +718,27 @@ fn every_json_log_line_of_a_publish_carries_its_post_id_and_channel() {
         assert_eq!(line["channel"], "sandbox", "{line}");
     }
 }
+
+#[test]
+fn doctor_restored_lists_what_a_restored_backup_brought_back() {
+    let ws = Workspace::new(&sandbox_config(""));
+    for name in ["ops", "agent", "gone"] {
+        ws.ok(&["token", "create", "--name", name, "--role", "writer"]);
+    }
+    ws.ok(&["token", "revoke", "gone"]);
+    let id = ws
+        .ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"])
+        .stdout
+        .trim()
+        .to_owned();
+    ws.ok(&["post", "approve", &id]);
+    let plain = ws.ok(&["doctor"]).stdout;
+    assert!(!plain.contains("restored ledger"), "{plain}");
+    let run = ws.ok(&["doctor", "--restored"]).stdout;
+    assert!(run.contains("2 active token(s)"), "{run}");
+    assert!(run.contains("token ops [writer]") && run.contains("token agent [writer]"), "{run}");
+    assert!(!run.contains("token gone"), "{run}");
+    assert!(run.contains("0 dashboard session(s)"), "{run}");
+    assert!(run.contains("1 post(s) approved"), "{run}");
+    assert!(run.contains("airlock token revoke"), "{run}");
+}
