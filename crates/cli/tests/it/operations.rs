@@ -742,3 +742,78 @@ fn doctor_restored_lists_what_a_restored_backup_brought_back() {
     assert!(run.contains("1 post(s) approved"), "{run}");
     assert!(run.contains("airlock token revoke"), "{run}");
 }
+
+#[test]
+fn a_backup_taken_while_serve_publishes_is_sound_and_holds_every_post_committed_before_it() {
+    let address = free_address();
+    let ws = Workspace::new(&sandbox_config(&format!(
+        "\n[server]\nlisten = \"{address}\"\n\n[dispatcher]\npoll_interval = \"1s\"\n"
+    )));
+    let add_and_approve = |ws: &Workspace| {
+        let id = ws
+            .ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"])
+            .stdout
+            .trim()
+            .to_owned();
+        ws.ok(&["post", "approve", &id]);
+    };
+    for _ in 0..20 {
+        add_and_approve(&ws);
+    }
+    // serve publishes the due posts while a writer keeps drafting and approving more.
+    let serving = Serving::start(&ws, &address, &[]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let started = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut written = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && written < 200 {
+                add_and_approve(&ws);
+                written += 1;
+                started.store(written, std::sync::atomic::Ordering::SeqCst);
+            }
+            written
+        });
+        while started.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let committed_before: i64 = sqlite_scalar(&ws.db(), "SELECT max(id) FROM posts")
+            .parse()
+            .unwrap();
+        std::fs::create_dir(ws.path("backups")).unwrap();
+        let to = ws.path("backups/while-writing.db");
+        let run = ws.ok(&["backup", "--to", to.to_str().unwrap()]);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let written = writer.join().unwrap();
+        assert!(written >= 3, "the writer ran during the backup");
+        assert!(run.stdout.contains("integrity_check ok"), "{}", run.stdout);
+        assert_eq!(integrity(&to), ["ok"]);
+        let kept: i64 = sqlite_scalar(
+            &to,
+            &format!("SELECT count(*) FROM posts WHERE id <= {committed_before}"),
+        )
+        .parse()
+        .unwrap();
+        assert_eq!(
+            kept, committed_before,
+            "every post committed before the backup started is in it"
+        );
+        // Each of them with its whole timeline: at least its creation and approval.
+        let short: i64 = sqlite_scalar(
+            &to,
+            &format!(
+                "SELECT count(*) FROM posts p WHERE id <= {committed_before} AND \
+                 (SELECT count(*) FROM post_events e WHERE e.post_id = p.id) < 2"
+            ),
+        )
+        .parse()
+        .unwrap();
+        assert_eq!(short, 0, "a post in the copy lacks its events");
+    });
+    let published = sqlite_scalar(&ws.db(), "SELECT count(*) FROM posts WHERE status = 'posted'");
+    let log = serving.stop();
+    assert!(
+        published.parse::<i64>().unwrap() > 0,
+        "serve published while the backup ran: {log}"
+    );
+}
