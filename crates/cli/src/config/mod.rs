@@ -500,6 +500,39 @@ events = ["published", "failed", "needs_review", "paused"]
     }
 
     #[test]
+    fn signature_v1_is_on_by_default_and_can_be_turned_off_for_webhooks_only() {
+        let config = parse(
+            "[channels.hook]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\nsignature_v1 = false\n\n[channels.hook2]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\n\n[notify.audit]\nkind = \"webhook\"\nurl = \"https://x.example/n\"\nevents = [\"published\"]\nsignature_v1 = false\n",
+        )
+        .unwrap();
+        let v1 = |name: &str| match &config.channels[&ChannelName::parse(name).unwrap()].platform {
+            PlatformConfig::Webhook(c) => c.signature_v1,
+            other => panic!("{other:?}"),
+        };
+        assert!(!v1("hook"));
+        assert!(v1("hook2"), "on by default (SPEC)");
+        let SinkTarget::Webhook(sink) = &config.sinks["audit"].target else {
+            panic!("a webhook sink");
+        };
+        assert!(!sink.signature_v1);
+        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("signature_v1"), "{err}");
+    }
+
+    #[test]
+    fn server_limits_are_read_and_checked() {
+        let config = parse("[server]\nmax_drafts_per_token = 5\nmetrics_token_required = true\n").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 5);
+        assert!(config.metrics_token_required);
+        let config = parse("").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 1000);
+        assert!(!config.metrics_token_required);
+        let err = parse("[server]\nmax_drafts_per_token = 0\n").unwrap_err();
+        assert!(err.to_string().contains("max_drafts_per_token"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_refused_by_name_and_file() {
         let err = parse("timezone = \"UTC\"\ncolour = \"blue\"\n").unwrap_err();
         let msg = err.to_string();
