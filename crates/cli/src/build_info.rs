@@ -55,6 +55,9 @@ mod tests {
         // Another repository encloses the build: its commit is not airlock's.
         assert_eq!(commit_of(top, &inner, Some("1a2b3c4d5e6f"), false), None);
         assert_eq!(commit_of(None, workspace.path(), Some("1a2b"), false), None);
-        assert_eq!(commit_of(top, workspace.path(), Some("not a sha"), false), None);
+        assert_eq!(
+            commit_of(top, workspace.path(), Some("not a sha"), false),
+            None
+        );
     }
 }

@@ -283,9 +283,7 @@ async fn run(cli: Cli) -> CmdResult {
             );
             Ok(())
         }
-        Command::Doctor { online, restored } => {
-            admin::doctor(&config_path, online, restored).await
-        }
+        Command::Doctor { online, restored } => admin::doctor(&config_path, online, restored).await,
         Command::Backup(args) => ops::backup(&load()?, args).await,
         Command::Export(args) => ops::export(&load()?, args).await,
         Command::Candidates(args) => compose::candidates(&load()?, args).await,

@@ -515,14 +515,16 @@ events = ["published", "failed", "needs_review", "paused"]
             panic!("a webhook sink");
         };
         assert!(!sink.signature_v1);
-        let err = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
-            .unwrap_err();
+        let err =
+            parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
+                .unwrap_err();
         assert!(err.to_string().contains("signature_v1"), "{err}");
     }
 
     #[test]
     fn server_limits_are_read_and_checked() {
-        let config = parse("[server]\nmax_drafts_per_token = 5\nmetrics_token_required = true\n").unwrap();
+        let config =
+            parse("[server]\nmax_drafts_per_token = 5\nmetrics_token_required = true\n").unwrap();
         assert_eq!(config.app_settings().max_drafts_per_token, 5);
         assert!(config.metrics_token_required);
         let config = parse("").unwrap();

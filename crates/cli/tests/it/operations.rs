@@ -736,7 +736,10 @@ fn doctor_restored_lists_what_a_restored_backup_brought_back() {
     assert!(!plain.contains("restored ledger"), "{plain}");
     let run = ws.ok(&["doctor", "--restored"]).stdout;
     assert!(run.contains("2 active token(s)"), "{run}");
-    assert!(run.contains("token ops [writer]") && run.contains("token agent [writer]"), "{run}");
+    assert!(
+        run.contains("token ops [writer]") && run.contains("token agent [writer]"),
+        "{run}"
+    );
     assert!(!run.contains("token gone"), "{run}");
     assert!(run.contains("0 dashboard session(s)"), "{run}");
     assert!(run.contains("1 post(s) approved"), "{run}");
@@ -810,7 +813,10 @@ fn a_backup_taken_while_serve_publishes_is_sound_and_holds_every_post_committed_
         .unwrap();
         assert_eq!(short, 0, "a post in the copy lacks its events");
     });
-    let published = sqlite_scalar(&ws.db(), "SELECT count(*) FROM posts WHERE status = 'posted'");
+    let published = sqlite_scalar(
+        &ws.db(),
+        "SELECT count(*) FROM posts WHERE status = 'posted'",
+    );
     let log = serving.stop();
     assert!(
         published.parse::<i64>().unwrap() > 0,

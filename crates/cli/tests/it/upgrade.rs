@@ -259,7 +259,10 @@ fn sqlite_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         let columns = block_on(sqlite_columns(&before_copy));
         let before = block_on(sqlite_rows(&before_copy, &columns));
         let triggers_before = block_on(sqlite_triggers(&before_copy));
-        assert!(!triggers_before.is_empty(), "{release}: the fixture has triggers");
+        assert!(
+            !triggers_before.is_empty(),
+            "{release}: the fixture has triggers"
+        );
 
         let migrate = ws.ok(&["migrate"]);
         assert!(
@@ -299,7 +302,10 @@ fn sqlite_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         // is there, and an illegal status change by hand is refused.
         let triggers_after = block_on(sqlite_triggers(&ledger));
         let lost: Vec<&String> = triggers_before.difference(&triggers_after).collect();
-        assert!(lost.is_empty(), "{release}: migrating lost triggers {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "{release}: migrating lost triggers {lost:?}"
+        );
         let refused = block_on(async {
             let url = format!("sqlite://{}", ledger.display());
             let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
@@ -404,7 +410,10 @@ fn postgres_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         });
         let before = block_on(pg_rows(&db.url));
         let triggers_before = block_on(pg_triggers(&db.url));
-        assert!(!triggers_before.is_empty(), "{release}: the fixture has triggers");
+        assert!(
+            !triggers_before.is_empty(),
+            "{release}: the fixture has triggers"
+        );
 
         let ws = copy_fixture(release, "postgres");
         let config = std::fs::read_to_string(ws.config()).unwrap();
@@ -450,7 +459,10 @@ fn postgres_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         // status change by hand is refused.
         let triggers_after = block_on(pg_triggers(&db.url));
         let lost: Vec<_> = triggers_before.difference(&triggers_after).collect();
-        assert!(lost.is_empty(), "{release}: migrating lost or disabled triggers {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "{release}: migrating lost or disabled triggers {lost:?}"
+        );
         let refused = block_on(async {
             let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
             let draft: i64 = sqlx::query_scalar("SELECT min(id) FROM posts WHERE status = 'draft'")
