@@ -205,6 +205,7 @@ mod tests {
             ("admin", include_str!("admin.rs")),
             ("security", include_str!("security.rs")),
             ("ops", include_str!("ops.rs")),
+            ("bounds", include_str!("bounds.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {
