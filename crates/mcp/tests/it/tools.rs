@@ -411,7 +411,14 @@ async fn list_posts_gives_each_text_as_an_excerpt_and_get_post_the_whole_text() 
     let h = Harness::new(3).await;
     let writer = h.client_for("writer-agent", &[Role::Writer]).await;
     let long = "猫".repeat(2000);
-    let drafted = ok_json(&call(&writer, "draft_post", json!({"channel": "cats", "text": long})).await);
+    let drafted = ok_json(
+        &call(
+            &writer,
+            "draft_post",
+            json!({"channel": "cats", "text": long}),
+        )
+        .await,
+    );
     let posts = ok_json(&call(&writer, "list_posts", json!({})).await);
     let listed = &posts.as_array().unwrap()[0];
     assert_eq!(listed["id"], drafted["id"]);
