@@ -271,11 +271,7 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Channels { json } => admin::channels(&load()?, json).await,
         Command::Migrate => {
             let config = load()?;
-            if config.require_token
-                && let Some(app) = wiring::app_unmigrated(&config).await?
-            {
-                operator::require_operator(&config, &app).await?;
-            }
+            operator::require_operator(&config).await?;
             wiring::open_store(&config).await?;
             println!(
                 "migrations applied: {}",

@@ -59,7 +59,16 @@ pub async fn acting(config: &Config, app: &App) -> Result<Principal, Failure> {
 
 /// With `[cli] require_token`, refuses unless `AIRLOCK_TOKEN` holds an operator token:
 /// for commands that act as the server or on the whole ledger (`serve`, `dispatch
-/// --once`, `backup`, `migrate`) rather than as a principal.
-pub async fn require_operator(config: &Config, app: &App) -> Result<(), Failure> {
-    acting(config, app).await.map(drop)
+/// --once`, `backup`, `migrate`) rather than as a principal. The token is checked
+/// against the ledger as it is, before anything opens it for work (opening migrates), so
+/// a refused command changes nothing; a ledger that does not exist yet holds no token and
+/// has nothing to protect, so it is not refused.
+pub async fn require_operator(config: &Config) -> Result<(), Failure> {
+    if !config.require_token {
+        return Ok(());
+    }
+    match crate::wiring::app_unmigrated(config).await? {
+        Some(app) => acting(config, &app).await.map(drop),
+        None => Ok(()),
+    }
 }

@@ -44,9 +44,8 @@ pub struct ExportArgs {
 /// ledger must exist and carry exactly this binary's migrations (nothing is created or
 /// migrated), and an empty ledger is refused without `--allow-empty`.
 pub async fn backup(config: &Config, args: BackupArgs) -> CmdResult {
-    if config.require_token && config.database.starts_with("sqlite:") {
-        let app = wiring::app_for_current_ledger(config).await?;
-        crate::operator::require_operator(config, &app).await?;
+    if config.database.starts_with("sqlite:") {
+        crate::operator::require_operator(config).await?;
     }
     let backup = wiring::backup_sqlite(config, &args.to, args.allow_empty).await?;
     println!(

@@ -15,8 +15,8 @@ use crate::{CmdResult, Failure, wiring};
 /// `dispatch --once`: reap, reconcile, publish what is due, deliver notifications.
 /// Exit 1 when a publish ended failed or needs review.
 pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> CmdResult {
+    crate::operator::require_operator(config).await?;
     let app = wiring::app_for_publishing(config).await?;
-    crate::operator::require_operator(config, &app).await?;
     let only = if channels.is_empty() {
         None
     } else {
@@ -111,8 +111,8 @@ async fn deliver(app: &App, config: &Config) -> Result<u32, Failure> {
 /// `serve`: the HTTP API, dashboard, MCP endpoint, dispatcher, reaper, slot scheduler
 /// and notification deliverer, until Ctrl-C or SIGTERM.
 pub async fn serve(config: &Config) -> CmdResult {
+    crate::operator::require_operator(config).await?;
     let app = wiring::app_for_publishing(config).await?;
-    crate::operator::require_operator(config, &app).await?;
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", config.listen)))?;
