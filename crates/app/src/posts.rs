@@ -75,6 +75,21 @@ pub struct DraftOrigin {
     pub allow_duplicate: bool,
 }
 
+/// How much of each text a list of posts carries, in characters.
+pub const LIST_EXCERPT_CHARS: u32 = 500;
+
+/// A post as the HTTP API (`GET /posts`) and MCP (`list_posts`) list it: the post JSON
+/// with `text` cut to [`LIST_EXCERPT_CHARS`] characters, plus `text_truncated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ListedPost {
+    /// The post; its `text` is the start of the text when `text_truncated`.
+    #[serde(flatten)]
+    pub post: Post,
+    /// Whether `text` was cut: the whole text is in `GET /posts/{id}` (`get_post`).
+    pub text_truncated: bool,
+}
+
 fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
@@ -114,6 +129,15 @@ impl App {
             source: origin.source,
         };
         check_content(&content, channel)?;
+        if let airlock_core::Actor::Token(name) = &who.actor {
+            let max = self.settings().max_drafts_per_token;
+            let held = self.store().live_drafts_by(&who.actor.to_string()).await?;
+            if held >= i64::from(max) {
+                return Err(Error::Conflict(format!(
+                    "token {name} holds {held} drafts, the most [server] max_drafts_per_token ({max}) allows: approve, discard or have a critic reject some before drafting more"
+                )));
+            }
+        }
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
             None => now,
@@ -326,6 +350,38 @@ impl App {
     pub async fn list_posts(&self, who: &Principal, filter: &PostFilter) -> Result<Vec<Post>> {
         who.require(Action::Read)?;
         Ok(self.store().list_posts(filter).await?)
+    }
+
+    /// Posts as the HTTP API and MCP list them, newest first: the post JSON with `text`
+    /// cut to its first [`LIST_EXCERPT_CHARS`] characters (by the store, so a page costs
+    /// what it shows) and `text_truncated` saying whether it was cut. The whole text is
+    /// in [`App::get_post`].
+    pub async fn list_post_excerpts(
+        &self,
+        who: &Principal,
+        filter: &PostFilter,
+    ) -> Result<Vec<ListedPost>> {
+        who.require(Action::Read)?;
+        let max = LIST_EXCERPT_CHARS as usize;
+        Ok(self
+            .store()
+            .list_excerpts(filter, LIST_EXCERPT_CHARS)
+            .await?
+            .into_iter()
+            .map(|mut post| {
+                let text_truncated = match post.content.text.char_indices().nth(max) {
+                    Some((at, _)) => {
+                        post.content.text.truncate(at);
+                        true
+                    }
+                    None => false,
+                };
+                ListedPost {
+                    post,
+                    text_truncated,
+                }
+            })
+            .collect())
     }
 
     /// Posts as lists show them, newest first: facts and the first `excerpt_chars`

@@ -32,6 +32,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use tracing::Instrument;
 
 use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
@@ -224,26 +225,32 @@ impl App {
         let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let slot = claimed.clone();
-        let run = self.inner.publishes.spawn(async move {
-            let channel = post.content.channel.clone();
-            let report = app.attempt(post, verify, &slot).await?;
-            if let Some(report) = &report {
-                app.metrics().incr(
-                    "airlock_publishes_total",
-                    &[
-                        ("channel", channel.as_str()),
-                        ("result", report.result.name()),
-                    ],
-                );
+        // Every log line of a publish carries the post and its channel.
+        let span =
+            tracing::info_span!("publish", post_id = %post.id, channel = %post.content.channel);
+        let run = self.inner.publishes.spawn(
+            async move {
+                let channel = post.content.channel.clone();
+                let report = app.attempt(post, verify, &slot).await?;
+                if let Some(report) = &report {
+                    app.metrics().incr(
+                        "airlock_publishes_total",
+                        &[
+                            ("channel", channel.as_str()),
+                            ("result", report.result.name()),
+                        ],
+                    );
+                }
+                Ok(report)
             }
-            Ok(report)
-        });
+            .instrument(span.clone()),
+        );
         let supervised = self.inner.publishes.spawn(async move {
             match run.await {
                 Ok(result) => result,
                 Err(join) => {
                     let claimed = *claimed.lock().expect("lock is never poisoned");
-                    Err(supervisor.after_panic(claimed, join).await)
+                    Err(supervisor.after_panic(claimed, join).instrument(span).await)
                 }
             }
         });
@@ -1248,6 +1255,40 @@ impl App {
         })
     }
 
+    /// Reads a published post back from its platform now, as the guarded path does after
+    /// publishing (operator): records `verified` (and `verified_at`) when the platform
+    /// shows it, or `verify_failed` (with its notification) when it does not. A person
+    /// runs it to clear a verification alert once the platform shows the post again, or
+    /// to find out that it still does not. Verification never changes the post's status.
+    pub async fn verify_post(&self, who: &Principal, id: PostId) -> Result<VerifyOutcome> {
+        who.require(Action::Resolve)?;
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Posted],
+                "only published posts can be read back from their platform",
+            )
+            .await?;
+        let channel = post.content.channel.clone();
+        let Some(platform) = self.platform(&channel).cloned() else {
+            return Err(Error::Invalid(format!(
+                "post {id} went to channel {channel}, which is not configured now: airlock cannot read it back; check the platform by hand and note what you found (`airlock post note`)"
+            )));
+        };
+        let Some(mut record) = self.read_back(&post, platform.as_ref()).await else {
+            return Ok(VerifyOutcome::Unsupported(post));
+        };
+        record.actor = who.actor.to_string();
+        let shown = record.result.is_ok();
+        self.store().record_verifications(&[record]).await?;
+        let post = self.store().get_post(id).await?;
+        Ok(if shown {
+            VerifyOutcome::Verified(post)
+        } else {
+            VerifyOutcome::Failed(post)
+        })
+    }
+
     /// Reads a published post back and records the result before answering.
     async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
         let Some(record) = self.read_back(&post, platform).await else {
@@ -1309,6 +1350,17 @@ impl App {
             }
         }
     }
+}
+
+/// What [`App::verify_post`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// The platform shows the post: `verified` recorded, `verified_at` set.
+    Verified(Post),
+    /// The platform does not show it: `verify_failed` recorded (and notified).
+    Failed(Post),
+    /// The channel's platform cannot read posts back; nothing recorded.
+    Unsupported(Post),
 }
 
 enum AccountProblem {

@@ -39,6 +39,9 @@ pub struct AppSettings {
     pub min_retry_after: Duration,
     /// The longest: a platform's number can hold a post for at most this long per try.
     pub max_retry_after: Duration,
+    /// The most live drafts one token may hold (`[server] max_drafts_per_token`); a
+    /// draft past it is refused naming the limit. The CLI and the scheduler are not held to it.
+    pub max_drafts_per_token: u32,
 }
 
 impl AppSettings {
@@ -60,6 +63,7 @@ impl AppSettings {
             create_key_ttl: Duration::hours(24),
             min_retry_after: Duration::seconds(30),
             max_retry_after: Duration::hours(24),
+            max_drafts_per_token: 1000,
         }
     }
 

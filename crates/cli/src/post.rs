@@ -96,6 +96,9 @@ pub enum PostCommand {
     },
     /// Return a failed post to the queue.
     Requeue(IdArgs),
+    /// Read a published post back from its platform now, recording `verified` or
+    /// `verify_failed` (clears a verification alert once the platform shows it).
+    Verify(IdArgs),
     /// Add a note to a post's timeline.
     Note {
         #[command(flatten)]
@@ -236,7 +239,7 @@ fn show(post: &Post, json: bool, verb: &str) {
 }
 
 pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
-    let needs_adapters = matches!(command, PostCommand::Publish(_));
+    let needs_adapters = matches!(command, PostCommand::Publish(_) | PostCommand::Verify(_));
     let app = if needs_adapters {
         wiring::app_for_publishing(config).await?
     } else {
@@ -385,6 +388,25 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             let post = app.requeue(&me, parse_id(&args.id)?).await?;
             show(&post, args.json, "requeued");
             Ok(())
+        }
+        PostCommand::Verify(args) => {
+            use airlock_app::publish::VerifyOutcome;
+            let id = parse_id(&args.id)?;
+            match app.verify_post(&me, id).await? {
+                VerifyOutcome::Verified(post) => {
+                    show(&post, args.json, "verified: the platform shows it");
+                    Ok(())
+                }
+                VerifyOutcome::Failed(post) => {
+                    show(&post, args.json, "not verified");
+                    Err(Failure::failed(format!(
+                        "post {id}: the platform does not show it; `verify_failed` recorded: see `airlock post show {id}` and look at the platform"
+                    )))
+                }
+                VerifyOutcome::Unsupported(_) => Err(Failure::refused(format!(
+                    "post {id}: its channel's platform cannot read posts back; check it by hand and note what you found with `airlock post note`"
+                ))),
+            }
         }
         PostCommand::Note { id, text } => {
             let post_id = parse_id(&id.id)?;

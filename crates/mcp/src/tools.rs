@@ -425,7 +425,8 @@ approval again. Posts being published or already published cannot be edited, nor
     #[tool(
         name = "list_posts",
         description = "List posts, newest first (at most 100), optionally only one status and/or \
-channel. Read-only; any role. Returns a JSON array of posts.",
+channel. Read-only; any role. Returns a JSON array of posts whose text is cut to its first 500 \
+characters (text_truncated says whether it was); get_post gives the whole text.",
         annotations(
             title = "List posts",
             read_only_hint = true,
@@ -452,7 +453,7 @@ channel. Read-only; any role. Returns a JSON array of posts.",
                 channel,
                 ..PostFilter::default()
             };
-            self.app.list_posts(&who, &filter).await
+            self.app.list_post_excerpts(&who, &filter).await
         }
         .await;
         self.answer(result)

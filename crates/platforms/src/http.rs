@@ -450,6 +450,23 @@ pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> 
     }
 }
 
+/// What a summary says about an answer body airlock does not keep: a body that is not
+/// the platform's JSON error shape (an HTML error page, a proxy's text, a receiver's
+/// free-form answer) may echo anything, request headers included, so only its size and
+/// type are recorded, never its text.
+pub fn unkept_body(answer_text: &str) -> String {
+    let text = answer_text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let kind = if text.starts_with('<') {
+        "an HTML or XML body"
+    } else {
+        "a non-JSON body"
+    };
+    format!(" ({kind} of {} bytes, not kept)", text.len())
+}
+
 /// Shortens text to at most `max` characters, on a character boundary.
 pub fn truncate(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max).collect();
@@ -464,14 +481,18 @@ pub fn truncate(text: &str, max: usize) -> String {
 ///
 /// 1. **Known secrets in every form they travel in.** Each registered secret is
 ///    replaced as written, without its spaces (WordPress application passwords are
-///    shown with spaces and accepted without), percent-encoded, JSON-escaped and in
-///    base64; [`Redactor::basic`] also registers `base64(user:password)`, the
-///    `Authorization: Basic` credential a site may echo back.
+///    shown with spaces and accepted without), percent-encoded, JSON-escaped (also
+///    with `\/` and `\uXXXX`, as PHP writes JSON), HTML-escaped (`&amp;`, `&quot;`,
+///    `&#39;`, `&#x2F;` and the like) and in base64; [`Redactor::basic`] also registers
+///    `base64(user:password)`, the `Authorization: Basic` credential a site may echo back.
 /// 2. **Credentials by pattern**, known or not: the value after `Authorization:` (or
-///    `"authorization": "..."`), and the token after `Bearer ` or `Basic `.
+///    `"authorization": "..."`), and the token after `Bearer ` or `Basic `, to the end
+///    of the token (an escape such as `\/` or an entity such as `&amp;` inside it does
+///    not end it).
 ///
 /// Every replacement reads `[redacted]`. Secrets shorter than 4 characters are not
-/// registered (they would redact ordinary words).
+/// registered (they would redact ordinary words); `credential::read_secret` refuses
+/// such a credential file, so none is ever in use.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     secrets: Vec<SecretString>,
@@ -502,7 +523,7 @@ impl Redactor {
     /// Registers one more secret with its derived forms.
     pub fn add(&mut self, secret: &str) {
         let secret = secret.trim();
-        if secret.chars().count() < 4 {
+        if secret.chars().count() < crate::credential::MIN_SECRET_CHARS {
             return;
         }
         let compact: String = secret.chars().filter(|c| !c.is_whitespace()).collect();
@@ -515,7 +536,13 @@ impl Redactor {
                     .replace('+', "%20"),
             );
             let json = serde_json::to_string(form).expect("a string serializes");
-            forms.push(json[1..json.len() - 1].to_owned());
+            let json = &json[1..json.len() - 1];
+            forms.push(json.to_owned());
+            // PHP's json_encode (WordPress, many webhook receivers) escapes `/` as `\/`
+            // and, by default, every non-ASCII character as `\uXXXX`.
+            forms.push(json.replace('/', "\\/"));
+            forms.push(json_ascii_escaped(form));
+            forms.extend(html_escaped_forms(form));
             forms.extend(base64_forms(form));
         }
         self.push(forms);
@@ -557,6 +584,56 @@ impl Redactor {
         }
         scrub_credentials(&out)
     }
+}
+
+/// `text` as PHP's `json_encode` writes it inside quotes by default: JSON escapes, `/` as
+/// `\/`, and every character outside ASCII as `\uXXXX` (UTF-16).
+fn json_ascii_escaped(text: &str) -> String {
+    let json = serde_json::to_string(text).expect("a string serializes");
+    let mut out = String::with_capacity(json.len());
+    for c in json[1..json.len() - 1].chars() {
+        match c {
+            '/' => out.push_str("\\/"),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `text` as HTML escapers write it: `&`, `<`, `>`, `"`, `'` (and, for some, `/`) as
+/// named or numeric entities, in the spellings common escapers use (a site that echoes a
+/// request into an HTML error page escapes it so).
+fn html_escaped_forms(text: &str) -> Vec<String> {
+    const SPELLINGS: [[&str; 6]; 3] = [
+        // &, <, >, ", ', /
+        ["&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "/"],
+        ["&amp;", "&lt;", "&gt;", "&quot;", "&#039;", "/"],
+        ["&amp;", "&lt;", "&gt;", "&#34;", "&#x27;", "&#x2F;"],
+    ];
+    SPELLINGS
+        .iter()
+        .map(|entities| {
+            let mut out = String::with_capacity(text.len());
+            for c in text.chars() {
+                match c {
+                    '&' => out.push_str(entities[0]),
+                    '<' => out.push_str(entities[1]),
+                    '>' => out.push_str(entities[2]),
+                    '"' => out.push_str(entities[3]),
+                    '\'' => out.push_str(entities[4]),
+                    '/' => out.push_str(entities[5]),
+                    c => out.push(c),
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// Standard and URL-safe base64, padded and not, of `text`.
@@ -618,6 +695,11 @@ fn scrub_after_keyword(text: &str, keyword: &str, header: bool) -> String {
             let mut end = at;
             while end < bytes.len() {
                 let b = bytes[end];
+                // Inside quotes, an escaped quote (`\"`) does not close the value.
+                if quote.is_some() && b == b'\\' && end + 1 < bytes.len() {
+                    end += 2;
+                    continue;
+                }
                 if b == b'\n' || b == b'\r' || Some(b) == quote || (quote.is_none() && b == b',') {
                     break;
                 }
@@ -633,14 +715,29 @@ fn scrub_after_keyword(text: &str, keyword: &str, header: bool) -> String {
                 continue;
             }
             value_start = at;
+            // To the end of the token, whatever it is made of: an escape (`\/`, `\"`,
+            // `\u0026`) or an entity (`&amp;`) inside it does not end it; only what
+            // separates words in the text around it does.
             let mut end = at;
-            while end < bytes.len()
-                && (bytes[end].is_ascii_alphanumeric()
-                    || matches!(bytes[end], b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'='))
-            {
+            let mut word_chars = 0;
+            while end < bytes.len() {
+                let b = bytes[end];
+                if b == b'\\' && end + 1 < bytes.len() {
+                    end += 2;
+                    continue;
+                }
+                if b.is_ascii_whitespace()
+                    || matches!(b, b'"' | b'\'' | b',' | b'<' | b'>' | b')' | b']' | b'}')
+                {
+                    break;
+                }
+                if b.is_ascii_alphanumeric() {
+                    word_chars += 1;
+                }
                 end += 1;
             }
-            if end - value_start < 8 {
+            // `Bearer of news`: a scheme word followed by an ordinary word is not a credential.
+            if end - value_start < 8 || word_chars < 4 {
                 continue;
             }
             value_end = end;
@@ -845,6 +942,49 @@ mod tests {
             redactor.summary("X-Other: 1\nAuthorization: Bearer abcdefghij\nok"),
             "X-Other: 1\nAuthorization: [redacted]\nok"
         );
+    }
+
+    #[test]
+    fn html_escaped_and_php_json_forms_of_a_secret_are_redacted() {
+        let secret = "p@ss/w&rd<1>\"q'é";
+        let redactor = Redactor::new([SecretString::from(secret.to_owned())]);
+        let echoes = [
+            // HTML error pages.
+            "p@ss/w&amp;rd&lt;1&gt;&quot;q&#39;é",
+            "p@ss/w&amp;rd&lt;1&gt;&quot;q&#039;é",
+            "p@ss&#x2F;w&amp;rd&lt;1&gt;&#34;q&#x27;é",
+            // PHP's json_encode: `\/`, and `\u00e9` for é.
+            "p@ss\\/w&rd<1>\\\"q'é",
+            "p@ss\\/w&rd<1>\\\"q'\\u00e9",
+        ];
+        for echo in echoes {
+            let shown = redactor.summary(&format!("error: you sent {echo} here"));
+            assert!(!shown.contains("p@ss"), "{echo} survived as {shown}");
+            assert!(!shown.contains("rd"), "{echo} survived as {shown}");
+            assert!(shown.contains("[redacted]"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn bearer_and_basic_values_are_scrubbed_to_the_end_of_the_token() {
+        let redactor = Redactor::default();
+        for (text, tail) in [
+            ("echo: Bearer abcd1234\\/efgh5678 end", "efgh5678"),
+            ("echo: Bearer abcd1234&amp;efgh5678 end", "efgh5678"),
+            ("echo: Bearer abcd1234\\u0026efgh5678 end", "efgh5678"),
+            ("echo: Basic dXNlcjpw&#x2F;YXNzd29yZA== end", "YXNzd29yZA"),
+            (
+                r#"{"authorization":"Bearer abcd1234\"efgh5678"}"#,
+                "efgh5678",
+            ),
+        ] {
+            let shown = redactor.summary(text);
+            assert!(
+                !shown.contains("abcd1234") && !shown.contains(tail),
+                "{text} became {shown}"
+            );
+            assert!(shown.ends_with("end") || shown.ends_with('}'), "{shown}");
+        }
     }
 
     #[test]

@@ -43,10 +43,12 @@ use airlock_store::{
 };
 
 mod admin;
+mod bounds;
 mod ops;
 mod posts;
 mod publish;
 mod rows;
+mod schema;
 mod wake;
 
 /// The PostgreSQL store. Cheap to clone: clones share the pool and the wake-up listener.
@@ -77,7 +79,7 @@ impl Default for PgSettings {
     }
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
 pub(crate) mod lock {
@@ -513,5 +515,34 @@ impl Store for PgStore {
 
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
         ops::health_stats(&self.pool, now).await
+    }
+
+    async fn list_excerpts(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::Post>> {
+        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        bounds::live_drafts_by(&self.pool, actor).await
+    }
+
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        bounds::server_secret(&self.pool, name, candidate, now).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        ops::live_sessions(&self.pool, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        ops::due_by_channel(&self.pool, now).await
     }
 }

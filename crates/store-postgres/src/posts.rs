@@ -300,7 +300,7 @@ pub(crate) async fn list_summaries(
 }
 
 /// The `WHERE` conditions (after `WHERE TRUE`), order and limit of a post list.
-fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
+pub(crate) fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }

@@ -254,7 +254,7 @@ pub(crate) async fn list_summaries(
 }
 
 /// The `WHERE` conditions (after `WHERE 1 = 1`), order and limit of a post list.
-fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
+pub(crate) fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }

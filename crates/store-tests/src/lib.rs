@@ -14,7 +14,7 @@
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
 //! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`],
-//! [`review`] (the cases).
+//! [`review`], [`bounds`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -29,6 +29,7 @@ use async_trait::async_trait;
 use airlock_store::Store;
 
 pub mod admin;
+pub mod bounds;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
@@ -149,6 +150,11 @@ macro_rules! __with_cases {
             store security::a_schedule_change_records_no_author,
             store security::summaries_carry_an_excerpt_cut_by_the_store,
             store security::values_over_the_limits_are_refused_and_nothing_is_written,
+            store bounds::excerpt_lists_cut_the_text_and_keep_every_other_field,
+            store bounds::live_drafts_are_counted_per_creator,
+            store bounds::a_server_secret_is_created_once_and_then_read,
+            store bounds::due_posts_are_counted_per_channel,
+            store bounds::notes_errors_and_media_are_bounded_as_airlock_bounds_them,
             store ops::export_pages_give_every_post_once_with_its_timeline,
             store ops::export_filters_by_status_channel_and_since,
             store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
@@ -217,6 +223,7 @@ mod tests {
             ("security", include_str!("security.rs")),
             ("ops", include_str!("ops.rs")),
             ("review", include_str!("review.rs")),
+            ("bounds", include_str!("bounds.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

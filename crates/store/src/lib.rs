@@ -35,7 +35,9 @@ use airlock_core::{
 pub mod decide;
 mod ops;
 mod quota_rows;
-pub use ops::{ExportFilter, HealthStats, NewSession, Session};
+pub use ops::{
+    ChannelDue, ExportFilter, HealthStats, LiveSession, MigrationStatus, NewSession, Session,
+};
 pub use quota_rows::{LiveReservation, QuotaRows, RawReservation, decide_reservation, quota_since};
 
 /// `Result` with [`StoreError`].
@@ -385,6 +387,9 @@ pub struct OutboxStats {
     pub abandoned: i64,
     /// Delivered.
     pub delivered: i64,
+    /// When the oldest notification still waiting was queued: a backlog that neither
+    /// grows nor shrinks shows here.
+    pub oldest_pending_at: Option<DateTime<Utc>>,
 }
 
 /// Creating a post.
@@ -967,4 +972,32 @@ pub trait Store: Send + Sync + 'static {
 
     /// Ledger figures for health alerts, at `now`.
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats>;
+
+    /// Posts as the HTTP API and MCP list them, newest first: every field of the post,
+    /// with the text cut by the database to its first `excerpt_chars + 1` characters (so
+    /// a caller can tell a cut text), so a page costs what it shows however long the
+    /// texts are.
+    async fn list_excerpts(&self, filter: &PostFilter, excerpt_chars: u32) -> Result<Vec<Post>>;
+
+    /// How many posts `actor` created that are still drafts (`[server]
+    /// max_drafts_per_token`).
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64>;
+
+    /// The server secret named `name`: the stored one, or, when there is none yet,
+    /// `candidate`, stored now (the first process to ask decides; every later one, on
+    /// any host, reads the same).
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String>;
+
+    /// Dashboard sessions still live at `now` whose token is not revoked, oldest first,
+    /// each with its token's name: what to check after restoring a backup.
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>>;
+
+    /// Due posts per channel at `now` (as [`HealthStats::due`] counts them, paused
+    /// scopes left out), for alerts that look only at the channels a dispatcher serves.
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>>;
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use airlock_app::control::{ChannelStatus, QuotaStatus};
 use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, ListedPost};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Error};
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, VerdictKind};
@@ -60,8 +60,9 @@ pub struct ListQuery {
     pub channel: Option<String>,
     /// Only posts with ids below this (paging backwards).
     pub before: Option<i64>,
-    /// At most this many (default and most 100: a post's text may be 100 000
-    /// characters, so a page of posts is bounded; page on with `before`).
+    /// At most this many (default and most 100; page on with `before`). Each post's
+    /// text is cut to 500 characters (`text_truncated`), so a page is bounded however
+    /// long the texts are.
     pub limit: Option<u32>,
     /// Only quarantined posts (`true`) or only posts that are not (`false`).
     pub quarantined: Option<bool>,
@@ -195,15 +196,17 @@ pub async fn create_post(
     Ok((status, Json(created.post)).into_response())
 }
 
-/// Lists posts, newest first (any role).
+/// Lists posts, newest first (any role): each is the post JSON with `text` cut to its
+/// first 500 characters and `text_truncated` saying whether it was; `GET /posts/{id}`
+/// gives the whole text.
 #[utoipa::path(get, path = "/api/v1/posts", params(ListQuery),
-    responses((status = 200, body = [Post]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    responses((status = 200, body = [ListedPost]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
 pub async fn list_posts(
     State(app): State<App>,
     Caller(who): Caller,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Vec<Post>>, ApiError> {
+) -> Result<Json<Vec<ListedPost>>, ApiError> {
     let status = query
         .status
         .map(|s| s.parse::<PostStatus>())
@@ -222,7 +225,9 @@ pub async fn list_posts(
         platform_post_id: None,
         quarantined: query.quarantined,
     };
-    Ok(Json(app.list_posts(&who, &filter).await.recorded(&app)?))
+    Ok(Json(
+        app.list_post_excerpts(&who, &filter).await.recorded(&app)?,
+    ))
 }
 
 /// One post with its events, intents, reservations and verdicts (any role). The `ETag`

@@ -32,11 +32,16 @@ struct World {
 }
 
 async fn world(window_limit: u32) -> World {
+    world_with(window_limit, |_| {}).await
+}
+
+async fn world_with(window_limit: u32, adjust: impl FnOnce(&mut AppSettings)) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("a.db")).await.unwrap();
     let tz: chrono_tz::Tz = "Asia/Tokyo".parse().unwrap();
     let mut settings = AppSettings::new(tz);
     settings.window.limit = window_limit;
+    adjust(&mut settings);
     let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
     for (name, simulate) in [
         ("cats", Simulate::Ok),
@@ -1154,4 +1159,187 @@ async fn quarantined_posts_are_listed_released_and_duplicates_refused() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_list_carries_each_text_cut_to_an_excerpt_with_every_post_field() {
+    let w = world(10).await;
+    let long = "猫".repeat(100_000);
+    let (status, created) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": long})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (status, _) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "short"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, listed) = w.as_role("critic", "GET", "/api/v1/posts", None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["text"], "short");
+    assert_eq!(listed[0]["text_truncated"], false);
+    assert_eq!(listed[1]["text"].as_str().unwrap().chars().count(), 500);
+    assert_eq!(listed[1]["text_truncated"], true);
+    for field in [
+        "id",
+        "channel",
+        "status",
+        "title",
+        "text",
+        "media",
+        "link",
+        "scheduled_at",
+        "content_hash",
+        "approved_hash",
+        "generation",
+        "attempts",
+        "platform_post_id",
+        "permalink",
+        "posted_at",
+        "verified_at",
+        "error",
+        "test",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(
+            listed[1].get(field).is_some(),
+            "{field} missing from a listed post"
+        );
+    }
+    assert_eq!(listed[1]["content_hash"], created["content_hash"]);
+    // The whole text is one GET away.
+    let id = created["id"].as_i64().unwrap();
+    let (_, detail) = w
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
+    assert_eq!(detail["text"].as_str().unwrap().chars().count(), 100_000);
+}
+
+#[tokio::test]
+async fn a_token_holding_its_most_live_drafts_is_refused_naming_the_limit() {
+    let w = world_with(10, |s| s.max_drafts_per_token = 2).await;
+    let draft = json!({"channel": "cats", "text": "hi"});
+    for _ in 0..2 {
+        let (status, body) = w
+            .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_drafts_per_token") && message.contains('2'),
+        "{message}"
+    );
+    // Another token has its own allowance; a discarded draft frees a place.
+    let (status, _) = w
+        .as_role("operator", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, listed) = w
+        .as_role("writer", "GET", "/api/v1/posts?status=draft", None)
+        .await;
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["created_by"] == "token:writer")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let (status, _) = w
+        .as_role("writer", "DELETE", &format!("/api/v1/posts/{mine}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn metrics_and_the_openapi_document_can_require_a_token() {
+    let w = world(10).await;
+    let get = |settings: airlock_web::WebSettings, uri: &'static str, token: Option<String>| {
+        let app = w.app.clone();
+        async move {
+            let mut request = Request::builder().method("GET").uri(uri);
+            if let Some(token) = token {
+                request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            airlock_web::router_with(app, settings)
+                .oneshot(request.body(Body::empty()).unwrap())
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let open = airlock_web::WebSettings::default();
+    let closed = airlock_web::WebSettings {
+        metrics_token_required: true,
+    };
+    for uri in ["/metrics", "/api/openapi.json"] {
+        assert_eq!(get(open, uri, None).await, StatusCode::OK, "{uri}");
+        assert_eq!(
+            get(closed, uri, None).await,
+            StatusCode::UNAUTHORIZED,
+            "{uri}"
+        );
+        assert_eq!(
+            get(closed, uri, Some(w.tokens["revoked"].clone())).await,
+            StatusCode::UNAUTHORIZED,
+            "{uri}"
+        );
+        assert_eq!(
+            get(closed, uri, Some(w.tokens["writer"].clone())).await,
+            StatusCode::OK,
+            "{uri}"
+        );
+    }
+    assert_eq!(get(closed, "/healthz", None).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn metrics_give_due_posts_per_configured_channel_and_the_oldest_notifications_age() {
+    let w = world(10).await;
+    w.post_in("cats", "approved").await;
+    let response = airlock_web::router(w.app.clone())
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "airlock_channel_due_posts{channel=\"cats\"} 1",
+        "airlock_channel_due_posts{channel=\"drill\"} 0",
+        "airlock_outbox_oldest_age_seconds 0",
+        "airlock_verify_failures_recent 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("airlock_channel_oldest_due_age_seconds{channel=\"cats\"} ")),
+        "{text}"
+    );
 }

@@ -189,9 +189,18 @@ pub struct WebhookConfig {
     pub url: String,
     /// HMAC secret file (signs the body).
     pub secret_file: Option<PathBuf>,
+    /// Whether to send `X-Airlock-Signature` (the body-only signature of SPEC §7, which
+    /// a captured request replays) beside `X-Airlock-Signature-V2`. Default `true`; set
+    /// `false` once the receiver verifies V2 only.
+    #[serde(default = "yes")]
+    pub signature_v1: bool,
     /// Bound on the request.
     #[serde(default = "thirty_seconds")]
     pub request_timeout: Span,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `threads`.

@@ -75,6 +75,8 @@ struct RawServer {
     public_url: Option<String>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
+    max_drafts_per_token: Option<u32>,
+    metrics_token_required: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -125,6 +127,10 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Extra `Host` names the server answers to (behind a proxy, or listening beyond loopback).
     pub allowed_hosts: Vec<String>,
+    /// `[server] max_drafts_per_token`: live drafts one token may hold (default 1000).
+    pub max_drafts_per_token: u32,
+    /// `[server] metrics_token_required`: `/metrics` and `/api/openapi.json` need a token.
+    pub metrics_token_required: bool,
     /// `[cli] require_token`: state-changing commands need an operator token in
     /// `AIRLOCK_TOKEN` and act as that token (no exemption from separation of duties).
     pub require_token: bool,
@@ -280,8 +286,16 @@ impl Config {
             .map(parse_public_url)
             .transpose()
             .map_err(fail)?;
+        let max_drafts_per_token = raw.server.max_drafts_per_token.unwrap_or(1000);
+        if max_drafts_per_token == 0 {
+            return Err(fail(
+                "server.max_drafts_per_token must be at least 1 (it bounds the live drafts one token may hold)".into(),
+            ));
+        }
         Ok(Config {
             path: path.to_path_buf(),
+            max_drafts_per_token,
+            metrics_token_required: raw.server.metrics_token_required.unwrap_or(false),
             timezone,
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -314,6 +328,7 @@ impl Config {
         settings.max_retry_after = self.max_retry_after.as_chrono();
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
+        settings.max_drafts_per_token = self.max_drafts_per_token;
         settings.notify = self
             .sinks
             .values()
@@ -489,6 +504,41 @@ events = ["published", "failed", "needs_review", "paused"]
         let settings = config.app_settings();
         assert_eq!(settings.channels.len(), 2);
         assert_eq!(settings.notify[0].sink, "ops");
+    }
+
+    #[test]
+    fn signature_v1_is_on_by_default_and_can_be_turned_off_for_webhooks_only() {
+        let config = parse(
+            "[channels.hook]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\nsignature_v1 = false\n\n[channels.hook2]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\n\n[notify.audit]\nkind = \"webhook\"\nurl = \"https://x.example/n\"\nevents = [\"published\"]\nsignature_v1 = false\n",
+        )
+        .unwrap();
+        let v1 = |name: &str| match &config.channels[&ChannelName::parse(name).unwrap()].platform {
+            PlatformConfig::Webhook(c) => c.signature_v1,
+            other => panic!("{other:?}"),
+        };
+        assert!(!v1("hook"));
+        assert!(v1("hook2"), "on by default (SPEC)");
+        let SinkTarget::Webhook(sink) = &config.sinks["audit"].target else {
+            panic!("a webhook sink");
+        };
+        assert!(!sink.signature_v1);
+        let err =
+            parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
+                .unwrap_err();
+        assert!(err.to_string().contains("signature_v1"), "{err}");
+    }
+
+    #[test]
+    fn server_limits_are_read_and_checked() {
+        let config =
+            parse("[server]\nmax_drafts_per_token = 5\nmetrics_token_required = true\n").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 5);
+        assert!(config.metrics_token_required);
+        let config = parse("").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 1000);
+        assert!(!config.metrics_token_required);
+        let err = parse("[server]\nmax_drafts_per_token = 0\n").unwrap_err();
+        assert!(err.to_string().contains("max_drafts_per_token"), "{err}");
     }
 
     #[test]

@@ -120,10 +120,20 @@ impl Harness {
     /// Serves `/mcp` on a fresh loopback port; returns its URL. Stops when `shutdown`
     /// is cancelled.
     pub async fn serve_http(&self, shutdown: &CancellationToken) -> String {
+        self.serve_http_with(shutdown, |_| {}).await
+    }
+
+    /// [`Harness::serve_http`] with settings changed by `adjust`.
+    pub async fn serve_http_with(
+        &self,
+        shutdown: &CancellationToken,
+        adjust: impl FnOnce(&mut HttpSettings),
+    ) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut settings = HttpSettings::new(addr);
         settings.shutdown = shutdown.clone();
+        adjust(&mut settings);
         tokio::spawn(airlock_mcp::http::serve(
             self.app.clone(),
             listener,

@@ -431,3 +431,26 @@ async fn a_token_revoked_while_the_server_runs_stops_at_the_next_call() {
         .unwrap();
     assert!(posts.is_empty(), "nothing was drafted after revocation");
 }
+
+#[tokio::test]
+async fn list_posts_gives_each_text_as_an_excerpt_and_get_post_the_whole_text() {
+    let h = Harness::new(3).await;
+    let writer = h.client_for("writer-agent", &[Role::Writer]).await;
+    let long = "猫".repeat(2000);
+    let drafted = ok_json(
+        &call(
+            &writer,
+            "draft_post",
+            json!({"channel": "cats", "text": long}),
+        )
+        .await,
+    );
+    let posts = ok_json(&call(&writer, "list_posts", json!({})).await);
+    let listed = &posts.as_array().unwrap()[0];
+    assert_eq!(listed["id"], drafted["id"]);
+    assert_eq!(listed["text"].as_str().unwrap().chars().count(), 500);
+    assert_eq!(listed["text_truncated"], true);
+    assert_eq!(listed["content_hash"], drafted["content_hash"]);
+    let whole = ok_json(&call(&writer, "get_post", json!({"id": drafted["id"]})).await);
+    assert_eq!(whole["text"].as_str().unwrap().chars().count(), 2000);
+}

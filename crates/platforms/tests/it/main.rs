@@ -10,5 +10,6 @@ mod linkedin;
 mod mastodon;
 mod support;
 mod threads;
+mod webhook;
 mod wordpress;
 mod x;
