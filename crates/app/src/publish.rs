@@ -133,7 +133,11 @@ pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 
 /// How many due posts a worker reads at a time: when another worker takes one first, it
 /// tries the next.
-const DUE_CANDIDATES: u32 = 16;
+const DUE_CANDIDATES: u32 = 4;
+
+/// How long read-backs wait to be recorded together: one transaction for all that
+/// arrive meanwhile, so verification costs the publish path no commit of its own.
+const VERIFY_BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// When a published post is read back from its platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1318,14 +1322,16 @@ impl App {
         });
     }
 
-    /// Writes queued read-backs, one transaction per batch; one task at a time does it,
-    /// and whatever queues up meanwhile goes in its next batch.
+    /// Writes queued read-backs, one transaction per batch of what arrived within
+    /// [`VERIFY_BATCH_WINDOW`]; one task at a time does it, and whatever queues up
+    /// meanwhile goes in its next batch.
     async fn flush_verifications(&self) {
         use std::sync::atomic::Ordering;
         loop {
             if self.inner.verifying.swap(true, Ordering::AcqRel) {
                 return;
             }
+            tokio::time::sleep(VERIFY_BATCH_WINDOW).await;
             let batch = std::mem::take(
                 &mut *self
                     .inner

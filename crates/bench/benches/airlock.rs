@@ -1,10 +1,10 @@
-//! `cargo bench -p airlock-bench`: guarded publishes per second with 1 and 4 workers,
-//! reserve+commit per second, and dispatch lag p50/p99 in `serve`'s loop, on an empty
-//! SQLite ledger and on one with a long history (default one million posted posts),
-//! beside a raw-SQL anchor: the rate of bare SQLite write transactions on the same file
-//! settings. A guarded publish makes five write transactions (claim, reserve, intent,
-//! outcome, verification), so the path is bound by SQLite commits when
-//! `publishes/s × 5 ≈ anchor commits/s`.
+//! `cargo bench -p airlock-bench`: guarded publishes per second with 1, 2, 4 and 8
+//! workers, reserve+commit per second, dispatch lag p50/p99 in `serve`'s loop, and the
+//! statements and write commits one publish costs (measured), on an empty SQLite ledger
+//! and on one with a long history (default one million posted posts), beside a raw-SQL
+//! anchor: the rate of bare SQLite write transactions on the same file settings. The
+//! path is bound by SQLite commits when `publishes/s × commits per publish ≈ anchor
+//! commits/s`.
 //!
 //! With PostgreSQL reachable (`AIRLOCK_BENCH_PG`, default
 //! `postgres://postgres@127.0.0.1:5432`) the same figures follow for PostgreSQL at 1, 2,
@@ -98,7 +98,7 @@ async fn sqlite(history_n: u64, posts: usize) {
         |label: &str, empty: String, long: String| rows.push((label.into(), empty, long));
 
     let mut publish = Vec::new();
-    for workers in [1usize, 4] {
+    for workers in [1usize, 2, 4, 8] {
         let mut pair = Vec::new();
         for (idx, template) in [None, Some(history.as_path())].into_iter().enumerate() {
             let (store, _) = ledger(dir.path(), &format!("pub{workers}-{idx}"), template).await;
@@ -157,13 +157,33 @@ async fn sqlite(history_n: u64, posts: usize) {
         ms(quantile(&lag[0], 0.99)),
         ms(quantile(&lag[1], 0.99)),
     );
+    let mut cost = Vec::new();
+    for (idx, template) in [None, Some(history.as_path())].into_iter().enumerate() {
+        let (store, _) = ledger(dir.path(), &format!("cost-{idx}"), template).await;
+        cost.push(measure_cost(store as Arc<dyn Store>, 200).await);
+    }
+    figures(
+        "statements per publish",
+        format!("{:.1}", cost[0].statements),
+        format!("{:.1}", cost[1].statements),
+    );
+    figures(
+        "write commits per publish",
+        format!("{:.2}", cost[0].commits),
+        format!("{:.2}", cost[1].commits),
+    );
     for (label, empty, long) in rows {
         println!("{label:<28} {empty:>14} {long:>14}");
     }
+    let best = |idx: usize| publish.iter().map(|pair| pair[idx]).fold(0.0, f64::max);
     println!(
-        "a guarded publish makes 5 write transactions; 1-worker publishes/s x 5 is {:.0}% of the raw commit rate (empty), {:.0}% (history)",
-        publish[0][0] * 5.0 / anchor[0] * 100.0,
-        publish[0][1] * 5.0 / anchor[1] * 100.0
+        "best publishes/s / raw commits/s: {:.2} (empty), {:.2} (history); target >= 0.4",
+        best(0) / anchor[0],
+        best(1) / anchor[1]
+    );
+    println!(
+        "history / empty, best publishes/s: {:.2}; target >= 0.9",
+        best(1) / best(0)
     );
 }
 
@@ -295,6 +315,7 @@ mod postgres {
             format!("{history_n} posted")
         );
         let mut publish_at_4 = [0.0f64; 2];
+        let mut best = [0.0f64; 2];
         let mut reserve_1 = [0.0f64; 2];
         for workers in [1usize, 2, 4, 8] {
             let mut pair = [0.0f64; 2];
@@ -307,6 +328,7 @@ mod postgres {
             if workers == 4 {
                 publish_at_4 = pair;
             }
+            best = [best[0].max(pair[0]), best[1].max(pair[1])];
             println!(
                 "{:<34} {:>14.0} {:>14.0}",
                 format!("publishes/s, {workers} worker(s)"),
@@ -332,6 +354,25 @@ mod postgres {
                 pair[1]
             );
         }
+        println!(
+            "{:<34} {:>14.2}",
+            "history / empty, best publishes/s",
+            best[1] / best[0]
+        );
+        let mut cost = Vec::new();
+        for t in [None, Some(template.as_str())] {
+            let store = database("airlock_bench_run", t).await;
+            cost.push(measure_cost(store.clone() as Arc<dyn Store>, 200).await);
+            store.pool().close().await;
+        }
+        println!(
+            "{:<34} {:>14.1} {:>14.1}",
+            "statements (round trips) per publish", cost[0].statements, cost[1].statements
+        );
+        println!(
+            "{:<34} {:>14.2} {:>14.2}",
+            "write commits per publish", cost[0].commits, cost[1].commits
+        );
         let mut lags = Vec::new();
         for t in [None, Some(template.as_str())] {
             let store = database("airlock_bench_run", t).await;

@@ -23,9 +23,10 @@ use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, AppSettings, ChannelSettings, Principal};
 use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
 use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError, Verification};
-use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, Guard, PostUpdate, ReserveRequest, Reserved, Settle, Store,
-};
+use airlock_store::{Guard, PostClaim, PostClaimed, PostUpdate, QuotaClaim, Settle, Store};
+use tracing::Level;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
 
 /// A channel that publishes instantly and always verifies.
 #[derive(Debug, Default)]
@@ -132,30 +133,19 @@ pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-/// Reserve-then-commit pairs per second on claimed posts (`workers` concurrent).
+/// Reserve-then-commit pairs per second (`workers` concurrent): each post claimed with
+/// its reservation in one transaction (the quota decision serialized across channels),
+/// then its reservation committed with the outcome — the two quota transactions of a
+/// publish, without the platform, the intent or verification.
 pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
     let ids = approved_posts(app, n, None).await;
     let store = app.store().clone();
-    let now = Utc::now();
-    let mut claimed = Vec::with_capacity(n);
+    let mut posts = Vec::with_capacity(n);
     for id in ids {
-        let req = ClaimRequest {
-            target: ClaimTarget::Post {
-                id,
-                allow_test: false,
-            },
-            worker: "bench".into(),
-            actor: "dispatcher:bench".into(),
-            now,
-            lease_until: now + Duration::hours(1),
-        };
-        match store.claim(&req).await.expect("claim") {
-            Claimed::Post(post) => claimed.push(post),
-            other => panic!("could not claim: {other:?}"),
-        }
+        posts.push(store.get_post(id).await.expect("read"));
     }
     let settings = app.settings().clone();
-    let chunks: Vec<Vec<_>> = claimed
+    let chunks: Vec<Vec<_>> = posts
         .chunks(n.div_ceil(workers))
         .map(<[_]>::to_vec)
         .collect();
@@ -166,23 +156,33 @@ pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
         let settings = settings.clone();
         tasks.spawn(async move {
             let channel = &settings.channels[&ChannelName::parse(CHANNEL).expect("valid")];
-            for post in chunk {
+            for read in chunk {
                 let now = Utc::now();
-                let reserved = store
-                    .reserve(&ReserveRequest {
-                        post_id: post.id,
-                        generation: post.generation,
-                        channel: channel.name.clone(),
-                        now,
+                let claim = PostClaim {
+                    id: read.id,
+                    version: read.version,
+                    allow_test: false,
+                    worker: "bench".into(),
+                    actor: "dispatcher:bench".into(),
+                    now,
+                    lease_until: now + Duration::hours(1),
+                    quota: Some(QuotaClaim {
                         window: settings.window,
                         daily: channel.daily(),
                         budget: None,
-                    })
-                    .await
-                    .expect("reserve");
-                assert!(matches!(reserved, Reserved::Granted(_)));
-                let mut commit =
-                    PostUpdate::new(post.id, Guard::Generation(post.generation), "bench", now);
+                    }),
+                    intent: None,
+                };
+                let post = match store.claim_post(&claim).await.expect("claim") {
+                    PostClaimed::Claimed { post, .. } => post,
+                    other => panic!("could not claim: {other:?}"),
+                };
+                let mut commit = PostUpdate::new(
+                    post.id,
+                    Guard::Generation(post.generation),
+                    "bench",
+                    Utc::now(),
+                );
                 commit.reservation = Some(Settle::Commit);
                 store.update_post(commit).await.expect("commit");
             }
@@ -192,6 +192,84 @@ pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
         done.expect("worker");
     }
     n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// What one guarded publish costs the store, measured: statements sent (on PostgreSQL
+/// each one round trip; `BEGIN` travels with the first statement) and write transactions
+/// committed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PublishCost {
+    /// Statements per publish.
+    pub statements: f64,
+    /// Write commits per publish.
+    pub commits: f64,
+}
+
+/// Publishes `n` posts over `store` one after another (each read back before the next,
+/// so nothing overlaps), counting the statements sqlx sends and the store's write
+/// transactions. The first publish of a process checks the channel's account, so its
+/// intent is not folded into its claim; it runs before counting starts.
+pub async fn measure_cost(store: Arc<dyn Store>, n: usize) -> PublishCost {
+    let metered = Arc::new(airlock_store_tests::metered::Metered::new(store));
+    let app = app(metered.clone() as Arc<dyn Store>, settings());
+    approved_posts(&app, n + 1, None).await;
+    app.publish_next(None).await.expect("publish").expect("due");
+    app.drain().await;
+    let statements = StatementCounter::installed();
+    statements.reset();
+    metered.take();
+    for _ in 0..n {
+        app.publish_next(None).await.expect("publish").expect("due");
+        app.drain().await;
+    }
+    PublishCost {
+        statements: statements.total() as f64 / n as f64,
+        commits: metered.take().writes as f64 / n as f64,
+    }
+}
+
+/// Counts the statements sqlx sends (its `sqlx::query` events).
+#[derive(Debug, Clone, Default)]
+struct StatementCounter(Arc<std::sync::atomic::AtomicU64>);
+
+impl StatementCounter {
+    /// The process's counter, installed as the global subscriber on first use: a
+    /// publish's statements run on the runtime's worker threads.
+    fn installed() -> StatementCounter {
+        static COUNTER: std::sync::OnceLock<StatementCounter> = std::sync::OnceLock::new();
+        COUNTER
+            .get_or_init(|| {
+                let counter = StatementCounter::default();
+                let subscriber = tracing_subscriber::registry().with(
+                    counter.clone().with_filter(
+                        tracing_subscriber::filter::Targets::new()
+                            .with_target("sqlx::query", Level::DEBUG),
+                    ),
+                );
+                tracing::subscriber::set_global_default(subscriber)
+                    .expect("no other global subscriber in a bench");
+                counter
+            })
+            .clone()
+    }
+
+    fn reset(&self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+
+    fn total(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StatementCounter {
+    fn on_event(
+        &self,
+        _event: &tracing::Event<'_>,
+        _ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 /// Dispatch lag (due time to request) of `n` posts due over the next moments, published

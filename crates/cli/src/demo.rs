@@ -9,7 +9,7 @@ use secrecy::ExposeSecret;
 use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, Principal};
 use airlock_core::{Media, PostStatus, Role, RoleSet};
-use airlock_store::{ClaimRequest, ClaimTarget, PostFilter};
+use airlock_store::{PostClaim, PostFilter};
 
 use crate::config::Config;
 use crate::output::print_posts;
@@ -287,17 +287,19 @@ async fn seed(app: &App) -> Result<(), Failure> {
     ))
     .await?;
     app.approve(&me, id).await?;
+    let read = app.get_post(&me, id).await?;
     let now = app.now();
     app.store()
-        .claim(&ClaimRequest {
-            target: ClaimTarget::Post {
-                id,
-                allow_test: true,
-            },
+        .claim_post(&PostClaim {
+            id,
+            version: read.post.version,
+            allow_test: true,
             worker: "crashed-demo-worker".into(),
             actor: "dispatcher:crashed-demo-worker".into(),
             now,
             lease_until: now + chrono::Duration::minutes(3),
+            quota: None,
+            intent: None,
         })
         .await
         .map_err(|e| Failure::failed(e.to_string()))?;

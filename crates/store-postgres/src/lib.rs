@@ -35,11 +35,10 @@ use sqlx::{Connection, PgConnection};
 
 use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
-    Reserved, Result, ReviewItem, Session, Store, StoreError, TokenRecord, Unreadable,
-    VerificationRecord,
+    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
+    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
+    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store, StoreError,
+    TokenRecord, Unreadable, VerificationRecord,
 };
 
 mod admin;
@@ -326,14 +325,6 @@ impl Store for PgStore {
 
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
         posts::events_after(&self.pool, after, limit).await
-    }
-
-    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {
-        publish::claim(&self.pool, req).await
-    }
-
-    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved> {
-        publish::reserve(&self.pool, req).await
     }
 
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {

@@ -14,108 +14,16 @@ use airlock_core::quota::Denial;
 use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
 use airlock_store::decide::{claimable, lease_outlasts};
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
-    QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
-    StoreError, Unreadable, decide_reservation, now_after, quota_since,
+    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation,
+    Result, ReviewItem, StoreError, Unreadable, decide_reservation, now_after, quota_since,
 };
 
-use crate::posts::{get_in, lock_post};
+use crate::posts::get_in;
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
 use crate::{begin, db, durable_commit, is_unique_violation, lock, xact_lock, xact_lock_shared};
 
 fn names(channels: &[ChannelName]) -> Vec<String> {
     channels.iter().map(|c| c.as_str().to_owned()).collect()
-}
-
-pub(crate) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Claimed> {
-    let note = format!(
-        "claimed, lease until {}",
-        airlock_core::time::format_utc(req.lease_until)
-    );
-    let claimed: Option<(i64, i64)> = match &req.target {
-        ClaimTarget::Due {
-            channels,
-            test_channels,
-        } => {
-            if channels.is_empty() {
-                return Ok(Claimed::Nothing);
-            }
-            // One statement, one short transaction: pick the most overdue due row that no
-            // other claimer holds, and move it to `posting` under a new generation.
-            let row = sqlx::query(
-                "WITH next AS ( \
-                   SELECT id FROM posts \
-                   WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= $1 \
-                     AND (not_before IS NULL OR not_before <= $1) \
-                     AND channel = ANY($2) AND (NOT test OR channel = ANY($3)) \
-                   ORDER BY scheduled_at, id \
-                   LIMIT 1 \
-                   FOR UPDATE SKIP LOCKED) \
-                 UPDATE posts p SET status = 'posting', lease_owner = $4, lease_expires_at = $5, \
-                   generation = p.generation + 1, version = p.version + 1, updated_at = $1, \
-                   event_actor = $6, event_note = $7 \
-                 FROM next WHERE p.id = next.id AND p.status = 'approved' AND p.posted_at IS NULL \
-                 RETURNING p.id, p.generation",
-            )
-            .bind(req.now)
-            .bind(names(channels))
-            .bind(names(test_channels))
-            .bind(&req.worker)
-            .bind(req.lease_until)
-            .bind(&req.actor)
-            .bind(&note)
-            .fetch_optional(pool)
-            .await
-            .map_err(db)?;
-            match row {
-                Some(row) => Some((rows::get(&row, "id")?, rows::get(&row, "generation")?)),
-                None => return Ok(Claimed::Nothing),
-            }
-        }
-        ClaimTarget::Post { id, allow_test } => {
-            let mut tx = begin(pool).await?;
-            let post = lock_post(&mut tx, *id).await?;
-            if post.status != PostStatus::Approved
-                || post.posted_at.is_some()
-                || (post.test && !allow_test)
-            {
-                return Ok(Claimed::NotClaimable(post));
-            }
-            let generation: Option<i64> = sqlx::query_scalar(
-                "UPDATE posts SET status = 'posting', lease_owner = $1, lease_expires_at = $2, \
-                 generation = generation + 1, version = version + 1, updated_at = $3, \
-                 event_actor = $4, event_note = $5 \
-                 WHERE id = $6 AND status = 'approved' AND posted_at IS NULL \
-                 RETURNING generation",
-            )
-            .bind(&req.worker)
-            .bind(req.lease_until)
-            .bind(req.now)
-            .bind(&req.actor)
-            .bind(&note)
-            .bind(id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-            tx.commit().await.map_err(db)?;
-            generation.map(|generation| (id.0, generation))
-        }
-    };
-    let Some((id, generation)) = claimed else {
-        return Ok(Claimed::Nothing);
-    };
-
-    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
-    let mut conn = pool.acquire().await.map_err(db)?;
-    let post = get_in(&mut conn, PostId(id)).await?;
-    if post.status == PostStatus::Posting
-        && post.generation == generation
-        && post.lease_owner.as_deref() == Some(req.worker.as_str())
-    {
-        Ok(Claimed::Post(post))
-    } else {
-        Ok(Claimed::Nothing)
-    }
 }
 
 /// Locks the post and fails with [`StoreError::Fenced`] unless it is `posting` under
@@ -147,46 +55,6 @@ async fn check_fence(
     } else {
         Err(StoreError::Fenced { id, generation })
     }
-}
-
-pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reserved> {
-    let started = std::time::Instant::now();
-    // READ COMMITTED whatever the server's default: each statement after the advisory lock
-    // must see what the previous holder committed, which a REPEATABLE READ snapshot taken
-    // before the lock would not.
-    let mut tx = pool
-        .begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
-        .await
-        .map_err(db)?;
-    check_fence(&mut tx, req.post_id, req.generation, None).await?;
-    let existing: Option<i64> = sqlx::query_scalar(
-        "SELECT id FROM reservations \
-         WHERE post_id = $1 AND generation = $2 AND state = 'reserved'",
-    )
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    if let Some(id) = existing {
-        return Ok(Reserved::Granted(id));
-    }
-    let rules = req.rules();
-    let (now, decision) = decide_quota(&mut tx, &req.channel, &rules, started, req.now).await?;
-    if let Err(denial) = decision {
-        return Ok(Reserved::Denied(denial));
-    }
-    let id = insert_reservation(
-        &mut tx,
-        req.post_id,
-        req.generation,
-        &req.channel,
-        &rules,
-        now,
-    )
-    .await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Reserved::Granted(id))
 }
 
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.

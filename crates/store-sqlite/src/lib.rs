@@ -28,11 +28,10 @@ use sqlx::sqlite::{
 use airlock_core::time::format_utc;
 use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
-    Reserved, Result, ReviewItem, Session, Store, StoreError, TokenRecord, Unreadable,
-    VerificationRecord,
+    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
+    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
+    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store, StoreError,
+    TokenRecord, Unreadable, VerificationRecord,
 };
 
 mod admin;
@@ -249,14 +248,6 @@ impl Store for SqliteStore {
 
     async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
         posts::record_verifications(self, records).await
-    }
-
-    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {
-        publish::claim(self, req).await
-    }
-
-    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved> {
-        publish::reserve(self, req).await
     }
 
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {

@@ -5,91 +5,16 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
 use airlock_core::quota::Denial;
-use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
+use airlock_core::{ChannelName, Intent, Post, PostId};
 use airlock_store::decide::{claimable, fence_holds, lease_outlasts};
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
-    QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
-    StoreError, Unreadable, decide_reservation, now_after, quota_since,
+    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation,
+    Result, ReviewItem, StoreError, Unreadable, decide_reservation, now_after, quota_since,
 };
 
 use crate::posts::get_in;
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
 use crate::{SqliteStore, db, parse_ts, status_of, ts};
-
-pub(crate) async fn claim(store: &SqliteStore, req: &ClaimRequest) -> Result<Claimed> {
-    let mut tx = store.begin_write().await?;
-    let id = match &req.target {
-        ClaimTarget::Due {
-            channels,
-            test_channels,
-        } => {
-            if channels.is_empty() {
-                return Ok(Claimed::Nothing);
-            }
-            let mut query = QueryBuilder::<Sqlite>::new(
-                "SELECT id FROM posts WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= ",
-            );
-            query.push_bind(ts(req.now));
-            query
-                .push(" AND (not_before IS NULL OR not_before <= ")
-                .push_bind(ts(req.now));
-            query.push(")");
-            push_channel_filter(&mut query, channels, test_channels);
-            query.push(" ORDER BY scheduled_at, id LIMIT 1");
-            let found: Option<i64> = query
-                .build_query_scalar()
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?;
-            match found {
-                Some(id) => PostId(id),
-                None => return Ok(Claimed::Nothing),
-            }
-        }
-        ClaimTarget::Post { id, allow_test } => {
-            let post = get_in(&mut tx, *id).await?;
-            if post.status != PostStatus::Approved
-                || post.posted_at.is_some()
-                || (post.test && !allow_test)
-            {
-                return Ok(Claimed::NotClaimable(post));
-            }
-            *id
-        }
-    };
-    let claimed = sqlx::query(
-        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
-         generation = generation + 1, version = version + 1, updated_at = ?, \
-         event_actor = ?, event_note = ? \
-         WHERE id = ? AND status = 'approved' AND posted_at IS NULL RETURNING generation",
-    )
-    .bind(&req.worker)
-    .bind(ts(req.lease_until))
-    .bind(ts(req.now))
-    .bind(&req.actor)
-    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
-    .bind(id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    let Some(row) = claimed else {
-        return Ok(Claimed::Nothing);
-    };
-    let generation: i64 = row.try_get("generation").map_err(db)?;
-    tx.commit().await.map_err(db)?;
-
-    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
-    let post = crate::posts::get(&store.pool, id).await?;
-    if post.status == PostStatus::Posting
-        && post.generation == generation
-        && post.lease_owner.as_deref() == Some(req.worker.as_str())
-    {
-        Ok(Claimed::Post(post))
-    } else {
-        Ok(Claimed::Nothing)
-    }
-}
 
 fn push_channel_filter(
     query: &mut QueryBuilder<Sqlite>,
@@ -136,39 +61,6 @@ async fn check_fence(
     } else {
         Err(StoreError::Fenced { id, generation })
     }
-}
-
-pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result<Reserved> {
-    let started = std::time::Instant::now();
-    let mut tx = store.begin_write().await?;
-    let now = now_after(req.now, started);
-    check_fence(&mut tx, req.post_id, req.generation, None).await?;
-    let existing: Option<i64> = sqlx::query_scalar(
-        "SELECT id FROM reservations WHERE post_id = ? AND generation = ? AND state = 'reserved'",
-    )
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    if let Some(id) = existing {
-        return Ok(Reserved::Granted(id));
-    }
-    let rules = req.rules();
-    if let Err(denial) = decide_quota(&mut tx, &req.channel, &rules, now).await? {
-        return Ok(Reserved::Denied(denial));
-    }
-    let id = insert_reservation(
-        &mut tx,
-        req.post_id,
-        req.generation,
-        &req.channel,
-        &rules,
-        now,
-    )
-    .await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Reserved::Granted(id))
 }
 
 /// The quota decision for one more publish on `channel` at `now`, over the live

@@ -189,6 +189,8 @@ pub async fn resume_resets_the_failure_count(store: Arc<dyn Store>) {
 pub async fn a_pause_with_a_change_is_set_in_its_transaction(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = claimed(s, "alpha", "unknown", t0()).await;
+    // Claimed before the pause: a paused channel's posts are not claimed.
+    let other = claimed(s, "alpha", "unknown too", t0()).await;
     let mut update = outcome(&post, PostStatus::NeedsReview, mins(1));
     update.intent_phase = Some(IntentPhase::Unknown);
     update.pause = Some(PauseSpec {
@@ -206,7 +208,6 @@ pub async fn a_pause_with_a_change_is_set_in_its_transaction(store: Arc<dyn Stor
     assert_eq!(pauses[0].actor, DISPATCHER);
     assert_eq!(s.outbox_stats().await.unwrap().pending, 2);
 
-    let other = claimed(s, "alpha", "unknown too", mins(2)).await;
     let mut update = outcome(&other, PostStatus::NeedsReview, mins(3));
     update.pause = Some(PauseSpec {
         scope: channel_scope("alpha"),
@@ -494,34 +495,30 @@ pub async fn a_healthy_ledger_breaks_no_invariant(store: Arc<dyn Store>) {
     draft(s, "alpha", "draft", t0()).await;
     approved(s, "alpha", "approved", mins(60)).await;
 
-    let posted = claimed(s, "alpha", "posted", t0()).await;
+    let posted = approved(s, "alpha", "posted", t0()).await;
     publish(s, &posted, mins(1), 10, 10).await;
 
-    let failed = claimed(s, "alpha", "failed", mins(2)).await;
-    reserve(s, &failed, mins(2), 10, 10).await;
+    let failed = reserved(s, "alpha", "failed", mins(2)).await;
     intent(s, &failed, mins(2)).await;
     let mut update = outcome(&failed, PostStatus::Failed, mins(3));
     update.reservation = Some(Settle::Release);
     update.intent_phase = Some(IntentPhase::Rejected);
     s.update_post(update).await.unwrap();
 
-    let unknown = claimed(s, "beta", "unknown", mins(4)).await;
-    reserve(s, &unknown, mins(4), 10, 10).await;
+    let unknown = reserved(s, "beta", "unknown", mins(4)).await;
     intent(s, &unknown, mins(4)).await;
     let mut update = outcome(&unknown, PostStatus::NeedsReview, mins(5));
     update.intent_phase = Some(IntentPhase::Unknown);
     s.update_post(update).await.unwrap();
 
-    let retried = claimed(s, "beta", "retried", mins(6)).await;
-    reserve(s, &retried, mins(6), 10, 10).await;
+    let retried = reserved(s, "beta", "retried", mins(6)).await;
     let mut update = outcome(&retried, PostStatus::Approved, mins(7));
     update.reservation = Some(Settle::Release);
     update.set.count_attempt = true;
     update.set.not_before = Some(Some(mins(8)));
     s.update_post(update).await.unwrap();
 
-    let in_flight = claimed(s, "beta", "in flight", mins(9)).await;
-    reserve(s, &in_flight, mins(9), 10, 10).await;
+    let in_flight = reserved(s, "beta", "in flight", mins(9)).await;
     intent(s, &in_flight, mins(9)).await;
 
     let problems = s.check_invariants(mins(10)).await.unwrap();

@@ -8,18 +8,22 @@ use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::{Post, PostId, PostStatus};
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, Guard, IntentClaim, NewNotification, PauseScope, PostClaim,
-    PostClaimed, PostUpdate, QuotaClaim, Store, StoreError, VerificationRecord,
+    Guard, IntentClaim, NewNotification, PauseScope, PostClaim, PostClaimed, PostUpdate, Store,
+    StoreError, VerificationRecord,
 };
 
 use crate::Ledger;
 use crate::fixture::*;
 
-fn claimed_id(claimed: Claimed) -> Option<PostId> {
-    match claimed {
-        Claimed::Post(post) => Some(post.id),
-        Claimed::Nothing => None,
-        Claimed::NotClaimable(post) => panic!("a due claim found an unclaimable post {post:?}"),
+fn claimed_id(claimed: Option<Post>) -> Option<PostId> {
+    claimed.map(|post| post.id)
+}
+
+/// A claim of `post` as read that allows test posts only with `allow_test`.
+fn claim_of(post: &Post, now: DateTime<Utc>, allow_test: bool) -> PostClaim {
+    PostClaim {
+        allow_test,
+        ..post_claim(post, now, None)
     }
 }
 
@@ -98,12 +102,12 @@ pub async fn test_posts_are_claimed_only_on_test_channels(store: Arc<dyn Store>)
         None
     );
 
-    let by_id = ClaimTarget::Post {
-        id: real_channel_drill.id,
-        allow_test: false,
-    };
-    match s.claim(&claim_request(by_id, t0())).await.unwrap() {
-        Claimed::NotClaimable(post) => assert_eq!(post, real_channel_drill),
+    match s
+        .claim_post(&claim_of(&real_channel_drill, t0(), false))
+        .await
+        .unwrap()
+    {
+        PostClaimed::Gone(Some(post)) => assert_eq!(*post, real_channel_drill),
         other => panic!("a test post on a real channel must not be claimed: {other:?}"),
     }
 }
@@ -113,15 +117,14 @@ pub async fn test_posts_are_claimed_only_on_test_channels(store: Arc<dyn Store>)
 pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = approved(s, "alpha", "claim me", mins(-1)).await;
-    let req = ClaimRequest {
-        target: due(&["alpha"], &[]),
+    let req = PostClaim {
         worker: "host-1-abc".into(),
         actor: "dispatcher:host-1-abc".into(),
-        now: t0(),
         lease_until: mins(15),
+        ..post_claim(&post, t0(), None)
     };
-    let Claimed::Post(claimed) = s.claim(&req).await.unwrap() else {
-        panic!("the post is due");
+    let PostClaimed::Claimed { post: claimed, .. } = s.claim_post(&req).await.unwrap() else {
+        panic!("the post is claimable");
     };
     assert_eq!(claimed.id, post.id);
     assert_eq!(claimed.status, PostStatus::Posting);
@@ -129,7 +132,7 @@ pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store
     assert_eq!(claimed.lease_expires_at, Some(mins(15)));
     assert_eq!(claimed.generation, post.generation + 1);
     assert_eq!(claimed.updated_at, t0());
-    assert_eq!(s.get_post(post.id).await.unwrap(), claimed);
+    assert_eq!(s.get_post(post.id).await.unwrap(), *claimed);
     let event = events(s, post.id).await.pop().unwrap();
     assert_eq!(event.kind, "status");
     assert_eq!(
@@ -150,8 +153,8 @@ pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store
     assert_eq!(again.generation, post.generation + 2);
 }
 
-/// Claiming a post by id that is not `approved` answers `NotClaimable` with the post as
-/// it is, and changes nothing; a missing post is `NotFound`.
+/// Claiming a post that is not `approved` answers `Gone` with the post as it is, and
+/// changes nothing; a missing post is `Gone` without one.
 pub async fn a_post_that_is_not_approved_is_not_claimable(store: Arc<dyn Store>) {
     let s = store.as_ref();
     for status in [
@@ -162,23 +165,24 @@ pub async fn a_post_that_is_not_approved_is_not_claimable(store: Arc<dyn Store>)
         PostStatus::NeedsReview,
     ] {
         let post = in_status(s, status, "alpha").await;
-        let target = ClaimTarget::Post {
-            id: post.id,
-            allow_test: true,
-        };
-        match s.claim(&claim_request(target, mins(30))).await.unwrap() {
-            Claimed::NotClaimable(found) => assert_eq!(found, post, "{status}"),
+        match s
+            .claim_post(&claim_of(&post, mins(30), true))
+            .await
+            .unwrap()
+        {
+            PostClaimed::Gone(Some(found)) => assert_eq!(*found, post, "{status}"),
             other => panic!("a {status} post must not be claimed: {other:?}"),
         }
         assert_eq!(s.get_post(post.id).await.unwrap(), post);
     }
-    let missing = ClaimTarget::Post {
+    let draft = draft(s, "alpha", "missing", t0()).await;
+    let missing = Post {
         id: PostId(4242),
-        allow_test: true,
+        ..draft
     };
     assert!(matches!(
-        s.claim(&claim_request(missing, t0())).await,
-        Err(StoreError::NotFound(_))
+        s.claim_post(&claim_of(&missing, t0(), true)).await,
+        Ok(PostClaimed::Gone(None))
     ));
 }
 
@@ -197,13 +201,9 @@ pub async fn a_post_with_posted_at_is_never_claimed_again(store: Arc<dyn Store>)
         claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await),
         None
     );
-    let target = ClaimTarget::Post {
-        id: post.id,
-        allow_test: true,
-    };
     assert!(matches!(
-        s.claim(&claim_request(target, mins(10))).await.unwrap(),
-        Claimed::NotClaimable(_)
+        s.claim_post(&claim_of(&odd, mins(10), true)).await.unwrap(),
+        PostClaimed::Gone(Some(_))
     ));
     assert_eq!(s.next_due_at(&[ch("alpha")], &[]).await.unwrap(), None);
 }
@@ -258,21 +258,30 @@ pub async fn concurrent_claimers_claim_each_post_exactly_once(ledger: &Ledger) {
         let handle = ledger.backend.open().await;
         tasks.spawn(async move {
             let mut won = Vec::new();
+            let worker = format!("worker-{claimer}");
             loop {
-                let req = ClaimRequest {
-                    target: due(&["alpha", "beta"], &[]),
-                    worker: format!("worker-{claimer}"),
-                    actor: format!("dispatcher:worker-{claimer}"),
-                    now: t0(),
-                    lease_until: mins(15),
-                };
-                match handle.claim(&req).await.expect("claim") {
-                    Claimed::Post(post) => {
-                        assert_eq!(post.lease_owner.as_deref(), Some(req.worker.as_str()));
-                        won.push(post.id);
+                let due = handle
+                    .due_posts(&[ch("alpha"), ch("beta")], &[], t0(), 16)
+                    .await
+                    .expect("due posts");
+                if due.is_empty() {
+                    return won;
+                }
+                for post in due {
+                    let req = PostClaim {
+                        worker: worker.clone(),
+                        actor: format!("dispatcher:{worker}"),
+                        lease_until: mins(15),
+                        ..post_claim(&post, t0(), None)
+                    };
+                    match handle.claim_post(&req).await.expect("claim") {
+                        PostClaimed::Claimed { post, .. } => {
+                            assert_eq!(post.lease_owner.as_deref(), Some(worker.as_str()));
+                            won.push(post.id);
+                        }
+                        PostClaimed::Gone(_) => {}
+                        other => panic!("unexpected {other:?}"),
                     }
-                    Claimed::Nothing => return won,
-                    Claimed::NotClaimable(post) => panic!("unexpected {post:?}"),
                 }
             }
         });
@@ -305,34 +314,20 @@ pub async fn concurrent_claimers_claim_each_post_exactly_once(ledger: &Ledger) {
     );
 }
 
-/// A claim of one post as read at `read`: with quota under [`rules`] `(window, daily)`
-/// and, with `intent`, the intent in the same transaction.
-pub fn post_claim(
+/// A claim of one post as read: with quota under [`rules`] `(window, daily)` and, with
+/// `intent`, the intent in the same transaction.
+fn full_claim(
     read: &Post,
     now: DateTime<Utc>,
     quota: Option<(u32, u32)>,
     intent: bool,
 ) -> PostClaim {
     PostClaim {
-        id: read.id,
-        version: read.version,
-        allow_test: true,
-        worker: WORKER.to_owned(),
-        actor: DISPATCHER.to_owned(),
-        now,
-        lease_until: now + Duration::minutes(LEASE_MINUTES),
-        quota: quota.map(|(window, daily)| {
-            let (window, daily) = rules(window, daily);
-            QuotaClaim {
-                window,
-                daily,
-                budget: None,
-            }
-        }),
         intent: intent.then(|| IntentClaim {
             idempotency_key: format!("airlock-{}", read.id),
             lease_margin: Duration::seconds(30),
         }),
+        ..post_claim(read, now, quota)
     }
 }
 
@@ -343,7 +338,7 @@ pub async fn claim_post_claims_reserves_and_records_the_intent_at_once(store: Ar
     let s = store.as_ref();
     let read = approved(s, "alpha", "hello", mins(-1)).await;
     let PostClaimed::Claimed { post, intent } = s
-        .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+        .claim_post(&full_claim(&read, t0(), Some((10, 10)), true))
         .await
         .unwrap()
     else {
@@ -372,7 +367,7 @@ pub async fn claim_post_claims_reserves_and_records_the_intent_at_once(store: Ar
     // Without quota or intent, only the claim.
     let read = approved(s, "alpha", "bare", mins(-1)).await;
     let PostClaimed::Claimed { intent, .. } = s
-        .claim_post(&post_claim(&read, t0(), None, false))
+        .claim_post(&full_claim(&read, t0(), None, false))
         .await
         .unwrap()
     else {
@@ -392,7 +387,7 @@ pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn 
     edit.set.scheduled_at = Some(mins(-2));
     let changed = s.update_post(edit).await.unwrap();
     match s
-        .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+        .claim_post(&full_claim(&read, t0(), Some((10, 10)), true))
         .await
     {
         Ok(PostClaimed::Gone(Some(now))) => assert_eq!(now.version, changed.version),
@@ -404,13 +399,13 @@ pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn 
 
     let draft = draft(s, "alpha", "not approved", mins(-1)).await;
     assert!(matches!(
-        s.claim_post(&post_claim(&draft, t0(), None, false)).await,
+        s.claim_post(&full_claim(&draft, t0(), None, false)).await,
         Ok(PostClaimed::Gone(Some(_)))
     ));
     let mut new = new_post("alpha", "a test post", mins(-1));
     new.test = true;
     let test = approve(s, &create(s, new).await, mins(-1)).await;
-    let mut claim = post_claim(&test, t0(), None, false);
+    let mut claim = full_claim(&test, t0(), None, false);
     claim.allow_test = false;
     assert!(matches!(
         s.claim_post(&claim).await,
@@ -421,7 +416,7 @@ pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn 
         ..test.clone()
     };
     assert!(matches!(
-        s.claim_post(&post_claim(&missing, t0(), None, false)).await,
+        s.claim_post(&full_claim(&missing, t0(), None, false)).await,
         Ok(PostClaimed::Gone(None))
     ));
 }
@@ -440,7 +435,7 @@ pub async fn claim_post_holds_a_paused_post_and_writes_nothing(store: Arc<dyn St
                 .unwrap()
         );
         match s
-            .claim_post(&post_claim(&read, t0(), Some((10, 10)), true))
+            .claim_post(&full_claim(&read, t0(), Some((10, 10)), true))
             .await
         {
             Ok(PostClaimed::Paused { scope, reason }) => {
@@ -461,13 +456,13 @@ pub async fn claim_post_over_quota_answers_the_next_slot_and_writes_nothing(stor
     let s = store.as_ref();
     let first = approved(s, "alpha", "first", mins(-2)).await;
     assert!(matches!(
-        s.claim_post(&post_claim(&first, t0(), Some((1, 10)), true))
+        s.claim_post(&full_claim(&first, t0(), Some((1, 10)), true))
             .await,
         Ok(PostClaimed::Claimed { .. })
     ));
     let second = approved(s, "beta", "second", mins(-1)).await;
     match s
-        .claim_post(&post_claim(&second, mins(1), Some((1, 10)), true))
+        .claim_post(&full_claim(&second, mins(1), Some((1, 10)), true))
         .await
     {
         Ok(PostClaimed::OverQuota(denial)) => {
@@ -488,7 +483,7 @@ pub async fn claim_post_with_an_intent_the_lease_cannot_cover_writes_nothing(
 ) {
     let s = store.as_ref();
     let read = approved(s, "alpha", "hello", mins(-1)).await;
-    let mut claim = post_claim(&read, t0(), Some((10, 10)), true);
+    let mut claim = full_claim(&read, t0(), Some((10, 10)), true);
     claim.intent.as_mut().unwrap().lease_margin = Duration::minutes(LEASE_MINUTES);
     assert!(matches!(
         s.claim_post(&claim).await,
@@ -591,7 +586,7 @@ pub async fn concurrent_claim_posts_of_one_post_claim_it_once(ledger: &Ledger) {
     let mut tasks = tokio::task::JoinSet::new();
     for claimer in 0..N_CLAIMERS {
         let handle = ledger.backend.open().await;
-        let mut claim = post_claim(&read, t0(), Some((10, 10)), true);
+        let mut claim = full_claim(&read, t0(), Some((10, 10)), true);
         claim.worker = format!("worker-{claimer}");
         tasks.spawn(async move { handle.claim_post(&claim).await.expect("claim_post") });
     }

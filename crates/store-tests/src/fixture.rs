@@ -8,13 +8,12 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
     ChannelName, Intent, NewPost, Post, PostContent, PostEvent, PostId, PostStatus,
 };
 use airlock_store::{
-    ClaimRequest, ClaimTarget, Claimed, CreatePost, Guard, IntentRequest, PostUpdate,
-    ReserveRequest, Reserved, Settle, Store,
+    CreatePost, Guard, IntentRequest, PostClaim, PostClaimed, PostUpdate, QuotaClaim, Settle, Store,
 };
 
 /// The actor that writes drafts.
@@ -128,46 +127,60 @@ pub async fn approved(
     approve(store, &post, mins(-59)).await
 }
 
-/// A claim by [`WORKER`] at `now` with a [`LEASE_MINUTES`] lease.
-pub fn claim_request(target: ClaimTarget, now: DateTime<Utc>) -> ClaimRequest {
-    ClaimRequest {
-        target,
+/// A claim by [`WORKER`] at `now` with a [`LEASE_MINUTES`] lease of `post` as read,
+/// with quota under [`rules`] when `quota` names `(window, daily)`.
+pub fn post_claim(post: &Post, now: DateTime<Utc>, quota: Option<(u32, u32)>) -> PostClaim {
+    PostClaim {
+        id: post.id,
+        version: post.version,
+        allow_test: true,
         worker: WORKER.to_owned(),
         actor: DISPATCHER.to_owned(),
         now,
         lease_until: now + Duration::minutes(LEASE_MINUTES),
+        quota: quota.map(|(window, daily)| {
+            let (window, daily) = rules(window, daily);
+            QuotaClaim {
+                window,
+                daily,
+                budget: None,
+            }
+        }),
+        intent: None,
     }
 }
 
-/// The due post among these channels (test posts only on `tests`).
-pub fn due(channels: &[&str], tests: &[&str]) -> ClaimTarget {
-    ClaimTarget::Due {
-        channels: channels.iter().map(|c| ch(c)).collect(),
-        test_channels: tests.iter().map(|c| ch(c)).collect(),
-    }
-}
-
-/// Claims the due post among these channels at `now`.
+/// Claims the most overdue due post among these channels (test posts only on `tests`) at
+/// `now`, as the dispatcher does: the due posts as read, each claimed in turn until one
+/// is. `None` when nothing is due.
 pub async fn claim_due(
     store: &dyn Store,
     channels: &[&str],
     tests: &[&str],
     now: DateTime<Utc>,
-) -> Claimed {
-    store
-        .claim(&claim_request(due(channels, tests), now))
+) -> Option<Post> {
+    let channels: Vec<ChannelName> = channels.iter().map(|c| ch(c)).collect();
+    let tests: Vec<ChannelName> = tests.iter().map(|c| ch(c)).collect();
+    for post in store
+        .due_posts(&channels, &tests, now, 16)
         .await
-        .expect("claim")
+        .expect("due posts")
+    {
+        if let PostClaimed::Claimed { post, .. } = store
+            .claim_post(&post_claim(&post, now, None))
+            .await
+            .expect("claim")
+        {
+            return Some(*post);
+        }
+    }
+    None
 }
 
-/// Claims this approved post now (`post publish`), and insists that it worked.
+/// Claims this approved post (as read) now, without quota, and insists that it worked.
 pub async fn claim(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post {
-    let target = ClaimTarget::Post {
-        id: post.id,
-        allow_test: true,
-    };
-    match store.claim(&claim_request(target, now)).await {
-        Ok(Claimed::Post(post)) => post,
+    match store.claim_post(&post_claim(post, now, None)).await {
+        Ok(PostClaimed::Claimed { post, .. }) => *post,
         other => panic!("post {} should be claimable: {other:?}", post.id),
     }
 }
@@ -176,6 +189,16 @@ pub async fn claim(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post {
 pub async fn claimed(store: &dyn Store, channel: &str, text: &str, now: DateTime<Utc>) -> Post {
     let post = approved(store, channel, text, now - Duration::minutes(1)).await;
     claim(store, &post, now).await
+}
+
+/// An approved post scheduled a minute before `now`, claimed at `now` with a reservation
+/// under roomy limits.
+pub async fn reserved(store: &dyn Store, channel: &str, text: &str, now: DateTime<Utc>) -> Post {
+    let post = approved(store, channel, text, now - Duration::minutes(1)).await;
+    match reserve(store, &post, now, 10, 10).await {
+        Reserved::Granted(post) => post,
+        Reserved::Denied(denial) => panic!("post {} over quota: {denial:?}", post.id),
+    }
 }
 
 /// Quota rules: `window_limit` per rolling hour across channels, `daily_limit` per Tokyo day.
@@ -192,26 +215,16 @@ pub fn rules(window_limit: u32, daily_limit: u32) -> (WindowRule, DailyRule) {
     )
 }
 
-/// A reservation request for a claimed post under [`rules`].
-pub fn reserve_request(
-    post: &Post,
-    now: DateTime<Utc>,
-    window_limit: u32,
-    daily_limit: u32,
-) -> ReserveRequest {
-    let (window, daily) = rules(window_limit, daily_limit);
-    ReserveRequest {
-        post_id: post.id,
-        generation: post.generation,
-        channel: post.content.channel.clone(),
-        now,
-        window,
-        daily,
-        budget: None,
-    }
+/// What claiming with quota did.
+#[derive(Debug)]
+pub enum Reserved {
+    /// Claimed, with its reservation.
+    Granted(Post),
+    /// Over quota: nothing written.
+    Denied(Denial),
 }
 
-/// Reserves quota for a claimed post.
+/// Claims an approved post (as read) at `now` with a reservation under [`rules`].
 pub async fn reserve(
     store: &dyn Store,
     post: &Post,
@@ -219,10 +232,17 @@ pub async fn reserve(
     window_limit: u32,
     daily_limit: u32,
 ) -> Reserved {
-    store
-        .reserve(&reserve_request(post, now, window_limit, daily_limit))
-        .await
-        .expect("reserve")
+    let claim = post_claim(post, now, Some((window_limit, daily_limit)));
+    reserve_with(store, &claim).await
+}
+
+/// Claims with the quota of `claim`, insisting the post is claimable.
+pub async fn reserve_with(store: &dyn Store, claim: &PostClaim) -> Reserved {
+    match store.claim_post(claim).await {
+        Ok(PostClaimed::Claimed { post, .. }) => Reserved::Granted(*post),
+        Ok(PostClaimed::OverQuota(denial)) => Reserved::Denied(denial),
+        other => panic!("post {} should be claimable: {other:?}", claim.id),
+    }
 }
 
 /// The intent request of a claimed post at `now`.
@@ -257,8 +277,9 @@ pub fn outcome(post: &Post, to: PostStatus, now: DateTime<Utc>) -> PostUpdate {
     update
 }
 
-/// The whole guarded path for a claimed post: reserve (must be granted), intent at
-/// `now`, then `posted` with the reservation committed, a minute later.
+/// The whole guarded path for an approved post (as read): claimed with a reservation
+/// (which must be granted) at `now`, its intent at `now`, then `posted` with the
+/// reservation committed, a minute later.
 pub async fn publish(
     store: &dyn Store,
     post: &Post,
@@ -266,14 +287,12 @@ pub async fn publish(
     window_limit: u32,
     daily_limit: u32,
 ) -> Post {
-    let granted = reserve(store, post, now, window_limit, daily_limit).await;
-    assert!(
-        matches!(granted, Reserved::Granted(_)),
-        "reservation for post {} should be granted: {granted:?}",
-        post.id
-    );
-    intent(store, post, now).await;
-    let mut update = outcome(post, PostStatus::Posted, now + Duration::minutes(1));
+    let post = match reserve(store, post, now, window_limit, daily_limit).await {
+        Reserved::Granted(post) => post,
+        Reserved::Denied(denial) => panic!("post {} over quota: {denial:?}", post.id),
+    };
+    intent(store, &post, now).await;
+    let mut update = outcome(&post, PostStatus::Posted, now + Duration::minutes(1));
     update.reservation = Some(Settle::Commit);
     update.intent_phase = Some(airlock_store::IntentPhase::Succeeded);
     store.update_post(update).await.expect("write the outcome")

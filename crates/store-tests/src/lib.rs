@@ -127,7 +127,6 @@ macro_rules! __with_cases {
             store quota::an_unsent_reservation_counts_as_now,
             store quota::releasing_a_reservation_frees_its_slot,
             store quota::committed_and_needs_review_reservations_keep_counting,
-            store quota::reserve_is_idempotent_per_generation_and_fenced,
             store quota::quota_rows_are_live_reservations_since_a_time,
             store quota::a_money_budget_holds_per_channel_and_local_month,
             ledger quota::concurrent_reservers_never_exceed_the_limits,

@@ -12,8 +12,8 @@ use chrono::Duration;
 use airlock_core::status::is_legal;
 use airlock_core::{PostId, PostStatus};
 use airlock_store::{
-    EventNote, FailureStep, Guard, IntentPhase, PauseScope, PauseSpec, PostUpdate, Reserved,
-    Settle, Store, StoreError,
+    EventNote, FailureStep, Guard, IntentPhase, PauseScope, PauseSpec, PostUpdate, Settle, Store,
+    StoreError,
 };
 
 use crate::fixture::*;
@@ -177,22 +177,18 @@ pub async fn an_illegal_via_step_changes_nothing(store: Arc<dyn Store>) {
 /// intent, pause or notification — and leaves a `stale_outcome` event as evidence.
 pub async fn a_stale_generation_is_fenced_recorded_and_changes_nothing(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let first = claimed(s, "threads-main", "Reclaimed", t0()).await;
-    assert!(matches!(
-        reserve(s, &first, t0(), 10, 10).await,
-        Reserved::Granted(_)
-    ));
+    let first = reserved(s, "threads-main", "Reclaimed", t0()).await;
     // The reaper returns it; another worker claims it again.
     let mut reaped = outcome(&first, PostStatus::Approved, mins(20));
     reaped.actor = "reaper".into();
     reaped.reservation = Some(Settle::Release);
     s.update_post(reaped).await.unwrap();
-    let second = claim(s, &s.get_post(first.id).await.unwrap(), mins(21)).await;
+    let Reserved::Granted(second) =
+        reserve(s, &s.get_post(first.id).await.unwrap(), mins(21), 10, 10).await
+    else {
+        panic!("claimed again with a reservation")
+    };
     assert_eq!(second.generation, first.generation + 1);
-    assert!(matches!(
-        reserve(s, &second, mins(21), 10, 10).await,
-        Reserved::Granted(_)
-    ));
     intent(s, &second, mins(22)).await;
     let before = s.post_detail(first.id).await.unwrap();
 
@@ -268,8 +264,7 @@ pub async fn a_generation_guard_on_a_settled_post_is_fenced(store: Arc<dyn Store
 /// landed while the post was being prepared): nothing is recorded, and nothing may be sent.
 pub async fn record_intent_is_refused_while_paused(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let post = claimed(s, "threads-main", "Paused meanwhile", t0()).await;
-    reserve(s, &post, t0(), 10, 10).await;
+    let post = reserved(s, "threads-main", "Paused meanwhile", t0()).await;
     for scope in [PauseScope::Channel(ch("threads-main")), PauseScope::All] {
         s.pause(&scope, "stop", "cli", mins(1), Vec::new())
             .await
@@ -330,11 +325,7 @@ pub async fn a_fenced_write_without_evidence_records_nothing(store: Arc<dyn Stor
 /// post's reservation gets the intent's time as its send time.
 pub async fn record_intent_is_fenced_by_generation_and_lease(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let post = claimed(s, "threads-main", "Intent", t0()).await;
-    assert!(matches!(
-        reserve(s, &post, t0(), 10, 10).await,
-        Reserved::Granted(_)
-    ));
+    let post = reserved(s, "threads-main", "Intent", t0()).await;
     let lease_until = post.lease_expires_at.unwrap();
     assert_eq!(lease_until, mins(LEASE_MINUTES));
 
@@ -398,7 +389,7 @@ pub async fn record_intent_for_a_post_that_is_not_posting_is_fenced(store: Arc<d
 /// commits or releases the reservation.
 pub async fn an_outcome_settles_the_intent_and_the_reservation(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let posted = claimed(s, "alpha", "Posted", t0()).await;
+    let posted = approved(s, "alpha", "Posted", t0()).await;
     let posted = publish(s, &posted, mins(1), 10, 10).await;
     let detail = s.post_detail(posted.id).await.unwrap();
     assert_eq!(detail.post.status, PostStatus::Posted);
@@ -408,8 +399,7 @@ pub async fn an_outcome_settles_the_intent_and_the_reservation(store: Arc<dyn St
     assert_eq!(detail.reservations[0].state, "committed");
     assert_eq!(detail.reservations[0].settled_at, Some(mins(2)));
 
-    let rejected = claimed(s, "alpha", "Rejected", t0()).await;
-    reserve(s, &rejected, mins(1), 10, 10).await;
+    let rejected = reserved(s, "alpha", "Rejected", mins(1)).await;
     intent(s, &rejected, mins(1)).await;
     let mut update = outcome(&rejected, PostStatus::Failed, mins(2));
     update.reservation = Some(Settle::Release);

@@ -1,6 +1,7 @@
 //! [`Metered`]: a [`Store`] that delegates every call to a real store and counts the
 //! post text it hands back, for tests that bound what a page or a request loads ("a page
-//! of the largest posts costs what it shows"). It is not a mock: every answer is the
+//! of the largest posts costs what it shows"), and the write transactions it runs, for
+//! the benchmark's commits per publish. It is not a mock: every answer is the
 //! real store's.
 
 use std::sync::Arc;
@@ -13,10 +14,10 @@ use airlock_core::{
     ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary,
 };
 use airlock_store::{
-    ClaimRequest, Claimed, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause,
-    PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, ReserveRequest,
-    Reserved, Result, ReviewItem, Session, Store, TokenRecord, Unreadable, VerificationRecord,
+    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
+    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
+    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store,
+    TokenRecord, Unreadable, VerificationRecord,
 };
 
 /// A store that counts what it returns.
@@ -25,6 +26,7 @@ pub struct Metered {
     whole_texts: AtomicUsize,
     text_bytes: AtomicUsize,
     excerpt_bytes: AtomicUsize,
+    writes: AtomicUsize,
 }
 
 /// What a [`Metered`] store handed back since the last [`Metered::take`].
@@ -36,6 +38,8 @@ pub struct Loaded {
     pub text_bytes: usize,
     /// Bytes of summary excerpts.
     pub excerpt_bytes: usize,
+    /// Calls of methods that write: each is one transaction, one commit.
+    pub writes: usize,
 }
 
 impl Metered {
@@ -46,6 +50,7 @@ impl Metered {
             whole_texts: AtomicUsize::new(0),
             text_bytes: AtomicUsize::new(0),
             excerpt_bytes: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
         }
     }
 
@@ -55,6 +60,7 @@ impl Metered {
             whole_texts: self.whole_texts.swap(0, Ordering::SeqCst),
             text_bytes: self.text_bytes.swap(0, Ordering::SeqCst),
             excerpt_bytes: self.excerpt_bytes.swap(0, Ordering::SeqCst),
+            writes: self.writes.swap(0, Ordering::SeqCst),
         }
     }
 
@@ -78,6 +84,7 @@ impl Metered {
 #[async_trait]
 impl Store for Metered {
     async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.create_post(req).await
     }
 
@@ -161,6 +168,7 @@ impl Store for Metered {
     }
 
     async fn update_post(&self, update: PostUpdate) -> Result<Post> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.update_post(update).await
     }
 
@@ -171,6 +179,7 @@ impl Store for Metered {
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.delete_draft(id, version, actor, now).await
     }
 
@@ -194,10 +203,12 @@ impl Store for Metered {
     }
 
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.claim_post(req).await
     }
 
     async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.record_verifications(records).await
     }
 
@@ -209,6 +220,7 @@ impl Store for Metered {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.add_event(id, event, actor, now, notify).await
     }
 
@@ -216,15 +228,8 @@ impl Store for Metered {
         self.inner.events_after(after, limit).await
     }
 
-    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed> {
-        self.inner.claim(req).await
-    }
-
-    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved> {
-        self.inner.reserve(req).await
-    }
-
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.record_intent(req).await
     }
 
@@ -271,6 +276,7 @@ impl Store for Metered {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.pause(scope, reason, actor, now, notify).await
     }
 
@@ -281,6 +287,7 @@ impl Store for Metered {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.resume(scope, actor, now, notify).await
     }
 
@@ -295,6 +302,7 @@ impl Store for Metered {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Notification>> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner
             .claim_notifications(now, worker, lease_until, limit)
             .await
@@ -306,6 +314,7 @@ impl Store for Metered {
         worker: &str,
         now: DateTime<Utc>,
     ) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.notification_delivered(id, worker, now).await
     }
 
@@ -317,6 +326,7 @@ impl Store for Metered {
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner
             .notification_failed(id, worker, error, retry_at, now)
             .await
@@ -327,6 +337,7 @@ impl Store for Metered {
     }
 
     async fn create_token(&self, token: NewToken) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.create_token(token).await
     }
 
@@ -335,6 +346,7 @@ impl Store for Metered {
     }
 
     async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.revoke_token(name, now).await
     }
 
@@ -374,6 +386,7 @@ impl Store for Metered {
     }
 
     async fn open_session(&self, session: NewSession) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.open_session(session).await
     }
 
@@ -382,6 +395,7 @@ impl Store for Metered {
     }
 
     async fn end_session(&self, id_sha256: &str) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.end_session(id_sha256).await
     }
 

@@ -54,7 +54,7 @@ pub async fn export_pages_give_every_post_once_with_its_timeline(store: Arc<dyn 
     for status in PostStatus::ALL {
         made.push(in_status(s, status, "alpha").await.id);
     }
-    let posted = claimed(s, "beta", "published", t0()).await;
+    let posted = approved(s, "beta", "published", t0()).await;
     made.push(publish(s, &posted, mins(1), 10, 10).await.id);
     made.sort();
     for page in [1, 2, 3, 100] {

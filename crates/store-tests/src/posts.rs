@@ -9,8 +9,7 @@ use chrono::Duration;
 
 use airlock_core::{PostContent, PostId, PostStatus, Source};
 use airlock_store::{
-    CreateKey, EventNote, Guard, NewNotification, PostFilter, PostUpdate, Reserved, Settle, Store,
-    StoreError,
+    CreateKey, EventNote, Guard, NewNotification, PostFilter, PostUpdate, Settle, Store, StoreError,
 };
 
 use crate::fixture::*;
@@ -448,11 +447,7 @@ pub async fn a_draft_with_publish_history_cannot_be_discarded(store: Arc<dyn Sto
         update
     };
 
-    let reserved = claimed(s, "threads-main", "reserved once", t0()).await;
-    assert!(matches!(
-        reserve(s, &reserved, mins(1), 10, 10).await,
-        Reserved::Granted(_)
-    ));
+    let reserved = crate::fixture::reserved(s, "threads-main", "reserved once", mins(1)).await;
     let reserved = store.update_post(back_to_draft(&reserved)).await.unwrap();
     assert_eq!(reserved.status, PostStatus::Draft);
 

@@ -13,22 +13,22 @@ use chrono::{Duration, TimeZone, Utc};
 use airlock_core::budget::{BudgetRule, Charge};
 use airlock_core::quota::Limit;
 use airlock_core::{Post, PostStatus};
-use airlock_store::{IntentPhase, Reserved, Settle, Store, StoreError};
+use airlock_store::{IntentPhase, Settle, Store};
 
 use crate::Ledger;
 use crate::fixture::*;
 
-fn granted(res: Reserved) -> i64 {
+fn granted(res: Reserved) -> Post {
     match res {
-        Reserved::Granted(id) => id,
+        Reserved::Granted(post) => post,
         Reserved::Denied(denial) => panic!("expected a grant, got {denial:?}"),
     }
 }
 
-/// A claimed post with a granted reservation and an intent sent at `sent`.
+/// A post claimed with a granted reservation and an intent sent at `sent`.
 async fn sent(store: &dyn Store, channel: &str, sent: chrono::DateTime<Utc>, limit: u32) -> Post {
-    let post = claimed(store, channel, &format!("sent at {sent}"), sent).await;
-    granted(reserve(store, &post, sent, limit, limit).await);
+    let post = approved(store, channel, &format!("sent at {sent}"), sent).await;
+    let post = granted(reserve(store, &post, sent, limit, limit).await);
     intent(store, &post, sent).await;
     post
 }
@@ -41,7 +41,7 @@ pub async fn the_window_limit_holds_across_channels(store: Arc<dyn Store>) {
     sent(s, "beta", mins(1), 100).await;
     sent(s, "gamma", mins(2), 100).await;
 
-    let next = claimed(s, "delta", "fourth", mins(3)).await;
+    let next = approved(s, "delta", "fourth", mins(3)).await;
     match reserve(s, &next, mins(3), 3, 100).await {
         Reserved::Denied(denial) => {
             assert_eq!(denial.limit, Limit::Window);
@@ -70,7 +70,7 @@ pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Stor
     sent(s, "alpha", t0(), 100).await;
     sent(s, "alpha", mins(1), 100).await;
 
-    let third = claimed(s, "alpha", "third today", mins(2)).await;
+    let third = approved(s, "alpha", "third today", mins(2)).await;
     let tokyo_midnight = Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).single().unwrap();
     match reserve(s, &third, mins(2), 100, 2).await {
         Reserved::Denied(denial) => {
@@ -80,7 +80,7 @@ pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Stor
         }
         granted => panic!("the day is full: {granted:?}"),
     }
-    let other = claimed(s, "beta", "another channel", mins(2)).await;
+    let other = approved(s, "beta", "another channel", mins(2)).await;
     granted(reserve(s, &other, mins(2), 100, 2).await);
     granted(reserve(s, &third, tokyo_midnight, 100, 2).await);
 }
@@ -91,17 +91,17 @@ pub async fn the_daily_limit_holds_per_channel_and_local_day(store: Arc<dyn Stor
 pub async fn a_reservation_counts_on_the_day_it_was_decided(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let tokyo_midnight = Utc.with_ymd_and_hms(2026, 3, 2, 15, 0, 0).single().unwrap();
-    let late = claimed(
+    let late = approved(
         s,
         "alpha",
         "decided at 23:59:59",
         tokyo_midnight - Duration::seconds(1),
     )
     .await;
-    granted(reserve(s, &late, tokyo_midnight - Duration::seconds(1), 100, 1).await);
+    let late = granted(reserve(s, &late, tokyo_midnight - Duration::seconds(1), 100, 1).await);
     intent(s, &late, tokyo_midnight + Duration::seconds(1)).await;
     // Another request on the new day: that day has no decision yet.
-    let next = claimed(
+    let next = approved(
         s,
         "alpha",
         "decided at 00:00:02",
@@ -110,7 +110,7 @@ pub async fn a_reservation_counts_on_the_day_it_was_decided(store: Arc<dyn Store
     .await;
     granted(reserve(s, &next, tokyo_midnight + Duration::seconds(2), 100, 1).await);
     // And the new day is now full, whichever send times its requests get.
-    let third = claimed(
+    let third = approved(
         s,
         "alpha",
         "decided at 00:00:03",
@@ -126,9 +126,9 @@ pub async fn a_reservation_counts_on_the_day_it_was_decided(store: Arc<dyn Store
 /// An unsent reservation counts as "now" for as long as it is unsent.
 pub async fn an_unsent_reservation_counts_as_now(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let first = claimed(s, "alpha", "unsent", t0()).await;
+    let first = approved(s, "alpha", "unsent", t0()).await;
     granted(reserve(s, &first, t0(), 1, 100).await);
-    let second = claimed(s, "beta", "waiting", mins(90)).await;
+    let second = approved(s, "beta", "waiting", mins(90)).await;
     match reserve(s, &second, mins(90), 1, 100).await {
         Reserved::Denied(denial) => {
             assert_eq!(denial.limit, Limit::Window);
@@ -141,9 +141,9 @@ pub async fn an_unsent_reservation_counts_as_now(store: Arc<dyn Store>) {
 /// Releasing a reservation frees its slot at once.
 pub async fn releasing_a_reservation_frees_its_slot(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let first = claimed(s, "alpha", "released", t0()).await;
-    granted(reserve(s, &first, t0(), 1, 1).await);
-    let second = claimed(s, "alpha", "next", mins(1)).await;
+    let first = approved(s, "alpha", "released", t0()).await;
+    let first = granted(reserve(s, &first, t0(), 1, 1).await);
+    let second = approved(s, "alpha", "next", mins(1)).await;
     assert!(matches!(
         reserve(s, &second, mins(1), 1, 1).await,
         Reserved::Denied(_)
@@ -175,7 +175,7 @@ pub async fn committed_and_needs_review_reservations_keep_counting(store: Arc<dy
         "reserved"
     );
 
-    let third = claimed(s, "beta", "third", mins(4)).await;
+    let third = approved(s, "beta", "third", mins(4)).await;
     match reserve(s, &third, mins(4), 2, 100).await {
         Reserved::Denied(denial) => {
             assert_eq!(denial.used, 2);
@@ -187,41 +187,12 @@ pub async fn committed_and_needs_review_reservations_keep_counting(store: Arc<dy
     assert_eq!(rows.0.len(), 2);
 }
 
-/// Reserving twice under one claim returns the same reservation; a stale generation or a
-/// post that is not `posting` is fenced.
-pub async fn reserve_is_idempotent_per_generation_and_fenced(store: Arc<dyn Store>) {
-    let s = store.as_ref();
-    let post = claimed(s, "alpha", "twice", t0()).await;
-    let first = granted(reserve(s, &post, t0(), 1, 1).await);
-    let again = granted(reserve(s, &post, mins(1), 1, 1).await);
-    assert_eq!(first, again);
-    let detail = s.post_detail(post.id).await.unwrap();
-    assert_eq!(detail.reservations.len(), 1);
-    assert_eq!(detail.reservations[0].id, first);
-    assert_eq!(detail.reservations[0].generation, post.generation);
-    assert_eq!(detail.reservations[0].channel, ch("alpha"));
-    assert_eq!(detail.reservations[0].created_at, t0());
-    assert_eq!(detail.reservations[0].sent_at, None);
-
-    let mut stale = reserve_request(&post, mins(2), 10, 10);
-    stale.generation -= 1;
-    assert!(matches!(
-        s.reserve(&stale).await,
-        Err(StoreError::Fenced { .. })
-    ));
-    let waiting = approved(s, "alpha", "not claimed", t0()).await;
-    assert!(matches!(
-        s.reserve(&reserve_request(&waiting, mins(2), 10, 10)).await,
-        Err(StoreError::Fenced { .. })
-    ));
-}
-
 /// The live rows are the reserved and committed reservations sent at or after `since`,
 /// and every unsent one; released ones never count.
 pub async fn quota_rows_are_live_reservations_since_a_time(store: Arc<dyn Store>) {
     let s = store.as_ref();
     assert!(s.quota_rows(mins(-60), mins(5)).await.unwrap().0.is_empty());
-    let unsent = claimed(s, "gamma", "unsent", mins(-300)).await;
+    let unsent = approved(s, "gamma", "unsent", mins(-300)).await;
     granted(reserve(s, &unsent, mins(-300), 100, 100).await);
     sent(s, "alpha", mins(-180), 100).await;
     sent(s, "beta", mins(-10), 100).await;
@@ -263,7 +234,7 @@ pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
         } else {
             format!("c{idx}")
         };
-        posts.push(claimed(s, &channel, &format!("post {idx}"), t0()).await);
+        posts.push(approved(s, &channel, &format!("post {idx}"), t0()).await);
     }
     let start = Arc::new(tokio::sync::Barrier::new(N_POSTS));
     let mut tasks = tokio::task::JoinSet::new();
@@ -307,15 +278,17 @@ async fn reserve_money(
     monthly: u64,
     cost: u64,
 ) -> Reserved {
-    let mut req = reserve_request(post, now, 100, 100);
-    req.budget = Some(Charge {
-        rule: BudgetRule {
-            monthly,
-            tz: "Asia/Tokyo".parse().unwrap(),
-        },
-        cost,
-    });
-    store.reserve(&req).await.expect("reserve")
+    let mut claim = post_claim(post, now, Some((100, 100)));
+    if let Some(quota) = &mut claim.quota {
+        quota.budget = Some(Charge {
+            rule: BudgetRule {
+                monthly,
+                tz: "Asia/Tokyo".parse().unwrap(),
+            },
+            cost,
+        });
+    }
+    reserve_with(store, &claim).await
 }
 
 /// A channel's money budget counts its live reservations' costs in its local calendar
@@ -331,18 +304,18 @@ pub async fn a_money_budget_holds_per_channel_and_local_month(store: Arc<dyn Sto
         .with_ymd_and_hms(2026, 2, 28, 14, 0, 0)
         .single()
         .unwrap();
-    let old = claimed(s, "x-main", "february", february).await;
-    granted(reserve_money(s, &old, february, BUDGET, POST).await);
+    let old = approved(s, "x-main", "february", february).await;
+    let old = granted(reserve_money(s, &old, february, BUDGET, POST).await);
     intent(s, &old, february).await;
 
     let mut posts = Vec::new();
     for n in 0..3 {
-        let post = claimed(s, "x-main", &format!("march {n}"), mins(n * 10)).await;
-        granted(reserve_money(s, &post, mins(n * 10), BUDGET, POST).await);
+        let post = approved(s, "x-main", &format!("march {n}"), mins(n * 10)).await;
+        let post = granted(reserve_money(s, &post, mins(n * 10), BUDGET, POST).await);
         intent(s, &post, mins(n * 10)).await;
         posts.push(post);
     }
-    let fourth = claimed(s, "x-main", "march 3", mins(40)).await;
+    let fourth = approved(s, "x-main", "march 3", mins(40)).await;
     let tokyo_april = Utc
         .with_ymd_and_hms(2026, 3, 31, 15, 0, 0)
         .single()
@@ -363,7 +336,7 @@ pub async fn a_money_budget_holds_per_channel_and_local_month(store: Arc<dyn Sto
             .is_empty()
     );
     // Another channel has its own budget.
-    let other = claimed(s, "x-other", "elsewhere", mins(41)).await;
+    let other = approved(s, "x-other", "elsewhere", mins(41)).await;
     granted(reserve_money(s, &other, mins(41), BUDGET, POST).await);
     // The costs are on the rows.
     let rows = s.quota_rows(mins(-60 * 24 * 3), mins(42)).await.unwrap();
@@ -379,7 +352,7 @@ pub async fn a_money_budget_holds_per_channel_and_local_month(store: Arc<dyn Sto
     let mut commit = outcome(&posts[0], PostStatus::Posted, mins(52));
     commit.reservation = Some(Settle::Commit);
     s.update_post(commit).await.unwrap();
-    let fifth = claimed(s, "x-main", "march 4", mins(53)).await;
+    let fifth = approved(s, "x-main", "march 4", mins(53)).await;
     assert!(matches!(
         reserve_money(s, &fifth, mins(53), BUDGET, POST).await,
         Reserved::Denied(_)
@@ -394,7 +367,7 @@ pub async fn concurrent_reservers_never_overspend_a_budget(ledger: &Ledger) {
     let s = ledger.store.as_ref();
     let mut posts = Vec::new();
     for idx in 0..N_POSTS {
-        posts.push(claimed(s, "x-main", &format!("post {idx}"), t0()).await);
+        posts.push(approved(s, "x-main", &format!("post {idx}"), t0()).await);
     }
     let start = Arc::new(tokio::sync::Barrier::new(N_POSTS));
     let mut tasks = tokio::task::JoinSet::new();

@@ -454,54 +454,8 @@ pub struct PostFilter {
     pub quarantined: Option<bool>,
 }
 
-/// Which post to claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClaimTarget {
-    /// The most overdue post among these channels (configured and not paused).
-    Due {
-        /// Channels whose posts may be claimed.
-        channels: Vec<ChannelName>,
-        /// Channels whose test posts may be claimed (sandboxes).
-        test_channels: Vec<ChannelName>,
-    },
-    /// This post, now, whatever its schedule (`post publish`, `publish_post`).
-    Post {
-        /// The post.
-        id: PostId,
-        /// Whether its channel publishes test posts.
-        allow_test: bool,
-    },
-}
-
-/// A claim: `approved -> posting` with a lease and a new generation (SPEC §4 step 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimRequest {
-    /// What to claim.
-    pub target: ClaimTarget,
-    /// The claiming worker (`lease_owner`).
-    pub worker: String,
-    /// Actor recorded on the event.
-    pub actor: String,
-    /// Now.
-    pub now: DateTime<Utc>,
-    /// Lease end.
-    pub lease_until: DateTime<Utc>,
-}
-
-/// What a claim found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claimed {
-    /// Claimed and read back: status, owner and generation are this worker's.
-    Post(Post),
-    /// Nothing due (for [`ClaimTarget::Due`]).
-    Nothing,
-    /// The post exists but cannot be claimed in its state.
-    NotClaimable(Post),
-}
-
-/// Claiming one post a worker has already checked (content, policy, account), with its
-/// quota and, for channels that need no `prepare`, its intent — one transaction, one
-/// commit, where the step-by-step path takes three.
+/// Claiming one post a worker has already checked (content, policy), with its quota and,
+/// for channels that need no `prepare`, its intent — one transaction, one commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostClaim {
     /// The post.
@@ -534,17 +488,6 @@ pub struct QuotaClaim {
     /// The channel's monthly money budget and what this post costs (X), decided with the
     /// limits above in the same transaction; `None` for channels without one.
     pub budget: Option<Charge>,
-}
-
-impl ReserveRequest {
-    /// The rules of this request.
-    pub fn rules(&self) -> QuotaClaim {
-        QuotaClaim {
-            window: self.window,
-            daily: self.daily,
-            budget: self.budget,
-        }
-    }
 }
 
 /// The intent recorded with a claim.
@@ -611,35 +554,6 @@ pub fn verify_failed_event(reason: &str) -> EventNote {
         kind: "verify_failed".into(),
         note: Some(reason.to_owned()),
     }
-}
-
-/// A quota reservation request under a claim (SPEC §5).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReserveRequest {
-    /// The claimed post.
-    pub post_id: PostId,
-    /// Its claim generation.
-    pub generation: i64,
-    /// Its channel.
-    pub channel: ChannelName,
-    /// Now.
-    pub now: DateTime<Utc>,
-    /// The rolling window across channels.
-    pub window: WindowRule,
-    /// The channel's daily limit.
-    pub daily: DailyRule,
-    /// The channel's monthly money budget and what this post costs (X), decided with the
-    /// limits above in the same transaction; `None` for channels without one.
-    pub budget: Option<Charge>,
-}
-
-/// The decision on a reservation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reserved {
-    /// Granted, with the reservation id.
-    Granted(i64),
-    /// Over quota.
-    Denied(Denial),
 }
 
 /// Recording the intent before the irreversible request (SPEC §4 step 4).
@@ -787,9 +701,6 @@ pub trait Store: Send + Sync + 'static {
     /// Events across the ledger with ids above `after`, oldest first.
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>>;
 
-    /// Claims a post for publishing and reads it back.
-    async fn claim(&self, req: &ClaimRequest) -> Result<Claimed>;
-
     /// Approved posts due at `now` on these channels (not before `not_before`), most
     /// overdue first, read without a lock: the candidates a worker checks and then
     /// claims with [`Store::claim_post`].
@@ -811,12 +722,6 @@ pub trait Store: Send + Sync + 'static {
     /// `verified` event, or a `verify_failed` event with its notifications. A post that
     /// is no longer `posted` is left alone. One transaction for all.
     async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()>;
-
-    /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
-    /// advanced by any wait for the lock ([`now_after`]). With a [`ReserveRequest::budget`]
-    /// the channel's spending this month is decided too, and the reservation records the
-    /// post's cost; a denial names the limit that frees last.
-    async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent, at `now` advanced by
     /// any wait for the lock ([`now_after`]), durably (whatever the server's defaults)

@@ -5,7 +5,7 @@ use airlock_app::publish::PublishResult;
 use airlock_app::{Error, Principal};
 use airlock_core::{PostStatus, Role};
 use airlock_platforms::sandbox::Simulate;
-use airlock_store::{ClaimRequest, ClaimTarget, Claimed, Guard, PostUpdate};
+use airlock_store::{Guard, PostClaim, PostClaimed, PostUpdate};
 
 use crate::support::*;
 
@@ -224,17 +224,20 @@ async fn a_stale_workers_outcome_is_refused_and_recorded() {
     let h = sandbox_harness().await;
     let app = h.app();
     let post = approved(&app, "cats", "hello").await;
-    let claim = |worker: &str| ClaimRequest {
-        target: ClaimTarget::Post {
-            id: post.id,
-            allow_test: true,
-        },
+    let claim = |read: &airlock_core::Post, worker: &str| PostClaim {
+        id: read.id,
+        version: read.version,
+        allow_test: true,
         worker: worker.into(),
         actor: format!("dispatcher:{worker}"),
         now: h.clock.now(),
         lease_until: h.clock.now() + chrono::Duration::minutes(15),
+        quota: None,
+        intent: None,
     };
-    let Claimed::Post(first) = app.store().claim(&claim("old")).await.unwrap() else {
+    let PostClaimed::Claimed { post: first, .. } =
+        app.store().claim_post(&claim(&post, "old")).await.unwrap()
+    else {
         panic!()
     };
     // The old worker's lease is reaped and another worker claims the post.
@@ -243,7 +246,10 @@ async fn a_stale_workers_outcome_is_refused_and_recorded() {
     assert_eq!(reaped.len(), 1);
     assert_eq!(reaped[0].post.status, PostStatus::Approved);
     h.clock.advance(chrono::Duration::minutes(5));
-    let Claimed::Post(second) = app.store().claim(&claim("new")).await.unwrap() else {
+    let read = app.store().get_post(post.id).await.unwrap();
+    let PostClaimed::Claimed { post: second, .. } =
+        app.store().claim_post(&claim(&read, "new")).await.unwrap()
+    else {
         panic!()
     };
     assert_eq!(second.generation, first.generation + 1);

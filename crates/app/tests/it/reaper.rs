@@ -6,60 +6,39 @@ use airlock_app::{App, Principal};
 use airlock_core::{Post, PostStatus};
 use airlock_platforms::Prepared;
 use airlock_platforms::sandbox::Simulate;
-use airlock_store::{ClaimRequest, ClaimTarget, Claimed, IntentRequest, ReserveRequest, Reserved};
+use airlock_store::{IntentClaim, PostClaim, PostClaimed, QuotaClaim};
 
 use crate::support::*;
 
-/// Claims, reserves and (optionally) records the intent as a worker would, then "dies".
+/// Claims with its reservation and (optionally) its intent as a worker would, then "dies".
 async fn die_after(h: &Harness, app: &App, post: &Post, with_intent: bool) -> Post {
     let now = h.clock.now();
-    let Claimed::Post(claimed) = app
-        .store()
-        .claim(&ClaimRequest {
-            target: ClaimTarget::Post {
-                id: post.id,
-                allow_test: true,
-            },
-            worker: "doomed".into(),
-            actor: "dispatcher:doomed".into(),
-            now,
-            lease_until: now + h.settings.stale_after,
-        })
-        .await
-        .unwrap()
-    else {
-        panic!("claim failed")
-    };
-    let channel = &h.settings.channels[&claimed.content.channel];
-    let reserved = app
-        .store()
-        .reserve(&ReserveRequest {
-            post_id: claimed.id,
-            generation: claimed.generation,
-            channel: channel.name.clone(),
-            now,
+    let channel = &h.settings.channels[&post.content.channel];
+    let claim = PostClaim {
+        id: post.id,
+        version: post.version,
+        allow_test: true,
+        worker: "doomed".into(),
+        actor: "dispatcher:doomed".into(),
+        now,
+        lease_until: now + h.settings.stale_after,
+        quota: Some(QuotaClaim {
             window: h.settings.window,
             daily: channel.daily(),
             budget: None,
-        })
-        .await
-        .unwrap();
-    assert!(matches!(reserved, Reserved::Granted(_)));
-    if with_intent {
-        let key = idempotency_key(claimed.id, claimed.approved_hash.as_ref().unwrap().as_str());
-        app.store()
-            .record_intent(&IntentRequest {
-                post_id: claimed.id,
-                generation: claimed.generation,
-                idempotency_key: key,
-                platform_ref: None,
-                now,
-                lease_margin: chrono::Duration::seconds(35),
-            })
-            .await
-            .unwrap();
+        }),
+        intent: with_intent.then(|| IntentClaim {
+            idempotency_key: idempotency_key(
+                post.id,
+                post.approved_hash.as_ref().unwrap().as_str(),
+            ),
+            lease_margin: chrono::Duration::seconds(35),
+        }),
+    };
+    match app.store().claim_post(&claim).await.unwrap() {
+        PostClaimed::Claimed { post, .. } => *post,
+        other => panic!("claim failed: {other:?}"),
     }
-    claimed
 }
 
 #[tokio::test]

@@ -45,8 +45,7 @@ async fn intents_and_outcomes_commit_durably_even_when_the_database_defaults_to_
             .any(|w| w.contains("synchronous_commit is off")),
         "{warnings:?}"
     );
-    let post = claimed(&store, "threads-main", "Durable", t0()).await;
-    reserve(&store, &post, t0(), 10, 10).await;
+    let post = reserved(&store, "threads-main", "Durable", t0()).await;
     intent(&store, &post, mins(1)).await;
     store
         .update_post(outcome(&post, PostStatus::Posted, mins(2)))

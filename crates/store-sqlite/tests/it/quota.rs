@@ -1,20 +1,16 @@
 //! Fail-closed quota reads: a live reservation row that cannot be read as expected stops
-//! `reserve` with `CorruptQuota` (and shows in `check_invariants`), whatever its shape,
+//! a claim with quota with `CorruptQuota` (and shows in `check_invariants`), whatever its shape,
 //! instead of being skipped or reset.
 
-use airlock_store::{Reserved, Store, StoreError};
+use airlock_store::{Store, StoreError};
 use airlock_store_tests::fixture::*;
 
 use crate::fresh;
 
 #[tokio::test]
-async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
+async fn corrupt_reservation_rows_stop_a_claim_with_corrupt_quota() {
     let (store, _dir) = fresh().await;
-    let earlier = claimed(&store, "alpha", "earlier", mins(-30)).await;
-    assert!(matches!(
-        reserve(&store, &earlier, mins(-30), 10, 10).await,
-        Reserved::Granted(_)
-    ));
+    reserved(&store, "alpha", "earlier", mins(-30)).await;
     // t0 is 2026-03-02T03:00Z; the day (Tokyo) began 2026-03-01T15:00Z.
     let corruptions = [
         // Times that cannot be read.
@@ -30,7 +26,7 @@ async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
         // A channel no configuration can name.
         "UPDATE reservations SET channel = 'Not A Channel'",
     ];
-    let post = claimed(&store, "beta", "next", t0()).await;
+    let post = approved(&store, "beta", "next", t0()).await;
     for corruption in corruptions {
         sqlx::query(
             "UPDATE reservations SET created_at = '2026-03-02T02:30:00.000Z', sent_at = NULL, \
@@ -43,7 +39,10 @@ async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
             .execute(store.pool())
             .await
             .unwrap_or_else(|e| panic!("{corruption}: {e}"));
-        match store.reserve(&reserve_request(&post, t0(), 10, 10)).await {
+        match store
+            .claim_post(&post_claim(&post, t0(), Some((10, 10))))
+            .await
+        {
             Err(StoreError::CorruptQuota(reason)) => {
                 assert!(reason.contains("reservation"), "{reason}")
             }
@@ -67,10 +66,9 @@ async fn corrupt_reservation_rows_stop_reserve_with_corrupt_quota() {
 }
 
 #[tokio::test]
-async fn an_unknown_reservation_state_stops_reserve() {
+async fn an_unknown_reservation_state_stops_a_claim() {
     let (store, _dir) = fresh().await;
-    let earlier = claimed(&store, "alpha", "earlier", mins(-30)).await;
-    reserve(&store, &earlier, mins(-30), 10, 10).await;
+    reserved(&store, "alpha", "earlier", mins(-30)).await;
     // The CHECK constraint refuses unknown states; a database edited with checks off
     // must still not be counted as if the row were not there.
     let mut conn = store.pool().acquire().await.unwrap();
@@ -87,9 +85,11 @@ async fn an_unknown_reservation_state_stops_reserve() {
         .await
         .unwrap();
     drop(conn);
-    let post = claimed(&store, "beta", "next", t0()).await;
+    let post = approved(&store, "beta", "next", t0()).await;
     assert!(matches!(
-        store.reserve(&reserve_request(&post, t0(), 10, 10)).await,
+        store
+            .claim_post(&post_claim(&post, t0(), Some((10, 10))))
+            .await,
         Err(StoreError::CorruptQuota(_))
     ));
 }
