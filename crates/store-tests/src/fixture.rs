@@ -196,7 +196,7 @@ pub async fn claimed(store: &dyn Store, channel: &str, text: &str, now: DateTime
 pub async fn reserved(store: &dyn Store, channel: &str, text: &str, now: DateTime<Utc>) -> Post {
     let post = approved(store, channel, text, now - Duration::minutes(1)).await;
     match reserve(store, &post, now, 10, 10).await {
-        Reserved::Granted(post) => post,
+        Reserved::Granted(post) => *post,
         Reserved::Denied(denial) => panic!("post {} over quota: {denial:?}", post.id),
     }
 }
@@ -219,7 +219,7 @@ pub fn rules(window_limit: u32, daily_limit: u32) -> (WindowRule, DailyRule) {
 #[derive(Debug)]
 pub enum Reserved {
     /// Claimed, with its reservation.
-    Granted(Post),
+    Granted(Box<Post>),
     /// Over quota: nothing written.
     Denied(Denial),
 }
@@ -239,7 +239,7 @@ pub async fn reserve(
 /// Claims with the quota of `claim`, insisting the post is claimable.
 pub async fn reserve_with(store: &dyn Store, claim: &PostClaim) -> Reserved {
     match store.claim_post(claim).await {
-        Ok(PostClaimed::Claimed { post, .. }) => Reserved::Granted(*post),
+        Ok(PostClaimed::Claimed { post, .. }) => Reserved::Granted(post),
         Ok(PostClaimed::OverQuota(denial)) => Reserved::Denied(denial),
         other => panic!("post {} should be claimable: {other:?}", claim.id),
     }
@@ -288,7 +288,7 @@ pub async fn publish(
     daily_limit: u32,
 ) -> Post {
     let post = match reserve(store, post, now, window_limit, daily_limit).await {
-        Reserved::Granted(post) => post,
+        Reserved::Granted(post) => *post,
         Reserved::Denied(denial) => panic!("post {} over quota: {denial:?}", post.id),
     };
     intent(store, &post, now).await;

@@ -20,7 +20,7 @@ use crate::fixture::*;
 
 fn granted(res: Reserved) -> Post {
     match res {
-        Reserved::Granted(post) => post,
+        Reserved::Granted(post) => *post,
         Reserved::Denied(denial) => panic!("expected a grant, got {denial:?}"),
     }
 }
