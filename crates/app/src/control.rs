@@ -51,7 +51,7 @@ pub struct ChannelQuota {
     pub next_slot_at: Option<DateTime<Utc>>,
 }
 
-/// One channel as `channels --json` shows it (SPEC §7).
+/// One channel as `channels --json` shows it (docs/cli.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelStatus {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::policy::{ContentPolicy, LengthUnit};
 use crate::post::InvalidValue;
 
-/// What a channel publishes to (SPEC §7, "Channel kinds").
+/// What a channel publishes to (docs/channels.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

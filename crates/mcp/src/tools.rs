@@ -1,4 +1,4 @@
-//! The nine tools of SPEC §7, their argument schemas and annotations.
+//! The nine tools of docs/mcp.md, their argument schemas and annotations.
 //!
 //! Each tool resolves the caller's [`Principal`], calls one [`App`] operation, and
 //! answers with the JSON the HTTP API returns for it (the post JSON, `PostDetail`,
@@ -209,7 +209,7 @@ pub struct UpdateDraftArgs {
     pub scheduled_at: Option<String>,
 }
 
-/// A post's state (SPEC §3).
+/// A post's state (docs/lifecycle.md).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusArg {

@@ -23,7 +23,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 /// The Discord API base URL used unless a sink overrides it (for tests).
 pub const DISCORD_API: &str = "https://discord.com/api/v10";
 
-/// The notification events of SPEC §6.
+/// The notification events (docs/notifications.md).
 pub use airlock_core::EVENTS;
 
 /// One configured sink (`[notify.NAME]` in `airlock.toml`), as plain data.
@@ -104,7 +104,7 @@ pub enum SinkError {
         /// The value given.
         channel_id: String,
     },
-    /// An event name SPEC §6 does not define.
+    /// An event name docs/notifications.md does not list.
     #[error("notify sink {sink:?}: unknown event {event:?}: use one of {}", EVENTS.join(", "))]
     UnknownEvent {
         /// The sink.

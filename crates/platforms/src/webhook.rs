@@ -1,15 +1,15 @@
-//! `webhook`: one JSON POST per publish (SPEC §7).
+//! `webhook`: one JSON POST per publish (docs/channels.md#webhook).
 //!
 //! Body `{"id", "channel", "text", "media", "link", "scheduled_at"}` (`id` is the post
 //! id), headers `Idempotency-Key` and, with a secret, two signatures:
-//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` (SPEC §7), and
+//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>`, and
 //! - `X-Airlock-Signature-V2: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<body>">`
 //!   ([`timestamped_signature`]): the time of sending is signed with the body, so a
 //!   receiver that checks this one and refuses a `t` older than a few minutes cannot be
 //!   fed a captured delivery again later (README, "Verifying webhook signatures").
 //!
 //! A 2xx is success; an optional JSON answer `{"id", "permalink"}` is kept. Every other
-//! answer is classified by the SPEC table.
+//! answer is classified by the outcome table of docs/channels.md.
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};

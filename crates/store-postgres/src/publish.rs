@@ -105,7 +105,7 @@ pub(crate) async fn claim(pool: &PgPool, req: &ClaimRequest) -> Result<Claimed> 
         return Ok(Claimed::Nothing);
     };
 
-    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
+    // Read the row back: proceed only if it is still ours (docs/principles.md, 1.3).
     let mut conn = pool.acquire().await.map_err(db)?;
     let post = get_in(&mut conn, PostId(id)).await?;
     if post.status == PostStatus::Posting

@@ -79,7 +79,7 @@ pub(crate) async fn claim(store: &SqliteStore, req: &ClaimRequest) -> Result<Cla
     let generation: i64 = row.try_get("generation").map_err(db)?;
     tx.commit().await.map_err(db)?;
 
-    // Read the row back: proceed only if it is still ours (SPEC §4 step 1).
+    // Read the row back: proceed only if it is still ours (docs/principles.md, 1.3).
     let post = crate::posts::get(&store.pool, id).await?;
     if post.status == PostStatus::Posting
         && post.generation == generation

@@ -1,5 +1,5 @@
-//! `airlock.toml` (SPEC §7): parsed into one typed [`Config`], every table with
-//! `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
+//! `airlock.toml` (docs/configuration.md): parsed into one typed [`Config`], every table
+//! with `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
 //! against the file's directory, and cross-field rules (a lease outlasts every request)
 //! checked before anything runs.
 //!
@@ -148,7 +148,7 @@ pub struct Config {
     pub sites: BTreeMap<String, SiteConfig>,
 }
 
-/// A Markdown site (SPEC §9).
+/// A Markdown site (docs/sites.md).
 #[derive(Debug, Clone)]
 pub struct SiteConfig {
     /// Name.
@@ -419,6 +419,7 @@ mod tests {
         Config::parse(Path::new("/etc/airlock/airlock.toml"), text)
     }
 
+    // The example of docs/configuration.md ("Example"), with `max_retry_after`.
     const SPEC_EXAMPLE: &str = r#"
 timezone = "Asia/Tokyo"
 database = "sqlite://airlock.db"

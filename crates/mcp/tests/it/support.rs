@@ -19,7 +19,7 @@ use secrecy::ExposeSecret;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// The tools SPEC §7 names.
+/// The tools docs/mcp.md names.
 pub const TOOLS: [&str; 9] = [
     "approve_post",
     "draft_post",
