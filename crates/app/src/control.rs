@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
+use airlock_core::budget::{BudgetRule, Spend, month_bounds, spend};
 use airlock_core::quota::{Usage, daily_usage, day_bounds, window_usage};
 use airlock_core::{Action, ChannelKind, ChannelName, Span};
 use airlock_store::{Pause, PauseScope};
@@ -47,8 +48,12 @@ pub struct ChannelQuota {
     /// Use.
     #[serde(flatten)]
     pub usage: Usage,
-    /// When this channel can publish next, both limits considered (`null`: now).
+    /// When this channel can publish next, every limit considered (`null`: now).
     pub next_slot_at: Option<DateTime<Utc>>,
+    /// The channel's money spent this month against its budget (X channels with
+    /// `monthly_budget_usd`); absent for channels without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Spend>,
 }
 
 /// One channel as `channels --json` shows it (docs/cli.md).
@@ -151,7 +156,16 @@ impl App {
             .map(|c| day_bounds(now, c.timezone).0)
             .min()
             .unwrap_or(now);
-        let since = earliest_day.min(now - settings.window.window);
+        let earliest_month = settings
+            .channels
+            .values()
+            .filter(|c| c.budget.is_some())
+            .map(|c| month_bounds(now, c.timezone).0 - chrono::Duration::days(1))
+            .min()
+            .unwrap_or(now);
+        let since = earliest_day
+            .min(now - settings.window.window)
+            .min(earliest_month);
         let rows = self.store().quota_rows(since, now).await?;
         let all = rows.window_counted(now);
         let window = window_usage(now, settings.window, &all);
@@ -161,16 +175,28 @@ impl App {
             .map(|channel| {
                 let mine = rows.daily_counted(&channel.name);
                 let usage = daily_usage(now, channel.daily(), &mine);
-                let next_slot_at = [window.next_free_at, usage.next_free_at]
-                    .into_iter()
-                    .flatten()
-                    .max();
+                let budget = channel.budget.map(|budget| {
+                    let rule = BudgetRule {
+                        monthly: budget.monthly,
+                        tz: channel.timezone,
+                    };
+                    spend(now, rule, &rows.charges(&channel.name))
+                });
+                let next_slot_at = [
+                    window.next_free_at,
+                    usage.next_free_at,
+                    budget.and_then(|b| b.next_free_at),
+                ]
+                .into_iter()
+                .flatten()
+                .max();
                 ChannelQuota {
                     channel: channel.name.clone(),
                     timezone: channel.timezone.name().to_owned(),
                     day_start: day_bounds(now, channel.timezone).0,
                     usage,
                     next_slot_at,
+                    budget,
                 }
             })
             .collect();

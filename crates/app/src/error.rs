@@ -37,6 +37,13 @@ pub enum Error {
     /// A conflicting write: changed content, reused key, stale version (HTTP 409, exit 2).
     #[error("{0}")]
     Conflict(String),
+    /// The post is quarantined after too many failed reviews: nobody may edit, approve or
+    /// publish it until an operator releases it (HTTP 409, exit 2).
+    #[error("{0}")]
+    Quarantined(String),
+    /// The same text is already queued or published on the channel (HTTP 409, exit 2).
+    #[error("{0}")]
+    Duplicate(String),
     /// Publishing is paused (HTTP 423, exit 2).
     #[error("paused: {reason}; an operator resumes with `airlock resume {scope}`")]
     Paused {
@@ -46,14 +53,14 @@ pub enum Error {
         reason: String,
     },
     /// Over quota (HTTP 429 with `Retry-After`, exit 2).
-    #[error("over quota: the {} limit ({used}/{max}) is reached; the next slot frees at {}", limit_name(.limit), airlock_core::time::format_utc(*.next_free_at))]
+    #[error("over quota: {}; the next slot frees at {}", describe_limit(.limit, *.used, *.max), airlock_core::time::format_utc(*.next_free_at))]
     OverQuota {
         /// Which limit.
         limit: Limit,
-        /// Counted.
-        used: u32,
-        /// Maximum.
-        max: u32,
+        /// Counted (micro-dollars for the budget).
+        used: u64,
+        /// Maximum (micro-dollars for the budget).
+        max: u64,
         /// When a slot frees.
         next_free_at: DateTime<Utc>,
     },
@@ -87,10 +94,15 @@ fn join(violations: &[Violation]) -> String {
         .join("; ")
 }
 
-fn limit_name(limit: &Limit) -> &'static str {
+fn describe_limit(limit: &Limit, used: u64, max: u64) -> String {
     match limit {
-        Limit::Window => "rolling window",
-        Limit::Daily => "daily",
+        Limit::Window => format!("the rolling window limit ({used}/{max}) is reached"),
+        Limit::Daily => format!("the daily limit ({used}/{max}) is reached"),
+        Limit::Budget => format!(
+            "the channel's monthly budget is spent ({} of {})",
+            airlock_core::budget::format_usd(used),
+            airlock_core::budget::format_usd(max)
+        ),
     }
 }
 
@@ -118,6 +130,8 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::IllegalTransition(_) => "illegal_transition",
             Error::Conflict(_) => "conflict",
+            Error::Quarantined(_) => "quarantined",
+            Error::Duplicate(_) => "duplicate",
             Error::Paused { .. } => "paused",
             Error::OverQuota { .. } => "over_quota",
             Error::PublishFailed(_) => "publish_failed",
@@ -139,6 +153,17 @@ impl From<StoreError> for Error {
             StoreError::Conflict(_)
             | StoreError::IdempotencyMismatch(_)
             | StoreError::Duplicate(_) => Error::Conflict(e.to_string()),
+            StoreError::DuplicateText { earlier, status } => Error::Duplicate(format!(
+                "the same text is already post {earlier} ({}) on this channel: revise that post instead of drafting it again, or change the text (an operator may draft it anyway with --allow-duplicate)",
+                if status == airlock_core::PostStatus::Draft {
+                    "quarantined".to_owned()
+                } else {
+                    status.to_string()
+                }
+            )),
+            StoreError::Quarantined(id) => Error::Quarantined(format!(
+                "post {id} is quarantined after too many failed reviews: nobody may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
+            )),
             StoreError::HasHistory(_) | StoreError::IllegalTransition { .. } => {
                 Error::IllegalTransition(e.to_string())
             }

@@ -5,6 +5,8 @@
 //!
 //! Layout:
 //! - [`posts`]: drafting, editing, review (approve, reject, unapprove), discarding, reading.
+//! - [`critic`]: the critic's workflow: rubrics, verdicts, the review packet, approvals
+//!   required, the revision cap, quarantine and release.
 //! - [`publish`]: the one guarded publish path of docs/guarded-path.md (claim, checks,
 //!   reserve, intent, one irreversible request, fenced outcome, verify).
 //! - [`review`]: what happens after: the reaper, reconcile, resolve and requeue.
@@ -26,6 +28,7 @@ use airlock_platforms::Platform;
 use airlock_store::{Guard, NewNotification, PostUpdate, Store};
 
 pub mod control;
+pub mod critic;
 pub mod drill;
 mod error;
 pub mod export;
@@ -39,7 +42,7 @@ pub mod tokens;
 
 pub use airlock_core::EVENTS;
 pub use error::{Error, Result};
-pub use settings::{AppSettings, ChannelSettings, NotifyRoute};
+pub use settings::{AppSettings, Budget, ChannelSettings, NotifyRoute, ReviewSettings};
 
 /// Where `app` reads the time; tests pass a fixed or steppable clock.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;

@@ -11,6 +11,7 @@ use airlock_core::{
 use airlock_store::{CreateKey, Created, EventNote, PostFields, PostFilter};
 use serde::{Deserialize, Serialize};
 
+use crate::critic::VerdictInput;
 use crate::{App, Error, Principal, Result};
 
 /// A draft as agents and people submit it (the field names of the post JSON).
@@ -69,6 +70,24 @@ pub struct DraftOrigin {
     pub source: Option<Source>,
     /// The slot it fills.
     pub slot: Option<String>,
+    /// Draft it even when the same text is already queued or published on the channel
+    /// (operators only; `post add --allow-duplicate`, `?allow_duplicate=true`).
+    pub allow_duplicate: bool,
+}
+
+/// How much of each text a list of posts carries, in characters.
+pub const LIST_EXCERPT_CHARS: u32 = 500;
+
+/// A post as the HTTP API (`GET /posts`) and MCP (`list_posts`) list it: the post JSON
+/// with `text` cut to [`LIST_EXCERPT_CHARS`] characters, plus `text_truncated`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ListedPost {
+    /// The post; its `text` is the start of the text when `text_truncated`.
+    #[serde(flatten)]
+    pub post: Post,
+    /// Whether `text` was cut: the whole text is in `GET /posts/{id}` (`get_post`).
+    pub text_truncated: bool,
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {
@@ -85,6 +104,13 @@ impl App {
         origin: DraftOrigin,
     ) -> Result<Created> {
         who.require(Action::Create)?;
+        if origin.allow_duplicate && !who.roles.grants(airlock_core::Role::Operator) {
+            return Err(Error::Forbidden(format!(
+                "{} holds roles [{}]: only an operator may draft a duplicate on purpose (allow_duplicate); change the text, or revise the earlier post",
+                who.actor,
+                who.roles.to_list()
+            )));
+        }
         let now = self.now();
         let channel = self.channel(&input.channel)?;
         if input.test && !channel.kind.publishes_test_posts() {
@@ -103,6 +129,15 @@ impl App {
             source: origin.source,
         };
         check_content(&content, channel)?;
+        if let airlock_core::Actor::Token(name) = &who.actor {
+            let max = self.settings().max_drafts_per_token;
+            let held = self.store().live_drafts_by(&who.actor.to_string()).await?;
+            if held >= i64::from(max) {
+                return Err(Error::Conflict(format!(
+                    "token {name} holds {held} drafts, the most [server] max_drafts_per_token ({max}) allows: approve, discard or have a critic reject some before drafting more"
+                )));
+            }
+        }
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
             None => now,
@@ -136,6 +171,9 @@ impl App {
                 actor: who.actor.to_string(),
                 now,
                 idempotency,
+                duplicate_window: (!origin.allow_duplicate
+                    && channel.review.duplicate_window > chrono::Duration::zero())
+                .then_some(channel.review.duplicate_window),
             })
             .await?;
         Ok(created)
@@ -170,6 +208,7 @@ impl App {
                 "only drafts and approved posts can be edited",
             )
             .await?;
+        crate::critic::refuse_if_quarantined(&post, Action::Edit)?;
         let content = edit.apply_to(&post.content);
         check_content(&content, self.channel(post.content.channel.as_str())?)?;
         let hash = content.hash();
@@ -199,54 +238,55 @@ impl App {
         Ok(self.store().update_post(update).await?)
     }
 
-    /// Approves a draft (critic): the content policy must pass, and a token never approves
-    /// a post whose content it wrote: one it created, last edited, or changed since the
-    /// last approval ([`Post::authors`]; separation of duties).
+    /// Approves a draft (critic): a pass verdict ([`App::give_verdict`]) on the content as
+    /// it is now, under the channel's rubric. The content policy must pass, and a token
+    /// never approves a post whose content it wrote: one it created, last edited, or
+    /// changed since the last approval ([`Post::authors`]; separation of duties). On a
+    /// channel with `approvals_required` above one, the post stays a draft until enough
+    /// distinct critics have passed the same content. Callers that showed the content to
+    /// someone use [`App::approve_hash`], so that what is approved is what was read.
     pub async fn approve(&self, who: &Principal, id: PostId) -> Result<Post> {
-        self.approve_at(who, id, None).await
+        self.approve_hash(who, id, None).await
+    }
+
+    /// [`App::approve`], bound to the content hash the critic read: when the post's
+    /// content changed since, nothing is recorded and the answer is [`Error::Conflict`].
+    pub async fn approve_hash(
+        &self,
+        who: &Principal,
+        id: PostId,
+        content_hash: Option<String>,
+    ) -> Result<Post> {
+        Ok(self
+            .verdict_at(who, id, VerdictInput::pass(content_hash), false, None)
+            .await?
+            .post)
     }
 
     /// [`App::approve`], but only the post as it stood at `version` (the version the
     /// caller looked at); any change since is [`Error::Conflict`] and approves nothing.
     pub async fn approve_version(&self, who: &Principal, id: PostId, version: i64) -> Result<Post> {
-        self.approve_at(who, id, Some(version)).await
+        Ok(self
+            .verdict_at(who, id, VerdictInput::pass(None), false, Some(version))
+            .await?
+            .post)
     }
 
-    async fn approve_at(&self, who: &Principal, id: PostId, version: Option<i64>) -> Result<Post> {
-        who.require(Action::Approve)?;
-        let post = self
-            .post_in(id, &[PostStatus::Draft], "only drafts can be approved")
-            .await?;
-        if version.is_some_and(|v| v != post.version) {
-            return Err(Error::Conflict(format!(
-                "post {id} changed since it was looked at: look at it again before approving"
-            )));
-        }
-        let actor = who.actor.to_string();
-        if !who.sod_exempt && post.is_authored_by(&actor) {
-            return Err(Error::Forbidden(format!(
-                "{actor} wrote content of post {id} (created it, or changed its content since the last approval) and may not approve it: another critic must (separation of duties)"
-            )));
-        }
-        let channel = self.channel(post.content.channel.as_str())?;
-        let violations = channel.policy.check(&post.content);
-        if !violations.is_empty() {
-            return Err(Error::Policy(violations));
-        }
-        let mut update = self.change_by(who, &post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some(format!("approved content {}", post.content_hash));
-        update.set.approved_hash = Some(Some(post.content_hash.clone()));
-        update.set.approved_by = Some(Some(actor));
-        update.set.error = Some(None);
-        let approved = self.store().update_post(update).await?;
-        self.wake_dispatcher();
-        Ok(approved)
-    }
-
-    /// Rejects a draft or an approved post (critic), with a reason; it stays (or returns
-    /// to) draft for the writer to revise.
+    /// Rejects a draft or an approved post (critic): a fail verdict with one reason
+    /// (free text, or naming a rubric item as `item: ...`); it stays (or returns to) draft
+    /// for the writer to revise, and the `max_revisions`-th fail quarantines it.
     pub async fn reject(&self, who: &Principal, id: PostId, reason: &str) -> Result<Post> {
+        self.reject_hash(who, id, reason, None).await
+    }
+
+    /// [`App::reject`], bound to the content hash the critic read.
+    pub async fn reject_hash(
+        &self,
+        who: &Principal,
+        id: PostId,
+        reason: &str,
+        content_hash: Option<String>,
+    ) -> Result<Post> {
         who.require(Action::Reject)?;
         let reason = reason.trim();
         if reason.is_empty() {
@@ -256,28 +296,8 @@ impl App {
         }
         limits::check_chars("rejection reason", reason, MAX_REASON_CHARS)
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        let post = self
-            .post_in(
-                id,
-                &[PostStatus::Draft, PostStatus::Approved],
-                "only drafts and approved posts can be rejected",
-            )
-            .await?;
-        let actor = who.actor.to_string();
-        let mut update = self.change_by(who, &post);
-        update.set.error = Some(Some(format!("rejected by {actor}: {reason}")));
-        if post.status == PostStatus::Approved {
-            update.to = Some(PostStatus::Draft);
-            update.note = Some(format!("rejected: {reason}"));
-            update.set.approved_hash = Some(None);
-            update.set.approved_by = Some(None);
-        } else {
-            update.event = Some(EventNote {
-                kind: "rejected".into(),
-                note: Some(reason.to_owned()),
-            });
-        }
-        Ok(self.store().update_post(update).await?)
+        let input = VerdictInput::fail(vec![reason.to_owned()], content_hash);
+        Ok(self.verdict_at(who, id, input, false, None).await?.post)
     }
 
     /// Withdraws an approval (critic): `approved -> draft`.
@@ -308,6 +328,12 @@ impl App {
                 "only drafts can be discarded (unapprove it first)",
             )
             .await?;
+        if post.is_quarantined() && !who.roles.grants(airlock_core::Role::Operator) {
+            return Err(Error::Quarantined(format!(
+                "post {id} is quarantined after {} failed reviews: only an operator may discard or release it",
+                post.revisions
+            )));
+        }
         self.store()
             .delete_draft(id, post.version, &who.actor.to_string(), self.now())
             .await?;
@@ -324,6 +350,38 @@ impl App {
     pub async fn list_posts(&self, who: &Principal, filter: &PostFilter) -> Result<Vec<Post>> {
         who.require(Action::Read)?;
         Ok(self.store().list_posts(filter).await?)
+    }
+
+    /// Posts as the HTTP API and MCP list them, newest first: the post JSON with `text`
+    /// cut to its first [`LIST_EXCERPT_CHARS`] characters (by the store, so a page costs
+    /// what it shows) and `text_truncated` saying whether it was cut. The whole text is
+    /// in [`App::get_post`].
+    pub async fn list_post_excerpts(
+        &self,
+        who: &Principal,
+        filter: &PostFilter,
+    ) -> Result<Vec<ListedPost>> {
+        who.require(Action::Read)?;
+        let max = LIST_EXCERPT_CHARS as usize;
+        Ok(self
+            .store()
+            .list_excerpts(filter, LIST_EXCERPT_CHARS)
+            .await?
+            .into_iter()
+            .map(|mut post| {
+                let text_truncated = match post.content.text.char_indices().nth(max) {
+                    Some((at, _)) => {
+                        post.content.text.truncate(at);
+                        true
+                    }
+                    None => false,
+                };
+                ListedPost {
+                    post,
+                    text_truncated,
+                }
+            })
+            .collect())
     }
 
     /// Posts as lists show them, newest first: facts and the first `excerpt_chars`

@@ -3,14 +3,17 @@
 //! post as read from the ledger:
 //!
 //! 1. **checks** on that snapshot: content hash (and source file) unchanged since
-//!    approval, policy passes, the channel's account is the expected one;
+//!    approval, policy passes;
 //! 2. **claim** in one transaction that confirms the post has not changed since it was
 //!    read and its channel is not paused, moves it `approved -> posting` with a lease and
-//!    a new generation, and **reserves** quota — or, over quota, writes nothing and the
-//!    post waits for the next slot (not an attempt). For a channel without a prepare
-//!    step the **intent** commits in the same transaction;
-//! 3. otherwise **prepare** (repeatable steps such as container creation), then record
-//!    the **intent** — fenced by generation, an unexpired lease and no pause;
+//!    a new generation, and **reserves** quota (and a channel's money budget) — or, over
+//!    quota, writes nothing and the post waits for the next slot (not an attempt). For a
+//!    channel without a prepare step whose account this process has already checked, the
+//!    **intent** commits in the same transaction;
+//! 3. otherwise check the channel's **account** once the post has its slot (a post
+//!    without one costs the platform no request), **prepare** (repeatable steps such as
+//!    container creation), then record the **intent** — fenced by generation, an
+//!    unexpired lease and no pause;
 //! 4. **publish** once;
 //! 5. write the **outcome** — reservation committed or released, events, pause and
 //!    notifications in one transaction — under this worker's generation only;
@@ -29,6 +32,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use tracing::Instrument;
 
 use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
@@ -72,10 +76,10 @@ pub enum PublishResult {
     Deferred {
         /// Which limit.
         limit: Limit,
-        /// Counted.
-        used: u32,
-        /// Maximum.
-        max: u32,
+        /// Counted (micro-dollars for the budget).
+        used: u64,
+        /// Maximum (micro-dollars for the budget).
+        max: u64,
         /// When a slot frees.
         next_free_at: DateTime<Utc>,
     },
@@ -221,26 +225,32 @@ impl App {
         let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let slot = claimed.clone();
-        let run = self.inner.publishes.spawn(async move {
-            let channel = post.content.channel.clone();
-            let report = app.attempt(post, verify, &slot).await?;
-            if let Some(report) = &report {
-                app.metrics().incr(
-                    "airlock_publishes_total",
-                    &[
-                        ("channel", channel.as_str()),
-                        ("result", report.result.name()),
-                    ],
-                );
+        // Every log line of a publish carries the post and its channel.
+        let span =
+            tracing::info_span!("publish", post_id = %post.id, channel = %post.content.channel);
+        let run = self.inner.publishes.spawn(
+            async move {
+                let channel = post.content.channel.clone();
+                let report = app.attempt(post, verify, &slot).await?;
+                if let Some(report) = &report {
+                    app.metrics().incr(
+                        "airlock_publishes_total",
+                        &[
+                            ("channel", channel.as_str()),
+                            ("result", report.result.name()),
+                        ],
+                    );
+                }
+                Ok(report)
             }
-            Ok(report)
-        });
+            .instrument(span.clone()),
+        );
         let supervised = self.inner.publishes.spawn(async move {
             match run.await {
                 Ok(result) => result,
                 Err(join) => {
                     let claimed = *claimed.lock().expect("lock is never poisoned");
-                    Err(supervisor.after_panic(claimed, join).await)
+                    Err(supervisor.after_panic(claimed, join).instrument(span).await)
                 }
             }
         });
@@ -256,6 +266,7 @@ impl App {
         who.require(Action::Publish)?;
         let post = self.store().get_post(id).await?;
         let channel = self.channel(post.content.channel.as_str())?;
+        crate::critic::refuse_if_quarantined(&post, Action::Publish)?;
         if post.status != PostStatus::Approved {
             let hint = match post.status {
                 PostStatus::Draft => "approve it first",
@@ -363,29 +374,15 @@ impl App {
             );
             return self.back_to_draft(post, reason).await.map(Some);
         }
-        let account = self.check_account(&channel, platform.as_ref()).await;
-        if let Err(AccountProblem::Mismatch(reason)) = &account {
-            self.pause_channel_for(&channel.name, reason.clone())
-                .await?;
-            return Ok(Some(PublishReport {
-                post,
-                result: PublishResult::Held {
-                    scope: channel.name.to_string(),
-                    reason: reason.clone(),
-                },
-                sent_at: None,
-            }));
-        }
-
-        // 1 and 3. Claim and reserve in one transaction, with the intent when no
-        // repeatable step comes before the request.
+        // 2. Claim and reserve in one transaction, with the intent when no repeatable
+        // step (nor a first look at the account) comes before the request.
         let approved_hash = post
             .approved_hash
             .as_ref()
             .map(|h| h.as_str().to_owned())
             .unwrap_or_default();
         let key = idempotency_key(post.id, &approved_hash);
-        let prepares = platform.prepares() && account.is_ok();
+        let fold_intent = !platform.prepares() && self.account_known(&channel.name);
         let now = self.now();
         let claim = PostClaim {
             id: post.id,
@@ -395,12 +392,12 @@ impl App {
             actor: self.dispatcher_actor(),
             now,
             lease_until: now + self.settings().stale_after,
-            // A failed account check only needs the claim, to fail or retry the post.
-            quota: (!post.test && account.is_ok()).then(|| QuotaClaim {
+            quota: (!post.test).then(|| QuotaClaim {
                 window: self.settings().window,
                 daily: channel.daily(),
+                budget: channel.charge(&post.content),
             }),
-            intent: (!prepares && account.is_ok()).then(|| IntentClaim {
+            intent: fold_intent.then(|| IntentClaim {
                 idempotency_key: key.clone(),
                 lease_margin: channel.publish_time(),
             }),
@@ -424,14 +421,27 @@ impl App {
         };
         *claimed.lock().expect("lock is never poisoned") = Some((post.id, post.generation));
         boundary("publish::after_claim");
-        if let Err(AccountProblem::Step(step)) = account {
-            return self
-                .step_failed(post, step, Some(Settle::Release))
-                .await
-                .map(Some);
+
+        // 3. The account, once the post has its slot; a mismatch or a refusal releases the
+        // reservation with the post.
+        if intent.is_none()
+            && let Err(problem) = self.check_account(&channel, platform.as_ref()).await
+        {
+            return match problem {
+                AccountProblem::Mismatch(reason) => {
+                    let pause = self.pause_spec(&channel.name, reason.clone(), None);
+                    self.forget_account(&channel.name);
+                    self.hold(post, channel.name.to_string(), reason, Some(pause))
+                        .await
+                }
+                AccountProblem::Step(step) => {
+                    self.step_failed(post, step, Some(Settle::Release)).await
+                }
+            }
+            .map(Some);
         }
 
-        // 4. Prepare (seeing the earlier attempts' handles), then the intent.
+        // Prepare (seeing the earlier attempts' handles), then the intent.
         let mut request = publish_request(&post, key);
         request.now = self.now();
         let (prepared, sent_at) = match intent {
@@ -484,7 +494,7 @@ impl App {
                     Err(StoreError::Fenced { .. }) => return self.stale(post).await.map(Some),
                     // Paused while the post was being prepared: nothing may be sent now.
                     Err(StoreError::Paused { scope, reason }) => {
-                        return self.hold(post, scope, reason).await.map(Some);
+                        return self.hold(post, scope, reason, None).await.map(Some);
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -538,16 +548,27 @@ impl App {
         if post.generation <= 1 {
             return Ok(Vec::new());
         }
+        self.attempts_below(post, Some(post.generation)).await
+    }
+
+    /// The post's attempts that recorded an intent, oldest first: those of generations
+    /// below `below`, or all of them.
+    pub(crate) async fn attempts_below(
+        &self,
+        post: &Post,
+        below: Option<i64>,
+    ) -> Result<Vec<EarlierAttempt>> {
         let detail = self.store().post_detail(post.id).await?;
         Ok(detail
             .intents
             .into_iter()
-            .filter(|i| i.generation < post.generation)
+            .filter(|i| below.is_none_or(|below| i.generation < below))
             .map(|i| EarlierAttempt {
                 generation: i.generation,
                 idempotency_key: i.idempotency_key,
                 platform_ref: i.platform_ref,
                 sent_at: i.created_at,
+                definitely_unpublished: matches!(i.phase.as_str(), "rejected" | "not_sent"),
             })
             .collect())
     }
@@ -647,18 +668,22 @@ impl App {
         }
     }
 
+    /// Whether this process has already found the channel's credential to be the
+    /// configured account's.
+    fn account_known(&self, channel: &ChannelName) -> bool {
+        self.inner
+            .accounts_checked
+            .lock()
+            .expect("lock is never poisoned")
+            .contains(channel)
+    }
+
     async fn check_account(
         &self,
         channel: &ChannelSettings,
         platform: &dyn Platform,
     ) -> std::result::Result<(), AccountProblem> {
-        if self
-            .inner
-            .accounts_checked
-            .lock()
-            .expect("lock is never poisoned")
-            .contains(&channel.name)
-        {
+        if self.account_known(&channel.name) {
             return Ok(());
         }
         let account = platform.account().await.map_err(AccountProblem::Step)?;
@@ -795,30 +820,20 @@ impl App {
     }
 
     /// Back to `approved` without counting an attempt (paused while being prepared).
-    async fn hold(&self, post: Post, scope: String, reason: String) -> Result<PublishReport> {
+    async fn hold(
+        &self,
+        post: Post,
+        scope: String,
+        reason: String,
+        pause: Option<PauseSpec>,
+    ) -> Result<PublishReport> {
         let mut update = self.update(&post);
         update.to = Some(PostStatus::Approved);
         update.note = Some(format!("not sent: {reason}"));
         update.reservation = Some(Settle::Release);
+        update.pause = pause;
         self.finish(post, update, PublishResult::Held { scope, reason })
             .await
-    }
-
-    /// Pauses a channel whose credential belongs to another account; the post stays
-    /// approved and untouched.
-    async fn pause_channel_for(&self, channel: &ChannelName, reason: String) -> Result<()> {
-        self.forget_account(channel);
-        let spec = self.pause_spec(channel, reason, None);
-        self.store()
-            .pause(
-                &spec.scope,
-                &spec.reason,
-                &self.dispatcher_actor(),
-                self.now(),
-                spec.notify,
-            )
-            .await?;
-        Ok(())
     }
 
     /// A change to a post the worker has read but not claimed, guarded by that read's
@@ -864,6 +879,11 @@ impl App {
         let limit = match denial.limit {
             Limit::Window => format!("rolling window {}/{}", denial.used, denial.max),
             Limit::Daily => format!("daily limit {}/{}", denial.used, denial.max),
+            Limit::Budget => format!(
+                "monthly budget: {} of {} spent",
+                airlock_core::budget::format_usd(denial.used),
+                airlock_core::budget::format_usd(denial.max)
+            ),
         };
         let note = format!(
             "over quota ({limit}); next slot at {}",
@@ -1235,6 +1255,40 @@ impl App {
         })
     }
 
+    /// Reads a published post back from its platform now, as the guarded path does after
+    /// publishing (operator): records `verified` (and `verified_at`) when the platform
+    /// shows it, or `verify_failed` (with its notification) when it does not. A person
+    /// runs it to clear a verification alert once the platform shows the post again, or
+    /// to find out that it still does not. Verification never changes the post's status.
+    pub async fn verify_post(&self, who: &Principal, id: PostId) -> Result<VerifyOutcome> {
+        who.require(Action::Resolve)?;
+        let post = self
+            .post_in(
+                id,
+                &[PostStatus::Posted],
+                "only published posts can be read back from their platform",
+            )
+            .await?;
+        let channel = post.content.channel.clone();
+        let Some(platform) = self.platform(&channel).cloned() else {
+            return Err(Error::Invalid(format!(
+                "post {id} went to channel {channel}, which is not configured now: airlock cannot read it back; check the platform by hand and note what you found (`airlock post note`)"
+            )));
+        };
+        let Some(mut record) = self.read_back(&post, platform.as_ref()).await else {
+            return Ok(VerifyOutcome::Unsupported(post));
+        };
+        record.actor = who.actor.to_string();
+        let shown = record.result.is_ok();
+        self.store().record_verifications(&[record]).await?;
+        let post = self.store().get_post(id).await?;
+        Ok(if shown {
+            VerifyOutcome::Verified(post)
+        } else {
+            VerifyOutcome::Failed(post)
+        })
+    }
+
     /// Reads a published post back and records the result before answering.
     async fn verify(&self, post: Post, platform: &dyn Platform) -> Result<Post> {
         let Some(record) = self.read_back(&post, platform).await else {
@@ -1296,6 +1350,17 @@ impl App {
             }
         }
     }
+}
+
+/// What [`App::verify_post`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// The platform shows the post: `verified` recorded, `verified_at` set.
+    Verified(Post),
+    /// The platform does not show it: `verify_failed` recorded (and notified).
+    Failed(Post),
+    /// The channel's platform cannot read posts back; nothing recorded.
+    Unsupported(Post),
 }
 
 enum AccountProblem {

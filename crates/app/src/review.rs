@@ -5,7 +5,8 @@ use serde_json::json;
 
 use airlock_core::{Action, Actor, Intent, Post, PostId, PostStatus};
 use airlock_platforms::{Evidence, ReconcileRequest};
-use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, StoreError, Unreadable};
+use airlock_store::{Guard, IntentPhase, PostUpdate, ReviewItem, Settle, StoreError, Unreadable};
+use tracing::Instrument;
 
 use crate::publish::{idempotency_key, publish_request, retry_backoff};
 use crate::{App, Error, Principal, Result};
@@ -59,14 +60,16 @@ impl App {
             let post = lease.post;
             let had_intent = lease.intent.is_some();
             let owner = post.lease_owner.clone().unwrap_or_else(|| "?".into());
+            let span =
+                tracing::info_span!("reap", post_id = %post.id, channel = %post.content.channel);
             let result = if had_intent {
                 let reason = format!(
                     "the lease of {owner} expired after the request was sent; whether it went out is unknown"
                 );
-                self.reap_unknown(post, reason).await
+                self.reap_unknown(post, reason).instrument(span).await
             } else {
                 let reason = format!("the lease of {owner} expired before any request was sent");
-                self.reap_unsent(post, reason).await
+                self.reap_unsent(post, reason).instrument(span).await
             };
             match result {
                 Ok(post) => {
@@ -167,94 +170,116 @@ impl App {
                     continue;
                 }
             };
-            let post = item.post;
-            let Some(platform) = self.platform(&post.content.channel).cloned() else {
-                continue;
-            };
-            let key = item
-                .intent
-                .as_ref()
-                .map(|i| i.idempotency_key.clone())
-                .unwrap_or_else(|| {
-                    idempotency_key(
-                        post.id,
-                        post.approved_hash
-                            .as_ref()
-                            .map(|h| h.as_str())
-                            .unwrap_or(""),
-                    )
-                });
-            let request = ReconcileRequest {
-                publish: airlock_platforms::PublishRequest {
-                    now: self.now(),
-                    ..publish_request(&post, key)
-                },
-                platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
-            };
-            let evidence = platform.reconcile(&request).await;
-            let mut update = PostUpdate::new(
-                post.id,
-                Guard::Version(post.version),
-                Actor::Reconciler.to_string(),
-                self.now(),
+            let span = tracing::info_span!(
+                "reconcile",
+                post_id = %item.post.id,
+                channel = %item.post.content.channel
             );
-            let note = match evidence {
-                Evidence::NoProof => continue,
-                Evidence::Published(proof) => {
-                    update.to = Some(PostStatus::Posted);
-                    update.set.posted_at = Some(
-                        item.intent
-                            .as_ref()
-                            .map(|i| i.created_at)
-                            .unwrap_or_else(|| self.now()),
-                    );
-                    update.set.platform_post_id = Some(proof.platform_post_id);
-                    update.set.permalink = Some(proof.permalink.clone());
-                    update.set.error = Some(None);
-                    update.reservation = Some(Settle::Commit);
-                    update.intent_phase = Some(IntentPhase::Succeeded);
-                    update.notify = self.notifications(
-                        "published",
-                        Some(post.id),
-                        format!(
-                            "post {} on {} was published (settled from platform evidence): {}",
-                            post.id,
-                            post.content.channel,
-                            proof.permalink.as_deref().unwrap_or("(no permalink)")
-                        ),
-                        json!({"channel": post.content.channel, "evidence": proof.note}),
-                    );
-                    format!("reconciled: published; {}", proof.note)
-                }
-                Evidence::CannotLand { note } => {
-                    match self.late_answer_recorded(&post, item.intent.as_ref()).await {
-                        Ok(false) => {}
-                        Ok(true) => continue,
-                        // Its timeline cannot be read: leave it to a person, go on with the rest.
-                        Err(e) => {
-                            tracing::error!(post_id = %post.id, error = %e, "reconcile: the post's timeline cannot be read; skipped");
-                            continue;
-                        }
-                    }
-                    update.to = Some(PostStatus::Approved);
-                    update.set.error = Some(None);
-                    update.reservation = Some(Settle::Release);
-                    update.intent_phase = Some(IntentPhase::NotSent);
-                    format!("reconciled: this attempt can never be published; {note}")
-                }
-            };
-            update.note = Some(note.clone());
-            match self.store().update_post(update).await {
-                Ok(post) => settled.push(Reconciled {
-                    post,
-                    evidence: note,
-                }),
-                // It changed meanwhile (a person, a late answer recorded): look again next pass.
-                Err(StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+            if let Some(done) = self.reconcile_one(item).instrument(span).await? {
+                settled.push(done);
             }
         }
         Ok(settled)
+    }
+
+    /// Reconciles one `needs_review` post; `None` when nothing was settled.
+    async fn reconcile_one(&self, item: ReviewItem) -> Result<Option<Reconciled>> {
+        let post = item.post;
+        let Some(platform) = self.platform(&post.content.channel).cloned() else {
+            return Ok(None);
+        };
+        let key = item
+            .intent
+            .as_ref()
+            .map(|i| i.idempotency_key.clone())
+            .unwrap_or_else(|| {
+                idempotency_key(
+                    post.id,
+                    post.approved_hash
+                        .as_ref()
+                        .map(|h| h.as_str())
+                        .unwrap_or(""),
+                )
+            });
+        // Every attempt that recorded an intent, this one last: an adapter whose platform
+        // keeps a key for a limited time (Mastodon) needs its first send.
+        let attempts = match self.attempts_below(&post, None).await {
+            Ok(attempts) => attempts,
+            Err(e) => {
+                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the post's attempts cannot be read; trying later");
+                return Ok(None);
+            }
+        };
+        let request = ReconcileRequest {
+            publish: airlock_platforms::PublishRequest {
+                now: self.now(),
+                earlier: attempts,
+                ..publish_request(&post, key)
+            },
+            platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
+        };
+        let evidence = platform.reconcile(&request).await;
+        let mut update = PostUpdate::new(
+            post.id,
+            Guard::Version(post.version),
+            Actor::Reconciler.to_string(),
+            self.now(),
+        );
+        let note = match evidence {
+            Evidence::NoProof => return Ok(None),
+            Evidence::Published(proof) => {
+                update.to = Some(PostStatus::Posted);
+                update.set.posted_at = Some(
+                    item.intent
+                        .as_ref()
+                        .map(|i| i.created_at)
+                        .unwrap_or_else(|| self.now()),
+                );
+                update.set.platform_post_id = Some(proof.platform_post_id);
+                update.set.permalink = Some(proof.permalink.clone());
+                update.set.error = Some(None);
+                update.reservation = Some(Settle::Commit);
+                update.intent_phase = Some(IntentPhase::Succeeded);
+                update.notify = self.notifications(
+                    "published",
+                    Some(post.id),
+                    format!(
+                        "post {} on {} was published (settled from platform evidence): {}",
+                        post.id,
+                        post.content.channel,
+                        proof.permalink.as_deref().unwrap_or("(no permalink)")
+                    ),
+                    json!({"channel": post.content.channel, "evidence": proof.note}),
+                );
+                format!("reconciled: published; {}", proof.note)
+            }
+            Evidence::CannotLand { note } => {
+                match self.late_answer_recorded(&post, item.intent.as_ref()).await {
+                    Ok(false) => {}
+                    Ok(true) => return Ok(None),
+                    // Its timeline cannot be read: leave it to a person, go on with the rest.
+                    Err(e) => {
+                        tracing::error!(post_id = %post.id, error = %e, "reconcile: the post's timeline cannot be read; skipped");
+                        return Ok(None);
+                    }
+                }
+                update.to = Some(PostStatus::Approved);
+                update.set.error = Some(None);
+                update.reservation = Some(Settle::Release);
+                update.intent_phase = Some(IntentPhase::NotSent);
+                format!("reconciled: this attempt can never be published; {note}")
+            }
+        };
+        update.note = Some(note.clone());
+        match self.store().update_post(update).await {
+            Ok(post) => Ok(Some(Reconciled {
+                post,
+                evidence: note,
+            })),
+            // It changed meanwhile (a person, a late answer recorded): look again next pass.
+            Err(StoreError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whether the sending worker's late answer was recorded after the post's latest

@@ -32,7 +32,24 @@ pub enum SessionState {
     Active(Principal),
 }
 
+/// The name of the server secret that keys the dashboard's login-form CSRF tokens.
+pub const LOGIN_CSRF_SECRET: &str = "dashboard-login-csrf";
+
 impl App {
+    /// A secret the server keeps in the ledger under `name` (made at random by the first
+    /// process that asks, then the same for every process and restart): for keys that
+    /// must survive restarts and be shared by hosts, such as the dashboard's login-form
+    /// CSRF key. Never shown; anyone who can read the ledger can read it, like everything
+    /// else in it.
+    pub async fn server_secret(&self, name: &str) -> Result<SecretString> {
+        let candidate = crate::tokens::random_hex();
+        let secret = self
+            .store()
+            .server_secret(name, &candidate, self.now())
+            .await?;
+        Ok(SecretString::from(secret))
+    }
+
     /// Opens a session for a token secret that the caller has just authenticated and
     /// checked, lasting `ttl`; returns the cookie value (shown to nobody but the browser).
     pub async fn open_session(&self, token: &SecretString, ttl: Duration) -> Result<SecretString> {

@@ -3,12 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::Duration;
 use chrono_tz::Tz;
 
+use airlock_core::budget::{BudgetRule, Charge, Costs};
 use airlock_core::quota::{DailyRule, WindowRule};
+use airlock_core::review::ReviewRules;
 use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
+
+use crate::critic::{BuiltinRubric, RubricSource};
 
 /// Settings of the guarded operations.
 #[derive(Debug, Clone)]
@@ -34,6 +39,9 @@ pub struct AppSettings {
     pub min_retry_after: Duration,
     /// The longest: a platform's number can hold a post for at most this long per try.
     pub max_retry_after: Duration,
+    /// The most live drafts one token may hold (`[server] max_drafts_per_token`); a
+    /// draft past it is refused naming the limit. The CLI and the scheduler are not held to it.
+    pub max_drafts_per_token: u32,
 }
 
 impl AppSettings {
@@ -55,6 +63,7 @@ impl AppSettings {
             create_key_ttl: Duration::hours(24),
             min_retry_after: Duration::seconds(30),
             max_retry_after: Duration::hours(24),
+            max_drafts_per_token: 1000,
         }
     }
 
@@ -85,6 +94,43 @@ pub struct ChannelSettings {
     /// The longest one request to the platform may take; the lease must outlast the
     /// irreversible request by at least this when it is sent.
     pub request_timeout: Duration,
+    /// A monthly money budget (X's pay-per-use API), reserved with the post quota.
+    pub budget: Option<Budget>,
+    /// How its posts are reviewed.
+    pub review: ReviewSettings,
+}
+
+/// How a channel's posts are reviewed (the critic's workflow).
+#[derive(Debug, Clone)]
+pub struct ReviewSettings {
+    /// `approvals_required` and `max_revisions`.
+    pub rules: ReviewRules,
+    /// A draft whose normalised text is that of a post on the channel going out within
+    /// this long of it is refused; zero checks nothing.
+    pub duplicate_window: Duration,
+    /// Where the rubric comes from; read on every packet and verdict.
+    pub rubric: Arc<dyn RubricSource>,
+}
+
+impl Default for ReviewSettings {
+    /// One approval, quarantine after two fails, a seven-day duplicate window, the
+    /// built-in rubric.
+    fn default() -> Self {
+        ReviewSettings {
+            rules: ReviewRules::default(),
+            duplicate_window: Duration::days(7),
+            rubric: Arc::new(BuiltinRubric),
+        }
+    }
+}
+
+/// A channel's monthly money budget and what its posts cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most spending per calendar month in the channel's zone, in micro-dollars.
+    pub monthly: u64,
+    /// What a post costs.
+    pub costs: Costs,
 }
 
 impl ChannelSettings {
@@ -99,7 +145,20 @@ impl ChannelSettings {
             policy: kind.platform_policy(),
             source_dir: None,
             request_timeout: Duration::seconds(30),
+            budget: None,
+            review: ReviewSettings::default(),
         }
+    }
+
+    /// What publishing `content` charges the channel's budget, if it has one.
+    pub fn charge(&self, content: &airlock_core::PostContent) -> Option<Charge> {
+        self.budget.map(|budget| Charge {
+            rule: BudgetRule {
+                monthly: budget.monthly,
+                tz: self.timezone,
+            },
+            cost: budget.costs.of(&content.text, content.link.as_deref()),
+        })
     }
 
     /// The longest the irreversible step may take, with the slack a lease keeps beyond

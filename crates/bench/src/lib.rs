@@ -176,6 +176,7 @@ pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
                         now,
                         window: settings.window,
                         daily: channel.daily(),
+                        budget: None,
                     })
                     .await
                     .expect("reserve");

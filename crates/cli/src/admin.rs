@@ -177,12 +177,28 @@ pub async fn quota(config: &Config, json: bool) -> CmdResult {
             channel.usage.remaining,
             next(channel.next_slot_at)
         );
+        if let Some(budget) = &channel.budget {
+            let micros =
+                |usd: f64| (usd * airlock_core::budget::MICROS_PER_USD as f64).round() as u64;
+            println!(
+                "{} (month in {}): {} of {} budget spent, {} left{}",
+                channel.channel,
+                channel.timezone,
+                airlock_core::budget::format_usd(micros(budget.used_usd)),
+                airlock_core::budget::format_usd(micros(budget.budget_usd)),
+                airlock_core::budget::format_usd(micros(budget.remaining_usd)),
+                budget
+                    .next_free_at
+                    .map(|t| format!(", spent until {}", format_utc(t)))
+                    .unwrap_or_default()
+            );
+        }
     }
     Ok(())
 }
 
 /// `doctor`: every check prints a line; exit 1 when the ledger is corrupt or a check fails.
-pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
+pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResult {
     let mut problems = 0;
     let mut report = |ok: bool, what: String| {
         if ok {
@@ -290,6 +306,9 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
             stats.abandoned
         );
     }
+    if restored {
+        restored_notes(store.as_ref()).await;
+    }
     if online {
         match wiring::build_platforms(&config) {
             Ok(platforms) => {
@@ -339,5 +358,72 @@ pub async fn doctor(config_path: &Path, online: bool) -> CmdResult {
         )))
     } else {
         Ok(())
+    }
+}
+
+/// What `doctor --restored` lists: a backup is the ledger of its moment, so tokens
+/// revoked, sessions ended and notifications delivered since then are back. Each line
+/// says what to check and how to settle it; nothing is changed.
+async fn restored_notes(store: &dyn airlock_store::Store) {
+    let now = chrono::Utc::now();
+    match store.tokens().await {
+        Ok(tokens) => {
+            let active: Vec<_> = tokens.iter().filter(|t| t.revoked_at.is_none()).collect();
+            println!(
+                "note  restored ledger: {} active token(s); revoke again (`airlock token revoke NAME`) every one revoked after the backup was taken:",
+                active.len()
+            );
+            for token in active {
+                println!(
+                    "note    token {} [{}] created {}, last used {}",
+                    token.name,
+                    token.roles.to_list(),
+                    format_utc(token.created_at),
+                    token
+                        .last_used_at
+                        .map(format_utc)
+                        .unwrap_or_else(|| "never".into())
+                );
+            }
+        }
+        Err(e) => println!("warn  restored ledger: cannot list tokens: {e}"),
+    }
+    match store.live_sessions(now).await {
+        Ok(sessions) => {
+            println!(
+                "note  restored ledger: {} dashboard session(s) still live; one signed out since the backup is signed in again until it expires: revoke (and re-create) its token to end it:",
+                sessions.len()
+            );
+            for session in sessions {
+                println!(
+                    "note    session of token {} opened {}, ends {}",
+                    session.token,
+                    format_utc(session.created_at),
+                    format_utc(session.expires_at)
+                );
+            }
+        }
+        Err(e) => println!("warn  restored ledger: cannot list sessions: {e}"),
+    }
+    if let Ok(stats) = store.outbox_stats().await
+        && stats.pending > 0
+    {
+        println!(
+            "note  restored ledger: {} notification(s) wait for delivery; some may have been delivered before the restore and will be sent again (receivers drop repeats by X-Airlock-Event-Id)",
+            stats.pending
+        );
+    }
+    if let Ok(counts) = store.status_counts().await {
+        for (status, n) in counts {
+            if matches!(
+                status,
+                airlock_core::PostStatus::Approved | airlock_core::PostStatus::Posting
+            ) && n > 0
+            {
+                println!(
+                    "note  restored ledger: {n} post(s) {status}: compare with the platforms before `airlock resume --all` (`airlock post list --status {status}`); any that went out after the backup must not go again"
+                );
+            }
+        }
     }
 }

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod admin;
+#[cfg(test)]
+mod build_info;
 mod compose;
 mod config;
 mod demo;
@@ -19,6 +21,7 @@ mod ops;
 mod output;
 mod post;
 mod private;
+mod rubric;
 mod run;
 mod wiring;
 
@@ -113,6 +116,11 @@ enum Command {
         /// Also check each channel's account with its platform.
         #[arg(long)]
         online: bool,
+        /// The ledger was just restored from a backup: also list what the backup brought
+        /// back that may have been revoked or ended since (active tokens, live dashboard
+        /// sessions, undelivered notifications, approved and posting posts).
+        #[arg(long)]
+        restored: bool,
     },
     /// Write a consistent, checked copy of a SQLite ledger while `serve` runs (mode 0600).
     Backup(ops::BackupArgs),
@@ -264,6 +272,7 @@ async fn run(cli: Cli) -> CmdResult {
         Command::Channels { json } => admin::channels(&load()?, json).await,
         Command::Migrate => {
             let config = load()?;
+            operator::require_operator(&config).await?;
             wiring::open_store(&config).await?;
             println!(
                 "migrations applied: {}",
@@ -271,7 +280,7 @@ async fn run(cli: Cli) -> CmdResult {
             );
             Ok(())
         }
-        Command::Doctor { online } => admin::doctor(&config_path, online).await,
+        Command::Doctor { online, restored } => admin::doctor(&config_path, online, restored).await,
         Command::Backup(args) => ops::backup(&load()?, args).await,
         Command::Export(args) => ops::export(&load()?, args).await,
         Command::Candidates(args) => compose::candidates(&load()?, args).await,

@@ -6,7 +6,9 @@
 //! `[cli] require_token = true` reduces that power for state-changing commands (drafting,
 //! review, publishing, resolving, pauses, tokens, compose): they need an operator token
 //! in `AIRLOCK_TOKEN` and act as that token, recorded as `token:<name>` and held to
-//! separation of duties like any other token. Reads stay open. This is a guard against
+//! separation of duties like any other token. Commands that run the ledger rather than
+//! change a post (`serve`, `dispatch --once`, `backup`, `migrate`) need one too
+//! ([`require_operator`]). Reads stay open. This is a guard against
 //! an agent that was handed a shell beside the configuration, not a boundary: anyone
 //! who can read the ledger's files can change them without airlock. The boundary is
 //! the operating system's: the ledger owned by another user, agents over HTTP MCP with
@@ -54,4 +56,20 @@ pub async fn acting(config: &Config, app: &App) -> Result<Principal, Failure> {
         )));
     }
     Ok(principal)
+}
+
+/// With `[cli] require_token`, refuses unless `AIRLOCK_TOKEN` holds an operator token:
+/// for commands that act as the server or on the whole ledger (`serve`, `dispatch
+/// --once`, `backup`, `migrate`) rather than as a principal. The token is checked
+/// against the ledger as it is, before anything opens it for work (opening migrates), so
+/// a refused command changes nothing; a ledger that does not exist yet holds no token and
+/// has nothing to protect, so it is not refused.
+pub async fn require_operator(config: &Config) -> Result<(), Failure> {
+    if !config.require_token {
+        return Ok(());
+    }
+    match crate::wiring::app_unmigrated(config).await? {
+        Some(app) => acting(config, &app).await.map(drop),
+        None => Ok(()),
+    }
 }

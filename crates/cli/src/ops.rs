@@ -20,6 +20,10 @@ pub struct BackupArgs {
     /// The backup file to write (must not exist; written 0600).
     #[arg(long, value_name = "FILE")]
     to: PathBuf,
+    /// Write the copy even when the ledger holds no posts (otherwise refused: an empty
+    /// ledger usually means `database` points at the wrong file).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 #[derive(Debug, Args)]
@@ -36,9 +40,14 @@ pub struct ExportArgs {
 }
 
 /// `backup --to FILE`: a consistent copy taken while `serve` runs, checked with
-/// `PRAGMA integrity_check`, mode 0600. Restoring is pointing `database` at it.
+/// `PRAGMA integrity_check`, mode 0600. Restoring is pointing `database` at it. The
+/// ledger must exist and carry exactly this binary's migrations (nothing is created or
+/// migrated), and an empty ledger is refused without `--allow-empty`.
 pub async fn backup(config: &Config, args: BackupArgs) -> CmdResult {
-    let backup = wiring::backup_sqlite(config, &args.to).await?;
+    if config.database.starts_with("sqlite:") {
+        crate::operator::require_operator(config).await?;
+    }
+    let backup = wiring::backup_sqlite(config, &args.to, args.allow_empty).await?;
     println!(
         "backup written: {} ({} bytes, {} posts, integrity_check ok, mode 0600)",
         backup.path.display(),
@@ -73,7 +82,8 @@ pub async fn export(config: &Config, args: ExportArgs) -> CmdResult {
             .transpose()
             .map_err(|e| Failure::refused(format!("--channel: {e}")))?,
     };
-    let app = wiring::app_for_ledger(config).await?;
+    // Never creates or migrates the ledger it reads.
+    let app = wiring::app_for_current_ledger(config).await?;
     let me = Principal::cli();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

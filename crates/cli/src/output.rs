@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
+use airlock_app::critic::ReviewPacket;
 use airlock_core::time::format_utc;
-use airlock_core::{Post, PostDetail};
+use airlock_core::{Post, PostDetail, Verdict};
 
 /// Prints one JSON document on stdout.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
@@ -125,6 +126,18 @@ pub fn print_post_detail(detail: &PostDetail) {
     if let Some(error) = &post.error {
         println!("error:         {error}");
     }
+    if let Some(at) = post.quarantined_at {
+        println!(
+            "quarantined:   since {} after {} failed reviews (release with `airlock post release {}`)",
+            format_utc(at),
+            post.revisions,
+            post.id
+        );
+    }
+    if !detail.verdicts.is_empty() {
+        println!("verdicts:");
+        print_verdicts(&detail.verdicts);
+    }
     println!("events:");
     for event in &detail.events {
         let change = match event.from {
@@ -170,5 +183,85 @@ pub fn print_post_detail(detail: &PostDetail) {
                     .unwrap_or_default()
             );
         }
+    }
+}
+
+fn print_verdicts(verdicts: &[Verdict]) {
+    for verdict in verdicts {
+        println!(
+            "  {}  {:<4}  {:<28}  content {}  rubric {}",
+            format_utc(verdict.at),
+            verdict.verdict,
+            excerpt(&verdict.actor, 28),
+            &verdict.content_hash.as_str()[..12],
+            verdict
+                .rubric_hash
+                .get(..12)
+                .unwrap_or(&verdict.rubric_hash)
+        );
+        for reason in &verdict.reasons {
+            println!("      - {reason}");
+        }
+    }
+}
+
+/// A review packet for a person at a terminal.
+pub fn print_review_packet(packet: &ReviewPacket) {
+    let post = &packet.post;
+    println!(
+        "post {}  [{}]  on {} ({})",
+        post.id, post.status, packet.channel.name, packet.channel.kind
+    );
+    if let Some(title) = &post.content.title {
+        println!("title:         {title}");
+    }
+    println!("text:");
+    for line in post.content.text.lines() {
+        println!("  {line}");
+    }
+    println!("content_hash:  {}", packet.content_hash);
+    println!(
+        "approvals:     {} of {} ({})",
+        packet.approvals.passed_by.len(),
+        packet.approvals.required,
+        if packet.approvals.passed_by.is_empty() {
+            "none yet".to_owned()
+        } else {
+            packet.approvals.passed_by.join(", ")
+        }
+    );
+    println!(
+        "revisions:     {} failed of {} before quarantine",
+        packet.revisions.failed, packet.revisions.max
+    );
+    if !packet.channel.policy.violations.is_empty() {
+        println!(
+            "policy:        {}",
+            packet.channel.policy.violations.join("; ")
+        );
+    }
+    if let Some(why) = &packet.verdict_refused {
+        println!("verdict:       refused now: {why}");
+    }
+    println!(
+        "rubric:        {} ({})",
+        packet.rubric.origin, packet.rubric.hash
+    );
+    for line in packet.rubric.text.lines() {
+        println!("  | {line}");
+    }
+    if let Some(change) = &packet.changes_since_last_verdict {
+        println!(
+            "changed since verdict {}: {}",
+            change.since_verdict,
+            change.change.fields.join(", ")
+        );
+        for line in &change.change.text_diff {
+            println!("  {line}");
+        }
+    }
+    if !packet.verdicts.is_empty() {
+        println!("verdicts:");
+        print_verdicts(&packet.verdicts);
     }
 }

@@ -12,7 +12,9 @@ use airlock_core::{ChannelName, Media, Post, PostId, PostStatus};
 use airlock_store::PostFilter;
 
 use crate::config::Config;
-use crate::output::{print_json, print_post_detail, print_post_line, print_posts};
+use crate::output::{
+    print_json, print_post_detail, print_post_line, print_posts, print_review_packet,
+};
 use crate::{CmdResult, Failure, wiring};
 
 #[derive(Debug, Subcommand)]
@@ -21,16 +23,33 @@ pub enum PostCommand {
     Add(AddArgs),
     /// Edit a draft (an approved post goes back to draft).
     Edit(EditArgs),
-    /// Approve a draft (the content policy must pass).
-    Approve(IdArgs),
-    /// Reject a draft or an approved post, with a reason.
+    /// Approve a draft: a pass verdict (the content policy must pass; on a channel with
+    /// approvals_required above one, it stays a draft until enough critics passed).
+    Approve {
+        #[command(flatten)]
+        id: IdArgs,
+        /// The content hash you reviewed (from `post show` or `post review`): if the post
+        /// changed since, nothing is approved (exit 2).
+        #[arg(long, value_name = "CONTENT_HASH")]
+        hash: Option<String>,
+    },
+    /// Reject a draft or an approved post, with a reason: a fail verdict (the channel's
+    /// max_revisions-th fail quarantines the post).
     Reject {
         #[command(flatten)]
         id: IdArgs,
-        /// Why.
+        /// Why; start it with a rubric item to name it (`tone: reads as pushy`).
         #[arg(long)]
         reason: String,
+        /// The content hash you reviewed: if the post changed since, nothing is recorded.
+        #[arg(long, value_name = "CONTENT_HASH")]
+        hash: Option<String>,
     },
+    /// Release a quarantined post: a plain draft again, its failed reviews forgotten.
+    Release(IdArgs),
+    /// The review packet: the post, its hash, the channel's policy and review rules, the
+    /// rubric with its hash, earlier verdicts and what changed since the last one.
+    Review(IdArgs),
     /// Withdraw an approval.
     Unapprove(IdArgs),
     /// Discard a draft.
@@ -48,6 +67,9 @@ pub enum PostCommand {
         /// At most this many.
         #[arg(long, default_value_t = 100)]
         limit: u32,
+        /// Only quarantined posts.
+        #[arg(long)]
+        quarantined: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -74,6 +96,9 @@ pub enum PostCommand {
     },
     /// Return a failed post to the queue.
     Requeue(IdArgs),
+    /// Read a published post back from its platform now, recording `verified` or
+    /// `verify_failed` (clears a verification alert once the platform shows it).
+    Verify(IdArgs),
     /// Add a note to a post's timeline.
     Note {
         #[command(flatten)]
@@ -123,6 +148,10 @@ pub struct AddArgs {
     /// A test post: published only on sandbox channels, never counted.
     #[arg(long)]
     test: bool,
+    /// Draft it even if the same text is already queued or published on the channel
+    /// within its duplicate_window.
+    #[arg(long)]
+    allow_duplicate: bool,
     /// Print the post as JSON.
     #[arg(long)]
     json: bool,
@@ -210,13 +239,16 @@ fn show(post: &Post, json: bool, verb: &str) {
 }
 
 pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
-    let needs_adapters = matches!(command, PostCommand::Publish(_));
+    let needs_adapters = matches!(command, PostCommand::Publish(_) | PostCommand::Verify(_));
     let app = if needs_adapters {
         wiring::app_for_publishing(config).await?
     } else {
         wiring::app_for_ledger(config).await?
     };
-    let reads = matches!(command, PostCommand::List { .. } | PostCommand::Show(_));
+    let reads = matches!(
+        command,
+        PostCommand::List { .. } | PostCommand::Show(_) | PostCommand::Review(_)
+    );
     let me = if reads {
         Principal::cli()
     } else {
@@ -243,14 +275,40 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             show(&post, args.json, "edited");
             Ok(())
         }
-        PostCommand::Approve(args) => {
-            let post = app.approve(&me, parse_id(&args.id)?).await?;
-            show(&post, args.json, "approved");
+        PostCommand::Approve { id, hash } => {
+            let post = app.approve_hash(&me, parse_id(&id.id)?, hash).await?;
+            let verb = if post.status == PostStatus::Approved {
+                "approved"
+            } else {
+                "passed: it needs more critics' passes before it is approved"
+            };
+            show(&post, id.json, verb);
             Ok(())
         }
-        PostCommand::Reject { id, reason } => {
-            let post = app.reject(&me, parse_id(&id.id)?, &reason).await?;
-            show(&post, id.json, "rejected");
+        PostCommand::Reject { id, reason, hash } => {
+            let post = app
+                .reject_hash(&me, parse_id(&id.id)?, &reason, hash)
+                .await?;
+            let verb = if post.is_quarantined() {
+                "rejected and quarantined: an operator releases it with `airlock post release`"
+            } else {
+                "rejected"
+            };
+            show(&post, id.json, verb);
+            Ok(())
+        }
+        PostCommand::Release(args) => {
+            let post = app.release(&me, parse_id(&args.id)?).await?;
+            show(&post, args.json, "released: a draft again");
+            Ok(())
+        }
+        PostCommand::Review(args) => {
+            let packet = app.review_packet(&me, parse_id(&args.id)?).await?;
+            if args.json {
+                print_json(&packet);
+            } else {
+                print_review_packet(&packet);
+            }
             Ok(())
         }
         PostCommand::Unapprove(args) => {
@@ -277,6 +335,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             status,
             channel,
             limit,
+            quarantined,
             json,
         } => {
             let filter = PostFilter {
@@ -291,6 +350,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 slot: None,
                 limit: Some(limit.clamp(1, 10_000)),
                 platform_post_id: None,
+                quarantined: quarantined.then_some(true),
             };
             let posts = app.list_posts(&me, &filter).await?;
             if json {
@@ -329,6 +389,25 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             show(&post, args.json, "requeued");
             Ok(())
         }
+        PostCommand::Verify(args) => {
+            use airlock_app::publish::VerifyOutcome;
+            let id = parse_id(&args.id)?;
+            match app.verify_post(&me, id).await? {
+                VerifyOutcome::Verified(post) => {
+                    show(&post, args.json, "verified: the platform shows it");
+                    Ok(())
+                }
+                VerifyOutcome::Failed(post) => {
+                    show(&post, args.json, "not verified");
+                    Err(Failure::failed(format!(
+                        "post {id}: the platform does not show it; `verify_failed` recorded: see `airlock post show {id}` and look at the platform"
+                    )))
+                }
+                VerifyOutcome::Unsupported(_) => Err(Failure::refused(format!(
+                    "post {id}: its channel's platform cannot read posts back; check it by hand and note what you found with `airlock post note`"
+                ))),
+            }
+        }
         PostCommand::Note { id, text } => {
             let post_id = parse_id(&id.id)?;
             app.add_note(&me, post_id, &text).await?;
@@ -353,9 +432,11 @@ async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
         scheduled_at: args.at,
         test: args.test,
     };
-    let created = app
-        .create_post(me, input, None, DraftOrigin::default())
-        .await?;
+    let origin = DraftOrigin {
+        allow_duplicate: args.allow_duplicate,
+        ..DraftOrigin::default()
+    };
+    let created = app.create_post(me, input, None, origin).await?;
     if args.json {
         print_json(&created.post);
     } else {

@@ -15,6 +15,7 @@ use crate::{CmdResult, Failure, wiring};
 /// `dispatch --once`: reap, reconcile, publish what is due, deliver notifications.
 /// Exit 1 when a publish ended failed or needs review.
 pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> CmdResult {
+    crate::operator::require_operator(config).await?;
     let app = wiring::app_for_publishing(config).await?;
     let only = if channels.is_empty() {
         None
@@ -110,6 +111,7 @@ async fn deliver(app: &App, config: &Config) -> Result<u32, Failure> {
 /// `serve`: the HTTP API, dashboard, MCP endpoint, dispatcher, reaper, slot scheduler
 /// and notification deliverer, until Ctrl-C or SIGTERM.
 pub async fn serve(config: &Config) -> CmdResult {
+    crate::operator::require_operator(config).await?;
     let app = wiring::app_for_publishing(config).await?;
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
@@ -125,6 +127,57 @@ pub async fn serve(config: &Config) -> CmdResult {
     server.run(shutdown_signal()).await
 }
 
+/// What `serve` warns about at start: ways to be reached by other machines without TLS,
+/// where tokens and session cookies would cross the network in clear text and the
+/// dashboard's cookies would not be `Secure`.
+pub fn start_warnings(config: &Config, address: std::net::SocketAddr) -> Vec<String> {
+    let loopback_name = |host: &str| {
+        let host = host.trim().trim_start_matches('[');
+        let host = host.split(']').next().unwrap_or(host);
+        let host = match host.rsplit_once(':') {
+            Some((name, port))
+                if port.bytes().all(|b| b.is_ascii_digit()) && !name.contains(':') =>
+            {
+                name
+            }
+            _ => host,
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let https = config
+        .public_url
+        .as_ref()
+        .is_some_and(|url| url.scheme() == "https");
+    let mut warnings = Vec::new();
+    if !address.ip().is_loopback() && config.public_url.is_none() {
+        warnings.push("serving on a non-loopback address without [server] public_url: put airlock behind a TLS-terminating proxy and set public_url = \"https://...\" so the dashboard's cookies are Secure; until then tokens and session cookies cross the network in clear text".to_owned());
+    }
+    if let Some(url) = &config.public_url
+        && url.scheme() == "http"
+        && !url.host_str().is_some_and(loopback_name)
+    {
+        warnings.push(format!(
+            "[server] public_url {url} is http on a host that is not loopback: tokens and session cookies cross the network in clear text and the dashboard's cookies are not Secure; serve it over https (a TLS proxy) and write public_url = \"https://...\""
+        ));
+    }
+    let foreign: Vec<&str> = config
+        .allowed_hosts
+        .iter()
+        .map(String::as_str)
+        .filter(|host| !loopback_name(host))
+        .collect();
+    if !foreign.is_empty() && !https {
+        warnings.push(format!(
+            "[server] allowed_hosts names {} but there is no https public_url: behind a TLS proxy, set public_url = \"https://<that name>\" too, or the dashboard's forms are refused (403: the browser's Origin is not the server's) and its cookies are not Secure",
+            foreign.join(", ")
+        ));
+    }
+    warnings
+}
+
 /// Everything `serve` runs, built and checked before anything starts.
 pub struct Server {
     app: App,
@@ -134,6 +187,7 @@ pub struct Server {
     scheduler: Option<airlock_compose::Scheduler>,
     dispatcher: DispatcherSettings,
     policy: airlock_web::policy::PolicySettings,
+    web: airlock_web::WebSettings,
     dashboard: airlock_dashboard::DashboardSettings,
     deliver_interval: std::time::Duration,
 }
@@ -167,11 +221,8 @@ impl Server {
         policy.public_url = config.public_url.clone();
         policy.allowed_hosts = config.allowed_hosts.clone();
         policy.allowed_origins = config.allowed_origins.clone();
-        if !address.ip().is_loopback() && config.public_url.is_none() {
-            tracing::warn!(
-                listen = %address,
-                "serving on a non-loopback address without [server] public_url: put airlock behind a TLS-terminating proxy and set public_url = \"https://...\" so the dashboard's cookies are Secure; until then tokens and session cookies cross the network in clear text"
-            );
+        for warning in start_warnings(config, address) {
+            tracing::warn!(listen = %address, "{warning}");
         }
         let dashboard = airlock_dashboard::DashboardSettings {
             secure_cookies: config
@@ -192,6 +243,9 @@ impl Server {
                 reap_interval: poll.min(std::time::Duration::from_secs(30)),
             },
             policy,
+            web: airlock_web::WebSettings {
+                metrics_token_required: config.metrics_token_required,
+            },
             dashboard,
             deliver_interval: poll.min(std::time::Duration::from_secs(5)),
         })
@@ -210,7 +264,7 @@ impl Server {
         mcp.allowed_origins = self.policy.all_allowed_origins();
         mcp.allowed_hosts = self.policy.all_allowed_hosts();
         mcp.shutdown = shutdown.child_token();
-        let router = airlock_web::router(self.app.clone())
+        let router = airlock_web::router_with(self.app.clone(), self.web)
             .merge(airlock_dashboard::router(self.app.clone(), self.dashboard))
             .merge(airlock_mcp::router(self.app.clone(), mcp));
         // One Host and Origin policy in front of every route (dashboard, API, MCP).
@@ -269,5 +323,52 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warnings(server: &str, listen: &str) -> Vec<String> {
+        let text = format!(
+            "[server]\n{server}\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n"
+        );
+        let config = Config::parse(std::path::Path::new("/tmp/airlock.toml"), &text).unwrap();
+        start_warnings(&config, listen.parse().unwrap())
+    }
+
+    #[test]
+    fn start_warns_about_every_way_to_be_reached_without_tls() {
+        assert!(warnings("", "127.0.0.1:8080").is_empty());
+        assert!(
+            warnings(
+                "public_url = \"https://airlock.example\"\nallowed_hosts = [\"airlock.example\"]",
+                "127.0.0.1:8080"
+            )
+            .is_empty()
+        );
+        assert!(warnings("public_url = \"http://localhost:8080\"", "127.0.0.1:8080").is_empty());
+        assert!(
+            warnings(
+                "allowed_hosts = [\"localhost:8080\", \"127.0.0.1\"]",
+                "127.0.0.1:8080"
+            )
+            .is_empty()
+        );
+
+        let found = warnings("allowed_hosts = [\"airlock.example\"]", "127.0.0.1:8080");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("airlock.example") && found[0].contains("public_url"),
+            "{found:?}"
+        );
+
+        let found = warnings("public_url = \"http://airlock.example\"", "127.0.0.1:8080");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("is http"), "{found:?}");
+
+        let found = warnings("", "0.0.0.0:8080");
+        assert_eq!(found.len(), 1, "{found:?}");
     }
 }

@@ -8,13 +8,16 @@ use std::sync::Arc;
 use airlock_app::App;
 use airlock_core::ChannelName;
 use airlock_notify::{DISCORD_API, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
+use airlock_platforms::bluesky::{Bluesky, BlueskySettings};
 use airlock_platforms::credential::read_secret;
 use airlock_platforms::instagram::{Instagram, InstagramSettings};
 use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
+use airlock_platforms::mastodon::{Mastodon, MastodonSettings};
 use airlock_platforms::sandbox::Sandbox;
 use airlock_platforms::threads::{Threads, ThreadsSettings};
 use airlock_platforms::webhook::Webhook;
 use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
+use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::Store;
 use airlock_store_postgres::PgStore;
@@ -36,6 +39,60 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
     let store = PgStore::connect(url)
         .await
         .map_err(|e| Failure::failed(format!("{e}")))?;
+    Ok(Arc::new(store))
+}
+
+/// Opens the configured store only if it exists and its migrations are exactly this
+/// binary's, without creating or migrating anything: for commands that read a ledger
+/// other processes serve (`backup`, `export`). A missing SQLite file, or a ledger
+/// migrated by an older or newer release, is refused (exit 2), naming what to do.
+pub async fn open_store_current(config: &Config) -> Result<Arc<dyn Store>, Failure> {
+    let url = config.database.as_str();
+    let shown = http::without_secrets(url);
+    let refuse = |problem: String| Failure::refused(format!("{shown}: {problem}"));
+    if url.starts_with("sqlite:") {
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        if !Path::new(path).is_file() {
+            return Err(refuse(format!(
+                "there is no ledger at {path}: check `database` in {} (nothing was created)",
+                config.path.display()
+            )));
+        }
+        let store = SqliteStore::open_existing_url(url)
+            .await
+            .map_err(|e| Failure::failed(format!("{e}")))?;
+        let status = store
+            .migration_status()
+            .await
+            .map_err(|e| Failure::failed(format!("{e}")))?;
+        if status.applied == 0 {
+            return Err(refuse(
+                "this file is not an airlock ledger (it has no migrations applied)".into(),
+            ));
+        }
+        if let Some(problem) = status.problem() {
+            return Err(refuse(problem));
+        }
+        return Ok(Arc::new(store));
+    }
+    let store = PgStore::connect_existing(url)
+        .await
+        .map_err(|e| Failure::failed(format!("{e}")))?;
+    let status = store
+        .migration_status()
+        .await
+        .map_err(|e| Failure::failed(format!("{e}")))?;
+    if status.applied == 0 {
+        return Err(refuse(
+            "this database holds no airlock ledger (no migrations applied)".into(),
+        ));
+    }
+    if let Some(problem) = status.problem() {
+        return Err(refuse(problem));
+    }
     Ok(Arc::new(store))
 }
 
@@ -71,7 +128,12 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
         PlatformConfig::Webhook(c) => {
             let url = http::check_base_url(&c.url).map_err(|e| e.to_string())?;
             let secret = c.secret_file.as_deref().map(token).transpose()?;
-            Arc::new(Webhook::new(url, secret, client()))
+            let webhook = Webhook::new(url, secret, client());
+            Arc::new(if c.signature_v1 {
+                webhook
+            } else {
+                webhook.without_signature_v1()
+            })
         }
         PlatformConfig::Threads(c) => {
             let defaults = ThreadsSettings::new(token(&c.token_file)?);
@@ -118,6 +180,38 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
             settings.rest_route = c.rest_route;
             Arc::new(Wordpress::new(settings, client()).map_err(|e| e.to_string())?)
         }
+        PlatformConfig::Bluesky(c) => {
+            let defaults = BlueskySettings::new(c.account.clone(), token(&c.token_file)?);
+            let settings = BlueskySettings {
+                base_url: or(&c.base_url, defaults.base_url.clone()),
+                identifier: c.identifier.clone(),
+                request_timeout: timeout,
+                ..defaults
+            };
+            Arc::new(Bluesky::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::Mastodon(c) => {
+            let settings = MastodonSettings {
+                visibility: c.visibility(channel.name.as_str())?,
+                request_timeout: timeout,
+                ..MastodonSettings::new(c.base_url.clone(), token(&c.token_file)?)
+            };
+            Arc::new(Mastodon::new(settings, client()).map_err(|e| e.to_string())?)
+        }
+        PlatformConfig::X(c) => {
+            let credential = Credential::parse(&token(&c.token_file)?, &c.token_file)
+                .map_err(|e| e.to_string())?;
+            let settings = XSettings {
+                base_url: or(
+                    &c.base_url,
+                    airlock_platforms::x::DEFAULT_BASE_URL.to_owned(),
+                ),
+                token_file: c.token_file.clone(),
+                credential,
+                request_timeout: timeout,
+            };
+            Arc::new(X::new(settings, client()).map_err(|e| e.to_string())?)
+        }
     })
 }
 
@@ -141,6 +235,7 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
                 SinkTarget::Webhook(c) => SinkKind::Webhook {
                     url: c.url.clone(),
                     secret: c.secret_file.as_deref().map(secret).transpose()?,
+                    signature_v1: c.signature_v1,
                 },
             };
             Sink::new(SinkSettings {
@@ -159,6 +254,52 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
         DeliverySettings::default(),
     )
     .map_err(|e| Failure::refused(format!("{}: notify: {e}", config.path.display())))
+}
+
+/// [`app_for_ledger`] over [`open_store_current`]: for commands that must not create or
+/// migrate the ledger.
+pub async fn app_for_current_ledger(config: &Config) -> Result<App, Failure> {
+    let store = open_store_current(config).await?;
+    Ok(App::new(
+        store,
+        config.app_settings(),
+        BTreeMap::new(),
+        App::system_clock(),
+    ))
+}
+
+/// The app over the existing ledger as it is, without creating or migrating it; `None`
+/// when there is no ledger yet (no file, or no migration applied), so nobody holds a
+/// token in it. For checking a token before `migrate`.
+pub async fn app_unmigrated(config: &Config) -> Result<Option<App>, Failure> {
+    let url = config.database.as_str();
+    let failed = |e: airlock_store::StoreError| Failure::failed(format!("{e}"));
+    let store: Arc<dyn Store> = if url.starts_with("sqlite:") {
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        if !Path::new(path).is_file() {
+            return Ok(None);
+        }
+        let store = SqliteStore::open_existing_url(url).await.map_err(failed)?;
+        if store.migration_status().await.map_err(failed)?.applied == 0 {
+            return Ok(None);
+        }
+        Arc::new(store)
+    } else {
+        let store = PgStore::connect_existing(url).await.map_err(failed)?;
+        if store.migration_status().await.map_err(failed)?.applied == 0 {
+            return Ok(None);
+        }
+        Arc::new(store)
+    };
+    Ok(Some(App::new(
+        store,
+        config.app_settings(),
+        BTreeMap::new(),
+        App::system_clock(),
+    )))
 }
 
 /// The app without adapters: enough for commands that never publish.
@@ -190,6 +331,7 @@ pub async fn app_for_publishing(config: &Config) -> Result<App, Failure> {
 pub async fn backup_sqlite(
     config: &Config,
     to: &std::path::Path,
+    allow_empty: bool,
 ) -> Result<airlock_store_sqlite::Backup, Failure> {
     let url = config.database.as_str();
     if !url.starts_with("sqlite:") {
@@ -199,9 +341,27 @@ pub async fn backup_sqlite(
             redact_password(url)
         )));
     }
-    let store = SqliteStore::open_url(url)
+    // Refused unless it exists and is exactly current: a backup never creates a ledger,
+    // and never migrates the one a running (perhaps older) `serve` uses.
+    open_store_current(config).await?;
+    let store = SqliteStore::open_existing_url(url)
         .await
         .map_err(|e| Failure::failed(format!("{e}")))?;
+    if !allow_empty {
+        let posts: i64 = store
+            .status_counts()
+            .await
+            .map_err(|e| Failure::failed(format!("{e}")))?
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        if posts == 0 {
+            return Err(Failure::refused(format!(
+                "the ledger at {} holds no posts: is `database` the live ledger? Nothing was written; pass --allow-empty to back up an empty ledger",
+                http::without_secrets(url)
+            )));
+        }
+    }
     store.backup_into(to).await.map_err(|e| match e {
         airlock_store_sqlite::BackupError::Exists(_)
         | airlock_store_sqlite::BackupError::NoDirectory(_) => Failure::refused(e.to_string()),

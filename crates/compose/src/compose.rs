@@ -147,6 +147,7 @@ pub(crate) async fn compose_slot(
     let origin = DraftOrigin {
         source: content.source,
         slot: plan.slot.clone(),
+        allow_duplicate: false,
     };
     let created = app
         .create_post(&Principal::scheduler(), input, None, origin)

@@ -129,6 +129,8 @@ pub enum Action {
     Pause,
     /// Add a note to a post.
     Note,
+    /// Release a quarantined post back to a plain draft.
+    Release,
     /// Create, list and revoke API tokens.
     ManageTokens,
 }
@@ -146,6 +148,7 @@ impl Action {
             | Action::Requeue
             | Action::Pause
             | Action::Note
+            | Action::Release
             | Action::ManageTokens => &[Operator],
         }
     }
@@ -170,6 +173,7 @@ impl Action {
             Action::Requeue => "requeue failed posts",
             Action::Pause => "pause or resume publishing",
             Action::Note => "add notes to posts",
+            Action::Release => "release quarantined posts",
             Action::ManageTokens => "manage API tokens",
         }
     }

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::policy::{ContentPolicy, LengthUnit};
 use crate::post::InvalidValue;
 
+/// The most `@handle` mentions a Bluesky post links (each needs a handle resolution);
+/// further mentions stay plain text.
+pub const MAX_MENTIONS_RESOLVED: usize = 8;
+
 /// What a channel publishes to (docs/channels.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -25,17 +29,26 @@ pub enum ChannelKind {
     Linkedin,
     /// WordPress articles through the REST API.
     Wordpress,
+    /// Bluesky (AT Protocol): records at a key airlock chooses.
+    Bluesky,
+    /// Mastodon statuses, with an `Idempotency-Key`.
+    Mastodon,
+    /// X (Twitter) posts through API v2, with a monthly money budget.
+    X,
 }
 
 impl ChannelKind {
     /// Every kind.
-    pub const ALL: [ChannelKind; 6] = [
+    pub const ALL: [ChannelKind; 9] = [
         ChannelKind::Sandbox,
         ChannelKind::Webhook,
         ChannelKind::Threads,
         ChannelKind::Instagram,
         ChannelKind::Linkedin,
         ChannelKind::Wordpress,
+        ChannelKind::Bluesky,
+        ChannelKind::Mastodon,
+        ChannelKind::X,
     ];
 
     /// The configuration name.
@@ -47,6 +60,9 @@ impl ChannelKind {
             ChannelKind::Instagram => "instagram",
             ChannelKind::Linkedin => "linkedin",
             ChannelKind::Wordpress => "wordpress",
+            ChannelKind::Bluesky => "bluesky",
+            ChannelKind::Mastodon => "mastodon",
+            ChannelKind::X => "x",
         }
     }
 
@@ -65,6 +81,12 @@ impl ChannelKind {
     /// irreversible step (identity, quota read, container creation, key lookup, the
     /// publish and the read that may follow its refusal), not counting container polling:
     /// what a claim's lease must outlast.
+    ///
+    /// Bluesky: a session and its refresh, the earlier record's read, up to
+    /// [`MAX_MENTIONS_RESOLVED`] handle resolutions, four image downloads and uploads, and
+    /// the create with one refresh and resend. Mastodon: the account, the instance, four
+    /// image downloads, uploads and one processing read each, the create. X: the account,
+    /// a token refresh, the create with one refresh and resend.
     pub fn requests_per_publish(self) -> i32 {
         match self {
             ChannelKind::Sandbox => 0,
@@ -72,6 +94,9 @@ impl ChannelKind {
             ChannelKind::Linkedin => 3,
             ChannelKind::Wordpress => 4,
             ChannelKind::Threads | ChannelKind::Instagram => 5,
+            ChannelKind::X => 5,
+            ChannelKind::Mastodon => 15,
+            ChannelKind::Bluesky => 6 + MAX_MENTIONS_RESOLVED as i32 + 8,
         }
     }
 
@@ -82,8 +107,18 @@ impl ChannelKind {
     pub fn requests_in_publish(self) -> i32 {
         match self {
             ChannelKind::Threads | ChannelKind::Instagram | ChannelKind::Linkedin => 2,
+            // The create, a session or token refresh after an expired-token refusal (which
+            // proves nothing was made), and the create once more.
+            ChannelKind::Bluesky | ChannelKind::X => 3,
             _ => 1,
         }
+    }
+
+    /// Whether the platform, not airlock, sets the length limit per server (Mastodon
+    /// instances): a configured `max_chars` then replaces the kind's default instead of
+    /// only narrowing it, and the adapter checks the server's own limit before sending.
+    pub fn server_sets_length(self) -> bool {
+        self == ChannelKind::Mastodon
     }
 
     /// The platform's own content rules, before the channel's configured ones.
@@ -115,6 +150,27 @@ impl ChannelKind {
                 require_title: true,
                 ..ContentPolicy::default()
             },
+            ChannelKind::Bluesky => ContentPolicy {
+                max_chars: Some(300),
+                max_bytes: Some(3000),
+                unit: LengthUnit::Graphemes,
+                max_media: Some(4),
+                ..ContentPolicy::default()
+            },
+            // Mastodon's default; an instance may allow more (`max_chars`), and the adapter
+            // reads the instance's own limit before sending.
+            ChannelKind::Mastodon => ContentPolicy {
+                max_chars: Some(500),
+                unit: LengthUnit::CharsUrlAs23,
+                max_media: Some(4),
+                ..ContentPolicy::default()
+            },
+            ChannelKind::X => ContentPolicy {
+                max_chars: Some(280),
+                unit: LengthUnit::XWeighted,
+                max_media: Some(0),
+                ..ContentPolicy::default()
+            },
         }
     }
 
@@ -127,6 +183,7 @@ impl ChannelKind {
     ) -> ContentPolicy {
         let mut policy = self.platform_policy();
         policy.max_chars = match (policy.max_chars, max_chars) {
+            (Some(_), Some(configured)) if self.server_sets_length() => Some(configured),
             (Some(platform), Some(configured)) => Some(platform.min(configured)),
             (platform, configured) => platform.or(configured),
         };
@@ -153,7 +210,7 @@ impl FromStr for ChannelKind {
                 InvalidValue::new(
                     "channel kind",
                     s,
-                    "expected sandbox, webhook, threads, instagram, linkedin or wordpress",
+                    "expected sandbox, webhook, threads, instagram, linkedin, wordpress, bluesky, mastodon or x",
                 )
             })
     }
@@ -182,6 +239,22 @@ mod tests {
         for kind in ChannelKind::ALL {
             assert_eq!(kind.as_str().parse::<ChannelKind>().unwrap(), kind);
         }
-        assert!("mastodon".parse::<ChannelKind>().is_err());
+        assert!("twitter".parse::<ChannelKind>().is_err());
+    }
+
+    #[test]
+    fn a_mastodon_instance_may_allow_more_than_the_default() {
+        let policy = ChannelKind::Mastodon.policy_with(Some(5000), vec![], vec![]);
+        assert_eq!(policy.max_chars, Some(5000));
+        assert_eq!(
+            ChannelKind::Mastodon
+                .policy_with(None, vec![], vec![])
+                .max_chars,
+            Some(500)
+        );
+        let policy = ChannelKind::Bluesky.policy_with(Some(900), vec![], vec![]);
+        assert_eq!(policy.max_chars, Some(300));
+        assert_eq!(policy.unit, LengthUnit::Graphemes);
+        assert_eq!(ChannelKind::X.platform_policy().max_chars, Some(280));
     }
 }

@@ -11,6 +11,9 @@
 //! - [`policy`]: content policy, with length counted as each platform counts.
 //! - [`channel`]: channel kinds and their platform rules.
 //! - [`quota`]: rolling-window and calendar-day arithmetic as functions of `now`.
+//! - [`budget`]: a channel's money spent per calendar month (X), as a quota.
+//! - [`review`]: the critic's workflow: rubrics, verdicts, approvals required, the
+//!   revision cap and quarantine, what changed since a verdict, duplicate texts.
 //! - [`outcome`]: what an answer to the irreversible request means.
 //! - [`time`]: durations (`15m`) and `TIME` arguments.
 //!
@@ -18,6 +21,7 @@
 //! or the network, so every rule has plain unit tests.
 
 pub mod actor;
+pub mod budget;
 pub mod channel;
 pub mod hash;
 pub mod limits;
@@ -25,6 +29,7 @@ pub mod outcome;
 pub mod policy;
 pub mod post;
 pub mod quota;
+pub mod review;
 pub mod status;
 pub mod time;
 
@@ -37,6 +42,7 @@ pub use post::{
     ChannelName, Intent, InvalidValue, Media, NewPost, Post, PostContent, PostDetail, PostEdit,
     PostEvent, PostId, PostSummary, Reservation, Source,
 };
+pub use review::{NewVerdict, Rubric, Verdict, VerdictKind};
 pub use status::{IllegalTransition, Mover, PostStatus, Transition};
 pub use time::Span;
 

@@ -31,6 +31,19 @@ pub const MAX_URL_CHARS: usize = 2_048;
 pub const MAX_NOTE_CHARS: usize = 2_000;
 /// The longest reason (rejection, pause), in characters.
 pub const MAX_REASON_CHARS: usize = 1_000;
+/// The longest note of any event on a post's timeline (notes, rejection reasons,
+/// evidence), in characters: what the store accepts. Everything airlock writes there is
+/// built from bounded parts well below it.
+pub const MAX_EVENT_NOTE_CHARS: usize = 4_000;
+/// The longest error summary kept on a post (`error`), in characters: what the store
+/// accepts. A rejection (`rejected by <token>: <reason>`) and a platform summary fit.
+pub const MAX_ERROR_CHARS: usize = 2_000;
+/// The longest a post's media list may be once serialized as JSON, in characters. The
+/// store refuses more than 64 000 (an older bound on the serialized form, kept); airlock
+/// refuses more than this, below it with room for the backends' renderings, so a draft
+/// airlock accepts is never refused by the store. Only media whose URLs or alt texts are
+/// mostly characters JSON must escape come near it.
+pub const MAX_MEDIA_JSON_CHARS: usize = 60_000;
 /// The longest API token name, in characters.
 pub const MAX_TOKEN_NAME_CHARS: usize = 64;
 /// The longest idempotency key, in characters.
@@ -122,6 +135,10 @@ pub fn check_content(
             check_chars("media alt text", alt, MAX_ALT_CHARS)?;
         }
     }
+    if !content.media.is_empty() {
+        let serialized = serde_json::to_string(&content.media).expect("media serializes");
+        check_chars("media list (as JSON)", &serialized, MAX_MEDIA_JSON_CHARS)?;
+    }
     if let Some(max) = policy.max_chars {
         let size = policy.unit.count(&content.text);
         if size > max {
@@ -134,6 +151,7 @@ pub fn check_content(
                     LengthUnit::CharsEmojiAsUtf8Bytes => {
                         "characters (each emoji counted as its UTF-8 bytes)"
                     }
+                    unit => unit.name(),
                 },
                 whose: channel_label.to_owned(),
             });
@@ -186,6 +204,30 @@ mod tests {
             "{msg}"
         );
         assert!(check_content(&content(&"a".repeat(MAX_TEXT_CHARS)), &policy, "s").is_ok());
+    }
+
+    #[test]
+    fn media_the_store_would_refuse_for_its_serialized_size_is_refused_at_the_door() {
+        let policy = ContentPolicy::default();
+        let mut post = content("ok");
+        // Each within its own limits, but JSON writes a control character as \u0001.
+        post.media = (0..MAX_MEDIA)
+            .map(|i| Media {
+                url: format!("https://x.example/{i}.jpg"),
+                alt: Some("\u{1}".repeat(MAX_ALT_CHARS)),
+            })
+            .collect();
+        let err = check_content(&post, &policy, "c").unwrap_err();
+        assert_eq!(err.field, "media list (as JSON)");
+        assert!(err.size > 64_000, "{err}");
+        // Ordinary media at every limit pass, and stay below the store's bound.
+        post.media = (0..MAX_MEDIA)
+            .map(|i| Media {
+                url: format!("https://x.example/{}", "a".repeat(MAX_URL_CHARS - 20 - i)),
+                alt: Some("\"".repeat(MAX_ALT_CHARS)),
+            })
+            .collect();
+        assert!(check_content(&post, &policy, "c").is_ok());
     }
 
     #[test]

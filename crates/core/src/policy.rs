@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use unicode_segmentation::UnicodeSegmentation;
+
 use crate::post::PostContent;
 
 /// How a platform counts the length of a text.
@@ -15,7 +17,18 @@ pub enum LengthUnit {
     Chars,
     /// Unicode scalar values, except that an emoji counts as its UTF-8 byte length (Threads).
     CharsEmojiAsUtf8Bytes,
+    /// Extended grapheme clusters, what a reader sees as one character (Bluesky).
+    Graphemes,
+    /// Unicode scalar values, with every `http(s)://` URL counted as 23 and a remote
+    /// mention `@user@domain` counted as `@user` (Mastodon).
+    CharsUrlAs23,
+    /// X's weighted length: most Latin, Greek, Cyrillic and punctuation characters count 1,
+    /// everything else (CJK, emoji sequences) 2, every `http(s)://` URL 23.
+    XWeighted,
 }
+
+/// How many characters Mastodon and X count for a URL, whatever its length.
+pub const URL_WEIGHT: usize = 23;
 
 impl LengthUnit {
     /// The length of `text` in this unit.
@@ -26,17 +39,140 @@ impl LengthUnit {
                 .chars()
                 .map(|c| if is_emoji(c) { c.len_utf8() } else { 1 })
                 .sum(),
+            LengthUnit::Graphemes => text.graphemes(true).count(),
+            LengthUnit::CharsUrlAs23 => mastodon_length(text),
+            LengthUnit::XWeighted => x_weighted_length(text),
         }
     }
 
-    fn describe(self) -> &'static str {
+    /// How the unit counts, for people: "characters".
+    pub fn describe(self) -> &'static str {
         match self {
             LengthUnit::Chars => "characters",
             LengthUnit::CharsEmojiAsUtf8Bytes => {
                 "characters (each emoji counts as its UTF-8 byte length)"
             }
+            LengthUnit::Graphemes => "characters (graphemes, as Bluesky counts them)",
+            LengthUnit::CharsUrlAs23 => "characters (each link counted as 23, as Mastodon counts)",
+            LengthUnit::XWeighted => {
+                "weighted characters (links count 23, CJK and emoji 2, as X counts)"
+            }
         }
     }
+
+    /// How the unit is named in a size error.
+    pub fn name(self) -> &'static str {
+        self.describe()
+    }
+}
+
+/// The spans of `http://` and `https://` URLs in `text`: from the scheme up to the next
+/// whitespace, without trailing punctuation a sentence puts after a link.
+pub fn url_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while from < text.len() {
+        let rest = &text[from..];
+        let found = [rest.find("https://"), rest.find("http://")]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(offset) = found else { break };
+        let start = from + offset;
+        // A scheme glued to a word (`xhttps://`) is not a link.
+        let glued = text[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric());
+        let mut end = text[start..]
+            .find(char::is_whitespace)
+            .map(|i| start + i)
+            .unwrap_or(text.len());
+        while end > start
+            && text[..end]
+                .chars()
+                .next_back()
+                .is_some_and(|c| matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | ')' | '"' | '\''))
+        {
+            end -= text[..end].chars().next_back().map_or(1, char::len_utf8);
+        }
+        let scheme_len = if text[start..].starts_with("https://") {
+            8
+        } else {
+            7
+        };
+        if !glued && end > start + scheme_len {
+            spans.push((start, end));
+        }
+        from = end.max(start + scheme_len);
+    }
+    spans
+}
+
+/// Mastodon's length: characters, each URL as 23, `@user@domain` as `@user`.
+fn mastodon_length(text: &str) -> usize {
+    let mut length = 0;
+    let mut at = 0;
+    for (start, end) in url_spans(text) {
+        length += mastodon_plain(&text[at..start]) + URL_WEIGHT;
+        at = end;
+    }
+    length + mastodon_plain(&text[at..])
+}
+
+/// Characters of text without URLs, with remote mentions counted by their local part.
+fn mastodon_plain(text: &str) -> usize {
+    let mut length = 0;
+    for word in text.split_inclusive(char::is_whitespace) {
+        let trimmed = word.trim_end();
+        let mut count = word.chars().count();
+        if let Some(rest) = trimmed.strip_prefix('@')
+            && let Some((user, domain)) = rest.split_once('@')
+            && !user.is_empty()
+        {
+            let domain: String = domain
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '.' | '-'))
+                .collect();
+            let domain = domain.trim_end_matches('.');
+            if domain.contains('.') {
+                count -= domain.chars().count() + 1;
+            }
+        }
+        length += count;
+    }
+    length
+}
+
+/// X's weighted length (twitter-text version 3): URLs 23; an emoji sequence 2; other
+/// characters 1 in the ranges X weighs lightly, else 2. Text is not NFC-normalized first,
+/// so a decomposed accent may count one more than X counts.
+fn x_weighted_length(text: &str) -> usize {
+    let mut length = 0;
+    let mut at = 0;
+    for (start, end) in url_spans(text) {
+        length += x_plain(&text[at..start]) + URL_WEIGHT;
+        at = end;
+    }
+    length + x_plain(&text[at..])
+}
+
+fn x_plain(text: &str) -> usize {
+    text.graphemes(true)
+        .map(|grapheme| {
+            if grapheme.chars().any(|c| is_emoji(c) && c != '\u{200d}') {
+                2
+            } else {
+                grapheme
+                    .chars()
+                    .map(|c| match c as u32 {
+                        0..=4351 | 8192..=8205 | 8208..=8223 | 8242..=8247 => 1,
+                        _ => 2,
+                    })
+                    .sum()
+            }
+        })
+        .sum()
 }
 
 /// Whether a character is part of an emoji sequence: pictographs, dingbats, regional
@@ -61,6 +197,8 @@ pub fn is_emoji(c: char) -> bool {
 pub struct ContentPolicy {
     /// Longest text allowed, counted in `unit`.
     pub max_chars: Option<usize>,
+    /// Most UTF-8 bytes the text may take (Bluesky: 3,000 besides its 300 graphemes).
+    pub max_bytes: Option<usize>,
     /// How length is counted.
     pub unit: LengthUnit,
     /// Phrases that must not appear (compared case-insensitively).
@@ -96,6 +234,13 @@ pub enum Violation {
         max: usize,
         /// How it was counted.
         unit: LengthUnit,
+    },
+    /// The text takes more UTF-8 bytes than the platform stores.
+    TooManyBytes {
+        /// Its size in bytes.
+        bytes: usize,
+        /// The limit.
+        max: usize,
     },
     /// A forbidden phrase appears.
     Forbidden(String),
@@ -145,6 +290,10 @@ impl fmt::Display for Violation {
                 f,
                 "the text is {length} {} long; the channel allows at most {max}: shorten it",
                 unit.describe()
+            ),
+            Violation::TooManyBytes { bytes, max } => write!(
+                f,
+                "the text takes {bytes} bytes in UTF-8; the platform stores at most {max}: shorten it"
             ),
             Violation::Forbidden(phrase) => {
                 write!(
@@ -210,6 +359,14 @@ impl ContentPolicy {
                     unit: self.unit,
                 });
             }
+        }
+        if let Some(max) = self.max_bytes
+            && text.len() > max
+        {
+            violations.push(Violation::TooManyBytes {
+                bytes: text.len(),
+                max,
+            });
         }
         let searchable = searchable_text(content);
         for phrase in &self.forbidden {
@@ -352,6 +509,76 @@ mod tests {
         // A ZWJ family: 4 pictographs (4 bytes each) and 3 joiners (3 bytes each).
         assert_eq!(unit.count("👨\u{200d}👩\u{200d}👧\u{200d}👦"), 25);
         assert_eq!(unit.count("❤\u{fe0f}"), 6);
+    }
+
+    #[test]
+    fn bluesky_counts_graphemes() {
+        let unit = LengthUnit::Graphemes;
+        assert_eq!(unit.count("cat"), 3);
+        assert_eq!(unit.count("🐈"), 1);
+        // A ZWJ family is one grapheme; a flag is one; an accent on its base is one.
+        assert_eq!(unit.count("👨\u{200d}👩\u{200d}👧\u{200d}👦"), 1);
+        assert_eq!(unit.count("🇯🇵"), 1);
+        assert_eq!(unit.count("e\u{301}"), 1);
+        assert_eq!(unit.count("猫の宿"), 3);
+        let policy = ContentPolicy {
+            max_chars: Some(300),
+            max_bytes: Some(3000),
+            unit,
+            ..Default::default()
+        };
+        assert!(policy.check(&content(&"🐈".repeat(300))).is_empty());
+        assert!(!policy.check(&content(&"🐈".repeat(301))).is_empty());
+        // 300 graphemes of 25 bytes each pass the grapheme count but not the bytes.
+        let families = "👨\u{200d}👩\u{200d}👧\u{200d}👦".repeat(200);
+        assert_eq!(
+            policy.check(&content(&families)),
+            vec![Violation::TooManyBytes {
+                bytes: 5000,
+                max: 3000
+            }]
+        );
+    }
+
+    #[test]
+    fn mastodon_counts_links_as_23_and_remote_mentions_by_their_user() {
+        let unit = LengthUnit::CharsUrlAs23;
+        assert_eq!(unit.count("hello"), 5);
+        let long = format!("see https://inn.example/{}", "a".repeat(100));
+        assert_eq!(unit.count(&long), 4 + 23);
+        assert_eq!(unit.count("see http://a.example/x."), 4 + 23 + 1);
+        assert_eq!(unit.count("hi @mochi@cats.example!"), 3 + 6 + 1);
+        assert_eq!(unit.count("hi @mochi"), 9);
+        assert_eq!(unit.count("mail me@example.org"), 19);
+    }
+
+    #[test]
+    fn x_weighs_links_cjk_and_emoji() {
+        let unit = LengthUnit::XWeighted;
+        assert_eq!(unit.count("hello"), 5);
+        assert_eq!(unit.count("猫の宿"), 6);
+        assert_eq!(unit.count("🐈"), 2);
+        assert_eq!(unit.count("👨\u{200d}👩\u{200d}👧\u{200d}👦"), 2);
+        assert_eq!(unit.count("café"), 4);
+        assert_eq!(
+            unit.count(&format!("a https://x.example/{}", "b".repeat(80))),
+            2 + 23
+        );
+        let policy = ContentPolicy {
+            max_chars: Some(280),
+            unit,
+            ..Default::default()
+        };
+        assert!(policy.check(&content(&"猫".repeat(140))).is_empty());
+        assert!(!policy.check(&content(&"猫".repeat(141))).is_empty());
+    }
+
+    #[test]
+    fn urls_are_found_without_trailing_punctuation() {
+        let text = "Read https://inn.example/a. Or (http://b.example/c) xhttps://no.example";
+        let found: Vec<&str> = url_spans(text).iter().map(|(s, e)| &text[*s..*e]).collect();
+        assert_eq!(found, ["https://inn.example/a", "http://b.example/c"]);
+        assert!(url_spans("https:// alone").is_empty());
     }
 
     #[test]

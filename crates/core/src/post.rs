@@ -332,6 +332,15 @@ pub struct Post {
     pub updated_at: DateTime<Utc>,
     /// Optimistic-concurrency version, bumped by every write.
     pub version: i64,
+    /// The review round: the store starts a new one whenever the content changes or an
+    /// approval is withdrawn, which voids every earlier pass ([`crate::review`]).
+    pub review_round: i64,
+    /// Fail verdicts since the post was drafted or last released from quarantine.
+    pub revisions: i64,
+    /// When it was quarantined, after `max_revisions` fail verdicts; `null` unless it
+    /// is. A quarantined post is a draft that nobody may edit, approve or publish until
+    /// an operator releases it (back to a plain draft) or discards it.
+    pub quarantined_at: Option<DateTime<Utc>>,
 }
 
 impl Post {
@@ -342,6 +351,11 @@ impl Post {
         self.created_by == actor
             || self.edited_by == actor
             || self.authors.iter().any(|a| a == actor)
+    }
+
+    /// Whether the post is quarantined (see [`Post::quarantined_at`]).
+    pub fn is_quarantined(&self) -> bool {
+        self.quarantined_at.is_some()
     }
 
     /// Whether the post is due at `now` (docs/lifecycle.md#when-a-post-is-due), given
@@ -380,6 +394,8 @@ pub struct PostSummary {
     pub updated_at: DateTime<Utc>,
     /// A test post.
     pub test: bool,
+    /// When it was quarantined, if it is (see [`Post::quarantined_at`]).
+    pub quarantined_at: Option<DateTime<Utc>>,
 }
 
 /// One audit event on a post.
@@ -393,7 +409,8 @@ pub struct PostEvent {
     /// When.
     pub at: DateTime<Utc>,
     /// What kind of event: `status` for a state change, else `created`, `edited`,
-    /// `rejected`, `note`, `quota_deferred`, `verified`, `verify_failed`, `stale_outcome`.
+    /// `rejected`, `verdict`, `quarantined`, `released`, `note`, `quota_deferred`,
+    /// `verified`, `verify_failed`, `stale_outcome`.
     pub kind: String,
     /// State before (`null` on creation).
     pub from: Option<PostStatus>,
@@ -461,6 +478,8 @@ pub struct PostDetail {
     pub intents: Vec<Intent>,
     /// Its reservations, oldest first.
     pub reservations: Vec<Reservation>,
+    /// Its verdicts, oldest first.
+    pub verdicts: Vec<crate::review::Verdict>,
 }
 
 #[cfg(test)]

@@ -39,6 +39,8 @@ pub enum Limit {
     Window,
     /// The channel's daily limit.
     Daily,
+    /// The channel's monthly money budget (`used` and `max` in micro-dollars).
+    Budget,
 }
 
 /// A refused reservation and when a slot frees.
@@ -46,10 +48,10 @@ pub enum Limit {
 pub struct Denial {
     /// The limit that binds last.
     pub limit: Limit,
-    /// Publishes counted against it now.
-    pub used: u32,
-    /// Its maximum.
-    pub max: u32,
+    /// Publishes counted against it now (micro-dollars for [`Limit::Budget`]).
+    pub used: u64,
+    /// Its maximum (micro-dollars for [`Limit::Budget`]).
+    pub max: u64,
     /// The earliest time both limits can allow one more.
     pub next_free_at: DateTime<Utc>,
 }
@@ -131,14 +133,14 @@ pub fn decide(
     let denials = [
         window_use.next_free_at.map(|at| Denial {
             limit: Limit::Window,
-            used: window_use.used,
-            max: window_use.limit,
+            used: window_use.used.into(),
+            max: window_use.limit.into(),
             next_free_at: at,
         }),
         daily_use.next_free_at.map(|at| Denial {
             limit: Limit::Daily,
-            used: daily_use.used,
-            max: daily_use.limit,
+            used: daily_use.used.into(),
+            max: daily_use.limit.into(),
             next_free_at: at,
         }),
     ];

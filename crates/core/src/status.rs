@@ -3,6 +3,13 @@
 //! This is the single source of truth for docs/lifecycle.md. The stores enforce the same
 //! edge set once more in SQL (their tests walk [`PostStatus::ALL`] × [`PostStatus::ALL`]
 //! against [`is_legal`]), so a bug or a hand-written `UPDATE` cannot skip a state.
+//!
+//! **Quarantine** is a condition on a `draft`, not a seventh state: a draft that failed
+//! review `max_revisions` times carries `quarantined_at` ([`crate::Post::quarantined_at`]).
+//! It keeps the six states of the contract (a quarantined post is listed as `draft`)
+//! while closing every way out of `draft` but one: [`quarantine_allows`] says which
+//! actions remain, and the stores refuse `draft -> approved` and any change of content
+//! while the flag is set, and refuse the flag on any other state.
 
 use std::fmt;
 use std::str::FromStr;
@@ -190,6 +197,17 @@ impl Transition {
     }
 }
 
+/// Whether `action` may be taken on a quarantined draft: reading it, and the
+/// operator's release, note and discard. Editing, approving, rejecting and publishing
+/// are refused until an operator releases it.
+pub fn quarantine_allows(action: crate::Action) -> bool {
+    use crate::Action;
+    matches!(
+        action,
+        Action::Read | Action::Release | Action::Note | Action::Discard
+    )
+}
+
 /// Whether the lifecycle has an edge `from -> to` at all (whoever makes it).
 pub fn is_legal(from: PostStatus, to: PostStatus) -> bool {
     Transition::between(from, to).is_some()
@@ -336,6 +354,24 @@ mod tests {
             Ok(Approved)
         );
         assert!(apply(Failed, Transition::Requeue, Mover::Reconciler).is_err());
+    }
+
+    #[test]
+    fn a_quarantined_draft_allows_only_reading_release_notes_and_discard() {
+        use crate::Action;
+        for action in [Action::Read, Action::Release, Action::Note, Action::Discard] {
+            assert!(quarantine_allows(action), "{action:?}");
+        }
+        for action in [
+            Action::Edit,
+            Action::Approve,
+            Action::Reject,
+            Action::Unapprove,
+            Action::Publish,
+            Action::Create,
+        ] {
+            assert!(!quarantine_allows(action), "{action:?}");
+        }
     }
 
     #[test]

@@ -27,12 +27,27 @@ pub struct BackForm {
     pub back: Option<String>,
 }
 
-/// `reject`: a reason.
+/// `approve`: the content hash the operator read on the post page (a hidden field), so
+/// that a post changed since is not approved.
+#[derive(Debug, Deserialize)]
+pub struct ApproveForm {
+    /// The content hash the page showed.
+    #[serde(default)]
+    pub content_hash: Option<String>,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `reject`: a reason, and the content hash the page showed.
 #[derive(Debug, Deserialize)]
 pub struct RejectForm {
-    /// Why (required by the app).
+    /// Why (required by the app); it may start with the rubric item it names (`tone: ...`).
     #[serde(default)]
     pub reason: String,
+    /// The content hash the page showed.
+    #[serde(default)]
+    pub content_hash: Option<String>,
     /// A local path to return to.
     #[serde(default)]
     pub back: Option<String>,
@@ -109,16 +124,22 @@ pub struct ResumeForm {
     pub back: Option<String>,
 }
 
-/// `POST /posts/{id}/approve`.
+/// `POST /posts/{id}/approve`: a pass verdict on the content hash the page showed.
 pub async fn approve(
     State(dash): State<Dashboard>,
     op: Operator,
     Path(id): Path<String>,
-    Form(form): Form<BackForm>,
+    Form(form): Form<ApproveForm>,
 ) -> Response {
     let (d, who) = (&dash, &op.principal);
     run_on_post(&dash, &op, &id, form.back, |id| async move {
-        let post = d.app().approve(who, id).await?;
+        let hash = form.content_hash.filter(|h| !h.trim().is_empty());
+        let post = d.app().approve_hash(who, id, hash).await?;
+        if post.status != PostStatus::Approved {
+            return Ok(format!(
+                "Passed post #{id}: it stays a draft until enough other critics pass the same content"
+            ));
+        }
         let tz = tz_of(d, &post.content.channel);
         let when = if post.scheduled_at <= d.app().now() {
             "it is due now and goes out on the next dispatch pass".to_owned()
@@ -139,9 +160,54 @@ pub async fn reject(
 ) -> Response {
     let (d, who) = (&dash, &op.principal);
     run_on_post(&dash, &op, &id, form.back, |id| async move {
-        d.app().reject(who, id, &form.reason).await?;
+        let hash = form.content_hash.filter(|h| !h.trim().is_empty());
+        let post = d.app().reject_hash(who, id, &form.reason, hash).await?;
+        Ok(if post.is_quarantined() {
+            format!(
+                "Rejected post #{id}: that was its last failed review, so it is quarantined until an operator releases or discards it"
+            )
+        } else {
+            format!("Rejected post #{id}: it is a draft again, with your reason for its writer")
+        })
+    })
+    .await
+}
+
+/// `POST /posts/{id}/release`: a quarantined post becomes a plain draft again.
+pub async fn release(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    run_on_post(&dash, &op, &id, form.back, |id| async move {
+        d.app().release(who, id).await?;
         Ok(format!(
-            "Rejected post #{id}: it is a draft again, with your reason for its writer"
+            "Released post #{id}: it is a draft again for its writer to revise, its failed reviews forgotten"
+        ))
+    })
+    .await
+}
+
+/// `POST /posts/{id}/discard`: a draft (a quarantined one included) is discarded; its
+/// events and verdicts stay in the ledger.
+pub async fn discard(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<BackForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    let back = Some(
+        form.back
+            .filter(|b| !b.starts_with(&format!("/posts/{}", id.trim())))
+            .unwrap_or_else(|| "/review".to_owned()),
+    );
+    run_on_post(&dash, &op, &id, back, |id| async move {
+        d.app().discard(who, id).await?;
+        Ok(format!(
+            "Discarded post #{id}: its timeline and verdicts stay in the ledger"
         ))
     })
     .await

@@ -143,8 +143,18 @@ pub async fn login_page(
         return Redirect::to("/").into_response();
     }
     let nonce = dash.login_nonce();
+    let csrf = match dash.login_csrf(&nonce).await {
+        Ok(csrf) => csrf,
+        Err(e) => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the ledger is unavailable: {e}"),
+            )
+                .into_response();
+        }
+    };
     let page = LoginPage {
-        csrf: dash.login_csrf(&nonce),
+        csrf,
         error: None,
         notice: query.ended.map(Ended::message),
     };
@@ -166,10 +176,12 @@ pub async fn login(
     Form(form): Form<LoginForm>,
 ) -> Response {
     let token = SecretString::from(form.token.trim().to_owned());
+    let nonce = cookie(&headers, &dash.cookie_name(LOGIN_COOKIE)).unwrap_or_default();
+    // The form was just checked against this key, so it can be read.
+    let csrf = dash.login_csrf(nonce).await.unwrap_or_default();
     let refuse = |status: StatusCode, message: String| {
-        let nonce = cookie(&headers, &dash.cookie_name(LOGIN_COOKIE)).unwrap_or_default();
         let page = LoginPage {
-            csrf: dash.login_csrf(nonce),
+            csrf: csrf.clone(),
             error: Some(message),
             notice: None,
         };

@@ -66,8 +66,19 @@ pub async fn csrf(State(dash): State<Dashboard>, request: Request, next: Next) -
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default();
     let valid = if parts.uri.path() == "/login" {
-        cookie(&parts.headers, &dash.cookie_name(LOGIN_COOKIE))
-            .is_some_and(|nonce| dash.check_login_csrf(nonce, &token))
+        match cookie(&parts.headers, &dash.cookie_name(LOGIN_COOKIE)) {
+            Some(nonce) => match dash.check_login_csrf(nonce, &token).await {
+                Ok(valid) => valid,
+                Err(e) => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("the ledger is unavailable: {e}"),
+                    )
+                        .into_response();
+                }
+            },
+            None => false,
+        }
     } else {
         match cookie(&parts.headers, &dash.cookie_name(SESSION_COOKIE)) {
             Some(id) if dash.check_session_csrf(id, &token) => match dash.exists(id).await {

@@ -69,7 +69,8 @@ impl Default for DashboardSettings {
 ///
 /// Pages: `GET /` (queue), `GET /posts/{id}`, `GET /review`, `GET /live` (the queue's
 /// live fragment), `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each
-/// with the CSRF field `csrf`): `/login`, `/logout`, `/posts/{id}/approve`, `/reject`,
+/// with the CSRF field `csrf`): `/login`, `/logout`, `/posts/{id}/approve`, `/reject`
+/// (both with the hidden `content_hash` the page showed), `/release`, `/discard`,
 /// `/unapprove`, `/edit`, `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
 /// `/resume` (one channel or all). Every response carries the security headers of
 /// [`guard::SECURITY_HEADERS`].
@@ -82,6 +83,8 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/posts/{id}", get(pages::post))
         .route("/posts/{id}/approve", post(action::approve))
         .route("/posts/{id}/reject", post(action::reject))
+        .route("/posts/{id}/release", post(action::release))
+        .route("/posts/{id}/discard", post(action::discard))
         .route("/posts/{id}/unapprove", post(action::unapprove))
         .route("/posts/{id}/edit", post(action::edit))
         .route("/posts/{id}/publish", post(action::publish))

@@ -1,5 +1,7 @@
-//! The pages: the queue (`/`), its live fragment (`/live`), a post (`/posts/{id}`) and
-//! the `needs_review` inbox (`/review`), plus the error page.
+//! The pages: the queue (`/`), its live fragment (`/live`), a post (`/posts/{id}`, with
+//! its verdicts against the rubric) and the inbox of posts that need a person (`/review`:
+//! `needs_review` posts to settle and quarantined drafts to release or discard), plus
+//! the error page.
 //!
 //! Handlers read through [`airlock_app::App`] as the signed-in operator and turn the
 //! answers into view models of plain strings (times already in the channel's calendar),
@@ -85,6 +87,8 @@ pub struct PostRow {
     pub updated: String,
     /// A test post.
     pub test: bool,
+    /// Quarantined after too many failed reviews.
+    pub quarantined: bool,
 }
 
 /// One status with its count, as a filter link.
@@ -124,9 +128,10 @@ pub struct ScheduleRow {
 /// The queue's part that live refresh replaces: inbox, counts, today, the table.
 #[derive(Debug, Clone)]
 pub struct Live {
-    /// Posts that need a person, oldest first (at most [`INBOX_LIMIT`]).
+    /// Posts that need a person, oldest first (at most [`INBOX_LIMIT`]), then the
+    /// quarantined ones (as many again at most).
     pub inbox: Vec<PostRow>,
-    /// How many posts need a person in all.
+    /// How many posts need a person in all (`needs_review` and quarantined).
     pub review_count: i64,
     /// Counts per status.
     pub counts: Vec<CountRow>,
@@ -184,6 +189,43 @@ pub struct ChannelRow {
     pub paused: Option<String>,
     /// Whether the channel itself is paused (so it can be resumed here).
     pub own_pause: bool,
+    /// Its money budget this month (X channels with one).
+    pub budget: Option<BudgetRow>,
+}
+
+/// A channel's money budget gauge, in dollars.
+#[derive(Debug, Clone)]
+pub struct BudgetRow {
+    /// Spent this month (`$0.045`).
+    pub used: String,
+    /// The budget (`$5.00`).
+    pub limit: String,
+    /// What is left.
+    pub left: String,
+    /// The gauge's scale: thousandths of the budget.
+    pub gauge_max: u32,
+    /// Spent, on that scale (capped at the maximum).
+    pub gauge_used: u32,
+    /// Level from which the gauge warns.
+    pub gauge_high: u32,
+}
+
+fn budget_row(spend: &airlock_core::budget::Spend) -> BudgetRow {
+    use airlock_core::budget::{MICROS_PER_USD, format_usd};
+    let micros = |usd: f64| (usd * MICROS_PER_USD as f64).round() as u64;
+    let (used, limit) = (micros(spend.used_usd), micros(spend.budget_usd));
+    let gauge_used = used
+        .saturating_mul(1000)
+        .checked_div(limit)
+        .map_or(1000, |share| share.min(1000) as u32);
+    BudgetRow {
+        used: format_usd(used),
+        limit: format_usd(limit),
+        left: format_usd(limit.saturating_sub(used)),
+        gauge_max: 1000,
+        gauge_used,
+        gauge_high: 800,
+    }
 }
 
 /// The rolling window gauge.
@@ -317,6 +359,53 @@ pub struct PostView {
     pub created_at: String,
     /// Updated.
     pub updated_at: String,
+    /// When it was quarantined, local, if it is.
+    pub quarantined: Option<String>,
+    /// Failed reviews since the last release.
+    pub revisions: i64,
+}
+
+/// One verdict, with each reason shown against the rubric item it names.
+#[derive(Debug, Clone)]
+pub struct VerdictRow {
+    /// `pass` or `fail` (CSS class too).
+    pub verdict: &'static str,
+    /// Who gave it.
+    pub actor: String,
+    /// When, local.
+    pub at: String,
+    /// The first twelve digits of the content hash it was given against.
+    pub content_hash: String,
+    /// Whether that is the post's content now.
+    pub current_content: bool,
+    /// The first twelve digits of the rubric hash it was given under.
+    pub rubric_hash: String,
+    /// Whether that is the rubric as it reads now.
+    pub current_rubric: bool,
+    /// Each reason: `(item id, what the item asks, the reason)`; the item parts are
+    /// empty when the reason names no item of the current rubric.
+    pub reasons: Vec<(String, String, String)>,
+}
+
+/// The review state of a post: the rubric, approvals and the revision cap.
+#[derive(Debug, Clone)]
+pub struct ReviewView {
+    /// Where the rubric comes from.
+    pub rubric_origin: String,
+    /// Its hash.
+    pub rubric_hash: String,
+    /// Its items `(id, text)`.
+    pub rubric_items: Vec<(String, String)>,
+    /// Its text.
+    pub rubric_text: String,
+    /// Why it cannot be read, if it cannot (verdicts are refused until it can).
+    pub rubric_error: Option<String>,
+    /// The channel's `approvals_required`.
+    pub approvals_required: u32,
+    /// Critics whose passes count for the content now.
+    pub passed_by: Vec<String>,
+    /// The channel's `max_revisions`.
+    pub max_revisions: u32,
 }
 
 /// One event on a timeline.
@@ -385,6 +474,10 @@ pub struct Actions {
     pub requeue: bool,
     /// Needs review.
     pub resolve: bool,
+    /// Quarantined.
+    pub release: bool,
+    /// Quarantined (an operator discards it, or releases it).
+    pub discard: bool,
 }
 
 /// `GET /posts/{id}`.
@@ -401,6 +494,10 @@ pub struct PostPage {
     pub intents: Vec<IntentRow>,
     /// Reservations.
     pub reservations: Vec<ReservationRow>,
+    /// Verdicts, oldest first.
+    pub verdicts: Vec<VerdictRow>,
+    /// The rubric, approvals and revisions.
+    pub review: ReviewView,
     /// Offered actions.
     pub actions: Actions,
     /// Where actions return.
@@ -420,6 +517,15 @@ pub struct ReviewItem {
     pub reservations: Vec<ReservationRow>,
 }
 
+/// A quarantined post in the inbox, with the verdicts that put it there.
+#[derive(Debug, Clone)]
+pub struct QuarantineItem {
+    /// The post.
+    pub p: PostView,
+    /// Its verdicts, oldest first.
+    pub verdicts: Vec<VerdictRow>,
+}
+
 /// `GET /review`.
 #[derive(Template, WebTemplate)]
 #[template(path = "review.html")]
@@ -428,6 +534,10 @@ pub struct ReviewPage {
     pub layout: Layout,
     /// Posts that need a person, a page of at most [`REVIEW_PAGE`], oldest first.
     pub items: Vec<ReviewItem>,
+    /// Quarantined posts, at most [`REVIEW_PAGE`], oldest first.
+    pub quarantined: Vec<QuarantineItem>,
+    /// How many posts are quarantined in all.
+    pub quarantined_total: i64,
     /// How many posts need a person in all.
     pub total: i64,
     /// The next page, when there are more.
@@ -590,6 +700,7 @@ async fn queue_page(
                 next_slot: next_slot(quota_row, now, tz),
                 paused: status.pause_reason.clone(),
                 own_pause: pauses.iter().any(|p| p.scope == status.name.as_str()),
+                budget: quota_row.and_then(|q| q.budget.as_ref()).map(budget_row),
             }
         })
         .collect();
@@ -713,6 +824,19 @@ async fn live_part(
         .map(|p| post_row(app, p, now))
         .collect();
     inbox.reverse();
+    let quarantined = app
+        .list_summaries(
+            who,
+            &PostFilter {
+                quarantined: Some(true),
+                limit: Some(INBOX_LIMIT),
+                ..PostFilter::default()
+            },
+            EXCERPT_CHARS,
+        )
+        .await?;
+    let quarantined_count = quarantine_count(app, op).await?;
+    inbox.extend(quarantined.iter().rev().map(|p| post_row(app, p, now)));
 
     let schedule = schedule(app, &by_status, pauses, now);
 
@@ -749,7 +873,7 @@ async fn live_part(
     }
     Ok(Live {
         inbox,
-        review_count: count_of(PostStatus::NeedsReview),
+        review_count: count_of(PostStatus::NeedsReview) + quarantined_count,
         counts,
         schedule,
         posts,
@@ -838,15 +962,19 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
     let review_count = review_count(app, op).await?;
     let tz = channel_tz(app, &detail.post.content.channel);
     let status = detail.post.status;
+    let quarantined = detail.post.is_quarantined();
     let actions = Actions {
-        approve: status == PostStatus::Draft,
-        reject: matches!(status, PostStatus::Draft | PostStatus::Approved),
+        approve: status == PostStatus::Draft && !quarantined,
+        reject: matches!(status, PostStatus::Draft | PostStatus::Approved) && !quarantined,
         unapprove: status == PostStatus::Approved,
-        edit: matches!(status, PostStatus::Draft | PostStatus::Approved),
+        edit: matches!(status, PostStatus::Draft | PostStatus::Approved) && !quarantined,
         publish: status == PostStatus::Approved,
         requeue: status == PostStatus::Failed,
         resolve: status == PostStatus::NeedsReview,
+        release: quarantined,
+        discard: quarantined,
     };
+    let review = review_view(app, op, &detail).await?;
     let layout = layout(dash, op, "post", format!("Post #{id}"), review_count);
     Ok(PostPage {
         layout,
@@ -854,6 +982,8 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         events: event_rows(&detail, tz),
         intents: intent_rows(&detail, tz),
         reservations: reservation_rows(&detail, tz),
+        verdicts: verdict_rows(app, &detail, tz),
+        review,
         actions,
         back: format!("/posts/{id}"),
     })
@@ -871,7 +1001,7 @@ async fn review_page(
     // The inbox reads oldest first, and lists come newest first: collect the ids after
     // `after` from summaries with an empty excerpt (no text is loaded), then load the
     // whole post only for the REVIEW_PAGE oldest of them.
-    let total = review_count(app, op).await?;
+    let total = needs_review_count(app, op).await?;
     let mut ids: Vec<PostId> = Vec::new();
     let mut before: Option<PostId> = None;
     loop {
@@ -920,22 +1050,167 @@ async fn review_page(
         .then(|| ids.last())
         .flatten()
         .map(|last| format!("/review?after={last}"));
-    let layout = layout(dash, op, "review", "Needs review".to_owned(), total);
+
+    // Quarantined drafts, oldest first: ids from summaries without text, then the
+    // REVIEW_PAGE oldest loaded whole.
+    let mut quarantined_ids: Vec<PostId> = app
+        .list_summaries(
+            who,
+            &PostFilter {
+                quarantined: Some(true),
+                limit: Some(QUARANTINE_SCAN),
+                ..PostFilter::default()
+            },
+            0,
+        )
+        .await?
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    quarantined_ids.sort();
+    let quarantined_total = quarantined_ids.len() as i64;
+    quarantined_ids.truncate(REVIEW_PAGE as usize);
+    let mut quarantined = Vec::with_capacity(quarantined_ids.len());
+    for id in &quarantined_ids {
+        let detail = match app.get_post(who, *id).await {
+            Ok(detail) => detail,
+            Err(Error::NotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        if !detail.post.is_quarantined() {
+            continue;
+        }
+        let tz = channel_tz(app, &detail.post.content.channel);
+        quarantined.push(QuarantineItem {
+            p: post_view(app, &detail.post, now),
+            verdicts: verdict_rows(app, &detail, tz),
+        });
+    }
+    let layout = layout(
+        dash,
+        op,
+        "review",
+        "Needs review".to_owned(),
+        total + quarantined_total,
+    );
     Ok(ReviewPage {
         layout,
         items,
+        quarantined,
+        quarantined_total,
         total,
         more_url,
     })
 }
 
+/// The most quarantined posts a page counts; an operator settles them long before.
+const QUARANTINE_SCAN: u32 = 1000;
+
+/// Posts that need a person: `needs_review` ones and quarantined ones.
 async fn review_count(app: &App, op: &Operator) -> Result<i64, Error> {
+    Ok(needs_review_count(app, op).await? + quarantine_count(app, op).await?)
+}
+
+/// How many posts are `needs_review`.
+async fn needs_review_count(app: &App, op: &Operator) -> Result<i64, Error> {
     Ok(app
         .status_counts(&op.principal)
         .await?
         .into_iter()
         .find(|(s, _)| *s == PostStatus::NeedsReview)
         .map_or(0, |(_, n)| n))
+}
+
+/// How many posts are quarantined (counted from summaries without text).
+async fn quarantine_count(app: &App, op: &Operator) -> Result<i64, Error> {
+    let filter = PostFilter {
+        quarantined: Some(true),
+        limit: Some(QUARANTINE_SCAN),
+        ..PostFilter::default()
+    };
+    Ok(app.list_summaries(&op.principal, &filter, 0).await?.len() as i64)
+}
+
+/// The rubric, approvals and revisions of a post, from its review packet; a rubric that
+/// cannot be read is shown as such instead of failing the page.
+async fn review_view(app: &App, op: &Operator, detail: &PostDetail) -> Result<ReviewView, Error> {
+    let post = &detail.post;
+    let channel = app.settings().channels.get(&post.content.channel);
+    let (approvals_required, max_revisions) = channel
+        .map(|c| {
+            (
+                c.review.rules.approvals_required,
+                c.review.rules.max_revisions,
+            )
+        })
+        .unwrap_or((1, 2));
+    let passed_by = airlock_core::review::current_passes(
+        &detail.verdicts,
+        post.review_round,
+        &post.content_hash,
+    );
+    let mut view = ReviewView {
+        rubric_origin: channel
+            .map(|c| c.review.rubric.origin())
+            .unwrap_or_else(|| "the channel is not configured".to_owned()),
+        rubric_hash: String::new(),
+        rubric_items: Vec::new(),
+        rubric_text: String::new(),
+        rubric_error: None,
+        approvals_required,
+        passed_by,
+        max_revisions,
+    };
+    match app.review_packet(&op.principal, post.id).await {
+        Ok(packet) => {
+            view.rubric_hash = packet.rubric.hash;
+            view.rubric_items = packet
+                .rubric
+                .items
+                .into_iter()
+                .map(|i| (i.id, i.text))
+                .collect();
+            view.rubric_text = packet.rubric.text;
+        }
+        Err(Error::NotFound(m)) => return Err(Error::NotFound(m)),
+        Err(e) => view.rubric_error = Some(e.to_string()),
+    }
+    Ok(view)
+}
+
+/// A post's verdicts, each reason shown against the item of the channel's rubric it names.
+fn verdict_rows(app: &App, detail: &PostDetail, tz: Tz) -> Vec<VerdictRow> {
+    let rubric = app
+        .settings()
+        .channels
+        .get(&detail.post.content.channel)
+        .and_then(|c| c.review.rubric.read().ok());
+    detail
+        .verdicts
+        .iter()
+        .map(|v| VerdictRow {
+            verdict: v.verdict.as_str(),
+            actor: v.actor.clone(),
+            at: local_precise(v.at, tz),
+            content_hash: v.content_hash.as_str()[..12].to_owned(),
+            current_content: v.content_hash == detail.post.content_hash,
+            rubric_hash: v.rubric_hash.get(..12).unwrap_or(&v.rubric_hash).to_owned(),
+            current_rubric: rubric.as_ref().is_some_and(|r| r.hash == v.rubric_hash),
+            reasons: v
+                .reasons
+                .iter()
+                .map(|reason| {
+                    let item = rubric
+                        .as_ref()
+                        .and_then(|r| airlock_core::review::reason_item(r, reason));
+                    match item {
+                        Some(item) => (item.id.clone(), item.text.clone(), reason.clone()),
+                        None => (String::new(), String::new(), reason.clone()),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 fn parse_status(value: &str) -> Option<PostStatus> {
@@ -999,6 +1274,7 @@ fn post_row(app: &App, post: &PostSummary, now: DateTime<Utc>) -> PostRow {
         posted: post.posted_at.map(|at| local(at, tz)),
         updated: relative(post.updated_at, now),
         test: post.test,
+        quarantined: post.quarantined_at.is_some(),
     }
 }
 
@@ -1067,6 +1343,8 @@ fn post_view(app: &App, post: &Post, now: DateTime<Utc>) -> PostView {
             local_precise(post.updated_at, tz),
             relative(post.updated_at, now)
         ),
+        quarantined: post.quarantined_at.map(|at| local_precise(at, tz)),
+        revisions: post.revisions,
     }
 }
 

@@ -9,9 +9,12 @@
 //! in a restart loses a notice, never a sign-in.
 //!
 //! CSRF tokens are not stored: a session's token is an HMAC keyed by its (secret)
-//! session id, and the login form's token an HMAC keyed by a random nonce kept in a
-//! pre-session cookie (`airlock_login`). Neither can be made without the cookie, which
-//! only the browser holds, and both survive a restart, so a form left open across an
+//! session id, and the login form's token an HMAC, keyed by a server secret kept in the
+//! ledger ([`airlock_app::sessions::LOGIN_CSRF_SECRET`]), of a random nonce kept in a
+//! pre-session cookie (`airlock_login`). The nonce alone is not enough: someone able to
+//! set a cookie for the dashboard's site (another port on `localhost`, a sibling
+//! subdomain) chooses the nonce but cannot make its token without the server's key.
+//! Both survive a restart (the key is in the ledger), so a form left open across an
 //! upgrade still submits. Both are checked in constant time.
 
 use std::collections::HashMap;
@@ -48,6 +51,7 @@ struct Inner {
     app: App,
     settings: DashboardSettings,
     flashes: Mutex<HashMap<[u8; 32], Vec<Flash>>>,
+    login_key: tokio::sync::OnceCell<SecretString>,
 }
 
 /// A message shown once, on the next page, after an action.
@@ -118,6 +122,7 @@ impl Dashboard {
                 app,
                 settings,
                 flashes: Mutex::new(HashMap::new()),
+                login_key: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -187,14 +192,34 @@ impl Dashboard {
         hex::encode(random_bytes())
     }
 
-    /// The CSRF token of a login form whose pre-session cookie holds `nonce`.
-    pub fn login_csrf(&self, nonce: &str) -> String {
-        hex::encode(mac("login", nonce).finalize().into_bytes())
+    /// The CSRF token of a login form whose pre-session cookie holds `nonce`: an HMAC of
+    /// the nonce keyed by the server's login key (read from the ledger once).
+    pub async fn login_csrf(&self, nonce: &str) -> airlock_app::Result<String> {
+        Ok(hex::encode(
+            self.login_mac(nonce).await?.finalize().into_bytes(),
+        ))
     }
 
     /// Whether `token` is the login form's CSRF token for `nonce`.
-    pub fn check_login_csrf(&self, nonce: &str, token: &str) -> bool {
-        verify(mac("login", nonce), token)
+    pub async fn check_login_csrf(&self, nonce: &str, token: &str) -> airlock_app::Result<bool> {
+        Ok(verify(self.login_mac(nonce).await?, token))
+    }
+
+    async fn login_mac(&self, nonce: &str) -> airlock_app::Result<Hmac<Sha256>> {
+        let key = self
+            .inner
+            .login_key
+            .get_or_try_init(|| {
+                self.inner
+                    .app
+                    .server_secret(airlock_app::sessions::LOGIN_CSRF_SECRET)
+            })
+            .await?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(key.expose_secret().as_bytes())
+            .expect("HMAC takes any key length");
+        mac.update(b"airlock dashboard csrf:login:");
+        mac.update(nonce.as_bytes());
+        Ok(mac)
     }
 
     /// The name a cookie goes by: `name` itself, or, with secure cookies (the dashboard

@@ -16,7 +16,16 @@
 //!    a larger one is refused with 413 before rmcp sees it.
 //! 5. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
 //!    it; a request in that session with another token is refused with 403, so a session
-//!    id that leaks (a log, a proxy) gives no other token its stream or its place.
+//!    id that leaks (a log, a proxy) gives no other token its stream or its place. A
+//!    session id with no binding is refused with 404 (the MCP answer that tells a client
+//!    to initialize again) before rmcp sees it, so the check fails closed: a binding is
+//!    only ever dropped together with its session. Bindings end when rmcp ends the
+//!    session (a `DELETE`, the idle timeout, shutdown), and each token holds at most
+//!    [`HttpSettings::max_sessions_per_token`] sessions (the server at most
+//!    [`HttpSettings::max_sessions`]): past it, that token's oldest (the server's
+//!    oldest) session is closed.
+//! 6. **Headers**: every answer carries `Cache-Control: no-store` and
+//!    `X-Content-Type-Options: nosniff`, like the HTTP API's.
 //!
 //! rmcp's own `Host` and `Origin` checks are configured with the same lists, as a second
 //! line; this guard answers first, with airlock's JSON error shape
@@ -32,7 +41,12 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use futures_core::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -61,6 +75,12 @@ pub struct HttpSettings {
     /// Cancelled when the server shuts down: open MCP sessions and their streams end,
     /// so a graceful shutdown does not wait for clients to hang up.
     pub shutdown: CancellationToken,
+    /// The most MCP sessions one token may hold open (default 16); opening one more
+    /// closes that token's oldest.
+    pub max_sessions_per_token: usize,
+    /// The most MCP sessions the server holds open (default 10 000); opening one more
+    /// closes the oldest.
+    pub max_sessions: usize,
 }
 
 impl HttpSettings {
@@ -72,6 +92,8 @@ impl HttpSettings {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             shutdown: CancellationToken::new(),
+            max_sessions_per_token: 16,
+            max_sessions: 10_000,
         }
     }
 
@@ -153,16 +175,26 @@ pub fn router(app: App, settings: HttpSettings) -> Router {
         .enforce_origin_validation()
         .with_cancellation_token(settings.shutdown.child_token());
     let factory_app = app.clone();
+    let sessions = Arc::new(Mutex::new(Sessions {
+        max_per_token: settings.max_sessions_per_token.max(1),
+        max: settings.max_sessions.max(1),
+        ..Sessions::default()
+    }));
+    let manager = Arc::new(BoundSessionManager {
+        inner: LocalSessionManager::default(),
+        sessions: sessions.clone(),
+    });
     let service = StreamableHttpService::new(
         move || Ok(AirlockMcp::per_request(factory_app.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager.clone(),
         config,
     );
     let guard = Guard {
         app,
         origins: Arc::new(origins),
         hosts: Arc::new(hosts),
-        sessions: Arc::new(Mutex::new(Sessions::default())),
+        sessions,
+        manager,
     };
     Router::new()
         .route_service(PATH, service)
@@ -189,39 +221,134 @@ struct Guard {
     origins: Arc<BTreeSet<String>>,
     hosts: Arc<BTreeSet<String>>,
     sessions: Arc<Mutex<Sessions>>,
+    manager: Arc<BoundSessionManager>,
 }
 
 /// The header rmcp names sessions by.
 const SESSION_HEADER: &str = "mcp-session-id";
-
-/// At most this many session bindings are kept; past it the oldest is forgotten (its
-/// session then answers no one: rmcp's sessions end long before this many open).
-const MAX_SESSIONS: usize = 10_000;
 
 /// Which token opened each session: the SHA-256 of its secret, and when (a counter).
 #[derive(Default)]
 struct Sessions {
     owners: HashMap<String, (String, u64)>,
     opened: u64,
+    max_per_token: usize,
+    max: usize,
 }
 
 impl Sessions {
-    fn bind(&mut self, session: String, token_sha256: String) {
+    /// Binds a new session to its token; returns the sessions to close to stay within
+    /// the caps (their bindings are already gone, so they answer no one from now on).
+    fn bind(&mut self, session: String, token_sha256: String) -> Vec<String> {
         self.opened += 1;
-        if self.owners.len() >= MAX_SESSIONS
-            && let Some(oldest) = self
+        self.owners
+            .insert(session, (token_sha256.clone(), self.opened));
+        let mut evicted = Vec::new();
+        loop {
+            let of_token = self
                 .owners
                 .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone())
-        {
+                .filter(|(_, (owner, _))| *owner == token_sha256);
+            let over_token = of_token.clone().count() > self.max_per_token;
+            let oldest = if over_token {
+                of_token.min_by_key(|(_, (_, at))| *at)
+            } else if self.owners.len() > self.max {
+                self.owners.iter().min_by_key(|(_, (_, at))| *at)
+            } else {
+                break;
+            };
+            let Some(oldest) = oldest.map(|(id, _)| id.clone()) else {
+                break;
+            };
             self.owners.remove(&oldest);
+            evicted.push(oldest);
         }
-        self.owners.insert(session, (token_sha256, self.opened));
+        evicted
+    }
+
+    /// The token hash that opened `session`, if it is bound.
+    fn owner(&self, session: &str) -> Option<&str> {
+        self.owners.get(session).map(|(owner, _)| owner.as_str())
     }
 }
 
-async fn check_request(State(guard): State<Guard>, mut request: Request, next: Next) -> Response {
+/// rmcp's in-memory session manager, reporting every session's end to [`Sessions`] so
+/// that a binding never outlives its session (rmcp calls `close_session` when a session
+/// ends for any reason: a `DELETE`, its idle timeout, shutdown).
+struct BoundSessionManager {
+    inner: LocalSessionManager,
+    sessions: Arc<Mutex<Sessions>>,
+}
+
+impl SessionManager for BoundSessionManager {
+    type Error = <LocalSessionManager as SessionManager>::Error;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        self.inner.create_session().await
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.inner.initialize_session(id, message).await
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        self.inner.has_session(id).await
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.sessions).owners.remove(id.as_ref());
+        self.inner.close_session(id).await
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_stream(id, message).await
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.inner.accept_message(id, message).await
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.create_standalone_stream(id).await
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.inner.resume(id, last_event_id).await
+    }
+}
+
+async fn check_request(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let mut response = guarded(guard, request, next).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+async fn guarded(guard: Guard, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
     if let Some(origin) = headers.get(header::ORIGIN) {
         let allowed = origin
@@ -259,21 +386,30 @@ async fn check_request(State(guard): State<Guard>, mut request: Request, next: N
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
             if let Some(session) = &session {
-                let owner = lock(&guard.sessions)
-                    .owners
-                    .get(session)
-                    .map(|(o, _)| o.clone());
-                // An unknown session is rmcp's to refuse (404); a known one only its token's.
-                if owner.is_some_and(|owner| owner != token_sha256) {
-                    tracing::warn!(actor = %principal.actor, "refused a request in an MCP session another token opened");
-                    return error_response(
-                        StatusCode::FORBIDDEN,
-                        "forbidden_session",
-                        "this MCP session was opened with another token: open a session of your own (initialize without Mcp-Session-Id)",
-                    );
+                let owner = lock(&guard.sessions).owner(session).map(str::to_owned);
+                match owner {
+                    // Fail closed: a session with no binding is answered by no one, even
+                    // if rmcp still knew it.
+                    None => {
+                        return error_response(
+                            StatusCode::NOT_FOUND,
+                            "unknown_session",
+                            "this MCP session has ended or never existed: open a new one (initialize without Mcp-Session-Id)",
+                        );
+                    }
+                    Some(owner) if owner != token_sha256 => {
+                        tracing::warn!(actor = %principal.actor, "refused a request in an MCP session another token opened");
+                        return error_response(
+                            StatusCode::FORBIDDEN,
+                            "forbidden_session",
+                            "this MCP session was opened with another token: open a session of your own (initialize without Mcp-Session-Id)",
+                        );
+                    }
+                    Some(_) => {}
                 }
             }
             let closing = request.method() == axum::http::Method::DELETE;
+            let actor = principal.actor.to_string();
             request.extensions_mut().insert(principal);
             // rmcp reads a message body whole, with no limit of its own: bound it here.
             let (parts, body) = request.into_parts();
@@ -294,7 +430,11 @@ async fn check_request(State(guard): State<Guard>, mut request: Request, next: N
             match (&session, response.headers().get(SESSION_HEADER)) {
                 (None, Some(opened)) => {
                     if let Ok(opened) = opened.to_str() {
-                        lock(&guard.sessions).bind(opened.to_owned(), token_sha256);
+                        let evicted = lock(&guard.sessions).bind(opened.to_owned(), token_sha256);
+                        for old in evicted {
+                            tracing::info!(actor = %actor, "closed the oldest MCP session to stay within the session limit");
+                            let _ = guard.manager.close_session(&SessionId::from(old)).await;
+                        }
                     }
                 }
                 (Some(session), _) if closing && response.status().is_success() => {
@@ -440,6 +580,40 @@ mod tests {
         assert!(!check("airlock.example:80"));
         assert!(!check("0.0.0.0:8080"));
         assert!(!check("evil.example:8080"));
+    }
+
+    #[tokio::test]
+    async fn a_binding_ends_when_rmcp_ends_its_session() {
+        let sessions = Arc::new(Mutex::new(Sessions {
+            max_per_token: 16,
+            max: 100,
+            ..Sessions::default()
+        }));
+        let manager = BoundSessionManager {
+            inner: LocalSessionManager::default(),
+            sessions: sessions.clone(),
+        };
+        assert!(lock(&sessions).bind("s1".into(), "alice".into()).is_empty());
+        assert!(lock(&sessions).bind("s2".into(), "alice".into()).is_empty());
+        // What rmcp calls when a session's worker stops (DELETE, idle timeout, shutdown).
+        manager.close_session(&SessionId::from("s1")).await.unwrap();
+        assert_eq!(lock(&sessions).owner("s1"), None);
+        assert_eq!(lock(&sessions).owner("s2"), Some("alice"));
+    }
+
+    #[test]
+    fn binding_past_the_caps_evicts_the_oldest_of_the_token_then_of_the_server() {
+        let mut sessions = Sessions {
+            max_per_token: 2,
+            max: 3,
+            ..Sessions::default()
+        };
+        assert!(sessions.bind("a1".into(), "alice".into()).is_empty());
+        assert!(sessions.bind("b1".into(), "bob".into()).is_empty());
+        assert!(sessions.bind("a2".into(), "alice".into()).is_empty());
+        assert_eq!(sessions.bind("a3".into(), "alice".into()), ["a1"]);
+        assert_eq!(sessions.bind("c1".into(), "carol".into()), ["b1"]);
+        assert_eq!(sessions.owners.len(), 3);
     }
 
     #[test]

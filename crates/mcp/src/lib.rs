@@ -3,7 +3,7 @@
 //! HTTP ([`router`], mounted at `/mcp` by `airlock serve`).
 //!
 //! Layout:
-//! - [`tools`]: [`AirlockMcp`], the rmcp `ServerHandler` with the nine tools, their
+//! - [`tools`]: [`AirlockMcp`], the rmcp `ServerHandler` with the eleven tools, their
 //!   argument schemas and annotations. Each tool is a thin wrapper over one
 //!   [`airlock_app::App`] operation and answers with the same JSON as the HTTP API.
 //! - [`http`]: the streamable HTTP transport behind a bearer-token and `Origin` guard.

@@ -1,4 +1,5 @@
-//! The nine tools of docs/mcp.md, their argument schemas and annotations.
+//! The nine tools of docs/mcp.md and the critic's two (`get_review_packet`,
+//! `submit_verdict`), their argument schemas and annotations.
 //!
 //! Each tool resolves the caller's [`Principal`], calls one [`App`] operation, and
 //! answers with the JSON the HTTP API returns for it (the post JSON, `PostDetail`,
@@ -14,9 +15,10 @@
 //! its [`Principal`] into the request's extensions, where the tool reads it. A tool that
 //! finds no principal refuses (fail closed).
 
+use airlock_app::critic::VerdictInput;
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
 use airlock_app::{App, Error, Principal};
-use airlock_core::{ChannelName, Media, PostId, PostStatus};
+use airlock_core::{ChannelName, Media, PostId, PostStatus, VerdictKind};
 use airlock_store::PostFilter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -40,6 +42,13 @@ critic role approves it (a token never approves a post it created or last edited
 (publisher role) publishes an approved post now, or airlock's dispatcher publishes it at its \
 scheduled_at. update_draft edits a draft (an approved post returns to draft and needs approval \
 again); reject_post sends a post back to its writer with a reason. \
+Critics: call get_review_packet, review the post against its rubric, then submit_verdict with \
+the packet's content_hash and rubric hash (pass, or fail with reasons naming rubric items); a \
+verdict on content or a rubric that changed since is refused, so nothing is approved that you \
+did not read. Some channels need more than one critic's pass; a post that fails review too \
+often is quarantined until a person releases it. A writer reads a fail's reasons in the post's \
+error field and verdicts (get_post) and revises the same post: drafting the same text again \
+is refused as a duplicate. \
 Quotas (a rolling window across all channels and a daily limit per channel) and pauses are \
 enforced by the server: a refused call is a tool error that says why and what to do, for \
 example when the next quota slot frees or why a channel is paused. Wait for that time instead \
@@ -261,6 +270,20 @@ pub struct PostIdArgs {
     pub id: i64,
 }
 
+/// Arguments of `approve_post`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovePostArgs {
+    /// The post's id.
+    #[schemars(range(min = 1))]
+    pub id: i64,
+    /// The content_hash of the post as you reviewed it (from get_post or
+    /// get_review_packet). Always pass it: if the post changed since, nothing is approved
+    /// and the call is refused as a conflict.
+    #[serde(default)]
+    pub content_hash: Option<String>,
+}
+
 /// Arguments of `reject_post`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -268,8 +291,42 @@ pub struct RejectPostArgs {
     /// The post's id.
     #[schemars(range(min = 1))]
     pub id: i64,
-    /// Why, for the writer who revises it (shown on the post as `error`).
+    /// Why, for the writer who revises it (shown on the post as `error`). Start it with
+    /// the rubric item it applies to, like "tone: reads as pushy".
     pub reason: String,
+    /// The content_hash of the post as you reviewed it: if the post changed since,
+    /// nothing is recorded and the call is refused as a conflict.
+    #[serde(default)]
+    pub content_hash: Option<String>,
+}
+
+/// A verdict.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictArg {
+    /// Every rubric item holds: counts toward approval.
+    Pass,
+    /// Some rubric item does not hold: the post returns to its writer with your reasons.
+    Fail,
+}
+
+/// Arguments of `submit_verdict`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitVerdictArgs {
+    /// The post's id.
+    #[schemars(range(min = 1))]
+    pub id: i64,
+    /// "pass" or "fail".
+    pub verdict: VerdictArg,
+    /// The review packet's content_hash: the content you reviewed.
+    pub content_hash: String,
+    /// The review packet's rubric.hash: the rubric you reviewed against.
+    pub rubric_hash: String,
+    /// Short reasons, each starting with the rubric item id it applies to and a colon
+    /// ("claims: the opening hours are wrong"). At least one for a fail; optional for a pass.
+    #[serde(default)]
+    pub reasons: Vec<String>,
 }
 
 /// No arguments.
@@ -285,7 +342,9 @@ impl AirlockMcp {
         description = "Create a draft post for a configured channel. Needs the writer role. \
 Nothing is published yet: another principal with the critic role must approve it (approve_post), \
 then a publisher publishes it (publish_post) or airlock does at scheduled_at. Pass idempotency_key \
-to make retries safe: the same key returns the same post. Returns the post JSON (status draft).",
+to make retries safe: the same key returns the same post. The same text as a post already queued \
+or published on the channel within a few days is refused as a duplicate naming that post: revise \
+that post instead. Returns the post JSON (status draft).",
         annotations(
             title = "Draft a post",
             read_only_hint = false,
@@ -330,7 +389,8 @@ to make retries safe: the same key returns the same post. Returns the post JSON 
         name = "update_draft",
         description = "Change a draft's text, title, media, link or scheduled_at (fields left out \
 stay as they are). Needs the writer role. Editing an approved post returns it to draft: it needs \
-approval again. Posts being published or already published cannot be edited. Returns the post JSON.",
+approval again. Posts being published or already published cannot be edited, nor quarantined ones \
+(a person releases those). Returns the post JSON.",
         annotations(
             title = "Update a draft",
             read_only_hint = false,
@@ -365,7 +425,8 @@ approval again. Posts being published or already published cannot be edited. Ret
     #[tool(
         name = "list_posts",
         description = "List posts, newest first (at most 100), optionally only one status and/or \
-channel. Read-only; any role. Returns a JSON array of posts.",
+channel. Read-only; any role. Returns a JSON array of posts whose text is cut to its first 500 \
+characters (text_truncated says whether it was); get_post gives the whole text.",
         annotations(
             title = "List posts",
             read_only_hint = true,
@@ -392,7 +453,7 @@ channel. Read-only; any role. Returns a JSON array of posts.",
                 channel,
                 ..PostFilter::default()
             };
-            self.app.list_posts(&who, &filter).await
+            self.app.list_post_excerpts(&who, &filter).await
         }
         .await;
         self.answer(result)
@@ -401,8 +462,10 @@ channel. Read-only; any role. Returns a JSON array of posts.",
     /// Shows one post.
     #[tool(
         name = "get_post",
-        description = "One post with its events (who moved it when), publish intents and quota \
-reservations. Read-only; any role. Returns the post JSON plus events, intents and reservations.",
+        description = "One post with its events (who moved it when), publish intents, quota \
+reservations and review verdicts (pass or fail, by whom, with reasons naming rubric items). A \
+writer reads a critic's reasons here and in the post's error field. Read-only; any role. Returns \
+the post JSON plus events, intents, reservations and verdicts.",
         annotations(
             title = "Get a post",
             read_only_hint = true,
@@ -424,13 +487,89 @@ reservations. Read-only; any role. Returns the post JSON plus events, intents an
         self.answer(result)
     }
 
+    /// The review packet of a post.
+    #[tool(
+        name = "get_review_packet",
+        description = "Everything a critic needs to review one post, in one call: the post, its \
+content_hash, the channel's content policy (with what it finds wrong now), limits and review rules \
+(approvals_required, max_revisions), the rubric to review against with its hash and item ids, \
+earlier verdicts with their reasons, the passes that count now, and what the writer changed since \
+the last verdict; verdict_refused says if you may not give a verdict now and why. Read-only; any \
+role. Review the post against every rubric item, then call submit_verdict with this packet's \
+content_hash and rubric.hash.",
+        annotations(
+            title = "Get a review packet",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn get_review_packet(
+        &self,
+        Parameters(args): Parameters<PostIdArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context).await?;
+            self.app.review_packet(&who, PostId(args.id)).await
+        }
+        .await;
+        self.answer(result)
+    }
+
+    /// Gives a verdict.
+    #[tool(
+        name = "submit_verdict",
+        description = "Give your verdict on a post you reviewed with get_review_packet. Needs the \
+critic role. Pass the packet's content_hash and rubric_hash: if the post or the rubric changed \
+since you read them, nothing is recorded and the call is refused (fetch the packet again). \
+\"pass\": counts toward approval; the post is approved once the channel's approvals_required \
+different critics passed this same content (you cannot pass your own writing, nor count twice). \
+\"fail\": give reasons, each starting with a rubric item id and a colon (\"tone: too pushy\"); the \
+post returns to its writer, who reads your reasons; after the channel's max_revisions fails it is \
+quarantined for a person. Returns what the verdict did (effect: approved, awaiting_approvals, \
+returned_to_writer or quarantined), a message, the verdict as recorded and the post JSON.",
+        annotations(
+            title = "Submit a verdict",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn submit_verdict(
+        &self,
+        Parameters(args): Parameters<SubmitVerdictArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context).await?;
+            let input = VerdictInput {
+                verdict: match args.verdict {
+                    VerdictArg::Pass => VerdictKind::Pass,
+                    VerdictArg::Fail => VerdictKind::Fail,
+                },
+                reasons: args.reasons,
+                content_hash: Some(args.content_hash),
+                rubric_hash: Some(args.rubric_hash),
+            };
+            self.app.give_verdict(&who, PostId(args.id), input).await
+        }
+        .await;
+        self.answer(result)
+    }
+
     /// Approves a draft.
     #[tool(
         name = "approve_post",
         description = "Approve a draft for publishing (draft -> approved) once the channel's \
-content policy passes; the approved content is fixed by its hash, and any later edit withdraws \
-the approval. Needs the critic role, and a token never approves a post it created or last edited \
-(separation of duties). Returns the post JSON (status approved).",
+content policy passes: a pass verdict under the channel's rubric. Always pass content_hash, the \
+hash of the content you reviewed: if the post changed since, nothing is approved. The approved \
+content is fixed by its hash, and any later edit withdraws the approval. On channels that need \
+more than one critic, the post stays a draft until enough different critics passed it. Needs the \
+critic role, and a token never approves a post it created or last edited (separation of duties). \
+Critic agents should prefer get_review_packet and submit_verdict. Returns the post JSON.",
         annotations(
             title = "Approve a post",
             read_only_hint = false,
@@ -441,12 +580,14 @@ the approval. Needs the critic role, and a token never approves a post it create
     )]
     async fn approve_post(
         &self,
-        Parameters(args): Parameters<PostIdArgs>,
+        Parameters(args): Parameters<ApprovePostArgs>,
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let result = async {
             let who = self.principal(&context).await?;
-            self.app.approve(&who, PostId(args.id)).await
+            self.app
+                .approve_hash(&who, PostId(args.id), args.content_hash)
+                .await
         }
         .await;
         self.answer(result)
@@ -455,9 +596,10 @@ the approval. Needs the critic role, and a token never approves a post it create
     /// Rejects a post.
     #[tool(
         name = "reject_post",
-        description = "Reject a draft or an approved post with a reason: it stays (or returns to) \
-draft, with the reason in its error field, for the writer to revise. Withdraws an approval. \
-Needs the critic role. Returns the post JSON.",
+        description = "Reject a draft or an approved post with a reason (a fail verdict): it stays \
+(or returns to) draft, with the reason in its error field, for the writer to revise; after the \
+channel's max_revisions fails the post is quarantined for a person. Withdraws an approval. Pass \
+content_hash, the hash of the content you reviewed. Needs the critic role. Returns the post JSON.",
         annotations(
             title = "Reject a post",
             read_only_hint = false,
@@ -473,7 +615,9 @@ Needs the critic role. Returns the post JSON.",
     ) -> CallToolResult {
         let result = async {
             let who = self.principal(&context).await?;
-            self.app.reject(&who, PostId(args.id), &args.reason).await
+            self.app
+                .reject_hash(&who, PostId(args.id), &args.reason, args.content_hash)
+                .await
         }
         .await;
         self.answer(result)
@@ -513,7 +657,8 @@ now needs a person's review (do not retry).",
     #[tool(
         name = "quota_status",
         description = "Quota use now: the rolling window across all channels and each channel's \
-daily limit (used, limit, remaining), with when the next slot frees. Read-only; any role.",
+daily limit (used, limit, remaining), with when the next slot frees, and for channels with a \
+money budget (X) the dollars spent and left this month (`budget`). Read-only; any role.",
         annotations(
             title = "Quota status",
             read_only_hint = true,

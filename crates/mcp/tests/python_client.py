@@ -5,7 +5,7 @@ Usage: python_client.py URL TOKEN
 
 The token needs the writer and publisher roles. The server must have an approved post
 waiting and no quota left, so publishing it is refused. The client lists the tools
-(nine), drafts a post, and asks to publish the approved post; it prints one JSON line
+(eleven), drafts a post, and asks to publish the approved post; it prints one JSON line
 with what it saw and exits 0, or names what was wrong on stderr and exits 1.
 """
 
@@ -28,6 +28,8 @@ EXPECTED_TOOLS = sorted(
         "publish_post",
         "quota_status",
         "list_channels",
+        "get_review_packet",
+        "submit_verdict",
     ]
 )
 

@@ -62,9 +62,12 @@ pub enum SinkKind {
     Webhook {
         /// Where to POST.
         url: String,
-        /// Signs each body as `X-Airlock-Signature: sha256=<hex HMAC>` when set
-        /// (read from `secret_file`).
+        /// Signs each body as `X-Airlock-Signature: sha256=<hex HMAC>` and
+        /// `X-Airlock-Signature-V2` when set (read from `secret_file`).
         secret: Option<SecretString>,
+        /// Whether to send `X-Airlock-Signature` (body only, replayable; docs/notifications.md
+        /// promises it) beside V2. `false` once the receiver verifies V2 only.
+        signature_v1: bool,
     },
 }
 
@@ -200,14 +203,21 @@ impl Sink {
                 let target = Target::Discord(discord::Discord::new(token, channel_id, base_url));
                 (target, secrets)
             }
-            SinkKind::Webhook { url, secret } => {
+            SinkKind::Webhook {
+                url,
+                secret,
+                signature_v1,
+            } => {
                 let url = check_base_url(&url).map_err(|e| SinkError::InvalidUrl {
                     sink: name.clone(),
                     key: "url",
                     problem: e.to_string(),
                 })?;
                 let secrets = secret.iter().cloned().collect();
-                (Target::Webhook(webhook::Webhook::new(url, secret)), secrets)
+                (
+                    Target::Webhook(webhook::Webhook::new(url, secret, signature_v1)),
+                    secrets,
+                )
             }
         };
         Ok(Sink {

@@ -7,7 +7,8 @@
 //! - `X-Airlock-Event: <event>`;
 //! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` and
 //!   `X-Airlock-Signature-V2: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<body>">`
-//!   when a secret is set, the same signatures as webhook channels
+//!   when a secret is set (V1 unless the sink sets `signature_v1 = false`), the same
+//!   signatures as webhook channels
 //!   ([`airlock_platforms::webhook::signature`],
 //!   [`airlock_platforms::webhook::timestamped_signature`]). Each attempt is signed at
 //!   its own time, so a receiver may refuse a `t` older than a few minutes: a captured
@@ -26,11 +27,16 @@ use crate::sink::{Outgoing, SendFailure};
 pub(crate) struct Webhook {
     url: String,
     secret: Option<SecretString>,
+    signature_v1: bool,
 }
 
 impl Webhook {
-    pub(crate) fn new(url: String, secret: Option<SecretString>) -> Self {
-        Webhook { url, secret }
+    pub(crate) fn new(url: String, secret: Option<SecretString>, signature_v1: bool) -> Self {
+        Webhook {
+            url,
+            secret,
+            signature_v1,
+        }
     }
 
     pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<(), SendFailure> {
@@ -45,12 +51,13 @@ impl Webhook {
             .header("x-airlock-event", &out.notification.event);
         if let Some(secret) = &self.secret {
             let now = chrono::Utc::now().timestamp();
-            request = request
-                .header("x-airlock-signature", signature(secret, body.as_bytes()))
-                .header(
-                    SIGNATURE_V2_HEADER,
-                    timestamped_signature(secret, now, body.as_bytes()),
-                );
+            if self.signature_v1 {
+                request = request.header("x-airlock-signature", signature(secret, body.as_bytes()));
+            }
+            request = request.header(
+                SIGNATURE_V2_HEADER,
+                timestamped_signature(secret, now, body.as_bytes()),
+            );
         }
         let answer = out.exchange("webhook", request.body(body)).await?;
         if answer.is_success() {

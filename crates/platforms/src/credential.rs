@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 
 pub use secrecy::{ExposeSecret, SecretString};
 
+/// The shortest secret a credential file may hold, in characters: the redactor
+/// (`http::Redactor`) cannot scrub a shorter one from text without scrubbing ordinary
+/// words, so such a secret could leak into error summaries.
+pub const MIN_SECRET_CHARS: usize = 4;
+
 /// Why a credential file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CredentialError {
@@ -50,6 +55,18 @@ pub enum CredentialError {
     Empty {
         /// The path.
         path: PathBuf,
+    },
+    /// The secret is shorter than [`MIN_SECRET_CHARS`]: too short to be a real
+    /// credential, and too short to be redacted from what platforms send back without
+    /// redacting ordinary words.
+    #[error(
+        "credential file {path} holds a secret of fewer than {min} characters: that is not a real credential (and could not be kept out of error messages); put the whole secret in the file"
+    )]
+    TooShort {
+        /// The path.
+        path: PathBuf,
+        /// The shortest secret accepted.
+        min: usize,
     },
     /// The file could not be read.
     #[error("credential file {path} cannot be read: {reason}")]
@@ -155,6 +172,12 @@ pub fn read_secret(path: &Path) -> Result<SecretString, CredentialError> {
             path: path.to_path_buf(),
         });
     }
+    if secret.chars().count() < MIN_SECRET_CHARS {
+        return Err(CredentialError::TooShort {
+            path: path.to_path_buf(),
+            min: MIN_SECRET_CHARS,
+        });
+    }
     Ok(SecretString::from(secret.to_owned()))
 }
 
@@ -236,6 +259,27 @@ mod tests {
             read_secret(&empty),
             Err(CredentialError::Empty { .. })
         ));
+    }
+
+    #[test]
+    fn a_secret_shorter_than_four_characters_is_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("short");
+        fs::write(&path, " abc \n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        let err = read_secret(&path).unwrap_err();
+        assert_eq!(
+            err,
+            CredentialError::TooShort {
+                path: path.clone(),
+                min: 4
+            }
+        );
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(!msg.contains("abc"), "{msg}");
+        fs::write(&path, "abcd").unwrap();
+        assert_eq!(read_secret(&path).unwrap().expose_secret(), "abcd");
     }
 
     #[test]

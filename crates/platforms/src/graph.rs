@@ -213,8 +213,8 @@ impl Graph {
                 };
                 format!("{code}: {}", self.redactor.excerpt(&error.message, 160))
             }
-            None if answer.text().trim().is_empty() => String::new(),
-            None => format!(": {}", self.redactor.excerpt(answer.text().trim(), 120)),
+            // Not Graph's error shape: its code only, never its text.
+            None => crate::http::unkept_body(answer.text()),
         };
         self.redactor.summary(&format!(
             "{}: {what}: HTTP {}{detail}",

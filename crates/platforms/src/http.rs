@@ -117,8 +117,11 @@ pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
     Ok(url.trim_end_matches('/').to_owned())
 }
 
+/// The HTTP client adapters take.
+pub type Client = reqwest::Client;
+
 /// The client for one channel: no redirects, no idle pooling, bounded connect and total time.
-pub fn client(request_timeout: StdDuration) -> reqwest::Client {
+pub fn client(request_timeout: StdDuration) -> Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(0)
@@ -256,6 +259,172 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Duration::try_milliseconds((seconds.min(RETRY_AFTER_CAP_SECS) * 1000.0).ceil() as i64)
 }
 
+/// How long a rate-limited answer asks to wait: `Retry-After` if given, else the reset
+/// time of the limit it exhausted — `RateLimit-Reset` (Bluesky: unix seconds),
+/// `X-RateLimit-Reset` (Mastodon: an ISO 8601 time; X: unix seconds) — read as unix
+/// seconds when it looks like a timestamp, seconds from now when small, or an RFC 3339
+/// time. Capped at a year like [`retry_after`].
+pub fn rate_limit_wait(
+    headers: &HeaderMap,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Duration> {
+    if let Some(wait) = retry_after(headers) {
+        return Some(wait);
+    }
+    let value = ["ratelimit-reset", "x-ratelimit-reset", "x-rate-limit-reset"]
+        .iter()
+        .find_map(|name| headers.get(*name)?.to_str().ok())?
+        .trim();
+    let wait = match value.parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 1e9 => {
+            chrono::DateTime::from_timestamp(n as i64, 0).map(|at| at - now)?
+        }
+        Ok(n) if n.is_finite() && n >= 0.0 => {
+            Duration::try_milliseconds((n * 1000.0).ceil() as i64)?
+        }
+        Ok(_) => return None,
+        Err(_) => chrono::DateTime::parse_from_rfc3339(value).ok()?.to_utc() - now,
+    };
+    Some(
+        wait.max(Duration::zero())
+            .min(Duration::seconds(RETRY_AFTER_CAP_SECS as i64)),
+    )
+}
+
+/// An image a post names, downloaded to be uploaded to a platform that takes files
+/// (Bluesky, Mastodon).
+#[derive(Debug, Clone)]
+pub struct MediaFile {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Its `Content-Type` (`image/jpeg`).
+    pub mime: String,
+    /// The last segment of its URL's path, for a file name.
+    pub name: String,
+}
+
+/// Downloads a post's image for upload: `https` (or `http` to a loopback host), no
+/// redirects, no credential of any kind sent, at most `max_bytes`, an `image/*` answer.
+/// A URL or answer that can never work is a [`StepError::Rejected`] naming the URL; a
+/// failure that may pass is transient.
+pub(crate) async fn fetch_media(
+    client: &reqwest::Client,
+    platform: &str,
+    url: &str,
+    max_bytes: usize,
+) -> Result<MediaFile, crate::StepError> {
+    let refuse = |why: String| crate::StepError::Rejected {
+        reason: format!(
+            "{platform}: the image {} {why}: fix the media URL, then approve again",
+            without_secrets(url)
+        ),
+        credential: false,
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| refuse("is not an absolute URL".into()))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback))
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(refuse(
+            "is not an https URL without credentials, which is all airlock downloads".into(),
+        ));
+    }
+    let name = parsed
+        .path_segments()
+        .and_then(|mut s| s.next_back().map(str::to_owned))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "image".to_owned());
+    let transient = |why: String| {
+        crate::StepError::transient(format!(
+            "{platform}: downloading the image {} {why}; nothing was published",
+            without_secrets(url)
+        ))
+    };
+    let response = client
+        .get(parsed)
+        .send()
+        .await
+        .map_err(|e| transient(describe_transport(&e)))?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(if matches!(status, 408 | 429) || status >= 500 {
+            transient(format!("answered HTTP {status}"))
+        } else {
+            refuse(format!("answered HTTP {status}"))
+        });
+    }
+    let mime = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    if !mime.starts_with("image/") {
+        return Err(refuse(format!("is {mime:?}, not an image")));
+    }
+    if response
+        .content_length()
+        .is_some_and(|n| n > max_bytes as u64)
+    {
+        return Err(refuse(format!("is larger than {max_bytes} bytes")));
+    }
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| transient(describe_transport(&e)))?;
+    if bytes.len() > max_bytes {
+        return Err(refuse(format!("is larger than {max_bytes} bytes")));
+    }
+    Ok(MediaFile {
+        bytes: bytes.to_vec(),
+        mime,
+        name,
+    })
+}
+
+/// A `multipart/form-data` body of text fields and one file, with its `Content-Type`.
+pub(crate) fn multipart(fields: &[(&str, &str)], file: (&str, &MediaFile)) -> (String, Vec<u8>) {
+    let mut random = [0u8; 12];
+    let _ = getrandom::fill(&mut random);
+    let boundary = format!("airlock-{}", hex::encode(random));
+    let mut body = Vec::new();
+    let quote = |text: &str| text.replace(['"', '\r', '\n'], "_");
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"\r\n\r\n{value}\r\n",
+                quote(name)
+            )
+            .as_bytes(),
+        );
+    }
+    let (name, media) = file;
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"{}\"\r\nContent-Type: {}\r\n\r\n",
+            quote(name),
+            quote(&media.name),
+            media.mime
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(&media.bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 /// How long a 429 or 408 without a `Retry-After` asks to wait: "not now", unspecified.
 pub fn default_retry_after() -> Duration {
     Duration::seconds(60)
@@ -282,6 +451,23 @@ pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> 
     }
 }
 
+/// What a summary says about an answer body airlock does not keep: a body that is not
+/// the platform's JSON error shape (an HTML error page, a proxy's text, a receiver's
+/// free-form answer) may echo anything, request headers included, so only its size and
+/// type are recorded, never its text.
+pub fn unkept_body(answer_text: &str) -> String {
+    let text = answer_text.trim();
+    if text.is_empty() {
+        return String::new();
+    }
+    let kind = if text.starts_with('<') {
+        "an HTML or XML body"
+    } else {
+        "a non-JSON body"
+    };
+    format!(" ({kind} of {} bytes, not kept)", text.len())
+}
+
 /// Shortens text to at most `max` characters, on a character boundary.
 pub fn truncate(text: &str, max: usize) -> String {
     let mut out: String = text.chars().take(max).collect();
@@ -296,14 +482,18 @@ pub fn truncate(text: &str, max: usize) -> String {
 ///
 /// 1. **Known secrets in every form they travel in.** Each registered secret is
 ///    replaced as written, without its spaces (WordPress application passwords are
-///    shown with spaces and accepted without), percent-encoded, JSON-escaped and in
-///    base64; [`Redactor::basic`] also registers `base64(user:password)`, the
-///    `Authorization: Basic` credential a site may echo back.
+///    shown with spaces and accepted without), percent-encoded, JSON-escaped (also
+///    with `\/` and `\uXXXX`, as PHP writes JSON), HTML-escaped (`&amp;`, `&quot;`,
+///    `&#39;`, `&#x2F;` and the like) and in base64; [`Redactor::basic`] also registers
+///    `base64(user:password)`, the `Authorization: Basic` credential a site may echo back.
 /// 2. **Credentials by pattern**, known or not: the value after `Authorization:` (or
-///    `"authorization": "..."`), and the token after `Bearer ` or `Basic `.
+///    `"authorization": "..."`), and the token after `Bearer ` or `Basic `, to the end
+///    of the token (an escape such as `\/` or an entity such as `&amp;` inside it does
+///    not end it).
 ///
 /// Every replacement reads `[redacted]`. Secrets shorter than 4 characters are not
-/// registered (they would redact ordinary words).
+/// registered (they would redact ordinary words); `credential::read_secret` refuses
+/// such a credential file, so none is ever in use.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
     secrets: Vec<SecretString>,
@@ -334,7 +524,7 @@ impl Redactor {
     /// Registers one more secret with its derived forms.
     pub fn add(&mut self, secret: &str) {
         let secret = secret.trim();
-        if secret.chars().count() < 4 {
+        if secret.chars().count() < crate::credential::MIN_SECRET_CHARS {
             return;
         }
         let compact: String = secret.chars().filter(|c| !c.is_whitespace()).collect();
@@ -347,7 +537,13 @@ impl Redactor {
                     .replace('+', "%20"),
             );
             let json = serde_json::to_string(form).expect("a string serializes");
-            forms.push(json[1..json.len() - 1].to_owned());
+            let json = &json[1..json.len() - 1];
+            forms.push(json.to_owned());
+            // PHP's json_encode (WordPress, many webhook receivers) escapes `/` as `\/`
+            // and, by default, every non-ASCII character as `\uXXXX`.
+            forms.push(json.replace('/', "\\/"));
+            forms.push(json_ascii_escaped(form));
+            forms.extend(html_escaped_forms(form));
             forms.extend(base64_forms(form));
         }
         self.push(forms);
@@ -389,6 +585,56 @@ impl Redactor {
         }
         scrub_credentials(&out)
     }
+}
+
+/// `text` as PHP's `json_encode` writes it inside quotes by default: JSON escapes, `/` as
+/// `\/`, and every character outside ASCII as `\uXXXX` (UTF-16).
+fn json_ascii_escaped(text: &str) -> String {
+    let json = serde_json::to_string(text).expect("a string serializes");
+    let mut out = String::with_capacity(json.len());
+    for c in json[1..json.len() - 1].chars() {
+        match c {
+            '/' => out.push_str("\\/"),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `text` as HTML escapers write it: `&`, `<`, `>`, `"`, `'` (and, for some, `/`) as
+/// named or numeric entities, in the spellings common escapers use (a site that echoes a
+/// request into an HTML error page escapes it so).
+fn html_escaped_forms(text: &str) -> Vec<String> {
+    const SPELLINGS: [[&str; 6]; 3] = [
+        // &, <, >, ", ', /
+        ["&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "/"],
+        ["&amp;", "&lt;", "&gt;", "&quot;", "&#039;", "/"],
+        ["&amp;", "&lt;", "&gt;", "&#34;", "&#x27;", "&#x2F;"],
+    ];
+    SPELLINGS
+        .iter()
+        .map(|entities| {
+            let mut out = String::with_capacity(text.len());
+            for c in text.chars() {
+                match c {
+                    '&' => out.push_str(entities[0]),
+                    '<' => out.push_str(entities[1]),
+                    '>' => out.push_str(entities[2]),
+                    '"' => out.push_str(entities[3]),
+                    '\'' => out.push_str(entities[4]),
+                    '/' => out.push_str(entities[5]),
+                    c => out.push(c),
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// Standard and URL-safe base64, padded and not, of `text`.
@@ -450,6 +696,11 @@ fn scrub_after_keyword(text: &str, keyword: &str, header: bool) -> String {
             let mut end = at;
             while end < bytes.len() {
                 let b = bytes[end];
+                // Inside quotes, an escaped quote (`\"`) does not close the value.
+                if quote.is_some() && b == b'\\' && end + 1 < bytes.len() {
+                    end += 2;
+                    continue;
+                }
                 if b == b'\n' || b == b'\r' || Some(b) == quote || (quote.is_none() && b == b',') {
                     break;
                 }
@@ -465,14 +716,29 @@ fn scrub_after_keyword(text: &str, keyword: &str, header: bool) -> String {
                 continue;
             }
             value_start = at;
+            // To the end of the token, whatever it is made of: an escape (`\/`, `\"`,
+            // `\u0026`) or an entity (`&amp;`) inside it does not end it; only what
+            // separates words in the text around it does.
             let mut end = at;
-            while end < bytes.len()
-                && (bytes[end].is_ascii_alphanumeric()
-                    || matches!(bytes[end], b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'='))
-            {
+            let mut word_chars = 0;
+            while end < bytes.len() {
+                let b = bytes[end];
+                if b == b'\\' && end + 1 < bytes.len() {
+                    end += 2;
+                    continue;
+                }
+                if b.is_ascii_whitespace()
+                    || matches!(b, b'"' | b'\'' | b',' | b'<' | b'>' | b')' | b']' | b'}')
+                {
+                    break;
+                }
+                if b.is_ascii_alphanumeric() {
+                    word_chars += 1;
+                }
                 end += 1;
             }
-            if end - value_start < 8 {
+            // `Bearer of news`: a scheme word followed by an ordinary word is not a credential.
+            if end - value_start < 8 || word_chars < 4 {
                 continue;
             }
             value_end = end;
@@ -554,6 +820,42 @@ mod tests {
             "http://127.0.0.1:9/blog/wp-json/a%2Fb"
         );
         assert_eq!(form_body(&[("text", "a b&c")]), "text=a+b%26c");
+    }
+
+    #[test]
+    fn rate_limit_resets_are_read_in_every_form_platforms_send() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let wait = |name: &'static str, value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, value.parse().unwrap());
+            rate_limit_wait(&headers, now)
+        };
+        // Bluesky and X: unix seconds.
+        let in_90s = (now.timestamp() + 90).to_string();
+        assert_eq!(
+            wait("ratelimit-reset", &in_90s),
+            Some(Duration::seconds(90))
+        );
+        assert_eq!(
+            wait("x-rate-limit-reset", &in_90s),
+            Some(Duration::seconds(90))
+        );
+        // Mastodon: an ISO 8601 time.
+        assert_eq!(
+            wait("x-ratelimit-reset", "2026-12-01T00:05:00.000Z"),
+            Some(Duration::minutes(5))
+        );
+        // Seconds from now; a reset in the past waits nothing; Retry-After wins.
+        assert_eq!(wait("ratelimit-reset", "30"), Some(Duration::seconds(30)));
+        let past = (now.timestamp() - 90).to_string();
+        assert_eq!(wait("ratelimit-reset", &past), Some(Duration::zero()));
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, "7".parse().unwrap());
+        headers.insert("x-rate-limit-reset", in_90s.parse().unwrap());
+        assert_eq!(rate_limit_wait(&headers, now), Some(Duration::seconds(7)));
+        assert_eq!(rate_limit_wait(&HeaderMap::new(), now), None);
     }
 
     #[test]
@@ -641,6 +943,49 @@ mod tests {
             redactor.summary("X-Other: 1\nAuthorization: Bearer abcdefghij\nok"),
             "X-Other: 1\nAuthorization: [redacted]\nok"
         );
+    }
+
+    #[test]
+    fn html_escaped_and_php_json_forms_of_a_secret_are_redacted() {
+        let secret = "p@ss/w&rd<1>\"q'é";
+        let redactor = Redactor::new([SecretString::from(secret.to_owned())]);
+        let echoes = [
+            // HTML error pages.
+            "p@ss/w&amp;rd&lt;1&gt;&quot;q&#39;é",
+            "p@ss/w&amp;rd&lt;1&gt;&quot;q&#039;é",
+            "p@ss&#x2F;w&amp;rd&lt;1&gt;&#34;q&#x27;é",
+            // PHP's json_encode: `\/`, and `\u00e9` for é.
+            "p@ss\\/w&rd<1>\\\"q'é",
+            "p@ss\\/w&rd<1>\\\"q'\\u00e9",
+        ];
+        for echo in echoes {
+            let shown = redactor.summary(&format!("error: you sent {echo} here"));
+            assert!(!shown.contains("p@ss"), "{echo} survived as {shown}");
+            assert!(!shown.contains("rd"), "{echo} survived as {shown}");
+            assert!(shown.contains("[redacted]"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn bearer_and_basic_values_are_scrubbed_to_the_end_of_the_token() {
+        let redactor = Redactor::default();
+        for (text, tail) in [
+            ("echo: Bearer abcd1234\\/efgh5678 end", "efgh5678"),
+            ("echo: Bearer abcd1234&amp;efgh5678 end", "efgh5678"),
+            ("echo: Bearer abcd1234\\u0026efgh5678 end", "efgh5678"),
+            ("echo: Basic dXNlcjpw&#x2F;YXNzd29yZA== end", "YXNzd29yZA"),
+            (
+                r#"{"authorization":"Bearer abcd1234\"efgh5678"}"#,
+                "efgh5678",
+            ),
+        ] {
+            let shown = redactor.summary(text);
+            assert!(
+                !shown.contains("abcd1234") && !shown.contains(tail),
+                "{text} became {shown}"
+            );
+            assert!(shown.ends_with("end") || shown.ends_with('}'), "{shown}");
+        }
     }
 
     #[test]

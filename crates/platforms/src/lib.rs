@@ -9,7 +9,7 @@
 //! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
 //! no redirects, https-only base URLs, transport classification, redaction), and one
 //! module per kind: [`sandbox`], [`webhook`], [`threads`], [`instagram`], [`linkedin`],
-//! [`wordpress`]. Threads and Instagram share Meta's Graph API conventions (error
+//! [`wordpress`], [`bluesky`], [`mastodon`], [`x`]. Threads and Instagram share Meta's Graph API conventions (error
 //! envelope, container polling, publishing-limit reads) in a private `graph` module.
 //!
 //! Every real-platform adapter sends its token in a header only (never in a query
@@ -21,15 +21,18 @@ use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::{ChannelKind, ChannelName, Media, Outcome, PostId};
 
+pub mod bluesky;
 pub mod credential;
 mod graph;
 pub mod http;
 pub mod instagram;
 pub mod linkedin;
+pub mod mastodon;
 pub mod sandbox;
 pub mod threads;
 pub mod webhook;
 pub mod wordpress;
+pub mod x;
 
 /// A channel setting an adapter cannot work with; raised when the adapter is built, so a
 /// bad configuration is refused before anything is sent.
@@ -92,6 +95,10 @@ pub struct EarlierAttempt {
     pub platform_ref: Option<String>,
     /// When its request was about to be sent.
     pub sent_at: DateTime<Utc>,
+    /// Whether its outcome was definite: the platform refused it or it provably never
+    /// left (`rejected`, `not_sent`). Anything else (`unknown`, `sending`) may have
+    /// published.
+    pub definitely_unpublished: bool,
 }
 
 /// What the repeatable steps produced for the irreversible one (a container id).
@@ -204,7 +211,8 @@ pub enum Evidence {
 /// The post and intent a reconcile looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReconcileRequest {
-    /// The post as it would have been published.
+    /// The post as it would have been published; its `earlier` lists every attempt that
+    /// recorded an intent, the one being reconciled last.
     pub publish: PublishRequest,
     /// The platform handle recorded in the intent, if any.
     pub platform_ref: Option<String>,

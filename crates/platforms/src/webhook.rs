@@ -8,8 +8,14 @@
 //!   receiver that checks this one and refuses a `t` older than a few minutes cannot be
 //!   fed a captured delivery again later (README, "Verifying webhook signatures").
 //!
+//! The first is sent by default (docs/channels.md#webhook); a channel with
+//! `signature_v1 = false` sends only the second ([`Webhook::without_signature_v1`]), for
+//! receivers that verify V2 only.
+//!
 //! A 2xx is success; an optional JSON answer `{"id", "permalink"}` is kept. Every other
-//! answer is classified by the outcome table of docs/channels.md.
+//! answer is classified by the outcome table of docs/channels.md, and only its status, a
+//! JSON `code` and a bounded, redacted JSON `message` (or `error`) are recorded: a body in
+//! any other shape is recorded by its size alone, since a receiver may echo anything back.
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
@@ -30,6 +36,7 @@ pub struct Webhook {
     secret: Option<SecretString>,
     client: reqwest::Client,
     redactor: Redactor,
+    signature_v1: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,7 +56,39 @@ impl Webhook {
             secret,
             client,
             redactor,
+            signature_v1: true,
         }
+    }
+
+    /// Stops sending `X-Airlock-Signature` (the body-only signature, which a captured
+    /// request replays); `X-Airlock-Signature-V2` is still sent.
+    pub fn without_signature_v1(mut self) -> Self {
+        self.signature_v1 = false;
+        self
+    }
+}
+
+/// The recordable part of a non-2xx answer: a JSON `code` and a bounded `message` (or
+/// `error`), redacted; any other body only by its size.
+fn answer_detail(redactor: &Redactor, text: &str) -> String {
+    let Ok(serde_json::Value::Object(body)) = serde_json::from_str::<serde_json::Value>(text)
+    else {
+        return crate::http::unkept_body(text);
+    };
+    let field = |name: &str| match body.get(name) {
+        Some(serde_json::Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let code = field("code").map(|c| redactor.excerpt(&c, 60));
+    let message = field("message")
+        .or_else(|| field("error"))
+        .map(|m| redactor.excerpt(&m, 160));
+    match (code, message) {
+        (Some(code), Some(message)) => format!(", {code}: {message}"),
+        (Some(code), None) => format!(", {code}"),
+        (None, Some(message)) => format!(": {message}"),
+        (None, None) => " (a JSON body without code or message, not kept)".to_owned(),
     }
 }
 
@@ -111,12 +150,13 @@ impl Platform for Webhook {
             .header("idempotency-key", &req.idempotency_key);
         if let Some(secret) = &self.secret {
             let now = chrono::Utc::now().timestamp();
-            request = request
-                .header("x-airlock-signature", signature(secret, body.as_bytes()))
-                .header(
-                    SIGNATURE_V2_HEADER,
-                    timestamped_signature(secret, now, body.as_bytes()),
-                );
+            if self.signature_v1 {
+                request = request.header("x-airlock-signature", signature(secret, body.as_bytes()));
+            }
+            request = request.header(
+                SIGNATURE_V2_HEADER,
+                timestamped_signature(secret, now, body.as_bytes()),
+            );
         }
         let response = match request.body(body).send().await {
             Ok(response) => response,
@@ -156,9 +196,9 @@ impl Platform for Webhook {
             });
         }
         let reason = self.redactor.summary(&format!(
-            "webhook: HTTP {}: {}",
+            "webhook: HTTP {}{}",
             status.as_u16(),
-            self.redactor.excerpt(text.trim(), 160)
+            answer_detail(&self.redactor, &text)
         ));
         outcome_for_status(status.as_u16(), &headers, reason)
     }

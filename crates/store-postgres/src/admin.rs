@@ -226,7 +226,8 @@ pub(crate) async fn outbox_stats(pool: &PgPool) -> Result<OutboxStats> {
         "SELECT \
            count(*) FILTER (WHERE delivered_at IS NULL AND abandoned_at IS NULL) AS pending, \
            count(*) FILTER (WHERE abandoned_at IS NOT NULL) AS abandoned, \
-           count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered \
+           count(*) FILTER (WHERE delivered_at IS NOT NULL) AS delivered, \
+           min(created_at) FILTER (WHERE delivered_at IS NULL AND abandoned_at IS NULL) AS oldest \
          FROM outbox",
     )
     .fetch_one(pool)
@@ -236,6 +237,7 @@ pub(crate) async fn outbox_stats(pool: &PgPool) -> Result<OutboxStats> {
         pending: get(&row, "pending")?,
         abandoned: get(&row, "abandoned")?,
         delivered: get(&row, "delivered")?,
+        oldest_pending_at: get(&row, "oldest")?,
     })
 }
 

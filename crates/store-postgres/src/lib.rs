@@ -43,10 +43,12 @@ use airlock_store::{
 };
 
 mod admin;
+mod bounds;
 mod ops;
 mod posts;
 mod publish;
 mod rows;
+mod schema;
 mod wake;
 
 /// The PostgreSQL store. Cheap to clone: clones share the pool and the wake-up listener.
@@ -77,7 +79,7 @@ impl Default for PgSettings {
     }
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
 pub(crate) mod lock {
@@ -94,6 +96,9 @@ pub(crate) mod lock {
     /// Pauses against intents: recording an intent holds it shared, setting a pause
     /// exclusively, so a pause that has returned is seen by every later intent.
     pub const PAUSES: i32 = 1_095_912_454;
+    /// Drafts with the same normalised text on one channel, keyed by a hash of channel
+    /// and text key, so two identical drafts at once still find each other.
+    pub const TEXT_KEY: i32 = 1_095_912_455;
 }
 
 impl PgStore {
@@ -198,6 +203,9 @@ pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
 /// SQLSTATE of the lifecycle trigger's refusal (see the migration).
 pub(crate) const ILLEGAL_TRANSITION: &str = "AL001";
 
+/// SQLSTATE of the refusal to change a quarantined post (see `0006_review.sql`).
+pub(crate) const QUARANTINED: &str = "AL006";
+
 /// SQLSTATE of the size-limit triggers' refusal (see `0003_authorship_and_limits.sql`).
 pub(crate) const TOO_LARGE: &str = "AL005";
 
@@ -273,6 +281,10 @@ impl Store for PgStore {
 
     async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
         posts::detail(&self.pool, id).await
+    }
+
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        posts::verdicts(&self.pool, id).await
     }
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
@@ -503,5 +515,34 @@ impl Store for PgStore {
 
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
         ops::health_stats(&self.pool, now).await
+    }
+
+    async fn list_excerpts(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::Post>> {
+        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        bounds::live_drafts_by(&self.pool, actor).await
+    }
+
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        bounds::server_secret(&self.pool, name, candidate, now).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        ops::live_sessions(&self.pool, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        ops::due_by_channel(&self.pool, now).await
     }
 }

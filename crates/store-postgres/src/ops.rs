@@ -9,7 +9,9 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres, QueryBuilder};
 use airlock_core::{PostDetail, PostId};
 use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session};
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, get};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS, get,
+};
 use crate::{begin, db};
 
 /// Rows of a child table for a page of posts, grouped by post id, in id order.
@@ -111,10 +113,20 @@ pub(crate) async fn export_page(
         |r| r.post_id,
     )
     .await?;
+    let mut verdicts = children(
+        &mut tx,
+        VERDICT_COLUMNS,
+        "verdicts",
+        &ids,
+        rows::verdict,
+        |v| v.post_id,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(posts
         .into_iter()
         .map(|post| PostDetail {
+            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
             events: events.remove(&post.id).unwrap_or_default(),
             intents: intents.remove(&post.id).unwrap_or_default(),
             reservations: reservations.remove(&post.id).unwrap_or_default(),
@@ -213,11 +225,72 @@ pub(crate) async fn health_stats(pool: &PgPool, now: DateTime<Utc>) -> Result<He
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
+    let verify_failed_recent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM posts p WHERE status = 'posted' AND verified_at IS NULL \
+         AND NOT test AND EXISTS (SELECT 1 FROM post_events e \
+         WHERE e.post_id = p.id AND e.kind = 'verify_failed' AND e.at >= $1)",
+    )
+    .bind(now - chrono::Duration::hours(24))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
     tx.commit().await.map_err(db)?;
     Ok(HealthStats {
         due: get(&due, "n")?,
         oldest_due_at: get(&due, "oldest")?,
         oldest_needs_review_at: review,
         verify_failed,
+        verify_failed_recent,
     })
+}
+
+pub(crate) async fn due_by_channel(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::ChannelDue>> {
+    let rows = sqlx::query(
+        "SELECT channel, count(*) AS n, min(greatest(scheduled_at, not_before)) AS oldest \
+         FROM posts WHERE status = 'approved' AND posted_at IS NULL AND NOT test \
+         AND scheduled_at <= $1 AND (not_before IS NULL OR not_before <= $1) \
+         AND channel NOT IN (SELECT scope FROM pauses WHERE resumed_at IS NULL) \
+         AND NOT EXISTS (SELECT 1 FROM pauses WHERE scope = '*' AND resumed_at IS NULL) \
+         GROUP BY channel ORDER BY channel",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            Ok(airlock_store::ChannelDue {
+                channel: get(row, "channel")?,
+                due: get(row, "n")?,
+                oldest_due_at: get(row, "oldest")?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn live_sessions(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::LiveSession>> {
+    let rows = sqlx::query(
+        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
+         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
+         WHERE s.expires_at > $1 AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            Ok(airlock_store::LiveSession {
+                token: get(row, "name")?,
+                created_at: get(row, "created_at")?,
+                expires_at: get(row, "expires_at")?,
+            })
+        })
+        .collect()
 }

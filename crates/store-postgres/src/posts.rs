@@ -10,7 +10,7 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
 use airlock_core::status::is_legal;
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError, VerificationRecord,
@@ -18,10 +18,11 @@ use airlock_store::{
 
 use crate::rows::{
     self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
+    VERDICT_COLUMNS,
 };
 use crate::{
-    ILLEGAL_TRANSITION, admin, begin, db, durable_commit, is_unique_violation, lock, sqlstate,
-    status_of, xact_lock, xact_lock_text,
+    ILLEGAL_TRANSITION, QUARANTINED, admin, begin, db, durable_commit, is_unique_violation, lock,
+    sqlstate, status_of, xact_lock, xact_lock_text,
 };
 
 pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
@@ -82,11 +83,40 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
         }
     }
     let content = &new.content;
+    let text_key = airlock_core::review::text_key(&content.text);
+    if let Some(window) = req.duplicate_window {
+        xact_lock_text(
+            &mut tx,
+            lock::TEXT_KEY,
+            &format!("{}\n{text_key}", content.channel.as_str()),
+        )
+        .await?;
+        let earlier = sqlx::query(
+            "SELECT id, status FROM posts WHERE channel = $1 AND text_key = $2 \
+             AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
+                  OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
+             AND COALESCE(posted_at, scheduled_at) > $3 AND COALESCE(posted_at, scheduled_at) < $4 \
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(content.channel.as_str())
+        .bind(&text_key)
+        .bind(new.scheduled_at - window)
+        .bind(new.scheduled_at + window)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(row) = earlier {
+            return Err(StoreError::DuplicateText {
+                earlier: PostId(rows::get(&row, "id")?),
+                status: status_of(&rows::get::<String>(&row, "status")?)?,
+            });
+        }
+    }
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
          scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
-         event_actor, event_note) \
-         VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $13, $10, 'created') \
+         event_actor, event_note, text_key) \
+         VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $13, $10, 'created', $14) \
          RETURNING id",
     )
     .bind(content.channel.as_str())
@@ -102,6 +132,7 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
     .bind(new.test)
     .bind(&new.slot)
     .bind(req.now)
+    .bind(&text_key)
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| {
@@ -203,13 +234,33 @@ pub(crate) async fn detail(pool: &PgPool, id: PostId) -> Result<PostDetail> {
     .iter()
     .map(rows::reservation)
     .collect::<Result<_>>()?;
+    let verdicts = verdicts_in(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(PostDetail {
         post,
         events,
         intents,
         reservations,
+        verdicts,
     })
+}
+
+pub(crate) async fn verdicts(pool: &PgPool, id: PostId) -> Result<Vec<Verdict>> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    verdicts_in(&mut conn, id).await
+}
+
+async fn verdicts_in(conn: &mut PgConnection, id: PostId) -> Result<Vec<Verdict>> {
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT {VERDICT_COLUMNS} FROM verdicts WHERE post_id = $1 ORDER BY id"
+    )))
+    .bind(id.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::verdict)
+    .collect()
 }
 
 pub(crate) async fn list(pool: &PgPool, filter: &PostFilter) -> Result<Vec<Post>> {
@@ -249,7 +300,7 @@ pub(crate) async fn list_summaries(
 }
 
 /// The `WHERE` conditions (after `WHERE TRUE`), order and limit of a post list.
-fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
+pub(crate) fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }
@@ -267,6 +318,11 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
     if let Some(id) = &filter.platform_post_id {
         query.push(" AND platform_post_id = ").push_bind(id.clone());
     }
+    match filter.quarantined {
+        Some(true) => query.push(" AND quarantined_at IS NOT NULL"),
+        Some(false) => query.push(" AND quarantined_at IS NULL"),
+        None => query,
+    };
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
@@ -324,8 +380,29 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
         from = *to;
     }
     let after = update.to.unwrap_or(status);
+    if let Some(verdict) = &update.verdict {
+        // In the round the verdict was given in, before this change may start a new one.
+        sqlx::query(
+            "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
+             review_round, content, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(update.id.0)
+        .bind(verdict.verdict.as_str())
+        .bind(Json(&verdict.reasons))
+        .bind(&update.actor)
+        .bind(verdict.content_hash.as_str())
+        .bind(&verdict.rubric_hash)
+        .bind(current.review_round)
+        .bind(Json(&verdict.content))
+        .bind(update.now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
     let refused = |e: sqlx::Error, to: PostStatus| {
-        if sqlstate(&e).as_deref() == Some(ILLEGAL_TRANSITION) {
+        if sqlstate(&e).as_deref() == Some(QUARANTINED) {
+            StoreError::Quarantined(update.id)
+        } else if sqlstate(&e).as_deref() == Some(ILLEGAL_TRANSITION) {
             StoreError::IllegalTransition {
                 id: update.id,
                 from: status,
@@ -468,6 +545,9 @@ fn push_fields(query: &mut QueryBuilder<Postgres>, update: &PostUpdate) {
         query
             .push(", content_hash = ")
             .push_bind(hash.as_str().to_owned());
+        query
+            .push(", text_key = ")
+            .push_bind(airlock_core::review::text_key(&content.text));
     }
     if let Some(at) = set.scheduled_at {
         query.push(", scheduled_at = ").push_bind(at);
@@ -509,6 +589,15 @@ fn push_fields(query: &mut QueryBuilder<Postgres>, update: &PostUpdate) {
     }
     if let Some(error) = &set.error {
         query.push(", error = ").push_bind(error.clone());
+    }
+    if set.count_revision {
+        query.push(", revisions = revisions + 1");
+    }
+    if set.reset_revisions {
+        query.push(", revisions = 0");
+    }
+    if let Some(at) = set.quarantined_at {
+        query.push(", quarantined_at = ").push_bind(at);
     }
 }
 

@@ -10,13 +10,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
-use airlock_core::quota::{Denial, day_bounds, decide};
+use airlock_core::quota::Denial;
 use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
 use airlock_store::decide::{claimable, lease_outlasts};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
     QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
-    StoreError, Unreadable, now_after,
+    StoreError, Unreadable, decide_reservation, now_after, quota_since,
 };
 
 use crate::posts::{get_in, lock_post};
@@ -171,15 +171,20 @@ pub(crate) async fn reserve(pool: &PgPool, req: &ReserveRequest) -> Result<Reser
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    let rules = QuotaClaim {
-        window: req.window,
-        daily: req.daily,
-    };
-    let (now, decision) = decide_quota(&mut tx, &req.channel, rules, started, req.now).await?;
+    let rules = req.rules();
+    let (now, decision) = decide_quota(&mut tx, &req.channel, &rules, started, req.now).await?;
     if let Err(denial) = decision {
         return Ok(Reserved::Denied(denial));
     }
-    let id = insert_reservation(&mut tx, req.post_id, req.generation, &req.channel, now).await?;
+    let id = insert_reservation(
+        &mut tx,
+        req.post_id,
+        req.generation,
+        &req.channel,
+        &rules,
+        now,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(Reserved::Granted(id))
 }
@@ -201,7 +206,7 @@ pub(crate) async fn live_reservations(
            SELECT * FROM reservations WHERE state <> 'released' AND sent_at IS NULL \
            UNION ALL \
            SELECT * FROM reservations WHERE state <> 'released' AND sent_at = '-infinity') \
-         SELECT id, channel, state, \
+         SELECT id, channel, state, cost_usd_micros, \
            CASE WHEN isfinite(created_at) THEN created_at END AS created_at, \
            created_at::text AS created_text, \
            CASE WHEN isfinite(sent_at) THEN sent_at END AS sent_at, \
@@ -224,6 +229,7 @@ pub(crate) async fn live_reservations(
             state: row.try_get("state").map_err(db)?,
             created_at: created_at.ok_or(created_text),
             sent_at: sent_text.map(|text| sent_at.ok_or(text)),
+            cost: row.try_get("cost_usd_micros").map_err(db)?,
         });
     }
     QuotaRows::check(raw, now)
@@ -325,25 +331,14 @@ async fn insert_intent(
 async fn decide_quota(
     conn: &mut PgConnection,
     channel: &ChannelName,
-    rules: QuotaClaim,
+    rules: &QuotaClaim,
     started: std::time::Instant,
     now: DateTime<Utc>,
 ) -> Result<(DateTime<Utc>, std::result::Result<(), Denial>)> {
     xact_lock(&mut *conn, lock::QUOTA, 0).await?;
     let now = now_after(now, started);
-    let (day_start, _) = day_bounds(now, rules.daily.tz);
-    let since = day_start.min(now - rules.window.window);
-    let live = live_reservations(conn, since, now).await?;
-    Ok((
-        now,
-        decide(
-            now,
-            rules.window,
-            rules.daily,
-            &live.window_counted(now),
-            &live.daily_counted(channel),
-        ),
-    ))
+    let live = live_reservations(conn, quota_since(now, rules), now).await?;
+    Ok((now, decide_reservation(now, channel, rules, &live)))
 }
 
 async fn insert_reservation(
@@ -351,16 +346,19 @@ async fn insert_reservation(
     post_id: PostId,
     generation: i64,
     channel: &ChannelName,
+    rules: &QuotaClaim,
     now: DateTime<Utc>,
 ) -> Result<i64> {
+    let cost = rules.budget.map_or(0, |charge| charge.cost);
     sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
-         VALUES ($1, $2, $3, 'reserved', $4) RETURNING id",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
+         VALUES ($1, $2, $3, 'reserved', $4, $5) RETURNING id",
     )
     .bind(post_id.0)
     .bind(generation)
     .bind(channel.as_str())
     .bind(now)
+    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
     .fetch_one(conn)
     .await
     .map_err(db)
@@ -391,7 +389,7 @@ pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostCla
         return Ok(PostClaimed::Paused { scope, reason });
     }
     let mut now = now_after(req.now, started);
-    if let Some(rules) = req.quota {
+    if let Some(rules) = &req.quota {
         let (at, decision) =
             decide_quota(&mut tx, &post.content.channel, rules, started, req.now).await?;
         if let Err(denial) = decision {
@@ -416,8 +414,16 @@ pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostCla
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
-    if req.quota.is_some() {
-        insert_reservation(&mut tx, req.id, generation, &post.content.channel, now).await?;
+    if let Some(rules) = &req.quota {
+        insert_reservation(
+            &mut tx,
+            req.id,
+            generation,
+            &post.content.channel,
+            rules,
+            now,
+        )
+        .await?;
     }
     let intent = match &req.intent {
         Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {

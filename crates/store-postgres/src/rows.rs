@@ -7,7 +7,7 @@ use sqlx::types::Json;
 
 use airlock_core::{
     ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
-    Reservation, Source,
+    Reservation, Source, Verdict, VerdictKind,
 };
 use airlock_store::{Result, StoreError, Unreadable};
 
@@ -18,7 +18,8 @@ pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, 
     scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
     generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
     permalink, posted_at, \
-    verified_at, error, test, slot, created_at, updated_at, version";
+    verified_at, error, test, slot, created_at, updated_at, version, review_round, revisions, \
+    quarantined_at";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
@@ -97,12 +98,14 @@ pub(crate) fn post(row: &PgRow) -> Result<Post> {
         created_at: get(row, "created_at")?,
         updated_at: get(row, "updated_at")?,
         version: get(row, "version")?,
+        review_round: get(row, "review_round")?,
+        revisions: get(row, "revisions")?,
+        quarantined_at: get(row, "quarantined_at")?,
     })
 }
 
 /// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
-pub(crate) const SUMMARY_COLUMNS: &str =
-    "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test";
+pub(crate) const SUMMARY_COLUMNS: &str = "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test, quarantined_at";
 
 pub(crate) fn summary(row: &PgRow) -> Result<PostSummary> {
     let status: String = get(row, "status")?;
@@ -118,6 +121,7 @@ pub(crate) fn summary(row: &PgRow) -> Result<PostSummary> {
         posted_at: get(row, "posted_at")?,
         updated_at: get(row, "updated_at")?,
         test: get(row, "test")?,
+        quarantined_at: get(row, "quarantined_at")?,
     })
 }
 
@@ -167,5 +171,33 @@ pub(crate) fn reservation(row: &PgRow) -> Result<Reservation> {
         created_at: get(row, "created_at")?,
         sent_at: get(row, "sent_at")?,
         settled_at: get(row, "settled_at")?,
+    })
+}
+
+pub(crate) const VERDICT_COLUMNS: &str =
+    "id, post_id, verdict, reasons, actor, content_hash, rubric_hash, review_round, content, at";
+
+pub(crate) fn verdict(row: &PgRow) -> Result<Verdict> {
+    let id: i64 = get(row, "id")?;
+    let kind: String = get(row, "verdict")?;
+    let reasons: Json<Vec<String>> = row
+        .try_get("reasons")
+        .map_err(|e| corrupt(format!("verdict {id} reasons: {e}")))?;
+    // A snapshot that does not read back only loses the "what changed" view.
+    let content: Option<Json<PostContent>> = row.try_get("content").ok().flatten();
+    Ok(Verdict {
+        id,
+        post_id: PostId(get(row, "post_id")?),
+        verdict: kind
+            .parse::<VerdictKind>()
+            .map_err(|e| corrupt(format!("verdict {id}: {e}")))?,
+        reasons: reasons.0,
+        actor: get(row, "actor")?,
+        content_hash: hash(get(row, "content_hash")?, "content_hash")?
+            .ok_or_else(|| corrupt("verdict content_hash"))?,
+        rubric_hash: get(row, "rubric_hash")?,
+        review_round: get(row, "review_round")?,
+        content: content.map(|c| c.0),
+        at: get(row, "at")?,
     })
 }

@@ -229,7 +229,8 @@ pub(crate) async fn outbox_stats(pool: &SqlitePool) -> Result<OutboxStats> {
         "SELECT \
            (SELECT count(*) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL) AS pending, \
            (SELECT count(*) FROM outbox WHERE abandoned_at IS NOT NULL) AS abandoned, \
-           (SELECT count(*) FROM outbox WHERE delivered_at IS NOT NULL) AS delivered",
+           (SELECT count(*) FROM outbox WHERE delivered_at IS NOT NULL) AS delivered, \
+           (SELECT min(created_at) FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL) AS oldest",
     )
     .fetch_one(pool)
     .await
@@ -238,6 +239,7 @@ pub(crate) async fn outbox_stats(pool: &SqlitePool) -> Result<OutboxStats> {
         pending: row.try_get("pending").map_err(db)?,
         abandoned: row.try_get("abandoned").map_err(db)?,
         delivered: row.try_get("delivered").map_err(db)?,
+        oldest_pending_at: opt_time(row.try_get("oldest").map_err(db)?)?,
     })
 }
 

@@ -8,6 +8,12 @@
 //! that it is one self-contained file, checked with `PRAGMA integrity_check`, synced,
 //! and only then renamed to the target. A failure at any step leaves no target file.
 //!
+//! A backup killed half-way (a power cut, `kill -9`, a timer's timeout) leaves its
+//! hidden `.NAME.partial-PID` file behind, a full copy of the ledger: every backup first
+//! removes such files (and their `-journal`, `-wal`, `-shm`) older than a day from the
+//! target's directory, so they do not pile up; younger ones may belong to a backup
+//! still running and are left alone.
+//!
 //! What this does not do: choose where or how often backups go (see
 //! `packaging/systemd/airlock-backup.timer`), or back up PostgreSQL (`pg_dump` does).
 
@@ -72,6 +78,7 @@ impl SqliteStore {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "backup".into());
+        remove_stale_partials(&dir, STALE_PARTIAL);
         let partial = dir.join(format!(".{name}.partial-{}", std::process::id()));
         let result = self.write_checked_copy(&partial).await;
         let result = match result {
@@ -83,7 +90,7 @@ impl SqliteStore {
             Err(e) => Err(e),
         };
         if result.is_err() {
-            for leftover in [partial.clone(), journal(&partial)] {
+            for leftover in with_companions(&partial) {
                 let _ = std::fs::remove_file(leftover);
             }
         }
@@ -136,10 +143,60 @@ impl SqliteStore {
     }
 }
 
-fn journal(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push("-journal");
-    PathBuf::from(name)
+/// How old an abandoned partial copy must be before a backup removes it.
+pub const STALE_PARTIAL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A file and the files SQLite may keep beside it.
+fn with_companions(path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        files.push(PathBuf::from(name));
+    }
+    files
+}
+
+/// Removes `.NAME.partial-PID` files (and their companions) in `dir` last changed more
+/// than `older_than` ago: what killed backups left. Best effort; errors are logged.
+pub fn remove_stale_partials(dir: &Path, older_than: std::time::Duration) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return removed;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((_, tail)) = name.split_once(".partial-") else {
+            continue;
+        };
+        let pid = tail
+            .trim_end_matches("-journal")
+            .trim_end_matches("-wal")
+            .trim_end_matches("-shm");
+        if !name.starts_with('.') || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| now.duration_since(at).ok())
+            .is_some_and(|age| age > older_than);
+        if !stale {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => {
+                tracing::info!(file = %entry.path().display(), "removed a partial copy a killed backup left behind");
+                removed.push(entry.path());
+            }
+            Err(e) => {
+                tracing::warn!(file = %entry.path().display(), error = %e, "cannot remove a partial copy a killed backup left behind")
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(unix)]

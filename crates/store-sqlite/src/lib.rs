@@ -37,10 +37,12 @@ use airlock_store::{
 
 mod admin;
 mod backup;
+mod bounds;
 mod ops;
 mod posts;
 mod publish;
 mod rows;
+mod schema;
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -48,7 +50,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `path` and applies pending migrations.
@@ -184,6 +186,10 @@ impl Store for SqliteStore {
 
     async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
         posts::detail(&self.pool, id).await
+    }
+
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        posts::verdicts(&self.pool, id).await
     }
 
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
@@ -416,5 +422,34 @@ impl Store for SqliteStore {
 
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
         ops::health_stats(&self.pool, now).await
+    }
+
+    async fn list_excerpts(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<airlock_core::Post>> {
+        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        bounds::live_drafts_by(&self.pool, actor).await
+    }
+
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        bounds::server_secret(self, name, candidate, now).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        ops::live_sessions(&self.pool, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        ops::due_by_channel(&self.pool, now).await
     }
 }

@@ -9,7 +9,9 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqlitePool};
 use airlock_core::{PostDetail, PostId};
 use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session, StoreError};
 
-use crate::rows::{self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS};
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS,
+};
 use crate::{SqliteStore, db, parse_ts, ts};
 
 fn time(text: &str) -> Result<DateTime<Utc>> {
@@ -116,10 +118,20 @@ pub(crate) async fn export_page(
         |r| r.post_id,
     )
     .await?;
+    let mut verdicts = children(
+        &mut tx,
+        VERDICT_COLUMNS,
+        "verdicts",
+        &ids,
+        rows::verdict,
+        |v| v.post_id,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(posts
         .into_iter()
         .map(|post| PostDetail {
+            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
             events: events.remove(&post.id).unwrap_or_default(),
             intents: intents.remove(&post.id).unwrap_or_default(),
             reservations: reservations.remove(&post.id).unwrap_or_default(),
@@ -217,11 +229,78 @@ pub(crate) async fn health_stats(pool: &SqlitePool, now: DateTime<Utc>) -> Resul
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
+    let verify_failed_recent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM posts p WHERE status = 'posted' AND verified_at IS NULL \
+         AND test = 0 AND EXISTS (SELECT 1 FROM post_events e \
+         WHERE e.post_id = p.id AND e.kind = 'verify_failed' AND e.at >= ?)",
+    )
+    .bind(ts(now - chrono::Duration::hours(24)))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
     tx.commit().await.map_err(db)?;
     Ok(HealthStats {
         due: due.try_get("n").map_err(db)?,
         oldest_due_at: opt_time(due.try_get("oldest").map_err(db)?)?,
         oldest_needs_review_at: opt_time(review)?,
         verify_failed,
+        verify_failed_recent,
     })
+}
+
+pub(crate) async fn due_by_channel(
+    pool: &SqlitePool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::ChannelDue>> {
+    let rows = sqlx::query(
+        "SELECT channel, count(*) AS n, min(CASE WHEN not_before > scheduled_at THEN not_before \
+         ELSE scheduled_at END) AS oldest \
+         FROM posts WHERE status = 'approved' AND posted_at IS NULL AND test = 0 \
+         AND scheduled_at <= ?1 AND (not_before IS NULL OR not_before <= ?1) \
+         AND channel NOT IN (SELECT scope FROM pauses WHERE resumed_at IS NULL) \
+         AND NOT EXISTS (SELECT 1 FROM pauses WHERE scope = '*' AND resumed_at IS NULL) \
+         GROUP BY channel ORDER BY channel",
+    )
+    .bind(ts(now))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            let oldest: String = row.try_get("oldest").map_err(db)?;
+            Ok(airlock_store::ChannelDue {
+                channel: row.try_get("channel").map_err(db)?,
+                due: row.try_get("n").map_err(db)?,
+                oldest_due_at: parse_ts(&oldest).map_err(|t| {
+                    airlock_store::StoreError::Corrupt(format!("due time {t:?} is not a time"))
+                })?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn live_sessions(
+    pool: &SqlitePool,
+    now: DateTime<Utc>,
+) -> Result<Vec<airlock_store::LiveSession>> {
+    let rows = sqlx::query(
+        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
+         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
+         WHERE s.expires_at > ? AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
+    )
+    .bind(ts(now))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            let created: String = row.try_get("created_at").map_err(db)?;
+            let expires: String = row.try_get("expires_at").map_err(db)?;
+            Ok(airlock_store::LiveSession {
+                token: row.try_get("name").map_err(db)?,
+                created_at: time(&created)?,
+                expires_at: time(&expires)?,
+            })
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
 use airlock_store::decide::{GuardCheck, check_guard, illegal_step, pause_applies, stale_evidence};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
@@ -13,6 +13,7 @@ use airlock_store::{
 
 use crate::rows::{
     self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
+    VERDICT_COLUMNS,
 };
 use crate::{SqliteStore, admin, db, is_trigger_refusal, status_of, ts};
 
@@ -61,6 +62,29 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
         }
     }
     let content = &new.content;
+    let text_key = airlock_core::review::text_key(&content.text);
+    if let Some(window) = req.duplicate_window {
+        let earlier = sqlx::query(
+            "SELECT id, status FROM posts WHERE channel = ? AND text_key = ? \
+             AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
+                  OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
+             AND COALESCE(posted_at, scheduled_at) > ? AND COALESCE(posted_at, scheduled_at) < ? \
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(content.channel.as_str())
+        .bind(&text_key)
+        .bind(ts(new.scheduled_at - window))
+        .bind(ts(new.scheduled_at + window))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(row) = earlier {
+            return Err(StoreError::DuplicateText {
+                earlier: PostId(row.try_get("id").map_err(db)?),
+                status: status_of(&row.try_get::<String, _>("status").map_err(db)?)?,
+            });
+        }
+    }
     let media = serde_json::to_string(&content.media).expect("media serializes");
     let source = content
         .source
@@ -69,8 +93,8 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
          scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
-         event_actor, event_note) \
-         VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created') RETURNING id",
+         event_actor, event_note, text_key) \
+         VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?) RETURNING id",
     )
     .bind(content.channel.as_str())
     .bind(&content.title)
@@ -88,6 +112,7 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
     .bind(ts(req.now))
     .bind(ts(req.now))
     .bind(&req.actor)
+    .bind(&text_key)
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
@@ -164,12 +189,32 @@ pub(crate) async fn detail(pool: &SqlitePool, id: PostId) -> Result<PostDetail> 
     .iter()
     .map(rows::reservation)
     .collect::<Result<_>>()?;
+    let verdicts = verdicts_in(&mut conn, id).await?;
     Ok(PostDetail {
         post,
         events,
         intents,
         reservations,
+        verdicts,
     })
+}
+
+pub(crate) async fn verdicts(pool: &SqlitePool, id: PostId) -> Result<Vec<Verdict>> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    verdicts_in(&mut conn, id).await
+}
+
+async fn verdicts_in(conn: &mut SqliteConnection, id: PostId) -> Result<Vec<Verdict>> {
+    sqlx::query(AssertSqlSafe(format!(
+        "SELECT {VERDICT_COLUMNS} FROM verdicts WHERE post_id = ? ORDER BY id"
+    )))
+    .bind(id.0)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?
+    .iter()
+    .map(rows::verdict)
+    .collect()
 }
 
 pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<Post>> {
@@ -209,7 +254,7 @@ pub(crate) async fn list_summaries(
 }
 
 /// The `WHERE` conditions (after `WHERE 1 = 1`), order and limit of a post list.
-fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
+pub(crate) fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
     if let Some(status) = filter.status {
         query.push(" AND status = ").push_bind(status.as_str());
     }
@@ -227,6 +272,11 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
     if let Some(id) = &filter.platform_post_id {
         query.push(" AND platform_post_id = ").push_bind(id.clone());
     }
+    match filter.quarantined {
+        Some(true) => query.push(" AND quarantined_at IS NOT NULL"),
+        Some(false) => query.push(" AND quarantined_at IS NULL"),
+        None => query,
+    };
     query
         .push(" ORDER BY id DESC LIMIT ")
         .push_bind(i64::from(filter.limit.unwrap_or(100)));
@@ -234,17 +284,19 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
 
 pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
     let mut tx = store.begin_write().await?;
-    let current =
-        sqlx::query("SELECT status, version, generation, channel FROM posts WHERE id = ?")
-            .bind(update.id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
-            .ok_or(StoreError::NotFound(update.id))?;
+    let current = sqlx::query(
+        "SELECT status, version, generation, channel, review_round FROM posts WHERE id = ?",
+    )
+    .bind(update.id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?
+    .ok_or(StoreError::NotFound(update.id))?;
     let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
     let version: i64 = current.try_get("version").map_err(db)?;
     let generation: i64 = current.try_get("generation").map_err(db)?;
     let channel: String = current.try_get("channel").map_err(db)?;
+    let review_round: i64 = current.try_get("review_round").map_err(db)?;
     match check_guard(update.guard, status, version, generation) {
         GuardCheck::Holds => {}
         GuardCheck::Conflict => return Err(StoreError::Conflict(update.id)),
@@ -281,6 +333,25 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
         });
     }
     let after = update.to.unwrap_or(status);
+    if let Some(verdict) = &update.verdict {
+        // In the round the verdict was given in, before this change may start a new one.
+        sqlx::query(
+            "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
+             review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(update.id.0)
+        .bind(verdict.verdict.as_str())
+        .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
+        .bind(&update.actor)
+        .bind(verdict.content_hash.as_str())
+        .bind(&verdict.rubric_hash)
+        .bind(review_round)
+        .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
+        .bind(ts(update.now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
     if let Some(via) = update.via {
         // The intermediate step is its own statement so the trigger checks and records it.
         sqlx::query(
@@ -312,7 +383,9 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     push_fields(&mut query, &update);
     query.push(" WHERE id = ").push_bind(update.id.0);
     query.build().execute(&mut *tx).await.map_err(|e| {
-        if is_trigger_refusal(&e, "illegal status transition") {
+        if is_trigger_refusal(&e, "airlock: quarantined") {
+            StoreError::Quarantined(update.id)
+        } else if is_trigger_refusal(&e, "illegal status transition") {
             StoreError::IllegalTransition {
                 id: update.id,
                 from: status,
@@ -415,6 +488,9 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
         query
             .push(", content_hash = ")
             .push_bind(hash.as_str().to_owned());
+        query
+            .push(", text_key = ")
+            .push_bind(airlock_core::review::text_key(&content.text));
     }
     if let Some(at) = set.scheduled_at {
         query.push(", scheduled_at = ").push_bind(ts(at));
@@ -456,6 +532,15 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     }
     if let Some(error) = &set.error {
         query.push(", error = ").push_bind(error.clone());
+    }
+    if set.count_revision {
+        query.push(", revisions = revisions + 1");
+    }
+    if set.reset_revisions {
+        query.push(", revisions = 0");
+    }
+    if let Some(at) = set.quarantined_at {
+        query.push(", quarantined_at = ").push_bind(at.map(ts));
     }
 }
 

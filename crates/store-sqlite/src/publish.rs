@@ -4,13 +4,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
-use airlock_core::quota::{Denial, day_bounds, decide};
+use airlock_core::quota::Denial;
 use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
 use airlock_store::decide::{claimable, fence_holds, lease_outlasts};
 use airlock_store::{
     ClaimRequest, ClaimTarget, Claimed, ExpiredLease, IntentRequest, PostClaim, PostClaimed,
     QuotaClaim, QuotaRows, RawReservation, ReserveRequest, Reserved, Result, ReviewItem,
-    StoreError, Unreadable, now_after,
+    StoreError, Unreadable, decide_reservation, now_after, quota_since,
 };
 
 use crate::posts::get_in;
@@ -154,14 +154,19 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
     if let Some(id) = existing {
         return Ok(Reserved::Granted(id));
     }
-    let rules = QuotaClaim {
-        window: req.window,
-        daily: req.daily,
-    };
-    if let Err(denial) = decide_quota(&mut tx, &req.channel, rules, now).await? {
+    let rules = req.rules();
+    if let Err(denial) = decide_quota(&mut tx, &req.channel, &rules, now).await? {
         return Ok(Reserved::Denied(denial));
     }
-    let id = insert_reservation(&mut tx, req.post_id, req.generation, &req.channel, now).await?;
+    let id = insert_reservation(
+        &mut tx,
+        req.post_id,
+        req.generation,
+        &req.channel,
+        &rules,
+        now,
+    )
+    .await?;
     tx.commit().await.map_err(db)?;
     Ok(Reserved::Granted(id))
 }
@@ -171,19 +176,11 @@ pub(crate) async fn reserve(store: &SqliteStore, req: &ReserveRequest) -> Result
 async fn decide_quota(
     conn: &mut SqliteConnection,
     channel: &ChannelName,
-    rules: QuotaClaim,
+    rules: &QuotaClaim,
     now: DateTime<Utc>,
 ) -> Result<std::result::Result<(), Denial>> {
-    let (day_start, _) = day_bounds(now, rules.daily.tz);
-    let since = day_start.min(now - rules.window.window);
-    let live = live_reservations(conn, since, now).await?;
-    Ok(decide(
-        now,
-        rules.window,
-        rules.daily,
-        &live.window_counted(now),
-        &live.daily_counted(channel),
-    ))
+    let live = live_reservations(conn, quota_since(now, rules), now).await?;
+    Ok(decide_reservation(now, channel, rules, &live))
 }
 
 async fn insert_reservation(
@@ -191,16 +188,19 @@ async fn insert_reservation(
     post_id: PostId,
     generation: i64,
     channel: &ChannelName,
+    rules: &QuotaClaim,
     now: DateTime<Utc>,
 ) -> Result<i64> {
+    let cost = rules.budget.map_or(0, |charge| charge.cost);
     sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
-         VALUES (?, ?, ?, 'reserved', ?) RETURNING id",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
+         VALUES (?, ?, ?, 'reserved', ?, ?) RETURNING id",
     )
     .bind(post_id.0)
     .bind(generation)
     .bind(channel.as_str())
     .bind(ts(now))
+    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
     .fetch_one(conn)
     .await
     .map_err(db)
@@ -280,7 +280,7 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     if let Some((scope, reason)) = active_pause(&mut tx, req.id).await? {
         return Ok(PostClaimed::Paused { scope, reason });
     }
-    if let Some(rules) = req.quota
+    if let Some(rules) = &req.quota
         && let Err(denial) = decide_quota(&mut tx, &post.content.channel, rules, now).await?
     {
         return Ok(PostClaimed::OverQuota(denial));
@@ -299,8 +299,16 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
-    if req.quota.is_some() {
-        insert_reservation(&mut tx, req.id, generation, &post.content.channel, now).await?;
+    if let Some(rules) = &req.quota {
+        insert_reservation(
+            &mut tx,
+            req.id,
+            generation,
+            &post.content.channel,
+            rules,
+            now,
+        )
+        .await?;
     }
     let intent = match &req.intent {
         Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {
@@ -376,13 +384,13 @@ pub(crate) async fn live_reservations(
     // zero). The extra rows read are checked, then dropped.
     // Every branch reads the partial index `reservations_live`.
     let rows = sqlx::query(
-        "SELECT id, channel, state, created_at, sent_at FROM reservations \
+        "SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at >= ? \
          UNION ALL \
-         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at IS NULL \
          UNION ALL \
-         SELECT id, channel, state, created_at, sent_at FROM reservations \
+         SELECT id, channel, state, created_at, sent_at, cost_usd_micros FROM reservations \
          WHERE state <> 'released' AND sent_at < '1'",
     )
     .bind(since.format("%Y-%m-%d").to_string())
@@ -399,6 +407,7 @@ pub(crate) async fn live_reservations(
             state: row.try_get("state").map_err(db)?,
             created_at: parse_ts(&created_at),
             sent_at: sent_at.as_deref().map(parse_ts),
+            cost: row.try_get("cost_usd_micros").map_err(db)?,
         });
     }
     let mut live = QuotaRows::check(raw, now)?;

@@ -6,7 +6,7 @@ use sqlx::sqlite::SqliteRow;
 
 use airlock_core::{
     ChannelName, ContentHash, Intent, Media, Post, PostContent, PostEvent, PostId, PostSummary,
-    Reservation, Source,
+    Reservation, Source, Verdict, VerdictKind,
 };
 use airlock_store::{Result, StoreError, Unreadable};
 
@@ -17,7 +17,8 @@ pub(crate) const POST_COLUMNS: &str = "id, channel, status, title, text, media, 
     scheduled_at, content_hash, approved_hash, approved_by, created_by, edited_by, authors, \
     generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
     permalink, posted_at, \
-    verified_at, error, test, slot, created_at, updated_at, version";
+    verified_at, error, test, slot, created_at, updated_at, version, review_round, revisions, \
+    quarantined_at";
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
@@ -105,12 +106,14 @@ pub(crate) fn post(row: &SqliteRow) -> Result<Post> {
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
         version: row.try_get("version").map_err(db)?,
+        review_round: row.try_get("review_round").map_err(db)?,
+        revisions: row.try_get("revisions").map_err(db)?,
+        quarantined_at: opt_time(row, "quarantined_at")?,
     })
 }
 
 /// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
-pub(crate) const SUMMARY_COLUMNS: &str =
-    "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test";
+pub(crate) const SUMMARY_COLUMNS: &str = "id, status, channel, title, scheduled_at, not_before, posted_at, updated_at, test, quarantined_at";
 
 pub(crate) fn summary(row: &SqliteRow) -> Result<PostSummary> {
     let status: String = row.try_get("status").map_err(db)?;
@@ -126,6 +129,7 @@ pub(crate) fn summary(row: &SqliteRow) -> Result<PostSummary> {
         posted_at: opt_time(row, "posted_at")?,
         updated_at: time(row, "updated_at")?,
         test: row.try_get::<i64, _>("test").map_err(db)? != 0,
+        quarantined_at: opt_time(row, "quarantined_at")?,
     })
 }
 
@@ -175,5 +179,32 @@ pub(crate) fn reservation(row: &SqliteRow) -> Result<Reservation> {
         created_at: time(row, "created_at")?,
         sent_at: opt_time(row, "sent_at")?,
         settled_at: opt_time(row, "settled_at")?,
+    })
+}
+
+pub(crate) const VERDICT_COLUMNS: &str =
+    "id, post_id, verdict, reasons, actor, content_hash, rubric_hash, review_round, content, at";
+
+pub(crate) fn verdict(row: &SqliteRow) -> Result<Verdict> {
+    let id: i64 = row.try_get("id").map_err(db)?;
+    let kind: String = row.try_get("verdict").map_err(db)?;
+    let reasons: String = row.try_get("reasons").map_err(db)?;
+    let content: Option<String> = row.try_get("content").map_err(db)?;
+    Ok(Verdict {
+        id,
+        post_id: PostId(row.try_get("post_id").map_err(db)?),
+        verdict: kind
+            .parse::<VerdictKind>()
+            .map_err(|e| corrupt(format!("verdict {id}: {e}")))?,
+        reasons: serde_json::from_str(&reasons)
+            .map_err(|e| corrupt(format!("verdict {id} reasons: {e}")))?,
+        actor: row.try_get("actor").map_err(db)?,
+        content_hash: hash(row.try_get("content_hash").map_err(db)?, "content_hash")?
+            .ok_or_else(|| corrupt("verdict content_hash"))?,
+        rubric_hash: row.try_get("rubric_hash").map_err(db)?,
+        review_round: row.try_get("review_round").map_err(db)?,
+        // A snapshot that does not read back only loses the "what changed" view.
+        content: content.and_then(|c| serde_json::from_str::<PostContent>(&c).ok()),
+        at: time(row, "at")?,
     })
 }

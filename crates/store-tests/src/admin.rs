@@ -351,14 +351,13 @@ pub async fn delivery_outcomes_are_recorded_and_counted(store: Arc<dyn Store>) {
             .await
             .unwrap()
     );
+    let stats = s.outbox_stats().await.unwrap();
     assert_eq!(
-        s.outbox_stats().await.unwrap(),
-        airlock_store::OutboxStats {
-            pending: 1,
-            abandoned: 1,
-            delivered: 1,
-        }
+        (stats.pending, stats.abandoned, stats.delivered),
+        (1, 1, 1),
+        "{stats:?}"
     );
+    assert!(stats.oldest_pending_at.is_some(), "{stats:?}");
     assert!(
         s.claim_notifications(mins(9), "d", mins(20), 10)
             .await

@@ -324,7 +324,11 @@ pub fn post_claim(
         lease_until: now + Duration::minutes(LEASE_MINUTES),
         quota: quota.map(|(window, daily)| {
             let (window, daily) = rules(window, daily);
-            QuotaClaim { window, daily }
+            QuotaClaim {
+                window,
+                daily,
+                budget: None,
+            }
         }),
         intent: intent.then(|| IntentClaim {
             idempotency_key: format!("airlock-{}", read.id),

@@ -76,6 +76,7 @@ pub fn create_request(new: NewPost, now: DateTime<Utc>) -> CreatePost {
         actor: WRITER.to_owned(),
         now,
         idempotency: None,
+        duplicate_window: None,
     }
 }
 
@@ -206,6 +207,7 @@ pub fn reserve_request(
         now,
         window,
         daily,
+        budget: None,
     }
 }
 

@@ -13,8 +13,8 @@
 //!
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
-//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`] (the
-//! cases).
+//! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`],
+//! [`review`], [`bounds`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -29,6 +29,7 @@ use async_trait::async_trait;
 use airlock_store::Store;
 
 pub mod admin;
+pub mod bounds;
 pub mod claims;
 pub mod fixture;
 pub mod lifecycle;
@@ -36,6 +37,7 @@ pub mod metered;
 pub mod ops;
 pub mod posts;
 pub mod quota;
+pub mod review;
 pub mod security;
 
 /// Opens more handles on one test database, for cases that race several processes.
@@ -127,7 +129,9 @@ macro_rules! __with_cases {
             store quota::committed_and_needs_review_reservations_keep_counting,
             store quota::reserve_is_idempotent_per_generation_and_fenced,
             store quota::quota_rows_are_live_reservations_since_a_time,
+            store quota::a_money_budget_holds_per_channel_and_local_month,
             ledger quota::concurrent_reservers_never_exceed_the_limits,
+            ledger quota::concurrent_reservers_never_overspend_a_budget,
             store admin::pausing_twice_keeps_the_first_pause_and_resume_lifts_it,
             store admin::a_pause_after_failures_waits_for_consecutive_failures,
             store admin::resume_resets_the_failure_count,
@@ -146,10 +150,21 @@ macro_rules! __with_cases {
             store security::a_schedule_change_records_no_author,
             store security::summaries_carry_an_excerpt_cut_by_the_store,
             store security::values_over_the_limits_are_refused_and_nothing_is_written,
+            store bounds::excerpt_lists_cut_the_text_and_keep_every_other_field,
+            store bounds::live_drafts_are_counted_per_creator,
+            store bounds::a_server_secret_is_created_once_and_then_read,
+            store bounds::due_posts_are_counted_per_channel,
+            store bounds::notes_errors_and_media_are_bounded_as_airlock_bounds_them,
             store ops::export_pages_give_every_post_once_with_its_timeline,
             store ops::export_filters_by_status_channel_and_since,
             store ops::sessions_are_kept_by_hash_until_they_expire_or_end,
             store ops::health_stats_report_due_posts_reviews_and_failed_verifications,
+            store review::verdicts_are_recorded_with_their_change_and_read_back_whole,
+            store review::a_content_change_or_a_withdrawn_approval_starts_a_new_review_round,
+            store review::a_quarantined_draft_is_neither_approved_nor_changed_until_released,
+            store review::a_draft_repeating_a_queued_text_within_the_window_is_refused,
+            store review::an_edit_moves_the_duplicate_key_with_the_text,
+            store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
         }
     };
 }
@@ -207,6 +222,8 @@ mod tests {
             ("admin", include_str!("admin.rs")),
             ("security", include_str!("security.rs")),
             ("ops", include_str!("ops.rs")),
+            ("review", include_str!("review.rs")),
+            ("bounds", include_str!("bounds.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

@@ -95,6 +95,16 @@ impl Store for Metered {
         res
     }
 
+    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
+        let res = self.inner.verdicts(id).await;
+        if let Ok(verdicts) = &res {
+            for content in verdicts.iter().filter_map(|v| v.content.as_ref()) {
+                self.count_text(&content.text);
+            }
+        }
+        res
+    }
+
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
         let res = self.inner.list_posts(filter).await;
         if let Ok(posts) = &res {
@@ -117,6 +127,37 @@ impl Store for Metered {
             }
         }
         res
+    }
+
+    async fn list_excerpts(&self, filter: &PostFilter, excerpt_chars: u32) -> Result<Vec<Post>> {
+        let res = self.inner.list_excerpts(filter, excerpt_chars).await;
+        if let Ok(posts) = &res {
+            for p in posts {
+                self.count_excerpt(&p.content.text);
+            }
+        }
+        res
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        self.inner.live_drafts_by(actor).await
+    }
+
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        self.inner.server_secret(name, candidate, now).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        self.inner.live_sessions(now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        self.inner.due_by_channel(now).await
     }
 
     async fn update_post(&self, update: PostUpdate) -> Result<Post> {

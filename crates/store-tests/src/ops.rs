@@ -181,6 +181,22 @@ pub async fn sessions_are_kept_by_hash_until_they_expire_or_end(store: Arc<dyn S
     assert!(s.session("s3").await.unwrap().is_some());
     assert!(s.session("s4").await.unwrap().is_some());
 
+    let live = s.live_sessions(mins(63)).await.unwrap();
+    let named: Vec<(&str, _)> = live
+        .iter()
+        .map(|l| (l.token.as_str(), l.created_at))
+        .collect();
+    assert_eq!(named, [("ops", mins(61)), ("ops", mins(62))]);
+    assert!(
+        s.live_sessions(mins(1000)).await.unwrap().is_empty(),
+        "expired ones are not live"
+    );
+    s.revoke_token("ops", mins(63)).await.unwrap();
+    assert!(
+        s.live_sessions(mins(63)).await.unwrap().is_empty(),
+        "a revoked token's sessions are not live"
+    );
+
     assert!(s.end_session("s3").await.unwrap());
     assert!(!s.end_session("s3").await.unwrap());
     assert_eq!(s.session("s3").await.unwrap(), None);

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use chrono::{Duration, TimeZone, Utc};
 
+use airlock_core::budget::{BudgetRule, Charge};
 use airlock_core::quota::Limit;
 use airlock_core::{Post, PostStatus};
 use airlock_store::{IntentPhase, Reserved, Settle, Store, StoreError};
@@ -295,4 +296,121 @@ pub async fn concurrent_reservers_never_exceed_the_limits(ledger: &Ledger) {
         s.quota_rows(mins(-60), mins(5)).await.unwrap().0.len(),
         WINDOW as usize
     );
+}
+
+/// A reservation on `channel` charging `cost` micro-dollars against a `monthly` budget
+/// in Tokyo's calendar, with roomy post limits.
+async fn reserve_money(
+    store: &dyn Store,
+    post: &Post,
+    now: chrono::DateTime<Utc>,
+    monthly: u64,
+    cost: u64,
+) -> Reserved {
+    let mut req = reserve_request(post, now, 100, 100);
+    req.budget = Some(Charge {
+        rule: BudgetRule {
+            monthly,
+            tz: "Asia/Tokyo".parse().unwrap(),
+        },
+        cost,
+    });
+    store.reserve(&req).await.expect("reserve")
+}
+
+/// A channel's money budget counts its live reservations' costs in its local calendar
+/// month: while the month's spending is below the budget a post may go out (three posts
+/// of $0.015 under $0.04), then the next is denied until the month turns; other channels
+/// and last month's spending do not count, and a released reservation gives its money back.
+pub async fn a_money_budget_holds_per_channel_and_local_month(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    const BUDGET: u64 = 40_000;
+    const POST: u64 = 15_000;
+    // 23:00 in Tokyo on February 28: last month's.
+    let february = Utc
+        .with_ymd_and_hms(2026, 2, 28, 14, 0, 0)
+        .single()
+        .unwrap();
+    let old = claimed(s, "x-main", "february", february).await;
+    granted(reserve_money(s, &old, february, BUDGET, POST).await);
+    intent(s, &old, february).await;
+
+    let mut posts = Vec::new();
+    for n in 0..3 {
+        let post = claimed(s, "x-main", &format!("march {n}"), mins(n * 10)).await;
+        granted(reserve_money(s, &post, mins(n * 10), BUDGET, POST).await);
+        intent(s, &post, mins(n * 10)).await;
+        posts.push(post);
+    }
+    let fourth = claimed(s, "x-main", "march 3", mins(40)).await;
+    let tokyo_april = Utc
+        .with_ymd_and_hms(2026, 3, 31, 15, 0, 0)
+        .single()
+        .unwrap();
+    match reserve_money(s, &fourth, mins(40), BUDGET, POST).await {
+        Reserved::Denied(denial) => {
+            assert_eq!(denial.limit, Limit::Budget);
+            assert_eq!((denial.used, denial.max), (45_000, BUDGET));
+            assert_eq!(denial.next_free_at, tokyo_april);
+        }
+        granted => panic!("the budget is spent: {granted:?}"),
+    }
+    assert!(
+        s.post_detail(fourth.id)
+            .await
+            .unwrap()
+            .reservations
+            .is_empty()
+    );
+    // Another channel has its own budget.
+    let other = claimed(s, "x-other", "elsewhere", mins(41)).await;
+    granted(reserve_money(s, &other, mins(41), BUDGET, POST).await);
+    // The costs are on the rows.
+    let rows = s.quota_rows(mins(-60 * 24 * 3), mins(42)).await.unwrap();
+    assert_eq!(rows.charges(&ch("x-main")).len(), 4);
+    assert!(rows.charges(&ch("x-main")).iter().all(|(_, c)| *c == POST));
+
+    // A post that failed releases its money.
+    let mut release = outcome(&posts[2], PostStatus::Failed, mins(50));
+    release.reservation = Some(Settle::Release);
+    s.update_post(release).await.unwrap();
+    granted(reserve_money(s, &fourth, mins(51), BUDGET, POST).await);
+    // Committed money keeps counting, and the next month starts afresh.
+    let mut commit = outcome(&posts[0], PostStatus::Posted, mins(52));
+    commit.reservation = Some(Settle::Commit);
+    s.update_post(commit).await.unwrap();
+    let fifth = claimed(s, "x-main", "march 4", mins(53)).await;
+    assert!(matches!(
+        reserve_money(s, &fifth, mins(53), BUDGET, POST).await,
+        Reserved::Denied(_)
+    ));
+    granted(reserve_money(s, &fifth, tokyo_april, BUDGET, POST).await);
+}
+
+/// Reservers with their own handles racing for one channel's budget: exactly the posts
+/// that start below it are granted, never more.
+pub async fn concurrent_reservers_never_overspend_a_budget(ledger: &Ledger) {
+    const N_POSTS: usize = 12;
+    let s = ledger.store.as_ref();
+    let mut posts = Vec::new();
+    for idx in 0..N_POSTS {
+        posts.push(claimed(s, "x-main", &format!("post {idx}"), t0()).await);
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(N_POSTS));
+    let mut tasks = tokio::task::JoinSet::new();
+    for post in posts {
+        let handle = ledger.backend.open().await;
+        let start = start.clone();
+        tasks.spawn(async move {
+            start.wait().await;
+            reserve_money(handle.as_ref(), &post, mins(1), 40_000, 15_000).await
+        });
+    }
+    let mut granted = 0;
+    while let Some(done) = tasks.join_next().await {
+        if matches!(done.expect("reserver task"), Reserved::Granted(_)) {
+            granted += 1;
+        }
+    }
+    assert_eq!(granted, 3, "three posts start below $0.04");
 }

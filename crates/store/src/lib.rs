@@ -11,7 +11,13 @@
 //! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
 //!   that inserts it, serialized per scope, so quotas hold under any concurrency;
 //! - notifications ([`NewNotification`]) are written in the transaction of the change
-//!   they report (transactional outbox).
+//!   they report (transactional outbox);
+//! - a critic's verdict ([`PostUpdate::verdict`]) is written in the transaction of what
+//!   it does to the post, in the review round the post was in; any content change or
+//!   withdrawn approval starts a new round; a quarantined draft is never approved and its
+//!   content never changes (triggers, so hand-written SQL too);
+//! - a draft repeating a queued text is refused inside the transaction that would create
+//!   it ([`CreatePost::duplicate_window`]).
 //!
 //! This crate holds no SQL and no IO. What a transaction decides that does not depend on
 //! the SQL dialect lives here, in [`decide`] and [`QuotaRows`], so the backends keep only
@@ -20,17 +26,20 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
+use airlock_core::budget::Charge;
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
-    ChannelName, ContentHash, Intent, NewPost, Post, PostContent, PostDetail, PostEvent, PostId,
-    PostStatus, PostSummary, RoleSet,
+    ChannelName, ContentHash, Intent, NewPost, NewVerdict, Post, PostContent, PostDetail,
+    PostEvent, PostId, PostStatus, PostSummary, RoleSet, Verdict,
 };
 
 pub mod decide;
 mod ops;
 mod quota_rows;
-pub use ops::{ExportFilter, HealthStats, NewSession, Session};
-pub use quota_rows::{LiveReservation, QuotaRows, RawReservation};
+pub use ops::{
+    ChannelDue, ExportFilter, HealthStats, LiveSession, MigrationStatus, NewSession, Session,
+};
+pub use quota_rows::{LiveReservation, QuotaRows, RawReservation, decide_reservation, quota_since};
 
 /// `Result` with [`StoreError`].
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -70,6 +79,22 @@ pub enum StoreError {
     /// A unique name is taken.
     #[error("{0} already exists")]
     Duplicate(String),
+    /// A new draft's text is, normalised, the text of a post on the same channel that is
+    /// approved, in flight, posted or quarantined within the duplicate window.
+    #[error(
+        "the same text is already post {earlier} ({status}) on this channel: edit that post instead of drafting it again"
+    )]
+    DuplicateText {
+        /// The earlier post.
+        earlier: PostId,
+        /// Its state (`draft` only when it is quarantined).
+        status: PostStatus,
+    },
+    /// The post is quarantined: it may not be approved or changed until released.
+    #[error(
+        "post {0} is quarantined: an operator releases it (`airlock post release {0}`) before it may change"
+    )]
+    Quarantined(PostId),
     /// A draft that has publish attempts on record cannot be discarded.
     #[error("post {0} has publish attempts on record and cannot be discarded")]
     HasHistory(PostId),
@@ -134,6 +159,8 @@ pub struct PostUpdate {
     pub intent_required: Option<bool>,
     /// Settle the intent of the guarded generation (or of the post's latest intent).
     pub intent_phase: Option<IntentPhase>,
+    /// A verdict to record, in the post's review round as it stood before this change.
+    pub verdict: Option<NewVerdict>,
     /// Settle the post's live reservations.
     pub reservation: Option<Settle>,
     /// Whether a refused [`Guard::Generation`] write is recorded as a `stale_outcome`
@@ -163,6 +190,7 @@ impl PostUpdate {
             event: None,
             intent_required: None,
             intent_phase: None,
+            verdict: None,
             reservation: None,
             record_stale: true,
             failures: None,
@@ -203,6 +231,13 @@ pub struct PostFields {
     pub verified_at: Option<Option<DateTime<Utc>>>,
     /// Last error summary.
     pub error: Option<Option<String>>,
+    /// Add one to `revisions` (a fail verdict).
+    pub count_revision: bool,
+    /// Set `revisions` back to zero (a release from quarantine).
+    pub reset_revisions: bool,
+    /// Quarantine (`Some(Some(now))`) or release (`Some(None)`); only a draft may be
+    /// quarantined, and the store refuses approving or changing the content of one.
+    pub quarantined_at: Option<Option<DateTime<Utc>>>,
 }
 
 /// A non-status event.
@@ -354,6 +389,9 @@ pub struct OutboxStats {
     pub abandoned: i64,
     /// Delivered.
     pub delivered: i64,
+    /// When the oldest notification still waiting was queued: a backlog that neither
+    /// grows nor shrinks shows here.
+    pub oldest_pending_at: Option<DateTime<Utc>>,
 }
 
 /// Creating a post.
@@ -367,6 +405,14 @@ pub struct CreatePost {
     pub now: DateTime<Utc>,
     /// Retry safety for agents (`Idempotency-Key`, `idempotency_key`).
     pub idempotency: Option<CreateKey>,
+    /// Refuse the draft ([`StoreError::DuplicateText`]) when its normalised text
+    /// ([`airlock_core::review::text_key`]) is that of a post on the same channel that is
+    /// approved, in flight (`posting`, `needs_review`), posted, or quarantined, and goes
+    /// (or went) out within this long of the new draft's `scheduled_at` (its `posted_at`
+    /// if posted, else its `scheduled_at`). `None` checks nothing (an operator's override).
+    /// An earlier request with the same idempotency key, or the post of a filled slot,
+    /// is returned before this check.
+    pub duplicate_window: Option<Duration>,
 }
 
 /// An idempotency key for creation, honoured for a limited time.
@@ -406,6 +452,8 @@ pub struct PostFilter {
     pub platform_post_id: Option<String>,
     /// At most this many, newest first (default 100).
     pub limit: Option<u32>,
+    /// Only quarantined posts (`Some(true)`) or only posts that are not (`Some(false)`).
+    pub quarantined: Option<bool>,
 }
 
 /// Which post to claim.
@@ -485,6 +533,20 @@ pub struct QuotaClaim {
     pub window: WindowRule,
     /// The channel's daily limit.
     pub daily: DailyRule,
+    /// The channel's monthly money budget and what this post costs (X), decided with the
+    /// limits above in the same transaction; `None` for channels without one.
+    pub budget: Option<Charge>,
+}
+
+impl ReserveRequest {
+    /// The rules of this request.
+    pub fn rules(&self) -> QuotaClaim {
+        QuotaClaim {
+            window: self.window,
+            daily: self.daily,
+            budget: self.budget,
+        }
+    }
 }
 
 /// The intent recorded with a claim.
@@ -568,6 +630,9 @@ pub struct ReserveRequest {
     pub window: WindowRule,
     /// The channel's daily limit.
     pub daily: DailyRule,
+    /// The channel's monthly money budget and what this post costs (X), decided with the
+    /// limits above in the same transaction; `None` for channels without one.
+    pub budget: Option<Charge>,
 }
 
 /// The decision on a reservation.
@@ -679,8 +744,11 @@ pub trait Store: Send + Sync + 'static {
     /// One post.
     async fn get_post(&self, id: PostId) -> Result<Post>;
 
-    /// One post with its events, intents and reservations.
+    /// One post with its events, intents, reservations and verdicts.
     async fn post_detail(&self, id: PostId) -> Result<PostDetail>;
+
+    /// A post's verdicts, oldest first (those of a discarded draft stay).
+    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>>;
 
     /// Posts, newest first.
     async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>>;
@@ -747,7 +815,9 @@ pub trait Store: Send + Sync + 'static {
     async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()>;
 
     /// Reserves quota for a claimed post, or says when a slot frees, deciding at `now`
-    /// advanced by any wait for the lock ([`now_after`]).
+    /// advanced by any wait for the lock ([`now_after`]). With a [`ReserveRequest::budget`]
+    /// the channel's spending this month is decided too, and the reservation records the
+    /// post's cost; a denial names the limit that frees last.
     async fn reserve(&self, req: &ReserveRequest) -> Result<Reserved>;
 
     /// Records the intent and marks the post's reservation as sent, at `now` advanced by
@@ -904,4 +974,32 @@ pub trait Store: Send + Sync + 'static {
 
     /// Ledger figures for health alerts, at `now`.
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats>;
+
+    /// Posts as the HTTP API and MCP list them, newest first: every field of the post,
+    /// with the text cut by the database to its first `excerpt_chars + 1` characters (so
+    /// a caller can tell a cut text), so a page costs what it shows however long the
+    /// texts are.
+    async fn list_excerpts(&self, filter: &PostFilter, excerpt_chars: u32) -> Result<Vec<Post>>;
+
+    /// How many posts `actor` created that are still drafts (`[server]
+    /// max_drafts_per_token`).
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64>;
+
+    /// The server secret named `name`: the stored one, or, when there is none yet,
+    /// `candidate`, stored now (the first process to ask decides; every later one, on
+    /// any host, reads the same).
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String>;
+
+    /// Dashboard sessions still live at `now` whose token is not revoked, oldest first,
+    /// each with its token's name: what to check after restoring a backup.
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>>;
+
+    /// Due posts per channel at `now` (as [`HealthStats::due`] counts them, paused
+    /// scopes left out), for alerts that look only at the channels a dispatcher serves.
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>>;
 }

@@ -61,4 +61,89 @@ pub struct HealthStats {
     pub oldest_needs_review_at: Option<DateTime<Utc>>,
     /// `posted` posts whose verification failed and that are still unverified.
     pub verify_failed: i64,
+    /// Of those, the ones with a `verify_failed` event in the 24 hours before `now`: what
+    /// the verification alert looks at, so that it clears by itself a day after the last
+    /// failure, or at once when `airlock post verify` finds the post.
+    pub verify_failed_recent: i64,
+}
+
+/// A live dashboard session, as `doctor --restored` lists it (never its id).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LiveSession {
+    /// The name of the token it was opened with.
+    pub token: String,
+    /// When it was opened.
+    pub created_at: DateTime<Utc>,
+    /// When it ends.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Posts due on one channel (see [`HealthStats::due`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChannelDue {
+    /// The channel, as stored (configured or not).
+    pub channel: String,
+    /// How many are due.
+    pub due: i64,
+    /// The earliest time one of them became due.
+    pub oldest_due_at: DateTime<Utc>,
+}
+
+/// How a ledger's applied migrations compare with the ones this binary carries: what
+/// `backup` and `export` check before they read a ledger they must not change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// Migrations this binary carries that the ledger has not applied (an older ledger:
+    /// `airlock migrate` applies them).
+    pub pending: Vec<i64>,
+    /// Migrations the ledger has applied that this binary does not know (a newer
+    /// airlock migrated it), or whose text differs from this binary's.
+    pub unknown: Vec<i64>,
+    /// Migrations applied in all.
+    pub applied: usize,
+}
+
+impl MigrationStatus {
+    /// Compares `known` (version, checksum) with `applied` (version, checksum).
+    pub fn compare(known: &[(i64, Vec<u8>)], applied: &[(i64, Vec<u8>)]) -> Self {
+        let pending = known
+            .iter()
+            .filter(|(v, _)| !applied.iter().any(|(a, _)| a == v))
+            .map(|(v, _)| *v)
+            .collect();
+        let unknown = applied
+            .iter()
+            .filter(|(v, sum)| !known.iter().any(|(k, ks)| k == v && ks == sum))
+            .map(|(v, _)| *v)
+            .collect();
+        MigrationStatus {
+            pending,
+            unknown,
+            applied: applied.len(),
+        }
+    }
+
+    /// Why the ledger cannot be read as it is by this binary, if it cannot; `None` when
+    /// it is exactly current.
+    pub fn problem(&self) -> Option<String> {
+        let list = |v: &[i64]| {
+            v.iter()
+                .map(|n| format!("{n:04}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.unknown.is_empty() {
+            return Some(format!(
+                "the ledger has migrations this airlock does not know ({}): a newer airlock migrated it; use that release",
+                list(&self.unknown)
+            ));
+        }
+        if !self.pending.is_empty() {
+            return Some(format!(
+                "the ledger lacks migrations this airlock carries ({}): it was written by an older release; stop the processes that use it, then run `airlock migrate` with this release (or use the release that wrote it)",
+                list(&self.pending)
+            ));
+        }
+        None
+    }
 }

@@ -22,6 +22,8 @@ pub struct LiveReservation {
     pub created_at: DateTime<Utc>,
     /// When its request was sent, if it was.
     pub sent_at: Option<DateTime<Utc>>,
+    /// What it costs, in micro-dollars (0 on channels without a money budget).
+    pub cost: u64,
 }
 
 /// The live reservations a quota decision needs, all checked.
@@ -71,10 +73,13 @@ impl QuotaRows {
             }
             let channel = ChannelName::parse(&row.channel)
                 .map_err(|_| bad(format!("names no valid channel ({:?})", row.channel)))?;
+            let cost = u64::try_from(row.cost)
+                .map_err(|_| bad(format!("has a negative cost ({})", row.cost)))?;
             live.push(LiveReservation {
                 channel,
                 created_at,
                 sent_at,
+                cost,
             });
         }
         Ok(QuotaRows(live))
@@ -96,6 +101,61 @@ impl QuotaRows {
             .map(|r| r.created_at)
             .collect()
     }
+
+    /// What each live reservation of one channel charged its money budget, with the moment
+    /// it was made (which decides its calendar month): `(created_at, micro-dollars)`.
+    pub fn charges(&self, channel: &ChannelName) -> Vec<(DateTime<Utc>, u64)> {
+        self.0
+            .iter()
+            .filter(|r| &r.channel == channel && r.cost > 0)
+            .map(|r| (r.created_at, r.cost))
+            .collect()
+    }
+}
+
+/// The earliest send time a quota decision at `now` must read: the start of the channel's
+/// local day, the start of the rolling window and, with a money budget, a day before the
+/// start of the channel's local month (a reservation made in the month was sent at most
+/// minutes before it was made, by another machine's clock).
+pub fn quota_since(now: DateTime<Utc>, req: &crate::QuotaClaim) -> DateTime<Utc> {
+    let (day_start, _) = airlock_core::quota::day_bounds(now, req.daily.tz);
+    let mut since = day_start.min(now - req.window.window);
+    if let Some(charge) = &req.budget {
+        let (month_start, _) = airlock_core::budget::month_bounds(now, charge.rule.tz);
+        since = since.min(month_start - Duration::days(1));
+    }
+    since
+}
+
+/// The decision on a reservation on `channel` at `now` from the checked live rows: the
+/// post quota (window and day) and, with a budget, the channel's spending this month.
+/// When more than one refuses, the one that frees last is named.
+pub fn decide_reservation(
+    now: DateTime<Utc>,
+    channel: &ChannelName,
+    req: &crate::QuotaClaim,
+    live: &QuotaRows,
+) -> std::result::Result<(), airlock_core::quota::Denial> {
+    let posts = airlock_core::quota::decide(
+        now,
+        req.window,
+        req.daily,
+        &live.window_counted(now),
+        &live.daily_counted(channel),
+    );
+    let money = match &req.budget {
+        Some(charge) => airlock_core::budget::decide(now, charge.rule, &live.charges(channel)),
+        None => Ok(()),
+    };
+    match (posts, money) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(denial), Ok(())) | (Ok(()), Err(denial)) => Err(denial),
+        (Err(a), Err(b)) => Err(if b.next_free_at > a.next_free_at {
+            b
+        } else {
+            a
+        }),
+    }
 }
 
 /// A reservation row as a backend read it, before checking.
@@ -111,4 +171,6 @@ pub struct RawReservation {
     pub created_at: std::result::Result<DateTime<Utc>, String>,
     /// Parsed `sent_at`, or its text when unreadable.
     pub sent_at: Option<std::result::Result<DateTime<Utc>, String>>,
+    /// `cost_usd_micros` (a negative value is refused by the check).
+    pub cost: i64,
 }

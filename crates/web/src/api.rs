@@ -9,10 +9,11 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use airlock_app::control::{ChannelStatus, QuotaStatus};
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, ListedPost};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Error};
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, VerdictKind};
 use airlock_store::PostFilter;
 
 use crate::auth::{ApiJson, Caller};
@@ -26,8 +27,11 @@ pub fn routes() -> Router<App> {
             "/posts/{id}",
             get(get_post).patch(edit_post).delete(discard_post),
         )
+        .route("/posts/{id}/review", get(review_packet))
+        .route("/posts/{id}/verdict", post(give_verdict))
         .route("/posts/{id}/approve", post(approve_post))
         .route("/posts/{id}/reject", post(reject_post))
+        .route("/posts/{id}/release", post(release_post))
         .route("/posts/{id}/unapprove", post(unapprove_post))
         .route("/posts/{id}/publish", post(publish_post))
         .route("/posts/{id}/resolve", post(resolve_post))
@@ -56,17 +60,60 @@ pub struct ListQuery {
     pub channel: Option<String>,
     /// Only posts with ids below this (paging backwards).
     pub before: Option<i64>,
-    /// At most this many (default and most 100: a post's text may be 100 000
-    /// characters, so a page of posts is bounded; page on with `before`).
+    /// At most this many (default and most 100; page on with `before`). Each post's
+    /// text is cut to 500 characters (`text_truncated`), so a page is bounded however
+    /// long the texts are.
     pub limit: Option<u32>,
+    /// Only quarantined posts (`true`) or only posts that are not (`false`).
+    pub quarantined: Option<bool>,
+}
+
+/// `POST /posts` options.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct CreateQuery {
+    /// Draft it even if the same text is already queued or published on the channel
+    /// within its duplicate window (operators only).
+    #[serde(default)]
+    pub allow_duplicate: bool,
+}
+
+/// `POST /posts/{id}/approve` (the body is optional).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    /// The content hash you reviewed (or send it as `If-Match`): when the post's content
+    /// changed since, nothing is approved and the answer is 409. Strongly recommended.
+    #[serde(default)]
+    pub content_hash: Option<String>,
+}
+
+/// `POST /posts/{id}/verdict`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerdictBody {
+    /// `pass` or `fail`.
+    pub verdict: VerdictKind,
+    /// Reasons, each starting with the rubric item it applies to (`tone: ...`); at least
+    /// one for a fail.
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// The `content_hash` of the review packet you read.
+    pub content_hash: String,
+    /// The `rubric.hash` of the review packet you read.
+    pub rubric_hash: String,
 }
 
 /// `POST /posts/{id}/reject`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RejectBody {
-    /// Why; shown to the writer.
+    /// Why; shown to the writer. Start it with a rubric item (`tone: ...`) to name it.
     pub reason: String,
+    /// The content hash you reviewed (or send it as `If-Match`): when the post's content
+    /// changed since, nothing is recorded and the answer is 409.
+    #[serde(default)]
+    pub content_hash: Option<String>,
 }
 
 /// `POST /posts/{id}/resolve`.
@@ -110,8 +157,10 @@ pub struct EventsQuery {
 }
 
 /// Creates a draft (writer). `Idempotency-Key` makes a retry return the first post for 24 hours.
+/// The same text already queued or published on the channel within its duplicate window
+/// is a 409 `duplicate` naming the earlier post.
 #[utoipa::path(post, path = "/api/v1/posts", request_body = DraftInput,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe creation key")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe creation key"), CreateQuery),
     responses((status = 201, body = Post, description = "created"), (status = 200, body = Post, description = "the post an earlier request with this key created"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
@@ -119,6 +168,7 @@ pub async fn create_post(
     State(app): State<App>,
     Caller(who): Caller,
     headers: HeaderMap,
+    Query(options): Query<CreateQuery>,
     ApiJson(input): ApiJson<DraftInput>,
 ) -> Result<Response, ApiError> {
     let key = match headers.get("idempotency-key") {
@@ -130,8 +180,12 @@ pub async fn create_post(
         ),
         None => None,
     };
+    let origin = DraftOrigin {
+        allow_duplicate: options.allow_duplicate,
+        ..DraftOrigin::default()
+    };
     let created = app
-        .create_post(&who, input, key, DraftOrigin::default())
+        .create_post(&who, input, key, origin)
         .await
         .recorded(&app)?;
     let status = if created.existing {
@@ -142,15 +196,17 @@ pub async fn create_post(
     Ok((status, Json(created.post)).into_response())
 }
 
-/// Lists posts, newest first (any role).
+/// Lists posts, newest first (any role): each is the post JSON with `text` cut to its
+/// first 500 characters and `text_truncated` saying whether it was; `GET /posts/{id}`
+/// gives the whole text.
 #[utoipa::path(get, path = "/api/v1/posts", params(ListQuery),
-    responses((status = 200, body = [Post]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    responses((status = 200, body = [ListedPost]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
 pub async fn list_posts(
     State(app): State<App>,
     Caller(who): Caller,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Vec<Post>>, ApiError> {
+) -> Result<Json<Vec<ListedPost>>, ApiError> {
     let status = query
         .status
         .map(|s| s.parse::<PostStatus>())
@@ -167,11 +223,15 @@ pub async fn list_posts(
         slot: None,
         limit: Some(query.limit.unwrap_or(100).clamp(1, 100)),
         platform_post_id: None,
+        quarantined: query.quarantined,
     };
-    Ok(Json(app.list_posts(&who, &filter).await.recorded(&app)?))
+    Ok(Json(
+        app.list_post_excerpts(&who, &filter).await.recorded(&app)?,
+    ))
 }
 
-/// One post with its events, intents and reservations (any role).
+/// One post with its events, intents, reservations and verdicts (any role). The `ETag`
+/// is the content hash, for `If-Match` on approve and reject.
 #[utoipa::path(get, path = "/api/v1/posts/{id}", params(("id" = i64, Path)),
     responses((status = 200, body = PostDetail), (status = 404, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
@@ -179,10 +239,96 @@ pub async fn get_post(
     State(app): State<App>,
     Caller(who): Caller,
     Path(id): Path<String>,
-) -> Result<Json<PostDetail>, ApiError> {
+) -> Result<Response, ApiError> {
+    let detail = app.get_post(&who, post_id(&id)?).await.recorded(&app)?;
+    let etag = etag(detail.post.content_hash.as_str());
+    Ok(([(axum::http::header::ETAG, etag)], Json(detail)).into_response())
+}
+
+/// The review packet (any role): the post, its content hash, the channel's policy,
+/// limits and review rules, the rubric with its hash, earlier verdicts and what changed
+/// since the last one; everything a critic needs in one call.
+#[utoipa::path(get, path = "/api/v1/posts/{id}/review", params(("id" = i64, Path)),
+    responses((status = 200, body = ReviewPacket), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody, description = "the rubric cannot be read")),
+    security(("bearer" = [])), tag = "review")]
+pub async fn review_packet(
+    State(app): State<App>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let packet = app
+        .review_packet(&who, post_id(&id)?)
+        .await
+        .recorded(&app)?;
+    let etag = etag(packet.content_hash.as_str());
+    Ok(([(axum::http::header::ETAG, etag)], Json(packet)).into_response())
+}
+
+/// Gives a verdict (critic): `pass` approves the content hash you read once the channel's
+/// `approvals_required` critics passed it; `fail` returns the post to its writer with the
+/// reasons, and the `max_revisions`-th fail quarantines it. A changed content or rubric is
+/// a 409 and records nothing.
+#[utoipa::path(post, path = "/api/v1/posts/{id}/verdict", params(("id" = i64, Path)), request_body = VerdictBody,
+    responses((status = 200, body = VerdictResult), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
+    security(("bearer" = [])), tag = "review")]
+pub async fn give_verdict(
+    State(app): State<App>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<VerdictBody>,
+) -> Result<Json<VerdictResult>, ApiError> {
+    let input = VerdictInput {
+        verdict: body.verdict,
+        reasons: body.reasons,
+        content_hash: Some(body.content_hash),
+        rubric_hash: Some(body.rubric_hash),
+    };
     Ok(Json(
-        app.get_post(&who, post_id(&id)?).await.recorded(&app)?,
+        app.give_verdict(&who, post_id(&id)?, input)
+            .await
+            .recorded(&app)?,
     ))
+}
+
+/// Releases a quarantined post back to a plain draft (operator).
+#[utoipa::path(post, path = "/api/v1/posts/{id}/release", params(("id" = i64, Path)),
+    responses((status = 200, body = Post), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
+    security(("bearer" = [])), tag = "review")]
+pub async fn release_post(
+    State(app): State<App>,
+    Caller(who): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Post>, ApiError> {
+    Ok(Json(app.release(&who, post_id(&id)?).await.recorded(&app)?))
+}
+
+/// A strong `ETag` of a content hash.
+fn etag(hash: &str) -> axum::http::HeaderValue {
+    axum::http::HeaderValue::from_str(&format!("\"{hash}\"")).expect("a hex hash is a header value")
+}
+
+/// The content hash a reviewer read: the body's `content_hash`, else `If-Match`
+/// (quoted or not); both given and different is a 400.
+fn reviewed_hash(headers: &HeaderMap, body: Option<String>) -> Result<Option<String>, ApiError> {
+    let header = match headers.get(axum::http::header::IF_MATCH) {
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| ApiError(Error::Invalid("If-Match must be ASCII".into())))?
+                .trim();
+            let text = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+            (text != "*").then(|| text.to_owned())
+        }
+        None => None,
+    };
+    match (body, header) {
+        (Some(body), Some(header)) if body.trim() != header => Err(ApiError(Error::Invalid(
+            "content_hash and If-Match name different hashes: send the one you reviewed, once"
+                .into(),
+        ))),
+        (Some(body), _) => Ok(Some(body)),
+        (None, header) => Ok(header),
+    }
 }
 
 /// Edits a draft (writer); an approved post returns to draft.
@@ -215,30 +361,56 @@ pub async fn discard_post(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Approves a draft (critic; never the token that created or last edited it).
-#[utoipa::path(post, path = "/api/v1/posts/{id}/approve", params(("id" = i64, Path)),
+/// Approves a draft (critic; never the token that created or last edited it): a pass
+/// verdict. Send the content hash you reviewed (`{"content_hash"}` or `If-Match`) so
+/// that a post edited since is a 409 instead of an approval of text nobody read. On a
+/// channel with `approvals_required` above one the post stays a draft until enough
+/// distinct critics passed the same content.
+#[utoipa::path(post, path = "/api/v1/posts/{id}/approve", params(("id" = i64, Path),
+        ("If-Match" = Option<String>, Header, description = "The content hash you reviewed")),
+    request_body(content = Option<ApproveBody>, description = "optional"),
     responses((status = 200, body = Post), (status = 400, body = ErrorBody, description = "policy violation"), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])), tag = "review")]
 pub async fn approve_post(
     State(app): State<App>,
     Caller(who): Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
 ) -> Result<Json<Post>, ApiError> {
-    Ok(Json(app.approve(&who, post_id(&id)?).await.recorded(&app)?))
+    let body: ApproveBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ApproveBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError(Error::Invalid(format!(
+                "invalid JSON body: {e}; send {{\"content_hash\": \"...\"}} or nothing"
+            )))
+        })?
+    };
+    let hash = reviewed_hash(&headers, body.content_hash)?;
+    Ok(Json(
+        app.approve_hash(&who, post_id(&id)?, hash)
+            .await
+            .recorded(&app)?,
+    ))
 }
 
-/// Rejects a draft or an approved post (critic), with a reason.
-#[utoipa::path(post, path = "/api/v1/posts/{id}/reject", params(("id" = i64, Path)), request_body = RejectBody,
+/// Rejects a draft or an approved post (critic), with a reason: a fail verdict. The
+/// channel's `max_revisions`-th fail quarantines the post.
+#[utoipa::path(post, path = "/api/v1/posts/{id}/reject", params(("id" = i64, Path),
+        ("If-Match" = Option<String>, Header, description = "The content hash you reviewed")), request_body = RejectBody,
     responses((status = 200, body = Post), (status = 409, body = ErrorBody)),
     security(("bearer" = [])), tag = "review")]
 pub async fn reject_post(
     State(app): State<App>,
     Caller(who): Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> Result<Json<Post>, ApiError> {
+    let hash = reviewed_hash(&headers, body.content_hash)?;
     Ok(Json(
-        app.reject(&who, post_id(&id)?, &body.reason)
+        app.reject_hash(&who, post_id(&id)?, &body.reason, hash)
             .await
             .recorded(&app)?,
     ))

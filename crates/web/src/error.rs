@@ -40,7 +40,10 @@ impl ApiError {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden(_) => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::IllegalTransition(_) | Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::IllegalTransition(_)
+            | Error::Conflict(_)
+            | Error::Quarantined(_)
+            | Error::Duplicate(_) => StatusCode::CONFLICT,
             Error::Paused { .. } => StatusCode::LOCKED,
             Error::OverQuota { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::PublishFailed(_) | Error::OutcomeUnknown(_) => StatusCode::BAD_GATEWAY,

@@ -31,9 +31,34 @@ pub mod auth;
 pub mod error;
 pub mod policy;
 
+/// How the routes outside `/api/v1` are exposed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebSettings {
+    /// `/metrics` and `/api/openapi.json` answer only a request with a valid token (any
+    /// role), 401 otherwise (`[server] metrics_token_required`; default off, so a
+    /// Prometheus on loopback scrapes without one). `/healthz` stays open: it says only
+    /// ok or unavailable to anyone without a token.
+    pub metrics_token_required: bool,
+}
+
 /// The API, health, metrics and OpenAPI routes, with the app as state.
 pub fn router(app: App) -> Router {
+    router_with(app, WebSettings::default())
+}
+
+/// [`router`] with explicit settings.
+pub fn router_with(app: App, settings: WebSettings) -> Router {
+    let mut documents = Router::new()
+        .route("/api/openapi.json", get(openapi))
+        .route("/metrics", get(metrics));
+    if settings.metrics_token_required {
+        documents = documents.layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            require_token,
+        ));
+    }
     Router::new()
+        .merge(documents)
         .nest(
             "/api/v1",
             api::routes().fallback(|| async {
@@ -44,9 +69,7 @@ pub fn router(app: App) -> Router {
                 )
             }),
         )
-        .route("/api/openapi.json", get(openapi))
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
         .layer(axum::middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::max(airlock_core::limits::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(api_headers))
@@ -142,6 +165,7 @@ pub async fn serve(
     info(title = "airlock", description = "The one door between AI agents and the outside world: drafts, review, at-most-once publishing inside quotas."),
     paths(
         api::create_post, api::list_posts, api::get_post, api::edit_post, api::discard_post,
+        api::review_packet, api::give_verdict, api::release_post,
         api::approve_post, api::reject_post, api::unapprove_post, api::publish_post,
         api::resolve_post, api::requeue_post, api::quota, api::channels, api::pause_channel,
         api::resume_channel, api::pause_all, api::resume_all, api::events
@@ -171,6 +195,26 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi_document())
+}
+
+/// Refuses a request without a valid token (any role) with 401 and the JSON error shape.
+async fn require_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    let authorized = match auth::bearer_header(request.headers()) {
+        Some(secret) => app.authenticate(secret).await.is_ok(),
+        None => false,
+    };
+    if !authorized {
+        let mut response = error::error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this server requires a token for /metrics and /api/openapi.json ([server] metrics_token_required): send `Authorization: Bearer <token>` with any role's token",
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    next.run(request).await
 }
 
 /// `GET /healthz`: `{"status": "ok"}` or 503 `{"status": "unavailable"}`. Only a request
@@ -269,6 +313,18 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
     let _ = writeln!(out, "airlock_outbox_abandoned {}", outbox.abandoned);
     gauge(
         &mut out,
+        "airlock_outbox_oldest_age_seconds",
+        "How long the oldest notification still waiting has waited (0 when none is): a stuck backlog shows here even when it does not grow.",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_outbox_oldest_age_seconds {}",
+        outbox
+            .oldest_pending_at
+            .map_or(0, |at| (app.now() - at).num_seconds().max(0))
+    );
+    gauge(
+        &mut out,
         "airlock_paused",
         "Active pauses by scope (* is every channel).",
     );
@@ -316,6 +372,54 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
         "Published posts whose read-back from the platform failed and that are still unverified.",
     );
     let _ = writeln!(out, "airlock_verify_failures {}", health.verify_failed);
+    gauge(
+        &mut out,
+        "airlock_verify_failures_recent",
+        "Of those, the ones whose read-back failed in the last 24 hours: what the verification alert watches (it clears a day after the last failure, or when `airlock post verify` finds the post).",
+    );
+    let _ = writeln!(
+        out,
+        "airlock_verify_failures_recent {}",
+        health.verify_failed_recent
+    );
+    // Per configured channel only: posts left approved on a channel removed from the
+    // configuration wait for a person, not for a dispatcher.
+    let by_channel = store.due_by_channel(now).await?;
+    let configured: Vec<(String, Option<&airlock_store::ChannelDue>)> = app
+        .settings()
+        .channels
+        .keys()
+        .map(|name| {
+            (
+                escape_label(name.as_str()),
+                by_channel.iter().find(|d| d.channel == name.as_str()),
+            )
+        })
+        .collect();
+    gauge(
+        &mut out,
+        "airlock_channel_due_posts",
+        "Posts due now on each configured channel that is not paused.",
+    );
+    for (channel, found) in &configured {
+        let _ = writeln!(
+            out,
+            "airlock_channel_due_posts{{channel=\"{channel}\"}} {}",
+            found.map_or(0, |d| d.due)
+        );
+    }
+    gauge(
+        &mut out,
+        "airlock_channel_oldest_due_age_seconds",
+        "How long the most overdue post of each configured, open channel has been due (0 when none is).",
+    );
+    for (channel, found) in &configured {
+        let _ = writeln!(
+            out,
+            "airlock_channel_oldest_due_age_seconds{{channel=\"{channel}\"}} {}",
+            age(found.map(|d| d.oldest_due_at))
+        );
+    }
     let mut last = "";
     for series in app.metrics().snapshot() {
         if series.name != last {

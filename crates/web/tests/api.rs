@@ -32,11 +32,16 @@ struct World {
 }
 
 async fn world(window_limit: u32) -> World {
+    world_with(window_limit, |_| {}).await
+}
+
+async fn world_with(window_limit: u32, adjust: impl FnOnce(&mut AppSettings)) -> World {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("a.db")).await.unwrap();
     let tz: chrono_tz::Tz = "Asia/Tokyo".parse().unwrap();
     let mut settings = AppSettings::new(tz);
     settings.window.limit = window_limit;
+    adjust(&mut settings);
     let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
     for (name, simulate) in [
         ("cats", Simulate::Ok),
@@ -149,6 +154,17 @@ impl World {
         if state == "draft" {
             return id;
         }
+        if state == "quarantined" {
+            let critic = Principal {
+                actor: airlock_core::Actor::Token("another-critic".into()),
+                roles: RoleSet::of(&[Role::Critic]),
+                sod_exempt: false,
+            };
+            for reason in ["tone: one", "tone: two"] {
+                self.app.reject(&critic, id, reason).await.unwrap();
+            }
+            return id;
+        }
         self.app.approve(&me, id).await.unwrap();
         if state != "approved" {
             let _ = self.app.publish_now(&me, id).await;
@@ -226,6 +242,22 @@ fn cases() -> Vec<Case> {
             Some(("cats", "draft")),
             Some(json!({"reason": "no"})),
             &["critic", "operator"],
+            StatusCode::OK,
+        ),
+        case(
+            "GET",
+            "/api/v1/posts/{id}/review",
+            Some(("cats", "draft")),
+            None,
+            ALL,
+            StatusCode::OK,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/{id}/release",
+            Some(("cats", "quarantined")),
+            None,
+            &["operator"],
             StatusCode::OK,
         ),
         case(
@@ -946,4 +978,368 @@ async fn a_client_that_hangs_up_during_a_publish_does_not_strand_the_post() {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert!(app.store().pauses().await.unwrap().is_empty());
+}
+
+/// The critic's routes: the review packet (with the content hash as `ETag`), verdicts
+/// bound to the hashes read, approve and reject bound by body or `If-Match`, release,
+/// the quarantine filter, duplicates refused with 409 `duplicate`.
+#[tokio::test]
+async fn verdicts_are_bound_to_the_content_and_rubric_the_critic_read() {
+    let world = world(100).await;
+    let id = world.post_in("cats", "draft").await;
+    let (status, packet, headers) = world
+        .call(
+            Some(&world.tokens["critic"]),
+            "GET",
+            &format!("/api/v1/posts/{id}/review"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{packet}");
+    let hash = packet["content_hash"].as_str().unwrap().to_owned();
+    assert_eq!(
+        headers[header::ETAG].to_str().unwrap(),
+        format!("\"{hash}\"")
+    );
+    assert_eq!(packet["rubric"]["origin"], "built-in default rubric");
+    let rubric = packet["rubric"]["hash"].clone();
+
+    // The writer edits after the critic read the packet.
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}"),
+            Some(json!({"text": "not what the critic read"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let verdict = json!({"verdict": "pass", "content_hash": hash, "rubric_hash": rubric});
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(verdict),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since it was reviewed")
+    );
+    // If-Match with the stale hash: 409 too; nothing approved.
+    let approve = Request::builder()
+        .method("POST")
+        .uri(format!("/api/v1/posts/{id}/approve"))
+        .header(
+            header::AUTHORIZATION,
+            format!("Bearer {}", world.tokens["critic"]),
+        )
+        .header(header::IF_MATCH, format!("\"{hash}\""))
+        .body(Body::empty())
+        .unwrap();
+    let response = airlock_web::router(world.app.clone())
+        .oneshot(approve)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let (status, _) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/approve"),
+            Some(json!({"content_hash": hash})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/reject"),
+            Some(json!({"reason": "tone: no", "content_hash": hash})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+
+    // On what it says now: a fail names rubric items, a pass approves.
+    let (_, packet) = world
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}/review"), None)
+        .await;
+    let now = packet["content_hash"].clone();
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(json!({"verdict": "fail", "reasons": ["too flat"], "content_hash": now, "rubric_hash": rubric})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no rubric item")
+    );
+    let (status, body) = world
+        .as_role(
+            "critic",
+            "POST",
+            &format!("/api/v1/posts/{id}/verdict"),
+            Some(json!({"verdict": "pass", "content_hash": now, "rubric_hash": rubric})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["effect"], "approved");
+    assert_eq!(body["post"]["status"], "approved");
+    let (_, detail) = world
+        .as_role("writer", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
+    assert_eq!(detail["verdicts"][0]["verdict"], "pass");
+    assert_eq!(detail["verdicts"][0]["actor"], "token:critic");
+}
+
+#[tokio::test]
+async fn quarantined_posts_are_listed_released_and_duplicates_refused() {
+    let world = world(100).await;
+    let id = world.post_in("cats", "quarantined").await;
+    let (status, listed) = world
+        .as_role("writer", "GET", "/api/v1/posts?quarantined=true", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], id.0);
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}"),
+            Some(json!({"text": "a third try"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body["error"]["code"], "quarantined");
+    let (status, body) = world
+        .as_role(
+            "operator",
+            "POST",
+            &format!("/api/v1/posts/{id}/release"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["quarantined_at"], Value::Null);
+
+    world.post_in("cats", "approved").await;
+    let again = json!({"channel": "cats", "text": "A post that is APPROVED"});
+    let (status, body) = world
+        .as_role("writer", "POST", "/api/v1/posts", Some(again.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "duplicate");
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts?allow_duplicate=true",
+            Some(again.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = world
+        .as_role(
+            "operator",
+            "POST",
+            "/api/v1/posts?allow_duplicate=true",
+            Some(again),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_list_carries_each_text_cut_to_an_excerpt_with_every_post_field() {
+    let w = world(10).await;
+    let long = "猫".repeat(100_000);
+    let (status, created) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": long})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (status, _) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "short"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, listed) = w.as_role("critic", "GET", "/api/v1/posts", None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["text"], "short");
+    assert_eq!(listed[0]["text_truncated"], false);
+    assert_eq!(listed[1]["text"].as_str().unwrap().chars().count(), 500);
+    assert_eq!(listed[1]["text_truncated"], true);
+    for field in [
+        "id",
+        "channel",
+        "status",
+        "title",
+        "text",
+        "media",
+        "link",
+        "scheduled_at",
+        "content_hash",
+        "approved_hash",
+        "generation",
+        "attempts",
+        "platform_post_id",
+        "permalink",
+        "posted_at",
+        "verified_at",
+        "error",
+        "test",
+        "created_at",
+        "updated_at",
+    ] {
+        assert!(
+            listed[1].get(field).is_some(),
+            "{field} missing from a listed post"
+        );
+    }
+    assert_eq!(listed[1]["content_hash"], created["content_hash"]);
+    // The whole text is one GET away.
+    let id = created["id"].as_i64().unwrap();
+    let (_, detail) = w
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}"), None)
+        .await;
+    assert_eq!(detail["text"].as_str().unwrap().chars().count(), 100_000);
+}
+
+#[tokio::test]
+async fn a_token_holding_its_most_live_drafts_is_refused_naming_the_limit() {
+    let w = world_with(10, |s| s.max_drafts_per_token = 2).await;
+    let draft = json!({"channel": "cats", "text": "hi"});
+    for _ in 0..2 {
+        let (status, body) = w
+            .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("max_drafts_per_token") && message.contains('2'),
+        "{message}"
+    );
+    // Another token has its own allowance; a discarded draft frees a place.
+    let (status, _) = w
+        .as_role("operator", "POST", "/api/v1/posts", Some(draft.clone()))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, listed) = w
+        .as_role("writer", "GET", "/api/v1/posts?status=draft", None)
+        .await;
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["created_by"] == "token:writer")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let (status, _) = w
+        .as_role("writer", "DELETE", &format!("/api/v1/posts/{mine}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn metrics_and_the_openapi_document_can_require_a_token() {
+    let w = world(10).await;
+    let get = |settings: airlock_web::WebSettings, uri: &'static str, token: Option<String>| {
+        let app = w.app.clone();
+        async move {
+            let mut request = Request::builder().method("GET").uri(uri);
+            if let Some(token) = token {
+                request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            airlock_web::router_with(app, settings)
+                .oneshot(request.body(Body::empty()).unwrap())
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let open = airlock_web::WebSettings::default();
+    let closed = airlock_web::WebSettings {
+        metrics_token_required: true,
+    };
+    for uri in ["/metrics", "/api/openapi.json"] {
+        assert_eq!(get(open, uri, None).await, StatusCode::OK, "{uri}");
+        assert_eq!(
+            get(closed, uri, None).await,
+            StatusCode::UNAUTHORIZED,
+            "{uri}"
+        );
+        assert_eq!(
+            get(closed, uri, Some(w.tokens["revoked"].clone())).await,
+            StatusCode::UNAUTHORIZED,
+            "{uri}"
+        );
+        assert_eq!(
+            get(closed, uri, Some(w.tokens["writer"].clone())).await,
+            StatusCode::OK,
+            "{uri}"
+        );
+    }
+    assert_eq!(get(closed, "/healthz", None).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn metrics_give_due_posts_per_configured_channel_and_the_oldest_notifications_age() {
+    let w = world(10).await;
+    w.post_in("cats", "approved").await;
+    let response = airlock_web::router(w.app.clone())
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = String::from_utf8(
+        axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for line in [
+        "airlock_channel_due_posts{channel=\"cats\"} 1",
+        "airlock_channel_due_posts{channel=\"drill\"} 0",
+        "airlock_outbox_oldest_age_seconds 0",
+        "airlock_verify_failures_recent 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("airlock_channel_oldest_due_age_seconds{channel=\"cats\"} ")),
+        "{text}"
+    );
 }

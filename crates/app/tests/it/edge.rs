@@ -415,7 +415,13 @@ async fn a_linkedin_duplicate_of_another_posts_urn_fails_instead_of_counting_as_
     let fake = LinkedinFake::start_expecting(1, 2, 1).await;
     fake.with(|s| s.can_read_posts = true);
     let uri = fake.server.uri();
-    let h = Harness::new(move |_| vec![linkedin_channel("li", &uri, TIMEOUT)]).await;
+    // airlock's own duplicate check is off on this channel: LinkedIn's is under test.
+    let h = Harness::new(move |_| {
+        let mut channel = linkedin_channel("li", &uri, TIMEOUT);
+        channel.settings.review.duplicate_window = chrono::Duration::zero();
+        vec![channel]
+    })
+    .await;
     let app = h.app();
     let first = approved(&app, "li", "The inn opens at eight.").await.id;
     let report = app.publish_next(None).await.unwrap().unwrap();

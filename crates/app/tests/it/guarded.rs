@@ -201,6 +201,7 @@ async fn an_edited_source_article_stops_its_post() {
             updated: None,
         }),
         slot: None,
+        allow_duplicate: false,
     };
     let post = app
         .create_post(&me, draft("cats", "about A"), None, origin)

@@ -1,6 +1,8 @@
 //! Integration tests of the guarded operations over a real SQLite store and local fakes.
 
+mod channels;
 mod concurrency;
+mod critic;
 mod edge;
 mod guarded;
 mod outcomes;

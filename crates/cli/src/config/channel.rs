@@ -36,8 +36,99 @@ pub struct ChannelConfig {
     pub template: Option<String>,
     /// Compose: auto-approve principal.
     pub auto_approve: Option<String>,
+    /// How its posts are reviewed.
+    pub review: ReviewConfig,
     /// How it reaches its platform.
     pub platform: PlatformConfig,
+}
+
+/// A channel's review rules (its own keys, else `[review]`, else the defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewConfig {
+    /// The rubric file; `None`: the built-in default rubric.
+    pub rubric: Option<PathBuf>,
+    /// Distinct critics that must pass the same content (at least 1).
+    pub approvals_required: u32,
+    /// Fail verdicts before a post is quarantined (at least 1).
+    pub max_revisions: u32,
+    /// The duplicate window; `None` (`"off"`): no duplicate check.
+    pub duplicate_window: Option<Span>,
+}
+
+/// The review keys, as a channel or `[review]` writes them.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawReview {
+    pub(super) rubric: Option<PathBuf>,
+    pub(super) approvals_required: Option<u32>,
+    pub(super) max_revisions: Option<u32>,
+    pub(super) duplicate_window: Option<String>,
+}
+
+impl ReviewConfig {
+    /// Reads review keys (`table`: where they were written, for messages) over `defaults`.
+    pub(super) fn read(
+        table: &str,
+        raw: RawReview,
+        defaults: &ReviewConfig,
+        dir: &Path,
+    ) -> Result<Self, String> {
+        let key = |k: &str| format!("{table}.{k}");
+        let rubric = match raw.rubric {
+            Some(path) => {
+                let path = if path.is_relative() {
+                    dir.join(path)
+                } else {
+                    path
+                };
+                crate::rubric::FileRubric::check(&path)
+                    .map_err(|why| format!("{} = {}: {why}", key("rubric"), path.display()))?;
+                Some(path)
+            }
+            None => defaults.rubric.clone(),
+        };
+        let at_least_one = |k: &str, v: Option<u32>, default: u32| match v {
+            Some(0) => Err(format!("{} must be at least 1", key(k))),
+            Some(n) => Ok(n),
+            None => Ok(default),
+        };
+        let duplicate_window = match raw.duplicate_window.as_deref().map(str::trim) {
+            Some("off") => None,
+            Some(text) => Some(text.parse::<Span>().map_err(|e| {
+                format!(
+                    "{} = {text:?}: {e}; or \"off\" for no duplicate check",
+                    key("duplicate_window")
+                )
+            })?),
+            None => defaults.duplicate_window,
+        };
+        Ok(ReviewConfig {
+            rubric,
+            approvals_required: at_least_one(
+                "approvals_required",
+                raw.approvals_required,
+                defaults.approvals_required,
+            )?,
+            max_revisions: at_least_one(
+                "max_revisions",
+                raw.max_revisions,
+                defaults.max_revisions,
+            )?,
+            duplicate_window,
+        })
+    }
+}
+
+impl Default for ReviewConfig {
+    /// The built-in rubric, one approval, quarantine after two fails, a seven-day window.
+    fn default() -> Self {
+        ReviewConfig {
+            rubric: None,
+            approvals_required: 1,
+            max_revisions: 2,
+            duplicate_window: Some(Span::new(Duration::days(7))),
+        }
+    }
 }
 
 /// What a channel's kind needs to reach its platform: one variant per kind, each with
@@ -56,6 +147,12 @@ pub enum PlatformConfig {
     Linkedin(LinkedinConfig),
     /// `kind = "wordpress"`.
     Wordpress(WordpressConfig),
+    /// `kind = "bluesky"`.
+    Bluesky(BlueskyConfig),
+    /// `kind = "mastodon"`.
+    Mastodon(MastodonConfig),
+    /// `kind = "x"`.
+    X(XConfig),
 }
 
 fn thirty_seconds() -> Span {
@@ -92,9 +189,19 @@ pub struct WebhookConfig {
     pub url: String,
     /// HMAC secret file (signs the body).
     pub secret_file: Option<PathBuf>,
+    /// Whether to send `X-Airlock-Signature` (the body-only signature of
+    /// docs/channels.md#webhook, which a captured request replays) beside
+    /// `X-Airlock-Signature-V2`. Default `true`; set `false` once the receiver verifies V2
+    /// only.
+    #[serde(default = "yes")]
+    pub signature_v1: bool,
     /// Bound on the request.
     #[serde(default = "thirty_seconds")]
     pub request_timeout: Span,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `threads`.
@@ -182,6 +289,113 @@ pub struct WordpressConfig {
     pub rest_route: bool,
 }
 
+/// `bluesky`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlueskyConfig {
+    /// The app password's file (0600).
+    pub token_file: PathBuf,
+    /// The handle the session must name.
+    pub account: String,
+    /// What the session is created with, if not the handle (the account's email or DID).
+    pub identifier: Option<String>,
+    /// The account's PDS (default `https://bsky.social`).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `mastodon`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MastodonConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The `acct` the token must belong to.
+    pub account: String,
+    /// The instance.
+    pub base_url: String,
+    /// `public` (default), `unlisted`, `private` or `direct`.
+    pub visibility: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+}
+
+/// `x`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XConfig {
+    /// The token file (0600): an access token, or JSON with a refresh token.
+    pub token_file: PathBuf,
+    /// The username the token must belong to.
+    pub account: String,
+    /// API host override (default `https://api.x.com`).
+    pub base_url: Option<String>,
+    /// Bound on each request.
+    #[serde(default = "thirty_seconds")]
+    pub request_timeout: Span,
+    /// Most money spent per calendar month in the channel's zone, in US dollars.
+    pub monthly_budget_usd: Option<f64>,
+    /// What a post costs, in US dollars (default 0.015).
+    pub post_cost_usd: Option<f64>,
+    /// What a post with a link costs, in US dollars (default 0.20).
+    pub url_post_cost_usd: Option<f64>,
+}
+
+impl MastodonConfig {
+    /// Who may see the statuses; a value Mastodon does not know is refused naming the key.
+    pub fn visibility(
+        &self,
+        name: &str,
+    ) -> Result<airlock_platforms::mastodon::Visibility, String> {
+        use airlock_platforms::mastodon::Visibility;
+        Ok(match self.visibility.as_deref() {
+            None | Some("public") => Visibility::Public,
+            Some("unlisted") => Visibility::Unlisted,
+            Some("private") => Visibility::Private,
+            Some("direct") => Visibility::Direct,
+            Some(other) => {
+                return Err(format!(
+                    "channels.{name}.visibility = {other:?} is not a Mastodon visibility: write \"public\", \"unlisted\", \"private\" or \"direct\""
+                ));
+            }
+        })
+    }
+}
+
+impl XConfig {
+    /// The money budget, if the channel has one; a bad amount is refused naming its key.
+    pub fn budget(&self, name: &str) -> Result<Option<airlock_app::Budget>, String> {
+        use airlock_core::budget::{Costs, parse_usd};
+        let amount = |key: &str, value: Option<f64>, default: u64| match value {
+            None => Ok(default),
+            Some(value) => parse_usd(value).map_err(|e| format!("channels.{name}.{key}: {e}")),
+        };
+        let costs = Costs {
+            post: amount("post_cost_usd", self.post_cost_usd, Costs::X_DEFAULT.post)?,
+            url_post: amount(
+                "url_post_cost_usd",
+                self.url_post_cost_usd,
+                Costs::X_DEFAULT.url_post,
+            )?,
+        };
+        let Some(monthly) = self.monthly_budget_usd else {
+            if self.post_cost_usd.is_some() || self.url_post_cost_usd.is_some() {
+                return Err(format!(
+                    "channels.{name}.post_cost_usd and url_post_cost_usd need channels.{name}.monthly_budget_usd, the budget they are counted against"
+                ));
+            }
+            return Ok(None);
+        };
+        Ok(Some(airlock_app::Budget {
+            monthly: amount("monthly_budget_usd", Some(monthly), 0)?,
+            costs,
+        }))
+    }
+}
+
 impl PlatformConfig {
     /// Reads a kind's own keys (`rest`: the table without the keys every channel has),
     /// refusing a key of another kind by its own name.
@@ -202,6 +416,9 @@ impl PlatformConfig {
             ChannelKind::Instagram => PlatformConfig::Instagram(read(name, kind, rest)?),
             ChannelKind::Linkedin => PlatformConfig::Linkedin(read(name, kind, rest)?),
             ChannelKind::Wordpress => PlatformConfig::Wordpress(read(name, kind, rest)?),
+            ChannelKind::Bluesky => PlatformConfig::Bluesky(read(name, kind, rest)?),
+            ChannelKind::Mastodon => PlatformConfig::Mastodon(read(name, kind, rest)?),
+            ChannelKind::X => PlatformConfig::X(read(name, kind, rest)?),
         })
     }
 
@@ -214,6 +431,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(_) => ChannelKind::Instagram,
             PlatformConfig::Linkedin(_) => ChannelKind::Linkedin,
             PlatformConfig::Wordpress(_) => ChannelKind::Wordpress,
+            PlatformConfig::Bluesky(_) => ChannelKind::Bluesky,
+            PlatformConfig::Mastodon(_) => ChannelKind::Mastodon,
+            PlatformConfig::X(_) => ChannelKind::X,
         }
     }
 
@@ -225,6 +445,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => Some(&c.account),
             PlatformConfig::Linkedin(c) => Some(&c.account),
             PlatformConfig::Wordpress(c) => Some(&c.account),
+            PlatformConfig::Bluesky(c) => Some(&c.account),
+            PlatformConfig::Mastodon(c) => Some(&c.account),
+            PlatformConfig::X(c) => Some(&c.account),
         }
     }
 
@@ -237,6 +460,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => c.request_timeout,
             PlatformConfig::Linkedin(c) => c.request_timeout,
             PlatformConfig::Wordpress(c) => c.request_timeout,
+            PlatformConfig::Bluesky(c) => c.request_timeout,
+            PlatformConfig::Mastodon(c) => c.request_timeout,
+            PlatformConfig::X(c) => c.request_timeout,
         }
     }
 
@@ -258,6 +484,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => vec![&c.token_file],
             PlatformConfig::Linkedin(c) => vec![&c.token_file],
             PlatformConfig::Wordpress(c) => vec![&c.token_file],
+            PlatformConfig::Bluesky(c) => vec![&c.token_file],
+            PlatformConfig::Mastodon(c) => vec![&c.token_file],
+            PlatformConfig::X(c) => vec![&c.token_file],
         }
     }
 
@@ -282,6 +511,17 @@ impl PlatformConfig {
                 .map(|u| (u.as_str(), "base_url"))
                 .collect(),
             PlatformConfig::Wordpress(c) => vec![(c.base_url.as_str(), "base_url")],
+            PlatformConfig::Bluesky(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
+            PlatformConfig::Mastodon(c) => vec![(c.base_url.as_str(), "base_url")],
+            PlatformConfig::X(c) => c
+                .base_url
+                .iter()
+                .map(|u| (u.as_str(), "base_url"))
+                .collect(),
         }
     }
 
@@ -304,6 +544,9 @@ impl PlatformConfig {
             PlatformConfig::Instagram(c) => resolve(&mut c.token_file),
             PlatformConfig::Linkedin(c) => resolve(&mut c.token_file),
             PlatformConfig::Wordpress(c) => resolve(&mut c.token_file),
+            PlatformConfig::Bluesky(c) => resolve(&mut c.token_file),
+            PlatformConfig::Mastodon(c) => resolve(&mut c.token_file),
+            PlatformConfig::X(c) => resolve(&mut c.token_file),
         }
     }
 
@@ -337,6 +580,10 @@ pub(super) struct RawChannel {
     slots: Vec<String>,
     template: Option<String>,
     auto_approve: Option<String>,
+    rubric: Option<PathBuf>,
+    approvals_required: Option<u32>,
+    max_revisions: Option<u32>,
+    duplicate_window: Option<String>,
     #[serde(flatten)]
     rest: toml::Table,
 }
@@ -351,6 +598,8 @@ pub(super) struct Context<'a> {
     pub stale_after: Span,
     /// Whether a site of this name is configured.
     pub has_site: &'a dyn Fn(&str) -> bool,
+    /// `[review]`: the review rules of channels that set none of their own.
+    pub review: &'a ReviewConfig,
 }
 
 impl ChannelConfig {
@@ -365,6 +614,15 @@ impl ChannelConfig {
             .map_err(|e| format!("{}: {e}", key("kind")))?;
         let mut platform = PlatformConfig::read(name, kind, raw.rest)?;
         platform.resolve(name, cx.dir);
+        match &platform {
+            PlatformConfig::X(x) => {
+                x.budget(name)?;
+            }
+            PlatformConfig::Mastodon(m) => {
+                m.visibility(name)?;
+            }
+            _ => {}
+        }
         if raw.daily_limit == 0 {
             return Err(format!(
                 "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
@@ -404,8 +662,20 @@ impl ChannelConfig {
             })?,
             None => cx.timezone,
         };
+        let review = ReviewConfig::read(
+            &format!("channels.{name}"),
+            RawReview {
+                rubric: raw.rubric,
+                approvals_required: raw.approvals_required,
+                max_revisions: raw.max_revisions,
+                duplicate_window: raw.duplicate_window,
+            },
+            cx.review,
+            cx.dir,
+        )?;
         Ok(ChannelConfig {
             name: channel_name,
+            review,
             daily_limit: raw.daily_limit,
             timezone,
             max_chars: raw.max_chars,
@@ -422,6 +692,14 @@ impl ChannelConfig {
     /// Its kind.
     pub fn kind(&self) -> ChannelKind {
         self.platform.kind()
+    }
+
+    /// Its monthly money budget (X channels with `monthly_budget_usd`), checked when read.
+    pub fn budget(&self) -> Option<airlock_app::Budget> {
+        match &self.platform {
+            PlatformConfig::X(c) => c.budget(self.name.as_str()).ok().flatten(),
+            _ => None,
+        }
     }
 }
 

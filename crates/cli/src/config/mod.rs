@@ -19,7 +19,7 @@ use airlock_core::{ChannelName, Span};
 mod channel;
 mod sink;
 
-pub use channel::{ChannelConfig, PlatformConfig};
+pub use channel::{ChannelConfig, PlatformConfig, ReviewConfig};
 pub use sink::{SinkConfig, SinkTarget};
 
 /// A configuration that cannot be used, naming the file and what is wrong.
@@ -58,6 +58,8 @@ struct RawConfig {
     sites: BTreeMap<String, RawSite>,
     #[serde(default)]
     cli: RawCli,
+    #[serde(default)]
+    review: channel::RawReview,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,6 +75,8 @@ struct RawServer {
     public_url: Option<String>,
     allowed_origins: Option<Vec<String>>,
     allowed_hosts: Option<Vec<String>>,
+    max_drafts_per_token: Option<u32>,
+    metrics_token_required: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,6 +127,10 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Extra `Host` names the server answers to (behind a proxy, or listening beyond loopback).
     pub allowed_hosts: Vec<String>,
+    /// `[server] max_drafts_per_token`: live drafts one token may hold (default 1000).
+    pub max_drafts_per_token: u32,
+    /// `[server] metrics_token_required`: `/metrics` and `/api/openapi.json` need a token.
+    pub metrics_token_required: bool,
     /// `[cli] require_token`: state-changing commands need an operator token in
     /// `AIRLOCK_TOKEN` and act as that token (no exemption from separation of duties).
     pub require_token: bool,
@@ -232,6 +240,8 @@ impl Config {
             ));
         }
 
+        let review = ReviewConfig::read("review", raw.review, &ReviewConfig::default(), &dir)
+            .map_err(fail)?;
         let mut channels = BTreeMap::new();
         let has_site = |site: &str| raw.sites.contains_key(site);
         let cx = channel::Context {
@@ -239,6 +249,7 @@ impl Config {
             timezone,
             stale_after,
             has_site: &has_site,
+            review: &review,
         };
         for (name, rc) in raw.channels {
             let channel = ChannelConfig::read(&name, rc, &cx).map_err(fail)?;
@@ -275,8 +286,16 @@ impl Config {
             .map(parse_public_url)
             .transpose()
             .map_err(fail)?;
+        let max_drafts_per_token = raw.server.max_drafts_per_token.unwrap_or(1000);
+        if max_drafts_per_token == 0 {
+            return Err(fail(
+                "server.max_drafts_per_token must be at least 1 (it bounds the live drafts one token may hold)".into(),
+            ));
+        }
         Ok(Config {
             path: path.to_path_buf(),
+            max_drafts_per_token,
+            metrics_token_required: raw.server.metrics_token_required.unwrap_or(false),
             timezone,
             database,
             listen: raw.server.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -309,6 +328,7 @@ impl Config {
         settings.max_retry_after = self.max_retry_after.as_chrono();
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
+        settings.max_drafts_per_token = self.max_drafts_per_token;
         settings.notify = self
             .sinks
             .values()
@@ -337,6 +357,8 @@ impl Config {
                 .and_then(|site| self.sites.get(site))
                 .map(|site| site.dir.clone());
             settings_channel.request_timeout = channel.platform.request_timeout().as_chrono();
+            settings_channel.budget = channel.budget();
+            settings_channel.review = crate::rubric::review_settings(&channel.review);
             settings = settings.with_channel(settings_channel);
         }
         settings
@@ -486,6 +508,41 @@ events = ["published", "failed", "needs_review", "paused"]
     }
 
     #[test]
+    fn signature_v1_is_on_by_default_and_can_be_turned_off_for_webhooks_only() {
+        let config = parse(
+            "[channels.hook]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\nsignature_v1 = false\n\n[channels.hook2]\nkind = \"webhook\"\nurl = \"https://x.example/h\"\ndaily_limit = 1\n\n[notify.audit]\nkind = \"webhook\"\nurl = \"https://x.example/n\"\nevents = [\"published\"]\nsignature_v1 = false\n",
+        )
+        .unwrap();
+        let v1 = |name: &str| match &config.channels[&ChannelName::parse(name).unwrap()].platform {
+            PlatformConfig::Webhook(c) => c.signature_v1,
+            other => panic!("{other:?}"),
+        };
+        assert!(!v1("hook"));
+        assert!(v1("hook2"), "on by default (docs/channels.md#webhook)");
+        let SinkTarget::Webhook(sink) = &config.sinks["audit"].target else {
+            panic!("a webhook sink");
+        };
+        assert!(!sink.signature_v1);
+        let err =
+            parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
+                .unwrap_err();
+        assert!(err.to_string().contains("signature_v1"), "{err}");
+    }
+
+    #[test]
+    fn server_limits_are_read_and_checked() {
+        let config =
+            parse("[server]\nmax_drafts_per_token = 5\nmetrics_token_required = true\n").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 5);
+        assert!(config.metrics_token_required);
+        let config = parse("").unwrap();
+        assert_eq!(config.app_settings().max_drafts_per_token, 1000);
+        assert!(!config.metrics_token_required);
+        let err = parse("[server]\nmax_drafts_per_token = 0\n").unwrap_err();
+        assert!(err.to_string().contains("max_drafts_per_token"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_refused_by_name_and_file() {
         let err = parse("timezone = \"UTC\"\ncolour = \"blue\"\n").unwrap_err();
         let msg = err.to_string();
@@ -612,5 +669,74 @@ events = ["published", "failed", "needs_review", "paused"]
         )
         .unwrap_err();
         assert!(err.to_string().contains("unknown event"), "{err}");
+    }
+
+    #[test]
+    fn review_rules_come_from_the_channel_then_the_review_table_then_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rubrics")).unwrap();
+        std::fs::write(dir.path().join("rubrics/default.md"), "- tone: Warm.\n").unwrap();
+        std::fs::write(dir.path().join("rubrics/threads.md"), "- claims: True.\n").unwrap();
+        let text = "[review]\nrubric = \"rubrics/default.md\"\nmax_revisions = 3\n\
+            [channels.plain]\nkind = \"sandbox\"\ndaily_limit = 1\n\
+            [channels.strict]\nkind = \"sandbox\"\ndaily_limit = 1\nrubric = \"rubrics/threads.md\"\n\
+            approvals_required = 2\nduplicate_window = \"off\"\n";
+        let config = Config::parse(&dir.path().join("airlock.toml"), text).unwrap();
+        let plain = &config.channels[&ChannelName::parse("plain").unwrap()].review;
+        assert_eq!(plain.rubric, Some(dir.path().join("rubrics/default.md")));
+        assert_eq!((plain.approvals_required, plain.max_revisions), (1, 3));
+        assert_eq!(
+            plain.duplicate_window,
+            Some(Span::new(chrono::Duration::days(7)))
+        );
+        let strict = &config.channels[&ChannelName::parse("strict").unwrap()].review;
+        assert_eq!(strict.rubric, Some(dir.path().join("rubrics/threads.md")));
+        assert_eq!((strict.approvals_required, strict.max_revisions), (2, 3));
+        assert_eq!(strict.duplicate_window, None);
+        let settings = config.app_settings();
+        let strict = &settings.channels[&ChannelName::parse("strict").unwrap()].review;
+        assert_eq!(strict.rules.approvals_required, 2);
+        assert_eq!(strict.duplicate_window, chrono::Duration::zero());
+        assert_eq!(strict.rubric.read().unwrap().items[0].id, "claims");
+
+        // Without any review keys: the built-in rubric and the defaults.
+        let bare = parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\n").unwrap();
+        let review = &bare.channels[&ChannelName::parse("s").unwrap()].review;
+        assert_eq!(review, &ReviewConfig::default());
+        let settings = bare.app_settings();
+        let rubric = &settings.channels[&ChannelName::parse("s").unwrap()]
+            .review
+            .rubric;
+        assert_eq!(rubric.origin(), "built-in default rubric");
+    }
+
+    #[test]
+    fn bad_review_keys_are_refused_by_name() {
+        let channel = "[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\n";
+        for (extra, needle) in [
+            (
+                "approvals_required = 0\n",
+                "channels.s.approvals_required must be at least 1",
+            ),
+            (
+                "max_revisions = 0\n",
+                "channels.s.max_revisions must be at least 1",
+            ),
+            (
+                "duplicate_window = \"a week\"\n",
+                "channels.s.duplicate_window",
+            ),
+            (
+                "rubric = \"rubrics/missing.md\"\n",
+                "channels.s.rubric = /etc/airlock/rubrics/missing.md: no such file",
+            ),
+        ] {
+            let err = parse(&format!("{channel}{extra}")).unwrap_err().to_string();
+            assert!(err.contains(needle), "{extra}: {err}");
+        }
+        let err = parse("[review]\nrubrik = \"x.md\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rubrik"), "{err}");
     }
 }

@@ -62,6 +62,15 @@ pub struct WebhookSinkConfig {
     pub url: String,
     /// HMAC secret file.
     pub secret_file: Option<PathBuf>,
+    /// Whether to send `X-Airlock-Signature` (body only, replayable) beside
+    /// `X-Airlock-Signature-V2`. Default `true` (docs/notifications.md); `false` once the
+    /// receiver verifies V2 only.
+    #[serde(default = "yes")]
+    pub signature_v1: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl SinkTarget {

@@ -3,8 +3,9 @@
 //! frozen past its lease, while another process (SQLite: the same ledger file) or
 //! another installation (PostgreSQL: its own config on the same database) takes over.
 //! Against stateful fakes of Threads (containers), WordPress (articles found by the key
-//! they carry) and a webhook receiver (no prepare step: its intent commits with the
-//! claim), every cell asserts at most one copy on the platform, the post's final state,
+//! they carry) and a webhook receiver (no prepare step: once the worker has checked the
+//! channel, with a first post, the drilled post's intent commits with its claim), every
+//! cell asserts at most one copy on the platform, the post's final state,
 //! its reservation, whether the channel is paused — and that the worker really was held
 //! at the boundary (a killed worker died of the signal; a frozen one slept).
 //!
@@ -107,12 +108,21 @@ impl Fake {
         }
     }
 
-    /// Copies of the post on the platform.
-    async fn copies(&self) -> usize {
+    /// Copies of post `id` on the platform.
+    async fn copies(&self, id: &str) -> usize {
         match self {
             Fake::Threads(fake) => fake.with(|s| s.published()),
             Fake::Wordpress(fake) => fake.with(|s| s.articles.len()),
-            Fake::Webhook(receiver) => receiver.requests().await.len(),
+            Fake::Webhook(receiver) => receiver
+                .requests()
+                .await
+                .iter()
+                .filter(|r| {
+                    serde_json::from_slice::<Value>(&r.body).is_ok_and(|body| {
+                        body["id"].as_i64().map(|n| n.to_string()).as_deref() == Some(id)
+                    })
+                })
+                .count(),
         }
     }
 
@@ -188,11 +198,19 @@ fn show(ws: &Workspace, id: &str) -> Value {
     ws.ok(&["post", "show", id, "--json"]).json()
 }
 
-fn spawn_worker(ws: &Workspace, boundary: Boundary) -> Child {
+/// A worker held at `boundary`; with `warm_up`, only on its second publish (its first
+/// one checks the channel's account, after which a webhook's intent commits with its
+/// claim).
+fn spawn_worker(ws: &Workspace, boundary: Boundary, warm_up: bool) -> Child {
+    let first = if warm_up { "1*off->" } else { "" };
     ws.command(&["dispatch", "--once"])
         .env(
             "FAILPOINTS",
-            format!("{}=sleep({})", boundary.failpoint(), FREEZE.as_millis()),
+            format!(
+                "{}={first}sleep({})",
+                boundary.failpoint(),
+                FREEZE.as_millis()
+            ),
         )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -217,7 +235,7 @@ async fn reached(boundary: Boundary, ws: &Workspace, id: &str, fake: &Fake) {
         Boundary::Claim => until(&what, async || show(ws, id)["status"] == "posting").await,
         Boundary::Prepare => until(&what, async || fake.prepared().await).await,
         Boundary::Intent => until(&what, async || non_empty(show(ws, id), "intents")).await,
-        Boundary::Send => until(&what, async || fake.copies().await == 1).await,
+        Boundary::Send => until(&what, async || fake.copies(id).await == 1).await,
         Boundary::Outcome => until(&what, async || show(ws, id)["status"] == "posted").await,
     }
     // The failpoint is the next thing the worker does.
@@ -253,11 +271,29 @@ async fn drill(backend: Backend, kind: Kind, boundary: Boundary, mode: Mode) {
     if kind == Kind::Wordpress {
         add.extend(["--title", "Why cats rest"]);
     }
+    // A webhook worker publishes a first post before the drilled one, so the drilled
+    // post's intent commits with its claim.
+    let warm_up = kind == Kind::Webhook;
+    if warm_up {
+        let warm = first
+            .ok(&[
+                "post",
+                "add",
+                "--channel",
+                "blog",
+                "--text",
+                "Cats wake up.",
+            ])
+            .stdout
+            .trim()
+            .to_owned();
+        first.ok(&["post", "approve", &warm]);
+    }
     let id = first.ok(&add).stdout.trim().to_owned();
     first.ok(&["post", "approve", &id]);
 
     let started = Instant::now();
-    let mut worker = spawn_worker(&first, boundary);
+    let mut worker = spawn_worker(&first, boundary, warm_up);
     reached(boundary, &first, &id, &fake).await;
     if mode == Mode::Kill {
         worker.kill().unwrap();
@@ -294,7 +330,7 @@ async fn drill(backend: Backend, kind: Kind, boundary: Boundary, mode: Mode) {
     second.run(&["dispatch", "--once"]);
 
     let post = show(&second, &id);
-    let copies = fake.copies().await;
+    let copies = fake.copies(&id).await;
     let reservations: Vec<&str> = post["reservations"]
         .as_array()
         .unwrap()

@@ -1,6 +1,8 @@
 //! The `airlock` binary as a user runs it: exit codes, JSON, processes.
 
+mod channels;
 mod compose;
+mod critic;
 mod dispatch;
 mod drills;
 mod edge;

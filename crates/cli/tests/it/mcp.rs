@@ -44,11 +44,13 @@ async fn airlock_mcp_over_stdio_lists_the_tools_and_drafts_a_post_as_the_token()
             "approve_post",
             "draft_post",
             "get_post",
+            "get_review_packet",
             "list_channels",
             "list_posts",
             "publish_post",
             "quota_status",
             "reject_post",
+            "submit_verdict",
             "update_draft"
         ]
     );

@@ -99,6 +99,12 @@ fn the_service_is_sandboxed() {
         "SystemCallFilter=@system-service",
         "UMask=0077",
         "KillSignal=SIGTERM",
+        // A refusal (exit 2) is not retried in a loop; other failures only so often.
+        "RestartPreventExitStatus=2",
+        "StartLimitIntervalSec=",
+        "StartLimitBurst=",
+        // The configuration directory as the comments install it.
+        "install -d -o root -g airlock -m 0750 /etc/airlock",
     ] {
         assert!(
             unit.contains(directive),
@@ -164,7 +170,7 @@ fn the_alert_rules_pass_promtool_and_their_own_tests() {
     for alert in [
         "AirlockPostNeedsReview",
         "AirlockChannelPaused",
-        "AirlockOutboxBacklogGrowing",
+        "AirlockNotificationsStuck",
         "AirlockDispatcherNotRunning",
         "AirlockVerificationFailed",
     ] {
@@ -255,6 +261,14 @@ fn the_container_file_builds_from_this_repository_and_runs_unprivileged() {
     assert!(
         runtime.contains("HEALTHCHECK") && runtime.contains("http://127.0.0.1:8080/healthz"),
         "a health check on /healthz"
+    );
+    assert!(
+        runtime.contains("AIRLOCK_HEALTH_URL"),
+        "the health check can follow another listen port"
+    );
+    assert!(
+        runtime.contains("/var/lib/airlock/backups"),
+        "the backup directory exists in the image"
     );
     assert!(runtime.contains("COPY --from=build"));
     // Every path it copies from the build context exists (Dockerfile paths are relative

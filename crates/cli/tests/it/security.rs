@@ -263,6 +263,53 @@ fn require_token_makes_state_changing_commands_act_as_an_operator_token() {
     assert_refused(&run, "separation of duties");
 }
 
+#[test]
+fn require_token_also_gates_serve_dispatch_backup_and_migrate() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let operator = token(&ws, "ops", "operator");
+    let writer = token(&ws, "agent", "writer");
+    ws.ok(&["post", "add", "--channel", "sandbox", "--text", "Hi #cats"]);
+    std::fs::write(
+        ws.config(),
+        sandbox_config("\n[cli]\nrequire_token = true\n"),
+    )
+    .unwrap();
+    let to = ws.path("copy.db");
+    let commands: [&[&str]; 4] = [
+        &["dispatch", "--once"],
+        &["backup", "--to", to.to_str().unwrap()],
+        &["migrate"],
+        &["serve"],
+    ];
+    for args in commands {
+        let run = finish(
+            ws.command(args)
+                .env_remove("AIRLOCK_TOKEN")
+                .output()
+                .unwrap(),
+        );
+        assert_refused(&run, "require_token");
+        let run = finish(
+            ws.command(args)
+                .env("AIRLOCK_TOKEN", &writer)
+                .output()
+                .unwrap(),
+        );
+        assert_refused(&run, "not operator");
+    }
+    assert!(!to.exists(), "a refused backup wrote nothing");
+    for args in &commands[..3] {
+        let run = finish(
+            ws.command(args)
+                .env("AIRLOCK_TOKEN", &operator)
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, 0, "{args:?}: {}{}", run.stdout, run.stderr);
+    }
+    assert!(to.exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_while_airlock_mcp_runs_stops_working_at_the_next_call() {
     let ws = Workspace::new(&sandbox_config(""));

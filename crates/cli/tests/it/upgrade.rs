@@ -258,6 +258,11 @@ fn sqlite_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         std::fs::copy(&ledger, &before_copy).unwrap();
         let columns = block_on(sqlite_columns(&before_copy));
         let before = block_on(sqlite_rows(&before_copy, &columns));
+        let triggers_before = block_on(sqlite_triggers(&before_copy));
+        assert!(
+            !triggers_before.is_empty(),
+            "{release}: the fixture has triggers"
+        );
 
         let migrate = ws.ok(&["migrate"]);
         assert!(
@@ -292,7 +297,62 @@ fn sqlite_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         );
 
         check_upgraded_workspace(&ws, release, "sqlite");
+
+        // The lifecycle is still enforced by the store: every trigger of the old release
+        // is there, and an illegal status change by hand is refused.
+        let triggers_after = block_on(sqlite_triggers(&ledger));
+        let lost: Vec<&String> = triggers_before.difference(&triggers_after).collect();
+        assert!(
+            lost.is_empty(),
+            "{release}: migrating lost triggers {lost:?}"
+        );
+        let refused = block_on(async {
+            let url = format!("sqlite://{}", ledger.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+            let draft: i64 = sqlx::query_scalar("SELECT min(id) FROM posts WHERE status = 'draft'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            let refused = sqlx::query("UPDATE posts SET status = 'posted' WHERE id = ?")
+                .bind(draft)
+                .execute(&mut conn)
+                .await;
+            conn.close().await.ok();
+            refused
+        });
+        let err = refused.expect_err("a draft went straight to posted by hand-written SQL");
+        assert!(
+            err.to_string().contains("illegal status transition"),
+            "{release}: {err}"
+        );
     }
+}
+
+async fn sqlite_triggers(path: &Path) -> std::collections::BTreeSet<String> {
+    let url = format!("sqlite://{}?mode=ro", path.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.ok();
+    names.into_iter().collect()
+}
+
+/// Every user trigger on a PostgreSQL ledger: its table, its name and whether it fires
+/// (`O`: origin and local; `D`: disabled).
+async fn pg_triggers(url: &str) -> std::collections::BTreeSet<(String, String, String)> {
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT c.relname::text, t.tgname::text, t.tgenabled::text FROM pg_trigger t \
+         JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.ok();
+    rows.into_iter().collect()
 }
 
 /// The dump as `psql` would run it, minus psql's own meta-commands (`\restrict`).
@@ -349,6 +409,11 @@ fn postgres_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
             conn.close().await.ok();
         });
         let before = block_on(pg_rows(&db.url));
+        let triggers_before = block_on(pg_triggers(&db.url));
+        assert!(
+            !triggers_before.is_empty(),
+            "{release}: the fixture has triggers"
+        );
 
         let ws = copy_fixture(release, "postgres");
         let config = std::fs::read_to_string(ws.config()).unwrap();
@@ -389,6 +454,33 @@ fn postgres_ledgers_of_every_earlier_release_migrate_with_every_row_intact() {
         );
 
         check_upgraded_workspace(&ws, release, "postgres");
+
+        // Every trigger of the old release is still there and enabled, and an illegal
+        // status change by hand is refused.
+        let triggers_after = block_on(pg_triggers(&db.url));
+        let lost: Vec<_> = triggers_before.difference(&triggers_after).collect();
+        assert!(
+            lost.is_empty(),
+            "{release}: migrating lost or disabled triggers {lost:?}"
+        );
+        let refused = block_on(async {
+            let mut conn = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            let draft: i64 = sqlx::query_scalar("SELECT min(id) FROM posts WHERE status = 'draft'")
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            let refused = sqlx::query("UPDATE posts SET status = 'posted' WHERE id = $1")
+                .bind(draft)
+                .execute(&mut conn)
+                .await;
+            conn.close().await.ok();
+            refused
+        });
+        let err = refused.expect_err("a draft went straight to posted by hand-written SQL");
+        assert!(
+            err.to_string().contains("illegal status transition"),
+            "{release}: {err}"
+        );
     }
 }
 

@@ -40,6 +40,7 @@ pub async fn used_at(
                 updated: None,
             }),
             slot: None,
+            allow_duplicate: false,
         },
     )
     .await

@@ -97,7 +97,7 @@ try {
     });
     await watcher.goto(`${base}/`);
     const drafts = () => textOf(watcher, ".count.st-draft .count-n");
-    if ((await drafts()) !== "1") fail(`expected 1 draft in the queue tab, got ${await drafts()}`);
+    if ((await drafts()) !== "2") fail(`expected 2 drafts in the queue tab, got ${await drafts()}`);
     await page.goto(`${base}/posts/${posts.draft}`);
     await sees(page, "Mochi has claimed the window seat again.");
     await page.click("button:has-text('Approve')");
@@ -107,7 +107,7 @@ try {
     await shot(page, "03-approved");
     try {
       await watcher.waitForFunction(
-        () => document.querySelector(".count.st-draft .count-n").textContent.trim() === "0",
+        () => document.querySelector(".count.st-draft .count-n").textContent.trim() === "1",
         null,
         { timeout: 10000 },
       );
@@ -178,14 +178,42 @@ try {
     await shot(page, "09-gauge");
   });
 
+  let critiqued;
+  await step("a critic's reasons show against the rubric, and the second fail quarantines the draft", async () => {
+    critiqued = posts.critique;
+    await page.goto(`${base}/posts/${critiqued}`);
+    await page.fill("input[name=reason]", "accuracy: nobody can promise a cat");
+    await page.click("button:has-text('Reject')");
+    await sees(page, `Rejected post #${critiqued}`);
+    await sees(page, "nobody can promise a cat");
+    await sees(page, "Every claim is true");
+    await page.fill("input[name=reason]", "tone: the exclamation reads as pushy");
+    await page.click("button:has-text('Reject')");
+    await sees(page, `Rejected post #${critiqued}: that was its last failed review`);
+    await sees(page, "Quarantined after 2 failed reviews");
+    await seesNot(page, "button:has-text('Approve')", "approve button on a quarantined post");
+    await shot(page, "10-quarantined");
+  });
+
+  await step("the inbox lists the quarantined draft, and the operator releases it", async () => {
+    await page.click("nav >> text=Needs review");
+    await page.waitForURL(`${base}/review`);
+    const item = page.locator(`#quarantined-${critiqued}`);
+    await item.getByText("the exclamation reads as pushy").waitFor({ state: "visible", timeout: 5000 });
+    await item.locator("button:has-text('Release to its writer')").click();
+    await sees(page, `Released post #${critiqued}`);
+    await sees(page, "None quarantined.");
+    await shot(page, "11-released");
+  });
+
   await step("the pages read on a phone", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${base}/`);
     await sees(page, "Inbox empty.");
-    await shot(page, "10-phone-queue");
+    await shot(page, "12-phone-queue");
     await page.goto(`${base}/posts/${posts.review[0]}`);
     await sees(page, "https://drill.example/p/1");
-    await shot(page, "11-phone-post");
+    await shot(page, "13-phone-post");
   });
 
   await step("signing out ends the session", async () => {

@@ -33,6 +33,12 @@ async fn the_queue_shows_counts_the_inbox_quota_and_todays_schedule() {
     assert!(body.contains("1 / 5 today"), "cats gauge");
     assert!(body.contains("2 / 5 today"), "drill gauge");
     assert!(body.contains("3 / 10 in 1h"), "window gauge");
+    // cats has a money budget: one post without a link spent $0.015 of it.
+    assert!(
+        body.contains("$0.015 of $5.00 spent, $4.985 left"),
+        "budget gauge"
+    );
+    assert!(!body.contains("id=\"budget-drill\""), "no budget, no gauge");
     // Today in Tokyo: the approved post at 12:00, the published one at 09:00.
     assert!(body.contains("12:00 JST"), "scheduled later today");
     assert!(body.contains("09:00 JST"), "published this morning");

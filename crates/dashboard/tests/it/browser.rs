@@ -50,6 +50,18 @@ fn require_browser_tools() {
 async fn an_operator_works_the_queue_in_headless_chromium() {
     require_browser_tools();
     let h = Harness::new().await;
+    // A second draft, for the critic's steps.
+    let critique = crate::support::create(
+        &h.app,
+        crate::support::draft(
+            "cats",
+            &format!(
+                "Every guest is promised a cat on the lap! {}",
+                crate::support::PACE
+            ),
+        ),
+    )
+    .await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base_url = format!("http://{}", listener.local_addr().unwrap());
     // Live refresh every second, so the script can watch an open queue update itself.
@@ -66,7 +78,7 @@ async fn an_operator_works_the_queue_in_headless_chromium() {
         .arg(&base_url)
         .arg(&h.operator)
         .arg(&shots)
-        .env("AIRLOCK_POSTS", posts_json(&h))
+        .env("AIRLOCK_POSTS", posts_json(&h, critique))
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output()
@@ -94,6 +106,26 @@ async fn an_operator_works_the_queue_in_headless_chromium() {
     assert_eq!(h.status(s.review[0]).await, PostStatus::Posted);
     assert_eq!(h.status(s.review[1]).await, PostStatus::Failed);
     assert!(h.pauses().await.is_empty(), "paused, then resumed");
+    // The draft the script wrote, failed twice, quarantined, then released.
+    let drafts = h
+        .app
+        .store()
+        .list_posts(&airlock_store::PostFilter {
+            status: Some(PostStatus::Draft),
+            ..airlock_store::PostFilter::default()
+        })
+        .await
+        .unwrap();
+    let critiqued = drafts
+        .iter()
+        .find(|p| p.id == critique)
+        .expect("the critiqued post is a draft again");
+    assert_eq!((critiqued.quarantined_at, critiqued.revisions), (None, 0));
+    assert_eq!(
+        h.app.store().verdicts(critiqued.id).await.unwrap().len(),
+        2,
+        "two fail verdicts"
+    );
     for step in [
         "01-login",
         "02-queue",
@@ -104,16 +136,18 @@ async fn an_operator_works_the_queue_in_headless_chromium() {
         "07-resumed",
         "08-published",
         "09-gauge",
+        "10-quarantined",
+        "11-released",
     ] {
         assert!(shots.join(format!("{step}.png")).exists(), "{step}.png");
     }
 }
 
 /// The seeded post ids, for the script to find its way.
-fn posts_json(h: &Harness) -> String {
+fn posts_json(h: &Harness, critique: airlock_core::PostId) -> String {
     let s = h.seeded;
     format!(
-        r#"{{"draft":{},"approved":{},"posted":{},"review":[{},{}],"failed":{}}}"#,
-        s.draft, s.approved, s.posted, s.review[0], s.review[1], s.failed
+        r#"{{"draft":{},"approved":{},"posted":{},"review":[{},{}],"failed":{},"critique":{}}}"#,
+        s.draft, s.approved, s.posted, s.review[0], s.review[1], s.failed, critique
     )
 }

@@ -5,5 +5,6 @@ mod actions;
 mod browser;
 mod memory;
 mod restart;
+mod review;
 mod security;
 mod support;

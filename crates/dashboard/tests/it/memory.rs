@@ -61,9 +61,14 @@ async fn pages_over_many_maximum_size_drafts_load_excerpts_not_texts() {
     let me = Principal::cli();
     // 60 drafts and 30 approved posts, each as large as a post may be: 9 MB of text.
     let text = "猫".repeat(MAX_TEXT_CHARS);
+    // The same text each time, on purpose: the operator overrides the duplicate check.
+    let on_purpose = DraftOrigin {
+        allow_duplicate: true,
+        ..DraftOrigin::default()
+    };
     for i in 0..90 {
         let post = app
-            .create_post(&me, draft("cats", &text), None, DraftOrigin::default())
+            .create_post(&me, draft("cats", &text), None, on_purpose.clone())
             .await
             .unwrap()
             .post;

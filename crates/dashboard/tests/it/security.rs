@@ -480,3 +480,38 @@ async fn redirects_after_actions_stay_on_this_site() {
         assert_eq!(page.location(), format!("/posts/{id}"), "{back}");
     }
 }
+
+#[tokio::test]
+async fn a_login_token_made_from_a_nonce_an_attacker_chose_is_refused() {
+    use hmac::{Hmac, Mac};
+    let h = Harness::new().await;
+    let mut browser = Browser::new(h.router());
+    // Someone who can set a cookie for the dashboard's site picks the nonce, and makes
+    // the token as a MAC keyed by that nonce alone.
+    let nonce = "a".repeat(64);
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(nonce.as_bytes()).unwrap();
+    mac.update(b"airlock dashboard csrf:login");
+    let forged = hex::encode(mac.finalize().into_bytes());
+    browser
+        .cookies
+        .insert("airlock_login".to_owned(), nonce.clone());
+    let page = browser
+        .post("/login", &[("csrf", &forged), ("token", &h.operator)])
+        .await;
+    assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
+    assert!(!browser.cookies.contains_key("airlock_session"));
+}
+
+#[tokio::test]
+async fn a_login_form_still_submits_after_a_restart() {
+    let h = Harness::new().await;
+    let mut browser = Browser::new(h.router());
+    let form = browser.get("/login").await;
+    let csrf = form.csrf();
+    // A new server over the same ledger (a restart or another host).
+    browser.router = h.router();
+    let page = browser
+        .post("/login", &[("csrf", &csrf), ("token", &h.operator)])
+        .await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
+}

@@ -81,12 +81,16 @@ impl Harness {
             ("drill", Simulate::Unknown),
             ("strict", Simulate::Reject),
         ] {
-            settings = settings.with_channel(ChannelSettings::new(
-                name(channel),
-                ChannelKind::Sandbox,
-                5,
-                tokyo(),
-            ));
+            let mut channel_settings =
+                ChannelSettings::new(name(channel), ChannelKind::Sandbox, 5, tokyo());
+            if channel == "cats" {
+                // A money budget, as X channels have: its gauge shows beside the day's.
+                channel_settings.budget = Some(airlock_app::Budget {
+                    monthly: 5_000_000,
+                    costs: airlock_core::budget::Costs::X_DEFAULT,
+                });
+            }
+            settings = settings.with_channel(channel_settings);
             platforms.insert(
                 name(channel),
                 Arc::new(Sandbox::new(

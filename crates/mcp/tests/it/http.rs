@@ -273,3 +273,108 @@ async fn a_message_over_one_mebibyte_is_refused_before_the_tools_see_it() {
         "{body}"
     );
 }
+
+fn session_of(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("mcp-session-id")
+        .expect("the server opened a session")
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn start_with(h: &Harness, adjust: impl FnOnce(&mut airlock_mcp::HttpSettings)) -> Server {
+    let shutdown = CancellationToken::new();
+    let url = h.serve_http_with(&shutdown, adjust).await;
+    Server { url, shutdown }
+}
+
+#[tokio::test]
+async fn a_session_whose_binding_was_dropped_answers_no_one() {
+    // One session for the whole server: a second one pushes the first out.
+    let h = Harness::new(3).await;
+    let server = start_with(&h, |s| s.max_sessions = 1).await;
+    let alice = h.token("alice", &[Role::Writer]).await;
+    let mallory = h.token("mallory", &[Role::Operator]).await;
+    let first = initialize(&server.url, Some(&alice), None).await;
+    assert_eq!(first.status(), 200);
+    let first = session_of(&first);
+    let second = initialize(&server.url, Some(&mallory), None).await;
+    assert_eq!(second.status(), 200);
+    let second = session_of(&second);
+
+    // Alice's session lost its binding: nobody, not even another token, gets in.
+    for token in [&mallory, &alice] {
+        let answer = list_in_session(&server.url, token, &first).await;
+        assert_eq!(
+            answer.status(),
+            404,
+            "a session without a binding was served"
+        );
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unknown_session", "{body}");
+    }
+    // The newer session still works for its own token.
+    let own = list_in_session(&server.url, &mallory, &second).await;
+    assert_eq!(own.status(), 200);
+}
+
+#[tokio::test]
+async fn a_token_holds_a_bounded_number_of_sessions_and_the_oldest_is_closed() {
+    let h = Harness::new(3).await;
+    let server = start_with(&h, |s| s.max_sessions_per_token = 2).await;
+    let alice = h.token("alice", &[Role::Writer]).await;
+    let bob = h.token("bob", &[Role::Writer]).await;
+    let bobs = session_of(&initialize(&server.url, Some(&bob), None).await);
+    let mut alices = Vec::new();
+    for _ in 0..3 {
+        let opened = initialize(&server.url, Some(&alice), None).await;
+        assert_eq!(opened.status(), 200);
+        alices.push(session_of(&opened));
+    }
+    assert_eq!(
+        list_in_session(&server.url, &alice, &alices[0])
+            .await
+            .status(),
+        404,
+        "the oldest of alice's three sessions should have been closed"
+    );
+    for session in &alices[1..] {
+        assert_eq!(
+            list_in_session(&server.url, &alice, session).await.status(),
+            200
+        );
+    }
+    // Another token's session is not touched by alice's limit.
+    assert_eq!(
+        list_in_session(&server.url, &bob, &bobs).await.status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn mcp_answers_are_not_cached_or_sniffed() {
+    let h = Harness::new(3).await;
+    let server = start(&h).await;
+    let alice = h.token("alice", &[Role::Writer]).await;
+    for response in [
+        initialize(&server.url, Some(&alice), None).await,
+        initialize(&server.url, None, None).await,
+    ] {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            header("cache-control").as_deref(),
+            Some("no-store"),
+            "{}",
+            response.status()
+        );
+        assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"));
+    }
+}

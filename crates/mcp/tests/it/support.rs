@@ -19,16 +19,18 @@ use secrecy::ExposeSecret;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// The tools docs/mcp.md names.
-pub const TOOLS: [&str; 9] = [
+/// The tools docs/mcp.md names and the critic's two, in name order.
+pub const TOOLS: [&str; 11] = [
     "approve_post",
     "draft_post",
     "get_post",
+    "get_review_packet",
     "list_channels",
     "list_posts",
     "publish_post",
     "quota_status",
     "reject_post",
+    "submit_verdict",
     "update_draft",
 ];
 
@@ -43,6 +45,12 @@ pub struct Harness {
 impl Harness {
     /// `window_limit` publishes per rolling hour across channels.
     pub async fn new(window_limit: u32) -> Self {
+        Self::with_review(window_limit, |_| {}).await
+    }
+
+    /// [`Harness::new`], with each channel's settings adjusted by `review` (its review
+    /// rules, its rubric).
+    pub async fn with_review(window_limit: u32, review: impl Fn(&mut ChannelSettings)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("airlock.db"))
             .await
@@ -53,12 +61,10 @@ impl Harness {
         let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
         for channel in ["cats", "dogs"] {
             let name = ChannelName::parse(channel).unwrap();
-            settings = settings.with_channel(ChannelSettings::new(
-                name.clone(),
-                ChannelKind::Sandbox,
-                10,
-                tz,
-            ));
+            let mut channel_settings =
+                ChannelSettings::new(name.clone(), ChannelKind::Sandbox, 10, tz);
+            review(&mut channel_settings);
+            settings = settings.with_channel(channel_settings);
             platforms.insert(
                 name.clone(),
                 Arc::new(Sandbox::new(
@@ -114,10 +120,20 @@ impl Harness {
     /// Serves `/mcp` on a fresh loopback port; returns its URL. Stops when `shutdown`
     /// is cancelled.
     pub async fn serve_http(&self, shutdown: &CancellationToken) -> String {
+        self.serve_http_with(shutdown, |_| {}).await
+    }
+
+    /// [`Harness::serve_http`] with settings changed by `adjust`.
+    pub async fn serve_http_with(
+        &self,
+        shutdown: &CancellationToken,
+        adjust: impl FnOnce(&mut HttpSettings),
+    ) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut settings = HttpSettings::new(addr);
         settings.shutdown = shutdown.clone();
+        adjust(&mut settings);
         tokio::spawn(airlock_mcp::http::serve(
             self.app.clone(),
             listener,

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::support::*;
 
 #[tokio::test]
-async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
+async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
     let h = Harness::new(3).await;
     let client = h.client_for("reader", &[Role::Writer]).await;
 
@@ -96,7 +96,13 @@ async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
             .contains_key("status")
     );
 
-    for name in ["list_posts", "get_post", "quota_status", "list_channels"] {
+    for name in [
+        "list_posts",
+        "get_post",
+        "get_review_packet",
+        "quota_status",
+        "list_channels",
+    ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(true), "{name}");
     }
@@ -105,10 +111,30 @@ async fn tools_list_returns_the_nine_tools_with_schemas_and_annotations() {
         "update_draft",
         "approve_post",
         "reject_post",
+        "submit_verdict",
         "publish_post",
     ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(false), "{name}");
+    }
+    let verdict = &by_name["submit_verdict"].input_schema;
+    let mut required: Vec<&str> = verdict["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    required.sort();
+    assert_eq!(
+        required,
+        ["content_hash", "id", "rubric_hash", "verdict"],
+        "the critic tool always carries the hashes the critic read"
+    );
+    for tool in ["approve_post", "reject_post"] {
+        assert!(
+            by_name[tool].input_schema["properties"]["content_hash"].is_object(),
+            "{tool} takes the reviewed content_hash"
+        );
     }
     let publish = by_name["publish_post"].annotations.as_ref().unwrap();
     assert_eq!(publish.destructive_hint, Some(true));
@@ -404,4 +430,27 @@ async fn a_token_revoked_while_the_server_runs_stops_at_the_next_call() {
         .await
         .unwrap();
     assert!(posts.is_empty(), "nothing was drafted after revocation");
+}
+
+#[tokio::test]
+async fn list_posts_gives_each_text_as_an_excerpt_and_get_post_the_whole_text() {
+    let h = Harness::new(3).await;
+    let writer = h.client_for("writer-agent", &[Role::Writer]).await;
+    let long = "猫".repeat(2000);
+    let drafted = ok_json(
+        &call(
+            &writer,
+            "draft_post",
+            json!({"channel": "cats", "text": long}),
+        )
+        .await,
+    );
+    let posts = ok_json(&call(&writer, "list_posts", json!({})).await);
+    let listed = &posts.as_array().unwrap()[0];
+    assert_eq!(listed["id"], drafted["id"]);
+    assert_eq!(listed["text"].as_str().unwrap().chars().count(), 500);
+    assert_eq!(listed["text_truncated"], true);
+    assert_eq!(listed["content_hash"], drafted["content_hash"]);
+    let whole = ok_json(&call(&writer, "get_post", json!({"id": drafted["id"]})).await);
+    assert_eq!(whole["text"].as_str().unwrap().chars().count(), 2000);
 }

@@ -96,6 +96,7 @@ impl Harness {
                 actor: "cli".to_owned(),
                 now: self.clock.now(),
                 idempotency: None,
+                duplicate_window: None,
             })
             .await
             .unwrap()
@@ -223,6 +224,7 @@ pub fn webhook_sink(name: &str, url: &str, secret: Option<&str>) -> SinkSettings
         kind: SinkKind::Webhook {
             url: url.to_owned(),
             secret: secret.map(|s| SecretString::from(s.to_owned())),
+            signature_v1: true,
         },
         events: vec!["published".to_owned()],
         request_timeout: TIMEOUT,

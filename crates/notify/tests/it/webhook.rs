@@ -209,3 +209,32 @@ async fn a_captured_delivery_cannot_be_replayed_later_against_the_timestamped_si
         300
     ));
 }
+
+#[tokio::test]
+async fn a_sink_with_signature_v1_off_sends_only_the_timestamped_signature() {
+    let h = Harness::new().await;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let post = h.post().await;
+    h.queue(&post, "audit", "published", "post 1 published")
+        .await;
+    let mut sink = webhook_sink("audit", &server.uri(), Some(SECRET));
+    if let airlock_notify::SinkKind::Webhook { signature_v1, .. } = &mut sink.kind {
+        *signature_v1 = false;
+    }
+    let deliverer = h.deliverer(vec![sink]);
+    assert_eq!(deliverer.deliver_once().await.unwrap().delivered, 1);
+    let request = &server.received_requests().await.unwrap()[0];
+    assert_eq!(header_of(request, "x-airlock-signature"), None);
+    let signed = header_of(request, "x-airlock-signature-v2").expect("V2 is always sent");
+    assert!(receiver_accepts(
+        signed,
+        &request.body,
+        chrono::Utc::now().timestamp(),
+        300
+    ));
+}

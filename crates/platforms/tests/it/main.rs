@@ -4,8 +4,12 @@
 //! returns (reasons, notes, evidence, outcomes, accounts, its own `Debug`) and no URL or
 //! body it sends carries it.
 
+mod bluesky;
 mod instagram;
 mod linkedin;
+mod mastodon;
 mod support;
 mod threads;
+mod webhook;
 mod wordpress;
+mod x;

@@ -81,3 +81,36 @@ pub async fn assert_token_only_in_headers(server: &MockServer) {
         );
     }
 }
+
+/// Asserts the token travelled only in headers, except in the bodies of requests to
+/// `path` (a login or token endpoint of the platform itself, where the protocol puts it).
+pub async fn assert_token_only_in_headers_except(server: &MockServer, path: &str) {
+    for request in server.received_requests().await.unwrap_or_default() {
+        assert!(
+            !request.url.as_str().contains(CANARY),
+            "token in URL {}",
+            request.url
+        );
+        if request.url.path() != path {
+            assert!(
+                !String::from_utf8_lossy(&request.body).contains(CANARY),
+                "token in the body of {}",
+                request.url
+            );
+        }
+    }
+}
+
+/// A server of one JPEG image at `/cat.jpg`.
+pub async fn image_server() -> MockServer {
+    let server = MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/cat.jpg"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200)
+                .insert_header("content-type", "image/jpeg")
+                .set_body_bytes(vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4]),
+        )
+        .mount(&server)
+        .await;
+    server
+}

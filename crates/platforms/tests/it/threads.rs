@@ -577,6 +577,7 @@ fn retry_of(container: &str, key: &str) -> PublishRequest {
         idempotency_key: key.into(),
         platform_ref: Some(container.into()),
         sent_at: chrono::Utc::now() - chrono::Duration::minutes(20),
+        definitely_unpublished: false,
     }];
     req
 }
@@ -705,4 +706,26 @@ async fn a_publish_refused_because_the_container_was_already_published_is_this_p
         "{published:?}"
     );
     assert_no_canary(&outcome);
+}
+
+#[tokio::test]
+async fn a_non_json_error_page_is_recorded_by_its_size_not_its_text() {
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let server = MockServer::start().await;
+    let page = "<html><body><h1>502 Bad Gateway</h1><pre>X-Forwarded-Authorization: sessionid-leaked-cookie-value</pre></body></html>";
+    Mock::given(wiremock::matchers::any())
+        .respond_with(ResponseTemplate::new(502).set_body_string(page))
+        .mount(&server)
+        .await;
+    let threads = Threads::new(settings(server.uri()), client()).unwrap();
+    let err = threads.account().await.unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains("HTTP 502"), "{shown}");
+    assert!(
+        shown.contains(&format!("{} bytes, not kept", page.len())),
+        "{shown}"
+    );
+    for leaked in ["sessionid", "Bad Gateway", "X-Forwarded"] {
+        assert!(!shown.contains(leaked), "{leaked} was recorded: {shown}");
+    }
 }

@@ -1,7 +1,8 @@
 //! What the schema itself guarantees against hand-written SQL: the lifecycle edges
 //! (all 36 pairs against `is_legal`), events for every status change, drafts at birth,
-//! permanent `posted_at`, an append-only event log; plus corrupt quota rows, the claim
-//! index, and an event feed that never skips a late commit.
+//! permanent `posted_at`, an append-only event log; the quarantine, review rounds and
+//! append-only verdicts of `0006_review.sql`; plus corrupt quota rows, the claim index,
+//! and an event feed that never skips a late commit.
 
 use sqlx::{Executor, PgConnection, Row};
 
@@ -354,4 +355,73 @@ async fn the_event_feed_waits_for_an_event_that_commits_late() {
     );
     assert!(posts.contains(&quick.id));
     assert!(feed.windows(2).all(|w| w[0].id < w[1].id));
+}
+
+/// `0006_review.sql`: a quarantined draft is neither approved (AL001) nor changed (AL006)
+/// by any SQL, only a draft is quarantined, a hand-written change of text starts a new
+/// review round, and verdicts are append-only (AL004).
+#[tokio::test]
+async fn hand_written_sql_cannot_approve_or_change_a_quarantined_draft_and_verdicts_are_append_only()
+ {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let mut conn = db.conn().await;
+    let post = draft(&store, "threads-main", "quarantine me", t0()).await;
+    let mut update = airlock_store::PostUpdate::new(
+        post.id,
+        airlock_store::Guard::Version(post.version),
+        CRITIC,
+        mins(1),
+    );
+    update.verdict = Some(airlock_core::NewVerdict {
+        verdict: airlock_core::VerdictKind::Fail,
+        reasons: vec!["tone: no".into()],
+        content_hash: post.content_hash.clone(),
+        rubric_hash: "ab".repeat(32),
+        content: post.content.clone(),
+    });
+    store.update_post(update).await.unwrap();
+    sqlx::query("UPDATE posts SET quarantined_at = now() WHERE id = $1")
+        .bind(post.id.0)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    for (statement, code) in [
+        (
+            "UPDATE posts SET status = 'approved' WHERE id = $1",
+            "AL001",
+        ),
+        ("UPDATE posts SET text = 'changed' WHERE id = $1", "AL006"),
+        (
+            "UPDATE verdicts SET verdict = 'pass' WHERE post_id = $1",
+            "AL004",
+        ),
+        ("DELETE FROM verdicts WHERE post_id = $1", "AL004"),
+    ] {
+        let err = sqlx::query(statement)
+            .bind(post.id.0)
+            .execute(&mut conn)
+            .await
+            .unwrap_err();
+        assert_eq!(sqlstate(&err).as_deref(), Some(code), "{statement}: {err}");
+    }
+    assert_eq!(status_by_sql(&mut conn, post.id).await, "draft");
+    assert_eq!(store.verdicts(post.id).await.unwrap().len(), 1);
+
+    let approved = approved(&store, "threads-main", "approved", t0()).await;
+    let err = sqlx::query("UPDATE posts SET quarantined_at = now() WHERE id = $1")
+        .bind(approved.id.0)
+        .execute(&mut conn)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err).as_deref(), Some("AL001"), "{err}");
+
+    let plain = draft(&store, "threads-main", "plain", t0()).await;
+    sqlx::query("UPDATE posts SET text = 'edited by hand', content_hash = $1 WHERE id = $2")
+        .bind("cd".repeat(32))
+        .bind(plain.id.0)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(store.get_post(plain.id).await.unwrap().review_round, 1);
 }

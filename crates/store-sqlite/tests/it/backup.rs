@@ -72,3 +72,38 @@ async fn a_backup_never_overwrites_and_needs_an_existing_directory() {
     assert!(refused.to_string().contains("create the backup directory"));
     assert!(!nowhere.exists());
 }
+
+#[tokio::test]
+async fn a_backup_removes_what_killed_backups_left_more_than_a_day_ago() {
+    let (store, dir) = fresh().await;
+    in_status(&store, PostStatus::Draft, "alpha").await;
+    let day_and_more = std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600);
+    let file = |name: &str, old: bool| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, "a full copy of the ledger").unwrap();
+        if old {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(day_and_more)
+                .unwrap();
+        }
+        path
+    };
+    let stale = [
+        file(".old.db.partial-4242", true),
+        file(".old.db.partial-4242-journal", true),
+        file(".old.db.partial-4242-wal", true),
+        file(".old.db.partial-4242-shm", true),
+    ];
+    // A backup that may still be running, and files that are not partial copies.
+    let running = file(".now.db.partial-4343", false);
+    let unrelated = file("notes.partial-old.txt", true);
+    store.backup_into(&dir.path().join("b.db")).await.unwrap();
+    for path in &stale {
+        assert!(!path.exists(), "{} was left", path.display());
+    }
+    assert!(running.exists());
+    assert!(unrelated.exists());
+}

@@ -1,6 +1,7 @@
 //! The triggers of `migrations/0001_ledger.sql` against hand-written SQL: all 36 status
 //! pairs against `is_legal`, an event for every change (actor `sql`), drafts at birth,
-//! permanent `posted_at`, only drafts deleted, an append-only event log.
+//! permanent `posted_at`, only drafts deleted, an append-only event log; and those of
+//! `0006_review.sql`: quarantine, review rounds, append-only verdicts.
 
 use sqlx::Executor;
 
@@ -167,4 +168,74 @@ async fn post_events_are_append_only() {
         assert!(refused(&err, "append-only"), "{sql}: {err}");
     }
     assert_eq!(events(&store, post.id).await, before);
+}
+
+/// `0006_review.sql`: a quarantined draft is neither approved nor changed by any SQL,
+/// only a draft is quarantined, a hand-written change of text starts a new review round,
+/// and verdicts are append-only.
+#[tokio::test]
+async fn hand_written_sql_cannot_approve_or_change_a_quarantined_draft_and_verdicts_are_append_only()
+ {
+    let (store, _dir) = fresh().await;
+    let post = draft(&store, "threads-main", "quarantine me", t0()).await;
+    let mut update = airlock_store::PostUpdate::new(
+        post.id,
+        airlock_store::Guard::Version(post.version),
+        CRITIC,
+        mins(1),
+    );
+    update.verdict = Some(airlock_core::NewVerdict {
+        verdict: airlock_core::VerdictKind::Fail,
+        reasons: vec!["tone: no".into()],
+        content_hash: post.content_hash.clone(),
+        rubric_hash: "ab".repeat(32),
+        content: post.content.clone(),
+    });
+    store.update_post(update).await.unwrap();
+    store
+        .pool()
+        .execute(sqlx::query(
+            "UPDATE posts SET quarantined_at = '2026-03-02T03:01:00.000Z' WHERE id = 1",
+        ))
+        .await
+        .unwrap();
+    for (statement, marker) in [
+        (
+            "UPDATE posts SET status = 'approved' WHERE id = 1",
+            "illegal status transition",
+        ),
+        (
+            "UPDATE posts SET text = 'changed' WHERE id = 1",
+            "quarantined",
+        ),
+        ("UPDATE verdicts SET verdict = 'pass'", "append-only"),
+        ("DELETE FROM verdicts", "append-only"),
+    ] {
+        let err = store
+            .pool()
+            .execute(sqlx::query(statement))
+            .await
+            .unwrap_err();
+        assert!(refused(&err, marker), "{statement}: {err}");
+    }
+    assert_eq!(status_by_sql(&store, post.id).await, "draft");
+    assert_eq!(store.verdicts(post.id).await.unwrap().len(), 1);
+
+    let approved = approved(&store, "threads-main", "approved", t0()).await;
+    let err =
+        sqlx::query("UPDATE posts SET quarantined_at = '2026-03-02T03:01:00.000Z' WHERE id = ?")
+            .bind(approved.id.0)
+            .execute(store.pool())
+            .await
+            .unwrap_err();
+    assert!(refused(&err, "only a draft is quarantined"), "{err}");
+
+    let plain = draft(&store, "threads-main", "plain", t0()).await;
+    sqlx::query("UPDATE posts SET text = 'edited by hand', content_hash = ? WHERE id = ?")
+        .bind("cd".repeat(32))
+        .bind(plain.id.0)
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(store.get_post(plain.id).await.unwrap().review_round, 1);
 }

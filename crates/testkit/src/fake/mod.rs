@@ -8,9 +8,15 @@
 //! - [`meta`]: Threads and Instagram (Graph API containers);
 //! - [`wordpress`]: the WordPress REST API;
 //! - [`linkedin`]: LinkedIn's `userinfo` and Posts API;
+//! - [`bluesky`]: a Bluesky PDS (sessions, records at client-chosen keys, blobs);
+//! - [`mastodon`]: a Mastodon instance (idempotency keys kept an hour on a fake clock);
+//! - [`x`]: X's API v2 (OAuth 2.0 refresh with rotation, duplicate content);
 //! - [`receiver`]: a receiver for `webhook` notifications.
 
+pub mod bluesky;
 pub mod linkedin;
+pub mod mastodon;
 pub mod meta;
 pub mod receiver;
 pub mod wordpress;
+pub mod x;

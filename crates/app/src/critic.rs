@@ -1,0 +1,695 @@
+//! The critic's workflow: rubric-bound verdicts, the review packet, more than one
+//! approver, a cap on revise cycles with quarantine, and the operator's release.
+//!
+//! - A **verdict** is `pass` or `fail` with reasons, by one principal, against the
+//!   content hash the critic read and the rubric hash it read; it is a record in the
+//!   ledger (`verdicts`), written in the same transaction as what it does to the post.
+//!   `approve` is a pass and `reject` a fail, on every front end.
+//! - A **pass** approves exactly the hash it names: when the caller gives the hash it
+//!   read and the post no longer has it, nothing is recorded and the answer is a
+//!   conflict. The post is approved once `approvals_required` distinct critics have
+//!   passed the same content in the current review round (any content change, and any
+//!   withdrawn approval, starts a new round); the content policy and separation of
+//!   duties are checked on every pass, as for any approval.
+//! - A **fail** returns the post to its writer with the reasons (in `error`, and on the
+//!   timeline); the `max_revisions`-th fail since the last release **quarantines** it:
+//!   it stays a `draft`, but nobody may edit, approve or publish it until an operator
+//!   releases it ([`App::release`]: a plain draft again, the count reset) or discards it.
+//! - The **review packet** ([`App::review_packet`]) gives a critic everything in one
+//!   read: the post, its hash, the channel's policy, limits and review rules, the rubric
+//!   with its hash and items, earlier verdicts, and what changed since the last one.
+//!
+//! The rubric is read through a [`RubricSource`] given by whoever builds the app (the
+//! CLI reads the configured file on every call, so an edited rubric applies at once);
+//! nothing here reads files. The pure rules (tallies, the cap, reasons, diffs) are in
+//! [`airlock_core::review`].
+
+use std::fmt;
+
+use serde::Serialize;
+
+use airlock_core::review::{
+    self, ContentChange, Decision, DecisionError, Rubric, RubricItem, VerdictKind,
+};
+use airlock_core::status::quarantine_allows;
+use airlock_core::{Action, ContentHash, NewVerdict, Post, PostId, PostStatus, Verdict};
+use airlock_store::EventNote;
+
+use crate::{App, ChannelSettings, Error, Principal, Result};
+
+/// Where a channel's rubric comes from. Read on every review packet and verdict, so a
+/// changed rubric applies without a restart.
+pub trait RubricSource: Send + Sync + fmt::Debug {
+    /// The rubric as it reads now, or a one-line reason it cannot be read (naming the
+    /// file, never its content).
+    fn read(&self) -> std::result::Result<Rubric, String>;
+
+    /// Where it comes from, for people: a path, or "built-in default rubric".
+    fn origin(&self) -> String;
+}
+
+/// The rubric a channel uses when none is configured ([`review::DEFAULT_RUBRIC`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuiltinRubric;
+
+impl RubricSource for BuiltinRubric {
+    fn read(&self) -> std::result::Result<Rubric, String> {
+        Ok(Rubric::parse(review::DEFAULT_RUBRIC))
+    }
+
+    fn origin(&self) -> String {
+        "built-in default rubric".to_owned()
+    }
+}
+
+/// A verdict as a critic gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictInput {
+    /// `pass` or `fail`.
+    pub verdict: VerdictKind,
+    /// Short reasons, each starting with the rubric item it applies to (`tone: ...`);
+    /// at least one for a fail.
+    pub reasons: Vec<String>,
+    /// The content hash the critic read. When given, a post whose content has changed
+    /// since is a conflict and nothing is recorded. People may leave it out (the
+    /// verdict then applies to the content as it is now); agents should always give it.
+    pub content_hash: Option<String>,
+    /// The rubric hash the critic read; when given, a rubric changed since is a conflict.
+    pub rubric_hash: Option<String>,
+}
+
+impl VerdictInput {
+    /// A pass with no reasons, bound to `content_hash` when given.
+    pub fn pass(content_hash: Option<String>) -> Self {
+        VerdictInput {
+            verdict: VerdictKind::Pass,
+            reasons: Vec::new(),
+            content_hash,
+            rubric_hash: None,
+        }
+    }
+
+    /// A fail with these reasons, bound to `content_hash` when given.
+    pub fn fail(reasons: Vec<String>, content_hash: Option<String>) -> Self {
+        VerdictInput {
+            verdict: VerdictKind::Fail,
+            reasons,
+            content_hash,
+            rubric_hash: None,
+        }
+    }
+}
+
+/// What a verdict did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum VerdictEffect {
+    /// The pass completed the approvals: the post is approved.
+    Approved,
+    /// The pass is recorded; more critics must pass the same content.
+    AwaitingApprovals,
+    /// The fail returned the post to its writer.
+    ReturnedToWriter,
+    /// The fail reached `max_revisions`: the post is quarantined.
+    Quarantined,
+}
+
+/// The answer to a verdict: the verdict as recorded, what it did, and the post after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VerdictResult {
+    /// What the verdict did.
+    pub effect: VerdictEffect,
+    /// What happens next, in a sentence.
+    pub message: String,
+    /// The verdict as recorded.
+    pub verdict: Verdict,
+    /// Critics whose passes count for the content now (empty after a fail).
+    pub passed_by: Vec<String>,
+    /// The channel's `approvals_required`.
+    pub approvals_required: u32,
+    /// Fail verdicts since the last release.
+    pub revisions: i64,
+    /// The channel's `max_revisions`.
+    pub max_revisions: u32,
+    /// The post as it stands afterwards.
+    pub post: Post,
+}
+
+/// Everything a critic needs to review a post, in one read.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReviewPacket {
+    /// How to use this packet.
+    pub instructions: String,
+    /// The post JSON.
+    pub post: Post,
+    /// The hash of the content under review: give it back with the verdict.
+    pub content_hash: ContentHash,
+    /// The channel: kind, account, limits, content policy and review rules.
+    pub channel: ChannelReview,
+    /// The rubric to review against.
+    pub rubric: RubricView,
+    /// Earlier verdicts on this post, oldest first.
+    pub verdicts: Vec<Verdict>,
+    /// Passes that count for the content now, and how many more are needed.
+    pub approvals: Approvals,
+    /// Fails since the last release, against the cap.
+    pub revisions: Revisions,
+    /// What changed since the last verdict (`null` when there was none, or nothing changed).
+    pub changes_since_last_verdict: Option<ChangeSince>,
+    /// Whether the caller may give a verdict now, and if not, why.
+    pub verdict_allowed: bool,
+    /// Why the caller may not give a verdict now (`null` when it may).
+    pub verdict_refused: Option<String>,
+}
+
+/// The channel as a critic needs to see it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChannelReview {
+    /// Name.
+    pub name: String,
+    /// Kind (`threads`, `wordpress`, ...).
+    pub kind: String,
+    /// The account it publishes as.
+    pub account: Option<String>,
+    /// Publishes per local day.
+    pub daily_limit: u32,
+    /// Its calendar.
+    pub timezone: String,
+    /// The content policy airlock checks at approval and before publishing.
+    pub policy: PolicyView,
+    /// Distinct critics that must pass the same content.
+    pub approvals_required: u32,
+    /// Fail verdicts before quarantine.
+    pub max_revisions: u32,
+}
+
+/// A channel's content policy, for reading.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PolicyView {
+    /// Longest text.
+    pub max_chars: Option<usize>,
+    /// How length is counted.
+    pub length_unit: String,
+    /// Phrases that must not appear (case-insensitive).
+    pub forbidden: Vec<String>,
+    /// Phrases that must appear verbatim.
+    pub required: Vec<String>,
+    /// A title is required.
+    pub require_title: bool,
+    /// At least one media item is required.
+    pub require_media: bool,
+    /// Most media items.
+    pub max_media: Option<usize>,
+    /// What the policy finds wrong with the content now (empty when it passes).
+    pub violations: Vec<String>,
+}
+
+/// A rubric, for reading.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RubricView {
+    /// Where it comes from.
+    pub origin: String,
+    /// SHA-256 of its text: give it back with the verdict.
+    pub hash: String,
+    /// Its items; each reason starts with one of their ids (`tone: ...`).
+    pub items: Vec<RubricItem>,
+    /// Its text.
+    pub text: String,
+}
+
+/// Passes that count now.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Approvals {
+    /// The channel's `approvals_required`.
+    pub required: u32,
+    /// Critics whose passes count for the content now.
+    pub passed_by: Vec<String>,
+    /// How many more distinct critics must pass.
+    pub needed: u32,
+}
+
+/// Fails against the cap.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Revisions {
+    /// Fail verdicts since the last release.
+    pub failed: i64,
+    /// The channel's `max_revisions`.
+    pub max: u32,
+    /// Fails left before quarantine.
+    pub left: i64,
+    /// When the post was quarantined (`null` unless it is).
+    pub quarantined_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// What changed since the last verdict.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChangeSince {
+    /// The last verdict's id.
+    pub since_verdict: i64,
+    /// The content hash it was given against.
+    pub since_hash: ContentHash,
+    /// The fields and lines that differ.
+    #[serde(flatten)]
+    pub change: ContentChange,
+}
+
+/// What a critic agent is told in every packet.
+pub const PACKET_INSTRUCTIONS: &str = "\
+Review `post` (title, text, media, link) against every item of `rubric` and against the \
+channel's `policy`. Then call submit_verdict with this packet's `content_hash` and \
+`rubric.hash`: verdict \"pass\" when every rubric item holds, or \"fail\" with reasons, each \
+starting with the rubric item id it applies to and a colon (\"tone: reads as pushy\"). A fail \
+returns the post to its writer, who reads your reasons; after `revisions.max` fails the post \
+is quarantined for a person. A pass approves the post once `approvals.required` different \
+critics have passed this same content. If the content or the rubric changes before your \
+verdict, the verdict is refused as a conflict: fetch the packet again and review what it says \
+now. `changes_since_last_verdict` shows what the writer changed since the last verdict.";
+
+impl App {
+    /// Gives a verdict on a post (critic): a pass (needs the critic role's approve
+    /// right) or a fail (reject right). See the module docs for what each does. With
+    /// `strict_reasons`, every reason must name a rubric item (when the rubric has any);
+    /// otherwise a free-text reason is kept as it is (`reject --reason`).
+    pub async fn give_verdict(
+        &self,
+        who: &Principal,
+        id: PostId,
+        input: VerdictInput,
+    ) -> Result<VerdictResult> {
+        self.verdict_at(who, id, input, true, None).await
+    }
+
+    /// [`App::give_verdict`] with the legacy shapes' leniency and an optional version
+    /// the caller looked at.
+    pub(crate) async fn verdict_at(
+        &self,
+        who: &Principal,
+        id: PostId,
+        input: VerdictInput,
+        strict_reasons: bool,
+        version: Option<i64>,
+    ) -> Result<VerdictResult> {
+        let kind = input.verdict;
+        who.require(match kind {
+            VerdictKind::Pass => Action::Approve,
+            VerdictKind::Fail => Action::Reject,
+        })?;
+        let post = self.store().get_post(id).await?;
+        refuse_if_quarantined(
+            &post,
+            match kind {
+                VerdictKind::Pass => Action::Approve,
+                VerdictKind::Fail => Action::Reject,
+            },
+        )?;
+        match kind {
+            VerdictKind::Pass if post.status != PostStatus::Draft => {
+                return Err(Error::IllegalTransition(format!(
+                    "post {id} is {}: only drafts can be approved",
+                    post.status
+                )));
+            }
+            VerdictKind::Fail
+                if !matches!(post.status, PostStatus::Draft | PostStatus::Approved) =>
+            {
+                return Err(Error::IllegalTransition(format!(
+                    "post {id} is {}: only drafts and approved posts can be rejected",
+                    post.status
+                )));
+            }
+            _ => {}
+        }
+        if version.is_some_and(|v| v != post.version) {
+            return Err(Error::Conflict(format!(
+                "post {id} changed since it was looked at: look at it again before approving"
+            )));
+        }
+        check_reviewed_hash(&post, input.content_hash.as_deref())?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        let rubric = read_rubric(channel)?;
+        if let Some(read) = input.rubric_hash.as_deref()
+            && read.trim() != rubric.hash
+        {
+            return Err(Error::Conflict(format!(
+                "the rubric of channel {} changed since you read it (you read {}, it is now {}): fetch the review packet again and review against the rubric as it reads now",
+                channel.name,
+                short(read.trim()),
+                short(&rubric.hash)
+            )));
+        }
+        let reasons = rubric
+            .check_reasons(kind, &input.reasons, strict_reasons)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let actor = who.actor.to_string();
+        if kind == VerdictKind::Pass {
+            if !who.sod_exempt && post.is_authored_by(&actor) {
+                return Err(Error::Forbidden(format!(
+                    "{actor} wrote content of post {id} (created it, or changed its content since the last approval) and may not approve it: another critic must (separation of duties)"
+                )));
+            }
+            let violations = channel.policy.check(&post.content);
+            if !violations.is_empty() {
+                return Err(Error::Policy(violations));
+            }
+        }
+        let rules = channel.review.rules;
+        let earlier = self.store().verdicts(id).await?;
+        let decision = review::decide(
+            kind,
+            &actor,
+            &earlier,
+            post.review_round,
+            &post.content_hash,
+            post.revisions,
+            rules,
+        )
+        .map_err(|e| match e {
+            DecisionError::AlreadyPassed { .. } => {
+                Error::Conflict(format!("{e}: your pass on post {id} is already recorded"))
+            }
+        })?;
+
+        let hash = post.content_hash.clone();
+        let mut update = self.change_by(who, &post);
+        update.verdict = Some(NewVerdict {
+            verdict: kind,
+            reasons: reasons.clone(),
+            content_hash: hash.clone(),
+            rubric_hash: rubric.hash.clone(),
+            content: post.content.clone(),
+        });
+        let rubric_note = format!("rubric {}", short(&rubric.hash));
+        let reason_text = reasons.join("; ");
+        let (effect, message, passed_by) = match &decision {
+            Decision::Approve { passed_by } => {
+                update.to = Some(PostStatus::Approved);
+                update.note = Some(if passed_by.len() > 1 {
+                    format!(
+                        "approved content {hash}: passed by {} ({rubric_note})",
+                        passed_by.join(", ")
+                    )
+                } else {
+                    format!("approved content {hash}")
+                });
+                update.set.approved_hash = Some(Some(hash.clone()));
+                update.set.approved_by = Some(Some(passed_by.join(", ")));
+                update.set.error = Some(None);
+                (
+                    VerdictEffect::Approved,
+                    format!("post {id} is approved and goes out at its scheduled_at"),
+                    passed_by.clone(),
+                )
+            }
+            Decision::AwaitMore { passed_by, needed } => {
+                update.event = Some(EventNote {
+                    kind: "verdict".into(),
+                    note: Some(format!(
+                        "pass {} of {} on content {} ({rubric_note}): awaiting {needed} more critic(s)",
+                        passed_by.len(),
+                        rules.approvals_required,
+                        short(hash.as_str())
+                    )),
+                });
+                (
+                    VerdictEffect::AwaitingApprovals,
+                    format!(
+                        "your pass is recorded; post {id} stays a draft until {needed} more critic(s) pass this same content (approvals_required = {})",
+                        rules.approvals_required
+                    ),
+                    passed_by.clone(),
+                )
+            }
+            Decision::Revise { revisions } | Decision::Quarantine { revisions } => {
+                let quarantine = matches!(decision, Decision::Quarantine { .. });
+                update.set.count_revision = true;
+                let left = i64::from(rules.max_revisions) - revisions;
+                update.set.error = Some(Some(if quarantine {
+                    format!(
+                        "quarantined after {revisions} failed reviews (max_revisions {}); last failed by {actor}: {reason_text}",
+                        rules.max_revisions
+                    )
+                } else {
+                    format!(
+                        "rejected by {actor} ({revisions} of {} failed reviews before quarantine): {reason_text}",
+                        rules.max_revisions
+                    )
+                }));
+                if quarantine {
+                    update.set.quarantined_at = Some(Some(update.now));
+                }
+                let (event_kind, note) = if quarantine {
+                    (
+                        "quarantined",
+                        format!(
+                            "failed review {revisions} of {} ({rubric_note}): {reason_text}; quarantined until an operator releases it",
+                            rules.max_revisions
+                        ),
+                    )
+                } else {
+                    ("rejected", reason_text.clone())
+                };
+                if post.status == PostStatus::Approved {
+                    update.to = Some(PostStatus::Draft);
+                    update.note = Some(format!("{event_kind}: {note}"));
+                    update.set.approved_hash = Some(None);
+                    update.set.approved_by = Some(None);
+                } else {
+                    update.event = Some(EventNote {
+                        kind: event_kind.into(),
+                        note: Some(note),
+                    });
+                }
+                if quarantine {
+                    (
+                        VerdictEffect::Quarantined,
+                        format!(
+                            "post {id} failed review {revisions} times (max_revisions {}) and is quarantined: no agent may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it",
+                            rules.max_revisions
+                        ),
+                        Vec::new(),
+                    )
+                } else {
+                    (
+                        VerdictEffect::ReturnedToWriter,
+                        format!(
+                            "post {id} is a draft again with your reasons for its writer; {left} more failed review(s) quarantine it"
+                        ),
+                        Vec::new(),
+                    )
+                }
+            }
+        };
+        let post = self.store().update_post(update).await?;
+        if effect == VerdictEffect::Approved {
+            self.wake_dispatcher();
+        }
+        let verdict = self
+            .store()
+            .verdicts(id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|v| v.actor == actor)
+            .ok_or_else(|| {
+                Error::Unavailable(format!("the verdict on post {id} was not read back"))
+            })?;
+        Ok(VerdictResult {
+            effect,
+            message,
+            verdict,
+            passed_by,
+            approvals_required: rules.approvals_required,
+            revisions: post.revisions,
+            max_revisions: rules.max_revisions,
+            post,
+        })
+    }
+
+    /// The review packet of a post (any role): everything a critic needs in one read.
+    pub async fn review_packet(&self, who: &Principal, id: PostId) -> Result<ReviewPacket> {
+        who.require(Action::Read)?;
+        let post = self.store().get_post(id).await?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        let rubric = read_rubric(channel)?;
+        let verdicts = self.store().verdicts(id).await?;
+        let rules = channel.review.rules;
+        let passed_by = review::current_passes(&verdicts, post.review_round, &post.content_hash);
+        let needed = rules
+            .approvals_required
+            .saturating_sub(passed_by.len() as u32);
+        let changes_since_last_verdict = verdicts.last().and_then(|last| {
+            let before = last.content.as_ref()?;
+            let change = review::changes(before, &post.content);
+            (!change.fields.is_empty()).then(|| ChangeSince {
+                since_verdict: last.id,
+                since_hash: last.content_hash.clone(),
+                change,
+            })
+        });
+        let actor = who.actor.to_string();
+        let verdict_refused = if post.is_quarantined() {
+            Some(quarantine_message(&post))
+        } else if !matches!(post.status, PostStatus::Draft | PostStatus::Approved) {
+            Some(format!(
+                "post {id} is {}: only drafts (pass or fail) and approved posts (fail) take verdicts",
+                post.status
+            ))
+        } else if !(Action::Approve.allowed_for(&who.roles)
+            || Action::Reject.allowed_for(&who.roles))
+        {
+            Some(format!(
+                "{actor} holds roles [{}]: giving a verdict needs the critic role",
+                who.roles.to_list()
+            ))
+        } else if passed_by.contains(&actor) {
+            Some(format!(
+                "{actor} already passed this content: another critic must give the next pass (you may still fail it)"
+            ))
+        } else if !who.sod_exempt && post.is_authored_by(&actor) {
+            Some(format!(
+                "{actor} wrote content of post {id} and may not pass it (separation of duties); you may still fail it"
+            ))
+        } else {
+            None
+        };
+        let policy = &channel.policy;
+        Ok(ReviewPacket {
+            instructions: PACKET_INSTRUCTIONS.to_owned(),
+            content_hash: post.content_hash.clone(),
+            channel: ChannelReview {
+                name: channel.name.to_string(),
+                kind: channel.kind.to_string(),
+                account: channel.account.clone(),
+                daily_limit: channel.daily_limit,
+                timezone: channel.timezone.name().to_owned(),
+                policy: PolicyView {
+                    max_chars: policy.max_chars,
+                    length_unit: policy.unit.describe().to_owned(),
+                    forbidden: policy.forbidden.clone(),
+                    required: policy.required.clone(),
+                    require_title: policy.require_title,
+                    require_media: policy.require_media,
+                    max_media: policy.max_media,
+                    violations: policy
+                        .check(&post.content)
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
+                },
+                approvals_required: rules.approvals_required,
+                max_revisions: rules.max_revisions,
+            },
+            rubric: RubricView {
+                origin: channel.review.rubric.origin(),
+                hash: rubric.hash,
+                items: rubric.items,
+                text: rubric.text,
+            },
+            approvals: Approvals {
+                required: rules.approvals_required,
+                passed_by,
+                needed,
+            },
+            revisions: Revisions {
+                failed: post.revisions,
+                max: rules.max_revisions,
+                left: (i64::from(rules.max_revisions) - post.revisions).max(0),
+                quarantined_at: post.quarantined_at,
+            },
+            changes_since_last_verdict,
+            verdict_allowed: verdict_refused.is_none(),
+            verdict_refused,
+            verdicts,
+            post,
+        })
+    }
+
+    /// Releases a quarantined post (operator): a plain draft again, its count of failed
+    /// reviews reset, its writer free to revise it.
+    pub async fn release(&self, who: &Principal, id: PostId) -> Result<Post> {
+        who.require(Action::Release)?;
+        let post = self.store().get_post(id).await?;
+        if !post.is_quarantined() {
+            return Err(Error::IllegalTransition(format!(
+                "post {id} is {} and not quarantined: only a quarantined post is released",
+                post.status
+            )));
+        }
+        let mut update = self.change_by(who, &post);
+        update.set.quarantined_at = Some(None);
+        update.set.reset_revisions = true;
+        update.event = Some(EventNote {
+            kind: "released".into(),
+            note: Some(format!(
+                "released from quarantine after {} failed reviews: a draft again for its writer to revise",
+                post.revisions
+            )),
+        });
+        Ok(self.store().update_post(update).await?)
+    }
+}
+
+/// Refuses `action` on a quarantined post, saying why and what to do.
+pub(crate) fn refuse_if_quarantined(post: &Post, action: Action) -> Result<()> {
+    if post.is_quarantined() && !quarantine_allows(action) {
+        return Err(Error::Quarantined(format!(
+            "may not {}: {}",
+            action.describe(),
+            quarantine_message(post)
+        )));
+    }
+    Ok(())
+}
+
+fn quarantine_message(post: &Post) -> String {
+    format!(
+        "post {id} is quarantined after {n} failed reviews: no agent may edit, approve or publish it; an operator releases it (`airlock post release {id}`, or Release in the dashboard's inbox) or discards it",
+        id = post.id,
+        n = post.revisions
+    )
+}
+
+/// Refuses a verdict whose reviewed hash is not the post's content hash.
+fn check_reviewed_hash(post: &Post, reviewed: Option<&str>) -> Result<()> {
+    let Some(reviewed) = reviewed.map(str::trim) else {
+        return Ok(());
+    };
+    let reviewed = ContentHash::parse(&reviewed.to_ascii_lowercase()).ok_or_else(|| {
+        Error::Invalid(format!(
+            "content_hash {:?} is not a SHA-256: pass the post's content_hash (64 hex digits) as you read it",
+            reviewed.chars().take(80).collect::<String>()
+        ))
+    })?;
+    if reviewed != post.content_hash {
+        return Err(Error::Conflict(format!(
+            "post {}'s content changed since it was reviewed (you reviewed {}, it is now {}): nothing was recorded; read it again and give your verdict on what it says now",
+            post.id,
+            short(reviewed.as_str()),
+            short(post.content_hash.as_str())
+        )));
+    }
+    Ok(())
+}
+
+fn read_rubric(channel: &ChannelSettings) -> Result<Rubric> {
+    channel.review.rubric.read().map_err(|why| {
+        Error::Unavailable(format!(
+            "the rubric of channel {} cannot be read: {why}; an operator must fix it before posts on {} can be reviewed",
+            channel.name, channel.name
+        ))
+    })
+}
+
+/// The first twelve hex digits of a hash, for messages.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}

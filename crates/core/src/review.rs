@@ -1,0 +1,780 @@
+//! The critic's workflow as pure rules: rubrics and their hashes, verdicts and their
+//! reasons, how many passes approve a post (`approvals_required`), how many fails
+//! quarantine it (`max_revisions`), and what changed since the last verdict.
+//!
+//! A verdict is `pass` or `fail`, given by one principal against one content hash and
+//! one rubric hash. Passes count toward approval only while they are current: given in
+//! the post's present review round (the store starts a new round whenever the content
+//! changes or an approval is withdrawn), on the content hash the post has now, and after
+//! the round's last fail. Distinct principals count once each.
+//!
+//! Nothing here reads the rubric file or the ledger: callers pass the rubric's text and
+//! the post's verdicts in.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::hash::{ContentHash, sha256_hex};
+use crate::limits::MAX_REASON_CHARS;
+use crate::post::{PostContent, PostId};
+
+/// The most reasons one verdict may carry.
+pub const MAX_REASONS: usize = 20;
+
+/// The longest rubric file airlock reads, in bytes.
+pub const MAX_RUBRIC_BYTES: usize = 64 * 1024;
+
+/// The rubric a channel uses when its configuration names none.
+pub const DEFAULT_RUBRIC: &str = "\
+# Default rubric
+
+Review the post as its readers will see it. Fail it, naming the item, when any item
+below does not hold; pass it when all of them do.
+
+- accuracy: Every claim is true and can be checked; nothing is promised that cannot be kept.
+- tone: The voice is friendly and respectful; nothing is pushy, mocking or alarming.
+- clarity: A reader understands it on first reading; links and media fit the text.
+- safety: It reveals no private data, credentials or internal details.
+";
+
+/// Pass or fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum VerdictKind {
+    /// The content meets the rubric: counts toward approval (`approve`).
+    Pass,
+    /// It does not: the post returns to its writer with the reasons (`reject`).
+    Fail,
+}
+
+impl VerdictKind {
+    /// `pass` or `fail`, as stored and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Pass => "pass",
+            VerdictKind::Fail => "fail",
+        }
+    }
+}
+
+impl fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for VerdictKind {
+    type Err = crate::InvalidValue;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "pass" => Ok(VerdictKind::Pass),
+            "fail" => Ok(VerdictKind::Fail),
+            other => Err(crate::InvalidValue::new(
+                "verdict",
+                other,
+                "a verdict is \"pass\" or \"fail\"",
+            )),
+        }
+    }
+}
+
+/// A verdict as stored (the `verdicts` table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Verdict {
+    /// Its id, increasing over the ledger.
+    pub id: i64,
+    /// The post.
+    pub post_id: PostId,
+    /// `pass` or `fail`.
+    pub verdict: VerdictKind,
+    /// Short reasons, each naming the rubric item it applies to (`tone: too pushy`).
+    pub reasons: Vec<String>,
+    /// Who gave it.
+    pub actor: String,
+    /// The content hash it was given against.
+    pub content_hash: ContentHash,
+    /// SHA-256 of the rubric it was given under.
+    pub rubric_hash: String,
+    /// The post's review round when it was given (see the module docs).
+    pub review_round: i64,
+    /// The content it was given against, to show what changed since.
+    #[serde(skip)]
+    pub content: Option<PostContent>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// A verdict to record (the insert shape); the store adds the id and the review round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewVerdict {
+    /// `pass` or `fail`.
+    pub verdict: VerdictKind,
+    /// Checked reasons ([`Rubric::check_reasons`]).
+    pub reasons: Vec<String>,
+    /// The content hash it is given against (the post's current one).
+    pub content_hash: ContentHash,
+    /// SHA-256 of the rubric.
+    pub rubric_hash: String,
+    /// The content it is given against.
+    pub content: PostContent,
+}
+
+/// One item of a rubric: `- tone: The voice is friendly.` has the id `tone`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RubricItem {
+    /// What a reason names (`tone`).
+    pub id: String,
+    /// What it asks.
+    pub text: String,
+}
+
+/// A rubric: the text a critic reviews against, its hash and its items.
+///
+/// The file is Markdown. Every list item that starts with an id and a colon (`- tone:
+/// ...`, `* tone: ...`, `1. tone: ...`) is an item; the id is 1-32 letters, digits,
+/// `-`, `_` or `.`. Everything else is guidance for the critic. A rubric without items
+/// takes reasons of any shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Rubric {
+    /// The text, as read.
+    pub text: String,
+    /// Lowercase hex SHA-256 of the text's bytes.
+    pub hash: String,
+    /// Its items, in order.
+    pub items: Vec<RubricItem>,
+}
+
+/// A verdict's reasons that cannot be recorded, with what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReasonError {
+    /// A fail without reasons.
+    #[error(
+        "a fail verdict needs at least one reason, each naming the rubric item it applies to (like \"{example}: ...\")"
+    )]
+    Missing {
+        /// An item id to show in the example.
+        example: String,
+    },
+    /// Too many reasons.
+    #[error("a verdict has at most {MAX_REASONS} reasons; it has {0}")]
+    TooMany(usize),
+    /// A reason is empty or too long.
+    #[error("each reason is 1-{MAX_REASON_CHARS} characters; reason {0} is not")]
+    Length(usize),
+    /// A reason that names no item of the rubric.
+    #[error(
+        "reason {index} ({reason:?}) names no rubric item: start it with one of {items} and a colon, like \"{example}: ...\""
+    )]
+    NoItem {
+        /// 1-based position.
+        index: usize,
+        /// The start of the reason.
+        reason: String,
+        /// The rubric's item ids, comma-separated.
+        items: String,
+        /// An item id to show in the example.
+        example: String,
+    },
+}
+
+impl Rubric {
+    /// Reads a rubric's text: its hash and items.
+    pub fn parse(text: &str) -> Rubric {
+        Rubric {
+            text: text.to_owned(),
+            hash: rubric_hash(text),
+            items: text.lines().filter_map(item_of_line).collect(),
+        }
+    }
+
+    /// The item with this id (compared case-insensitively).
+    pub fn item(&self, id: &str) -> Option<&RubricItem> {
+        self.items.iter().find(|i| i.id.eq_ignore_ascii_case(id))
+    }
+
+    /// Checks a verdict's reasons and returns them trimmed, each item id spelled as the
+    /// rubric spells it. Reasons are required for a fail; when the rubric has items,
+    /// `strict` requires every reason to start with one (`tone: ...`). Reasons that do
+    /// not name an item are kept as they are otherwise (the single free-text reason of
+    /// `reject`).
+    pub fn check_reasons(
+        &self,
+        verdict: VerdictKind,
+        reasons: &[String],
+        strict: bool,
+    ) -> Result<Vec<String>, ReasonError> {
+        let example = self
+            .items
+            .first()
+            .map(|i| i.id.clone())
+            .unwrap_or_else(|| "item".to_owned());
+        let reasons: Vec<&str> = reasons
+            .iter()
+            .map(|r| r.trim())
+            .filter(|r| !r.is_empty())
+            .collect();
+        if verdict == VerdictKind::Fail && reasons.is_empty() {
+            return Err(ReasonError::Missing { example });
+        }
+        if reasons.len() > MAX_REASONS {
+            return Err(ReasonError::TooMany(reasons.len()));
+        }
+        let mut checked = Vec::with_capacity(reasons.len());
+        for (idx, reason) in reasons.iter().enumerate() {
+            if reason.chars().count() > MAX_REASON_CHARS {
+                return Err(ReasonError::Length(idx + 1));
+            }
+            let named = reason
+                .split_once(':')
+                .and_then(|(id, rest)| self.item(id.trim()).map(|item| (item, rest.trim())));
+            match named {
+                Some((item, rest)) => checked.push(format!("{}: {rest}", item.id)),
+                None if strict && !self.items.is_empty() => {
+                    return Err(ReasonError::NoItem {
+                        index: idx + 1,
+                        reason: reason.chars().take(40).collect(),
+                        items: self
+                            .items
+                            .iter()
+                            .map(|i| i.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        example,
+                    });
+                }
+                None => checked.push((*reason).to_owned()),
+            }
+        }
+        Ok(checked)
+    }
+}
+
+/// The item a reason names, if it names one of `rubric`'s items (`tone: too pushy`).
+pub fn reason_item<'a>(rubric: &'a Rubric, reason: &str) -> Option<&'a RubricItem> {
+    reason
+        .split_once(':')
+        .and_then(|(id, _)| rubric.item(id.trim()))
+}
+
+/// Lowercase hex SHA-256 of a rubric's text: what every verdict records.
+pub fn rubric_hash(text: &str) -> String {
+    sha256_hex(text.as_bytes())
+}
+
+fn item_of_line(line: &str) -> Option<RubricItem> {
+    let line = line.trim_start();
+    let rest = if let Some(rest) = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")) {
+        rest
+    } else {
+        let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+        let after = &line[digits..];
+        match after
+            .strip_prefix(". ")
+            .or_else(|| after.strip_prefix(") "))
+        {
+            Some(rest) if digits > 0 => rest,
+            _ => return None,
+        }
+    };
+    let (id, text) = rest.split_once(':')?;
+    let id = id.trim().trim_matches('*').trim_matches('`');
+    let valid = (1..=32).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    valid.then(|| RubricItem {
+        id: id.to_owned(),
+        text: text.trim().to_owned(),
+    })
+}
+
+/// A channel's review rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReviewRules {
+    /// Distinct critics that must pass the same content before it is approved (at least 1).
+    pub approvals_required: u32,
+    /// Fail verdicts after which the post is quarantined (at least 1).
+    pub max_revisions: u32,
+}
+
+impl Default for ReviewRules {
+    /// One approval; quarantine after two fails.
+    fn default() -> Self {
+        ReviewRules {
+            approvals_required: 1,
+            max_revisions: 2,
+        }
+    }
+}
+
+/// The principals whose passes are current: given in `round`, on `hash`, after the
+/// round's last fail; each once, in the order they passed.
+pub fn current_passes(verdicts: &[Verdict], round: i64, hash: &ContentHash) -> Vec<String> {
+    let mut in_round: Vec<&Verdict> = verdicts
+        .iter()
+        .filter(|v| v.review_round == round)
+        .collect();
+    in_round.sort_by_key(|v| v.id);
+    let since_fail = match in_round
+        .iter()
+        .rposition(|v| v.verdict == VerdictKind::Fail)
+    {
+        Some(idx) => &in_round[idx + 1..],
+        None => &in_round[..],
+    };
+    let mut passers: Vec<String> = Vec::new();
+    for verdict in since_fail {
+        if verdict.verdict == VerdictKind::Pass
+            && &verdict.content_hash == hash
+            && !passers.contains(&verdict.actor)
+        {
+            passers.push(verdict.actor.clone());
+        }
+    }
+    passers
+}
+
+/// What a new verdict does to its post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The pass completes the approvals: `draft -> approved`.
+    Approve {
+        /// Every critic whose pass counts, this one last.
+        passed_by: Vec<String>,
+    },
+    /// The pass is recorded; more critics must pass the same content.
+    AwaitMore {
+        /// Every critic whose pass counts, this one last.
+        passed_by: Vec<String>,
+        /// How many more are needed.
+        needed: u32,
+    },
+    /// The fail returns the post to its writer.
+    Revise {
+        /// Fails since the last release, this one included.
+        revisions: i64,
+    },
+    /// The fail reaches `max_revisions`: the post is quarantined.
+    Quarantine {
+        /// Fails since the last release, this one included.
+        revisions: i64,
+    },
+}
+
+/// Why a verdict cannot count.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecisionError {
+    /// The same principal already passed this content in this round.
+    #[error(
+        "{actor} already passed this content; it needs {needed} more pass(es) from other critics (approvals_required = {required})"
+    )]
+    AlreadyPassed {
+        /// Who.
+        actor: String,
+        /// How many more distinct critics are needed.
+        needed: u32,
+        /// The channel's `approvals_required`.
+        required: u32,
+    },
+}
+
+/// Decides what a new verdict by `actor` does, given the post's earlier verdicts, its
+/// review round, its content hash and its fails since the last release.
+pub fn decide(
+    verdict: VerdictKind,
+    actor: &str,
+    earlier: &[Verdict],
+    round: i64,
+    hash: &ContentHash,
+    revisions: i64,
+    rules: ReviewRules,
+) -> Result<Decision, DecisionError> {
+    match verdict {
+        VerdictKind::Pass => {
+            let mut passed_by = current_passes(earlier, round, hash);
+            let required = rules.approvals_required.max(1);
+            if passed_by.iter().any(|a| a == actor) {
+                return Err(DecisionError::AlreadyPassed {
+                    actor: actor.to_owned(),
+                    needed: required.saturating_sub(passed_by.len() as u32).max(1),
+                    required,
+                });
+            }
+            passed_by.push(actor.to_owned());
+            let have = passed_by.len() as u32;
+            if have >= required {
+                Ok(Decision::Approve { passed_by })
+            } else {
+                Ok(Decision::AwaitMore {
+                    passed_by,
+                    needed: required - have,
+                })
+            }
+        }
+        VerdictKind::Fail => {
+            let revisions = revisions + 1;
+            if revisions >= i64::from(rules.max_revisions.max(1)) {
+                Ok(Decision::Quarantine { revisions })
+            } else {
+                Ok(Decision::Revise { revisions })
+            }
+        }
+    }
+}
+
+/// What changed between the content a verdict was given against and the content now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ContentChange {
+    /// The fields that differ (`text`, `title`, `media`, `link`, `source`).
+    pub fields: Vec<String>,
+    /// The text's lines that differ, as `- old` and `+ new` (between the unchanged
+    /// lines at its start and end); empty when the text is the same.
+    pub text_diff: Vec<String>,
+    /// The earlier title, when it changed.
+    pub previous_title: Option<String>,
+    /// The earlier link, when it changed.
+    pub previous_link: Option<String>,
+}
+
+/// The most changed lines [`changes`] lists.
+pub const MAX_DIFF_LINES: usize = 200;
+
+/// What changed from `before` to `after`.
+pub fn changes(before: &PostContent, after: &PostContent) -> ContentChange {
+    let mut fields = Vec::new();
+    if before.title != after.title {
+        fields.push("title".to_owned());
+    }
+    if before.text != after.text {
+        fields.push("text".to_owned());
+    }
+    if before.media != after.media {
+        fields.push("media".to_owned());
+    }
+    if before.link != after.link {
+        fields.push("link".to_owned());
+    }
+    if before.source != after.source {
+        fields.push("source".to_owned());
+    }
+    ContentChange {
+        fields,
+        text_diff: line_diff(&before.text, &after.text),
+        previous_title: (before.title != after.title)
+            .then(|| before.title.clone())
+            .flatten(),
+        previous_link: (before.link != after.link)
+            .then(|| before.link.clone())
+            .flatten(),
+    }
+}
+
+/// The lines between the common first and last lines: removed ones as `- line`, added
+/// ones as `+ line`; at most [`MAX_DIFF_LINES`], then a line saying how many more.
+pub fn line_diff(before: &str, after: &str) -> Vec<String> {
+    if before == after {
+        return Vec::new();
+    }
+    let old: Vec<&str> = before.lines().collect();
+    let new: Vec<&str> = after.lines().collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let suffix = old[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let removed = &old[prefix..old.len() - suffix];
+    let added = &new[prefix..new.len() - suffix];
+    let mut diff: Vec<String> = removed
+        .iter()
+        .map(|l| format!("- {l}"))
+        .chain(added.iter().map(|l| format!("+ {l}")))
+        .collect();
+    if diff.is_empty() {
+        // Only line ends differ (a trailing newline).
+        diff.push("~ line ends changed".to_owned());
+    }
+    if diff.len() > MAX_DIFF_LINES {
+        let more = diff.len() - MAX_DIFF_LINES;
+        diff.truncate(MAX_DIFF_LINES);
+        diff.push(format!("… {more} more changed lines"));
+    }
+    diff
+}
+
+/// A text as duplicates are compared: lowercase, every run of whitespace one space,
+/// no zero-width characters, trimmed. Two drafts whose texts normalise alike are the
+/// same post to a reader.
+pub fn normalise_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pending_space = false;
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\u{200B}' | '\u{200C}' | '\u{200D}' | '\u{2060}' | '\u{FEFF}'
+        ) {
+            continue;
+        }
+        if c.is_whitespace() {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// The key duplicates are found by: lowercase hex SHA-256 of [`normalise_text`].
+pub fn text_key(text: &str) -> String {
+    sha256_hex(normalise_text(text).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::post::{ChannelName, Media};
+
+    fn hash(n: u8) -> ContentHash {
+        ContentHash::parse(&format!("{n:02x}").repeat(32)).unwrap()
+    }
+
+    fn verdict(id: i64, kind: VerdictKind, actor: &str, round: i64, h: u8) -> Verdict {
+        Verdict {
+            id,
+            post_id: PostId(1),
+            verdict: kind,
+            reasons: vec![],
+            actor: actor.into(),
+            content_hash: hash(h),
+            rubric_hash: "r".into(),
+            review_round: round,
+            content: None,
+            at: DateTime::UNIX_EPOCH,
+        }
+    }
+
+    const RUBRIC: &str = "# Threads rubric\n\nSome guidance.\n\n- tone: Friendly.\n* claims: Only true claims.\n3. cats: Respect the cats.\n- Not an item because of spaces: no\n";
+
+    #[test]
+    fn rubric_items_are_list_items_with_an_id() {
+        let rubric = Rubric::parse(RUBRIC);
+        let ids: Vec<&str> = rubric.items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["tone", "claims", "cats"]);
+        assert_eq!(rubric.items[1].text, "Only true claims.");
+        assert_eq!(rubric.hash, sha256_hex(RUBRIC.as_bytes()));
+        let default = Rubric::parse(DEFAULT_RUBRIC);
+        assert_eq!(default.items.len(), 4);
+    }
+
+    #[test]
+    fn a_changed_rubric_has_another_hash() {
+        let a = Rubric::parse(RUBRIC);
+        let b = Rubric::parse(&format!("{RUBRIC}- length: Short.\n"));
+        assert_ne!(a.hash, b.hash);
+        assert_eq!(a.hash, rubric_hash(RUBRIC));
+    }
+
+    #[test]
+    fn fail_reasons_must_name_an_item_when_strict() {
+        let rubric = Rubric::parse(RUBRIC);
+        let ok = rubric
+            .check_reasons(
+                VerdictKind::Fail,
+                &["TONE:  too pushy ".into(), "cats: rushes them".into()],
+                true,
+            )
+            .unwrap();
+        assert_eq!(ok, ["tone: too pushy", "cats: rushes them"]);
+        let err = rubric
+            .check_reasons(VerdictKind::Fail, &["too pushy".into()], true)
+            .unwrap_err();
+        assert!(err.to_string().contains("tone, claims, cats"), "{err}");
+        assert!(matches!(
+            rubric.check_reasons(VerdictKind::Fail, &[], true),
+            Err(ReasonError::Missing { .. })
+        ));
+        assert!(matches!(
+            rubric.check_reasons(VerdictKind::Fail, &["  ".into()], false),
+            Err(ReasonError::Missing { .. })
+        ));
+        // A pass needs no reasons; a free reason is kept when not strict.
+        assert_eq!(
+            rubric.check_reasons(VerdictKind::Pass, &[], true).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            rubric
+                .check_reasons(VerdictKind::Fail, &["too salesy".into()], false)
+                .unwrap(),
+            ["too salesy"]
+        );
+        let many: Vec<String> = (0..=MAX_REASONS).map(|i| format!("tone: {i}")).collect();
+        assert_eq!(
+            rubric.check_reasons(VerdictKind::Fail, &many, true),
+            Err(ReasonError::TooMany(MAX_REASONS + 1))
+        );
+        let long = format!("tone: {}", "x".repeat(MAX_REASON_CHARS));
+        assert_eq!(
+            rubric.check_reasons(VerdictKind::Fail, &[long], true),
+            Err(ReasonError::Length(1))
+        );
+        // A rubric without items takes any reason.
+        let free = Rubric::parse("Be kind.");
+        assert_eq!(
+            free.check_reasons(VerdictKind::Fail, &["rude".into()], true)
+                .unwrap(),
+            ["rude"]
+        );
+    }
+
+    #[test]
+    fn passes_count_once_per_critic_in_the_round_on_the_hash() {
+        use VerdictKind::*;
+        let verdicts = [
+            verdict(1, Pass, "token:a", 0, 1),
+            verdict(2, Pass, "token:a", 0, 1),
+            verdict(3, Pass, "token:b", 0, 1),
+            verdict(4, Pass, "token:c", 0, 2),
+            verdict(5, Pass, "token:d", 1, 1),
+        ];
+        assert_eq!(
+            current_passes(&verdicts, 0, &hash(1)),
+            ["token:a", "token:b"]
+        );
+        assert_eq!(current_passes(&verdicts, 1, &hash(1)), ["token:d"]);
+        assert!(current_passes(&verdicts, 2, &hash(1)).is_empty());
+    }
+
+    #[test]
+    fn a_fail_voids_the_passes_before_it() {
+        use VerdictKind::*;
+        let verdicts = [
+            verdict(1, Pass, "token:a", 0, 1),
+            verdict(2, Fail, "token:b", 0, 1),
+            verdict(3, Pass, "token:c", 0, 1),
+        ];
+        assert_eq!(current_passes(&verdicts, 0, &hash(1)), ["token:c"]);
+    }
+
+    #[test]
+    fn two_required_approvals_need_two_distinct_critics() {
+        use VerdictKind::*;
+        let rules = ReviewRules {
+            approvals_required: 2,
+            max_revisions: 2,
+        };
+        let first = decide(Pass, "token:a", &[], 0, &hash(1), 0, rules).unwrap();
+        assert_eq!(
+            first,
+            Decision::AwaitMore {
+                passed_by: vec!["token:a".into()],
+                needed: 1
+            }
+        );
+        let earlier = [verdict(1, Pass, "token:a", 0, 1)];
+        let again = decide(Pass, "token:a", &earlier, 0, &hash(1), 0, rules).unwrap_err();
+        assert_eq!(
+            again,
+            DecisionError::AlreadyPassed {
+                actor: "token:a".into(),
+                needed: 1,
+                required: 2
+            }
+        );
+        assert_eq!(
+            decide(Pass, "token:b", &earlier, 0, &hash(1), 0, rules).unwrap(),
+            Decision::Approve {
+                passed_by: vec!["token:a".into(), "token:b".into()]
+            }
+        );
+        // After an edit (a new round, a new hash) the first pass no longer counts.
+        assert!(matches!(
+            decide(Pass, "token:b", &earlier, 1, &hash(2), 0, rules).unwrap(),
+            Decision::AwaitMore { needed: 1, .. }
+        ));
+        // One approval is the default.
+        assert!(matches!(
+            decide(Pass, "token:a", &[], 0, &hash(1), 0, ReviewRules::default()).unwrap(),
+            Decision::Approve { .. }
+        ));
+    }
+
+    #[test]
+    fn fails_quarantine_at_max_revisions() {
+        let rules = ReviewRules::default();
+        assert_eq!(
+            decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 0, rules).unwrap(),
+            Decision::Revise { revisions: 1 }
+        );
+        assert_eq!(
+            decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 1, rules).unwrap(),
+            Decision::Quarantine { revisions: 2 }
+        );
+        let one = ReviewRules {
+            approvals_required: 1,
+            max_revisions: 1,
+        };
+        assert_eq!(
+            decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 0, one).unwrap(),
+            Decision::Quarantine { revisions: 1 }
+        );
+    }
+
+    #[test]
+    fn duplicates_normalise_case_space_and_invisible_characters() {
+        assert_eq!(
+            normalise_text("  Hello,\n\tWORLD\u{200B}  again "),
+            "hello, world again"
+        );
+        assert_eq!(text_key("Hello  world"), text_key("hello world\n"));
+        assert_ne!(text_key("hello world"), text_key("hello world!"));
+        assert_eq!(normalise_text("猫の宿 ÄÖ"), "猫の宿 äö");
+    }
+
+    #[test]
+    fn changes_name_fields_and_changed_lines() {
+        let before = PostContent {
+            channel: ChannelName::parse("c").unwrap(),
+            title: Some("Old".into()),
+            text: "one\ntwo\nthree".into(),
+            media: vec![],
+            link: None,
+            source: None,
+        };
+        let mut after = before.clone();
+        after.text = "one\n2\nthree".into();
+        after.title = None;
+        after.media = vec![Media {
+            url: "https://x.example/a.jpg".into(),
+            alt: None,
+        }];
+        let change = changes(&before, &after);
+        assert_eq!(change.fields, ["title", "text", "media"]);
+        assert_eq!(change.text_diff, ["- two", "+ 2"]);
+        assert_eq!(line_diff("one\ntwo", "one\ntwo\nthree"), ["+ three"]);
+        assert_eq!(change.previous_title.as_deref(), Some("Old"));
+        assert!(changes(&before, &before).fields.is_empty());
+        assert!(line_diff("a", "a").is_empty());
+        assert_eq!(line_diff("a", "a\n"), ["~ line ends changed"]);
+        let long_before = "x\n".repeat(10);
+        let long_after = (0..300).map(|i| format!("{i}\n")).collect::<String>();
+        let diff = line_diff(&long_before, &long_after);
+        assert_eq!(diff.len(), MAX_DIFF_LINES + 1);
+        assert!(diff.last().unwrap().contains("more changed lines"));
+    }
+}

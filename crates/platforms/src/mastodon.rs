@@ -1,0 +1,565 @@
+//! `mastodon`: statuses on a Mastodon instance, per docs/platforms.md#mastodon.
+//!
+//! A post's path through the adapter:
+//! 1. [`Platform::account`]: `GET /api/v1/accounts/verify_credentials`; its `acct` is
+//!    what the channel's `account` is compared with.
+//! 2. [`Platform::prepare`] (repeatable): reads the instance's limits
+//!    (`GET /api/v2/instance`: `max_characters`, `characters_reserved_per_url`) and
+//!    refuses a text the instance would refuse; chooses the `Idempotency-Key` and records
+//!    it with the intent (`platform_ref`); uploads images with their descriptions
+//!    (`POST /api/v2/media`, waiting for one that is still processing).
+//! 3. [`Platform::publish`] (irreversible, once): `POST /api/v1/statuses` with that
+//!    `Idempotency-Key`. The key is derived from the post and its approved content, the
+//!    same in every run; an earlier attempt's key is reused while the instance still
+//!    keeps it, so a retry cannot make a second status.
+//! 4. [`Platform::verify`]: `GET /api/v1/statuses/{id}`.
+//! 5. [`Platform::reconcile`]: the instance keeps a key for one hour and answers a repeat
+//!    with the status it made the first time, without looking at the body. So an unknown
+//!    outcome is settled by sending the same status with the same key again, once the
+//!    first request can no longer be processing ([`RESEND_AFTER`] after it was sent) and
+//!    while the key is surely still kept ([`KEY_TRUSTED_FOR`] after the key's first
+//!    send): the answer is the original status if the first request made one, or the
+//!    status made now if it did not — either way exactly one. After that window nothing
+//!    proves anything, and the post waits for a person.
+//!
+//! Mastodon documents the key but not that a repeat racing the first request is
+//! refused atomically (mastodon#21840): that is why nothing is re-sent sooner than
+//! [`RESEND_AFTER`] after the first send. The token travels only in the
+//! `Authorization: Bearer` header.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use airlock_core::policy::url_spans;
+use airlock_core::{ChannelKind, Outcome, Published};
+
+use crate::http::{
+    Answer, Redactor, check_base_url, describe_transport, endpoint, fetch_media, id_string,
+    multipart, rate_limit_wait, send, transport_failure,
+};
+use crate::{
+    Account, EarlierAttempt, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest,
+    SettingsError, StepError, Verification,
+};
+
+/// How long an instance keeps an `Idempotency-Key` (Mastodon documents one hour).
+pub const KEY_KEPT_FOR: Duration = Duration::hours(1);
+
+/// How long after a key's first send airlock relies on the instance still keeping it:
+/// the hour, less room for the re-send itself and for clocks that disagree.
+pub const KEY_TRUSTED_FOR: Duration = Duration::minutes(50);
+
+/// How long after a request was sent its key may be sent again: long after the instance
+/// could still be processing the first one.
+pub const RESEND_AFTER: Duration = Duration::minutes(5);
+
+/// The largest image uploaded (Mastodon's default limit is 16 MB).
+pub const MAX_IMAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Who may see a status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Everyone, in public timelines.
+    #[default]
+    Public,
+    /// Everyone, but not in public timelines.
+    Unlisted,
+    /// Followers only.
+    Private,
+    /// Mentioned accounts only.
+    Direct,
+}
+
+impl Visibility {
+    /// The API's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Visibility::Public => "public",
+            Visibility::Unlisted => "unlisted",
+            Visibility::Private => "private",
+            Visibility::Direct => "direct",
+        }
+    }
+}
+
+/// How a `mastodon` channel reaches its account. Built by the CLI from the channel's table.
+#[derive(Debug, Clone)]
+pub struct MastodonSettings {
+    /// The instance (`https://mastodon.social`).
+    pub base_url: String,
+    /// The access token (scopes `read:accounts write:statuses write:media`).
+    pub token: SecretString,
+    /// Who may see the statuses.
+    pub visibility: Visibility,
+    /// Bound on each request, the irreversible one included.
+    pub request_timeout: StdDuration,
+}
+
+impl MastodonSettings {
+    /// Settings with the defaults: public statuses, 30 s requests.
+    pub fn new(base_url: String, token: SecretString) -> Self {
+        MastodonSettings {
+            base_url,
+            token,
+            visibility: Visibility::Public,
+            request_timeout: StdDuration::from_secs(30),
+        }
+    }
+}
+
+/// A `mastodon` channel.
+#[derive(Debug)]
+pub struct Mastodon {
+    base_url: String,
+    token: SecretString,
+    visibility: Visibility,
+    client: reqwest::Client,
+    timeout: StdDuration,
+    redactor: Redactor,
+    // Media ids prepare uploaded, by the key the status is sent with. Never held across
+    // an await.
+    staged: Mutex<HashMap<String, Vec<String>>>,
+}
+
+const CREDENTIAL_HINT: &str = "the access token was refused (revoked, or missing the read:accounts, write:statuses or write:media scope): write a new token to the token file, then resume the channel";
+
+/// The text sent: the post's text, with its link appended when the text lacks it.
+fn status_text(req: &PublishRequest) -> String {
+    let mut text = req.text.trim_end().to_owned();
+    if let Some(link) = req.link.as_deref().filter(|l| !l.trim().is_empty())
+        && !text.contains(link)
+    {
+        text = format!("{text}\n\n{link}");
+    }
+    text
+}
+
+/// The length the instance counts: characters, each URL as `per_url`.
+fn instance_length(text: &str, per_url: usize) -> usize {
+    let spans = url_spans(text);
+    let url_chars: usize = spans
+        .iter()
+        .map(|(s, e)| text[*s..*e].chars().count())
+        .sum();
+    text.chars().count() - url_chars + spans.len() * per_url
+}
+
+/// The first send of `key` among a post's attempts (an attempt sent it when it recorded
+/// it as its `platform_ref`).
+fn first_send(attempts: &[EarlierAttempt], key: &str) -> Option<DateTime<Utc>> {
+    attempts
+        .iter()
+        .filter(|a| a.platform_ref.as_deref() == Some(key))
+        .map(|a| a.sent_at)
+        .min()
+}
+
+impl Mastodon {
+    /// An adapter with these settings; refuses a `base_url` that could leak the token.
+    pub fn new(settings: MastodonSettings, client: reqwest::Client) -> Result<Self, SettingsError> {
+        let base_url = check_base_url(&settings.base_url)?;
+        Ok(Mastodon {
+            base_url,
+            redactor: Redactor::new([settings.token.clone()]),
+            token: settings.token,
+            visibility: settings.visibility,
+            client,
+            timeout: settings.request_timeout,
+            staged: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn url(&self, segments: &[&str]) -> String {
+        let mut path = vec!["api"];
+        path.extend_from_slice(segments);
+        endpoint(&self.base_url, &path, &[])
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request
+            .bearer_auth(self.token.expose_secret())
+            .timeout(self.timeout)
+    }
+
+    fn summary(&self, what: &str, answer: &Answer) -> String {
+        let body = answer.json().unwrap_or(Value::Null);
+        let detail = match body["error"].as_str().map(str::trim) {
+            Some(error) if !error.is_empty() => {
+                format!(": {}", self.redactor.excerpt(error, 160))
+            }
+            _ => String::new(),
+        };
+        self.redactor
+            .summary(&format!("mastodon: {what}: HTTP {}{detail}", answer.status))
+    }
+
+    fn transport_summary(&self, what: &str, err: &reqwest::Error) -> String {
+        self.redactor
+            .summary(&format!("mastodon: {what}: {}", describe_transport(err)))
+    }
+
+    fn step_error(&self, what: &str, answer: &Answer) -> StepError {
+        let reason = self.summary(what, answer);
+        match answer.status {
+            401 | 403 => StepError::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            408 | 429 => StepError::Transient {
+                reason: format!(
+                    "{reason}: the instance limits requests now; nothing was published"
+                ),
+                retry_after: rate_limit_wait(&answer.headers, Utc::now())
+                    .or(Some(crate::http::default_retry_after())),
+            },
+            400..=499 => StepError::Rejected {
+                reason,
+                credential: false,
+            },
+            _ => StepError::Transient {
+                reason,
+                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
+            },
+        }
+    }
+
+    async fn get_json(&self, what: &str, segments: &[&str]) -> Result<Value, StepError> {
+        let answer = send(self.authorized(self.client.get(self.url(segments))))
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        answer.json().ok_or_else(|| {
+            StepError::transient(format!(
+                "mastodon: {what}: HTTP {} with an answer that is not JSON",
+                answer.status
+            ))
+        })
+    }
+
+    /// Refuses a text longer than the instance allows.
+    async fn check_length(&self, text: &str) -> Result<(), StepError> {
+        let instance = self.get_json("instance read", &["v2", "instance"]).await?;
+        let statuses = &instance["configuration"]["statuses"];
+        let max = statuses["max_characters"].as_u64().unwrap_or(500) as usize;
+        let per_url = statuses["characters_reserved_per_url"]
+            .as_u64()
+            .unwrap_or(23) as usize;
+        let length = instance_length(text, per_url);
+        if length > max {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "mastodon: the status is {length} characters as the instance counts them (links as {per_url}); the instance allows {max}: shorten it (and set max_chars = {max} for this channel so drafts are checked)"
+                ),
+                credential: false,
+            });
+        }
+        Ok(())
+    }
+
+    /// Uploads the post's images with their descriptions; their media ids.
+    async fn upload_media(&self, req: &PublishRequest) -> Result<Vec<String>, StepError> {
+        let mut ids = Vec::new();
+        for media in &req.media {
+            let file = fetch_media(&self.client, "mastodon", &media.url, MAX_IMAGE_BYTES).await?;
+            let description = media.alt.clone().unwrap_or_default();
+            let (content_type, body) = multipart(&[("description", &description)], ("file", &file));
+            let what = "media upload";
+            let request = self
+                .authorized(self.client.post(self.url(&["v2", "media"])))
+                .header("content-type", content_type)
+                .body(body);
+            let answer = send(request)
+                .await
+                .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+            if !answer.is_success() {
+                return Err(self.step_error(what, &answer));
+            }
+            let body = answer.json().unwrap_or(Value::Null);
+            let id = id_string(body.get("id")).ok_or_else(|| {
+                StepError::transient("mastodon: the media upload answered without an id")
+            })?;
+            // 202: still processing; one read later it must be ready, or the next
+            // attempt uploads again (an unused upload is discarded by the instance).
+            if answer.status == 202 || body["url"].is_null() {
+                let read = self
+                    .get_json("media processing read", &["v1", "media", &id])
+                    .await?;
+                if read["url"].is_null() {
+                    return Err(StepError::Transient {
+                        reason: format!(
+                            "mastodon: media {id} is still being processed; nothing was published"
+                        ),
+                        retry_after: Some(Duration::seconds(60)),
+                    });
+                }
+            }
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// `POST /api/v1/statuses` with `key`; the answer.
+    async fn send_status(
+        &self,
+        req: &PublishRequest,
+        key: &str,
+        media_ids: &[String],
+    ) -> reqwest::Result<Answer> {
+        let mut body = json!({
+            "status": status_text(req),
+            "visibility": self.visibility.as_str(),
+        });
+        if !media_ids.is_empty() {
+            body["media_ids"] = json!(media_ids);
+        }
+        let request = self
+            .authorized(self.client.post(self.url(&["v1", "statuses"])))
+            .header("Idempotency-Key", key)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        send(request).await
+    }
+
+    fn published(answer: &Answer) -> Published {
+        let body = answer.json().unwrap_or(Value::Null);
+        Published {
+            platform_post_id: id_string(body.get("id")),
+            permalink: body["url"]
+                .as_str()
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned),
+            existing: None,
+        }
+    }
+
+    fn publish_failure(&self, answer: &Answer) -> Outcome {
+        let reason = self.summary("create status", answer);
+        match answer.status {
+            401 | 403 => Outcome::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            408 | 429 => Outcome::NotSent {
+                reason: format!(
+                    "{reason}: the instance limits requests now; nothing was published"
+                ),
+                retry_after: Some(
+                    rate_limit_wait(&answer.headers, Utc::now())
+                        .unwrap_or_else(crate::http::default_retry_after),
+                ),
+            },
+            400..=499 => Outcome::Rejected {
+                reason,
+                credential: false,
+            },
+            _ => Outcome::Unknown {
+                reason: format!(
+                    "{reason}: whether the instance made the status is unknown; sending it again with the same Idempotency-Key within the hour settles it"
+                ),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Platform for Mastodon {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Mastodon
+    }
+
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        let me = self
+            .get_json("identity read", &["v1", "accounts", "verify_credentials"])
+            .await?;
+        let acct = me["acct"]
+            .as_str()
+            .or_else(|| me["username"].as_str())
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| {
+                StepError::transient("mastodon: verify_credentials answered without an acct")
+            })?;
+        Ok(Some(Account {
+            username: acct.to_owned(),
+            id: id_string(me.get("id")),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        self.check_length(&status_text(req)).await?;
+        // The key: an earlier attempt's, while the instance surely keeps it (a repeat then
+        // answers that attempt's status, if it made one), else this content's own.
+        let mut key = req.idempotency_key.clone();
+        let mut keys: Vec<&str> = Vec::new();
+        for attempt in req.earlier.iter().filter(|a| !a.definitely_unpublished) {
+            if let Some(k) = attempt.platform_ref.as_deref()
+                && !keys.contains(&k)
+            {
+                keys.push(k);
+            }
+        }
+        for earlier in keys {
+            let Some(first) = first_send(&req.earlier, earlier) else {
+                continue;
+            };
+            if req.now >= first + KEY_TRUSTED_FOR {
+                continue;
+            }
+            if req.now < first + RESEND_AFTER {
+                return Err(StepError::Transient {
+                    reason: format!(
+                        "mastodon: an earlier attempt sent Idempotency-Key {earlier} at {}; it is sent again once that request can no longer be processing",
+                        airlock_core::time::format_utc(first)
+                    ),
+                    retry_after: Some(first + RESEND_AFTER - req.now),
+                });
+            }
+            key = earlier.to_owned();
+            break;
+        }
+        let media = self.upload_media(req).await?;
+        self.staged
+            .lock()
+            .expect("lock is never poisoned")
+            .insert(key.clone(), media);
+        Ok(Prepared::with_ref(key))
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
+        let Some(key) = prepared.platform_ref.as_deref().filter(|k| !k.is_empty()) else {
+            return Outcome::NotSent {
+                reason: "mastodon: no Idempotency-Key was prepared; nothing was sent".into(),
+                retry_after: None,
+            };
+        };
+        let media = self
+            .staged
+            .lock()
+            .expect("lock is never poisoned")
+            .remove(key)
+            .unwrap_or_default();
+        match self.send_status(req, key, &media).await {
+            Ok(answer) if answer.is_success() => Outcome::Published(Self::published(&answer)),
+            Ok(answer) => self.publish_failure(&answer),
+            Err(e) => transport_failure(&e).outcome(self.transport_summary("create status", &e)),
+        }
+    }
+
+    async fn verify(&self, platform_post_id: &str) -> Verification {
+        if platform_post_id.is_empty()
+            || !platform_post_id.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            return Verification::Failed {
+                reason: format!("mastodon: {platform_post_id:?} is not a status id"),
+            };
+        }
+        match self
+            .get_json("read back", &["v1", "statuses", platform_post_id])
+            .await
+        {
+            Ok(status) if id_string(status.get("id")).as_deref() == Some(platform_post_id) => {
+                Verification::Verified {
+                    permalink: status["url"].as_str().map(str::to_owned),
+                }
+            }
+            Ok(_) => Verification::Failed {
+                reason: format!(
+                    "mastodon: reading status {platform_post_id} back returned another id"
+                ),
+            },
+            Err(e) => Verification::Failed {
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let publish = &req.publish;
+        let key = req
+            .platform_ref
+            .clone()
+            .unwrap_or_else(|| publish.idempotency_key.clone());
+        let Some(first) = first_send(&publish.earlier, &key) else {
+            return Evidence::NoProof;
+        };
+        let now = publish.now;
+        if now < first + RESEND_AFTER || now >= first + KEY_TRUSTED_FOR {
+            return Evidence::NoProof;
+        }
+        let media = match self.upload_media(publish).await {
+            Ok(media) => media,
+            Err(e) => {
+                tracing::warn!(reason = %e, "reconcile: mastodon media upload failed");
+                return Evidence::NoProof;
+            }
+        };
+        match self.send_status(publish, &key, &media).await {
+            Ok(answer) if answer.is_success() => {
+                let published = Self::published(&answer);
+                Evidence::Published(Proof {
+                    note: format!(
+                        "mastodon: sent again with Idempotency-Key {key} (first sent {}, within the hour the instance keeps keys): it answered status {} — the original when the first request made one",
+                        airlock_core::time::format_utc(first),
+                        published
+                            .platform_post_id
+                            .as_deref()
+                            .unwrap_or("without an id")
+                    ),
+                    platform_post_id: published.platform_post_id,
+                    permalink: published.permalink,
+                })
+            }
+            Ok(answer) => {
+                tracing::warn!(reason = %self.summary("re-send with the same key", &answer), "reconcile: mastodon re-send refused");
+                Evidence::NoProof
+            }
+            Err(e) => {
+                tracing::warn!(reason = %self.transport_summary("re-send with the same key", &e), "reconcile: mastodon re-send failed");
+                Evidence::NoProof
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instance_counts_links_as_its_reserved_width() {
+        let text = format!("Mochi naps https://inn.example/{}", "a".repeat(80));
+        assert_eq!(instance_length(&text, 23), 11 + 23);
+        assert_eq!(instance_length("猫の宿", 23), 3);
+    }
+
+    #[test]
+    fn the_first_send_of_a_key_is_the_earliest_attempt_that_sent_it() {
+        let at = |m: i64| DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(m);
+        let attempt = |generation, key: &str, m| EarlierAttempt {
+            generation,
+            idempotency_key: "derived".into(),
+            platform_ref: Some(key.into()),
+            sent_at: at(m),
+            definitely_unpublished: false,
+        };
+        let attempts = [
+            attempt(1, "k1", 10),
+            attempt(2, "k2", 20),
+            attempt(3, "k1", 30),
+        ];
+        assert_eq!(first_send(&attempts, "k1"), Some(at(10)));
+        assert_eq!(first_send(&attempts, "k2"), Some(at(20)));
+        assert_eq!(first_send(&attempts, "k3"), None);
+    }
+}

@@ -1,0 +1,779 @@
+//! `x`: posts on X through API v2 with an OAuth 2.0 user token.
+//!
+//! A post's path through the adapter:
+//! 1. [`Platform::account`]: `GET /2/users/me`; its `username` is what the channel's
+//!    `account` is compared with.
+//! 2. [`Platform::prepare`] (repeatable): renews the access token when the token file
+//!    says it expires within [`REFRESH_MARGIN`]. Nothing is created before the one
+//!    request, and nothing is recorded with the intent: X has no handle to find a post by.
+//! 3. [`Platform::publish`] (irreversible, once): `POST /2/tweets` with the text (and the
+//!    link appended when the text lacks it). A 401 proves nothing was posted: with a
+//!    refresh token the access token is renewed and the post sent once more.
+//! 4. [`Platform::verify`]: `GET /2/tweets/{id}`.
+//! 5. [`Platform::reconcile`]: nothing. X has no idempotency key and nothing to read that
+//!    belongs to one attempt, so every unknown outcome waits for a person.
+//!
+//! X's `403` "duplicate content" names no earlier post, so it never proves this post was
+//! published: the post fails with the reason, or — when an earlier attempt of this post
+//! had an outcome that may have published it — waits for a person.
+//!
+//! **The token file** holds either the access token alone, or a JSON object
+//! `{"access_token", "refresh_token", "client_id", "client_secret"?, "expires_at"?}`.
+//! With a refresh token and client id the adapter renews the access token at
+//! `POST /2/oauth2/token` (the refresh token travels in that request's body to X's own
+//! token endpoint, as OAuth 2.0 requires; a confidential client's secret in its `Basic`
+//! header) and, since X rotates refresh tokens, writes the new pair back to the file
+//! before using it: a new file beside it, mode 0600, synced, renamed over the old one.
+//! Before renewing it re-reads the file, so a token another airlock process rotated is
+//! used rather than refreshed again. The access token travels only in the
+//! `Authorization: Bearer` header.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration as StdDuration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+
+use airlock_core::{ChannelKind, Outcome, Published};
+
+use crate::http::{
+    Answer, Redactor, check_base_url, describe_transport, endpoint, form_body, id_string,
+    rate_limit_wait, send, transport_failure,
+};
+use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
+
+/// The X API host.
+pub const DEFAULT_BASE_URL: &str = "https://api.x.com";
+
+/// How long before its recorded expiry an access token is renewed.
+pub const REFRESH_MARGIN: Duration = Duration::minutes(5);
+
+/// What a token file holds.
+#[derive(Clone)]
+pub struct Credential {
+    /// The OAuth 2.0 user access token.
+    pub access_token: SecretString,
+    /// The refresh token (scope `offline.access`), if the file has one.
+    pub refresh_token: Option<SecretString>,
+    /// The app's OAuth 2.0 client id, needed to refresh.
+    pub client_id: Option<String>,
+    /// A confidential client's secret.
+    pub client_secret: Option<SecretString>,
+    /// When the access token expires, if known.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("client_id", &self.client_id)
+            .field("refreshable", &self.refreshable())
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a token file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("token file {path}: {problem}")]
+pub struct CredentialFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong (never its content).
+    pub problem: String,
+}
+
+impl Credential {
+    /// Reads a token file's text: an access token alone, or the JSON object described in
+    /// the module docs. Errors name the key, never a value.
+    pub fn parse(text: &SecretString, path: &Path) -> Result<Credential, CredentialFileError> {
+        let bad = |problem: &str| CredentialFileError {
+            path: path.to_path_buf(),
+            problem: problem.to_owned(),
+        };
+        let raw = text.expose_secret().trim();
+        if !raw.starts_with('{') {
+            if raw.is_empty() || raw.chars().any(char::is_whitespace) {
+                return Err(bad("holds neither one access token nor a JSON object"));
+            }
+            return Ok(Credential {
+                access_token: SecretString::from(raw.to_owned()),
+                refresh_token: None,
+                client_id: None,
+                client_secret: None,
+                expires_at: None,
+            });
+        }
+        let value: Value =
+            serde_json::from_str(raw).map_err(|_| bad("starts with { but is not a JSON object"))?;
+        let object = value
+            .as_object()
+            .ok_or_else(|| bad("is not a JSON object"))?;
+        for key in object.keys() {
+            if !matches!(
+                key.as_str(),
+                "access_token" | "refresh_token" | "client_id" | "client_secret" | "expires_at"
+            ) {
+                return Err(bad(&format!(
+                    "has an unknown key {key:?} (expected access_token, refresh_token, client_id, client_secret, expires_at)"
+                )));
+            }
+        }
+        let text = |key: &str| -> Result<Option<String>, CredentialFileError> {
+            match object.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_owned())),
+                Some(_) => Err(bad(&format!("{key} must be a non-empty string"))),
+            }
+        };
+        let access_token = text("access_token")?.ok_or_else(|| bad("lacks access_token"))?;
+        let refresh_token = text("refresh_token")?;
+        let client_id = text("client_id")?;
+        if refresh_token.is_some() && client_id.is_none() {
+            return Err(bad(
+                "has a refresh_token but no client_id: add the app's OAuth 2.0 client id, which refreshing needs",
+            ));
+        }
+        let expires_at = text("expires_at")?
+            .map(|at| {
+                DateTime::parse_from_rfc3339(&at)
+                    .map(|at| at.to_utc())
+                    .map_err(|_| bad("expires_at is not an RFC 3339 time"))
+            })
+            .transpose()?;
+        Ok(Credential {
+            access_token: SecretString::from(access_token),
+            refresh_token: refresh_token.map(SecretString::from),
+            client_id,
+            client_secret: text("client_secret")?.map(SecretString::from),
+            expires_at,
+        })
+    }
+
+    /// Whether the access token can be renewed.
+    pub fn refreshable(&self) -> bool {
+        self.refresh_token.is_some() && self.client_id.is_some()
+    }
+
+    fn to_json(&self) -> String {
+        let mut value = json!({"access_token": self.access_token.expose_secret()});
+        if let Some(refresh) = &self.refresh_token {
+            value["refresh_token"] = json!(refresh.expose_secret());
+        }
+        if let Some(id) = &self.client_id {
+            value["client_id"] = json!(id);
+        }
+        if let Some(secret) = &self.client_secret {
+            value["client_secret"] = json!(secret.expose_secret());
+        }
+        if let Some(at) = self.expires_at {
+            value["expires_at"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        }
+        let mut text = serde_json::to_string_pretty(&value).expect("JSON serializes");
+        text.push('\n');
+        text
+    }
+
+    fn secrets(&self) -> Vec<SecretString> {
+        let mut secrets = vec![self.access_token.clone()];
+        secrets.extend(self.refresh_token.clone());
+        secrets.extend(self.client_secret.clone());
+        secrets
+    }
+}
+
+/// Writes `text` to `path` atomically: a new file beside it (mode 0600, created
+/// exclusively), written and synced, renamed over `path`, the directory synced.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "token".into());
+    let mut random = [0u8; 6];
+    let _ = getrandom::fill(&mut random);
+    let temp = dir.join(format!(".{name}.{}.tmp", hex::encode(random)));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// How an `x` channel reaches its account. Built by the CLI from the channel's table.
+#[derive(Debug, Clone)]
+pub struct XSettings {
+    /// The API host (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
+    pub base_url: String,
+    /// The token file, re-read before a refresh and rewritten after one.
+    pub token_file: PathBuf,
+    /// What the token file held when the channel was built.
+    pub credential: Credential,
+    /// Bound on each request, the irreversible one included.
+    pub request_timeout: StdDuration,
+}
+
+/// An `x` channel.
+#[derive(Debug)]
+pub struct X {
+    base_url: String,
+    token_file: PathBuf,
+    client: reqwest::Client,
+    timeout: StdDuration,
+    // The current credential; the lock serializes renewals.
+    credential: tokio::sync::Mutex<Credential>,
+    // Every secret seen. Never held across an await.
+    redactor: std::sync::Mutex<Redactor>,
+    // The account's username, once read (for permalinks). Never held across an await.
+    username: std::sync::Mutex<Option<String>>,
+}
+
+const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
+
+/// The permalink of a post.
+pub fn permalink(username: &str, id: &str) -> String {
+    format!("https://x.com/{username}/status/{id}")
+}
+
+/// Whether an answer is X's refusal of duplicate content.
+fn is_duplicate(answer: &Answer) -> bool {
+    answer.status == 403
+        && answer.json().is_some_and(|body| {
+            let text = format!(
+                "{} {}",
+                body["detail"].as_str().unwrap_or(""),
+                body["errors"][0]["message"].as_str().unwrap_or("")
+            )
+            .to_ascii_lowercase();
+            text.contains("duplicate content")
+        })
+}
+
+impl X {
+    /// An adapter with these settings; refuses a `base_url` that could leak the token.
+    pub fn new(settings: XSettings, client: reqwest::Client) -> Result<Self, SettingsError> {
+        let base_url = check_base_url(&settings.base_url)?;
+        Ok(X {
+            base_url,
+            token_file: settings.token_file,
+            client,
+            timeout: settings.request_timeout,
+            redactor: std::sync::Mutex::new(Redactor::new(settings.credential.secrets())),
+            credential: tokio::sync::Mutex::new(settings.credential),
+            username: std::sync::Mutex::new(None),
+        })
+    }
+
+    fn redact(&self, text: &str) -> String {
+        self.redactor
+            .lock()
+            .expect("lock is never poisoned")
+            .summary(text)
+    }
+
+    fn summary(&self, what: &str, answer: &Answer) -> String {
+        let body = answer.json().unwrap_or(Value::Null);
+        let message = body["detail"]
+            .as_str()
+            .or_else(|| body["errors"][0]["message"].as_str())
+            .or_else(|| body["error_description"].as_str())
+            .or_else(|| body["title"].as_str())
+            .map(str::trim)
+            .unwrap_or("");
+        let detail = if message.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", crate::http::truncate(message, 160))
+        };
+        self.redact(&format!("x: {what}: HTTP {}{detail}", answer.status))
+    }
+
+    fn transport_summary(&self, what: &str, err: &reqwest::Error) -> String {
+        self.redact(&format!("x: {what}: {}", describe_transport(err)))
+    }
+
+    fn step_error(&self, what: &str, answer: &Answer) -> StepError {
+        let reason = self.summary(what, answer);
+        match answer.status {
+            401 | 403 => StepError::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            408 | 429 => StepError::Transient {
+                reason: format!("{reason}: X limits requests now; nothing was published"),
+                retry_after: rate_limit_wait(&answer.headers, Utc::now())
+                    .or(Some(crate::http::default_retry_after())),
+            },
+            400..=499 => StepError::Rejected {
+                reason,
+                credential: false,
+            },
+            _ => StepError::Transient {
+                reason,
+                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
+            },
+        }
+    }
+
+    async fn access_token(&self) -> SecretString {
+        self.credential.lock().await.access_token.clone()
+    }
+
+    /// Renews the access token `stale`, unless another task or process did already; the
+    /// new token. Without a refresh token, the refusal that made it necessary stands.
+    async fn renew(&self, stale: &SecretString) -> Result<SecretString, StepError> {
+        let mut current = self.credential.lock().await;
+        if current.access_token.expose_secret() != stale.expose_secret() {
+            return Ok(current.access_token.clone());
+        }
+        // Another process may have rotated the pair: its refresh token is the live one.
+        if let Ok(text) = crate::credential::read_secret(&self.token_file)
+            && let Ok(on_disk) = Credential::parse(&text, &self.token_file)
+            && on_disk.access_token.expose_secret() != stale.expose_secret()
+        {
+            self.redactor
+                .lock()
+                .expect("lock is never poisoned")
+                .extend(on_disk.secrets());
+            *current = on_disk;
+            return Ok(current.access_token.clone());
+        }
+        let (Some(refresh), Some(client_id)) =
+            (current.refresh_token.clone(), current.client_id.clone())
+        else {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "x: the access token expired and the token file has no refresh_token and client_id to renew it: {CREDENTIAL_HINT}"
+                ),
+                credential: true,
+            });
+        };
+        let what = "token refresh";
+        let mut request = self
+            .client
+            .post(endpoint(&self.base_url, &["2", "oauth2", "token"], &[]))
+            .timeout(self.timeout)
+            .header("content-type", "application/x-www-form-urlencoded");
+        if let Some(secret) = &current.client_secret {
+            request = request.basic_auth(&client_id, Some(secret.expose_secret()));
+        }
+        let request = request.body(form_body(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.expose_secret()),
+            ("client_id", &client_id),
+        ]));
+        let answer = send(request)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            return Err(match answer.status {
+                400 | 401 => StepError::Rejected {
+                    reason: format!(
+                        "{}: X refused the refresh token (expired, revoked, or already used): authorize the app again and write the new tokens to {}, then resume the channel",
+                        self.summary(what, &answer),
+                        self.token_file.display()
+                    ),
+                    credential: true,
+                },
+                _ => self.step_error(what, &answer),
+            });
+        }
+        let body = answer.json().unwrap_or(Value::Null);
+        let Some(access) = body["access_token"].as_str().filter(|t| !t.is_empty()) else {
+            return Err(StepError::transient(
+                "x: the token refresh answered without an access_token",
+            ));
+        };
+        let renewed = Credential {
+            access_token: SecretString::from(access.to_owned()),
+            refresh_token: body["refresh_token"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .map(|t| SecretString::from(t.to_owned()))
+                .or(Some(refresh)),
+            client_id: Some(client_id),
+            client_secret: current.client_secret.clone(),
+            expires_at: body["expires_in"]
+                .as_i64()
+                .map(|secs| Utc::now() + Duration::seconds(secs)),
+        };
+        self.redactor
+            .lock()
+            .expect("lock is never poisoned")
+            .extend(renewed.secrets());
+        // X rotates refresh tokens: the old one is spent now, so the new pair is written
+        // back before anything uses it. If that fails the new tokens would be lost with
+        // the process, so the channel stops for a person.
+        let file = self.token_file.clone();
+        let text = renewed.to_json();
+        let written = tokio::task::spawn_blocking(move || write_atomically(&file, &text))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r);
+        if let Err(e) = written {
+            *current = renewed;
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "x: the token was renewed but the rotated tokens could not be written to {} ({}): fix the file's directory permissions and authorize again",
+                    self.token_file.display(),
+                    e.kind()
+                ),
+                credential: true,
+            });
+        }
+        tracing::info!(file = %self.token_file.display(), "x: access token renewed; the rotated tokens are written back");
+        *current = renewed;
+        Ok(current.access_token.clone())
+    }
+
+    /// A repeatable authenticated `GET`, renewing the token once on a 401.
+    async fn get_json(
+        &self,
+        what: &str,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Value, StepError> {
+        let mut token = self.access_token().await;
+        for renewed in [false, true] {
+            let request = self
+                .client
+                .get(endpoint(&self.base_url, segments, query))
+                .bearer_auth(token.expose_secret())
+                .timeout(self.timeout);
+            let answer = send(request)
+                .await
+                .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+            if answer.status == 401 && !renewed {
+                token = self.renew(&token).await?;
+                continue;
+            }
+            if !answer.is_success() {
+                return Err(self.step_error(what, &answer));
+            }
+            return answer.json().ok_or_else(|| {
+                StepError::transient(format!(
+                    "x: {what}: HTTP {} with an answer that is not JSON",
+                    answer.status
+                ))
+            });
+        }
+        unreachable!("the loop returns on its second pass")
+    }
+
+    async fn username(&self) -> Result<String, StepError> {
+        if let Some(name) = self
+            .username
+            .lock()
+            .expect("lock is never poisoned")
+            .clone()
+        {
+            return Ok(name);
+        }
+        let me = self
+            .get_json("identity read", &["2", "users", "me"], &[])
+            .await?;
+        let name = me["data"]["username"]
+            .as_str()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
+            .to_owned();
+        *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
+        Ok(name)
+    }
+
+    fn publish_failure(&self, req: &PublishRequest, answer: &Answer) -> Outcome {
+        let reason = self.summary("create post", answer);
+        if is_duplicate(answer) {
+            // X names no earlier post: this is proof of nothing. Only when an earlier
+            // attempt of this very post may have published it is a person needed.
+            let uncertain: Vec<i64> = req
+                .earlier
+                .iter()
+                .filter(|a| !a.definitely_unpublished)
+                .map(|a| a.generation)
+                .collect();
+            return if uncertain.is_empty() {
+                Outcome::Rejected {
+                    reason: format!(
+                        "{reason}: duplicate content: X refused the text as a copy of an earlier post, naming none; nothing new was published; change the text to post it"
+                    ),
+                    credential: false,
+                }
+            } else {
+                Outcome::Unknown {
+                    reason: format!(
+                        "{reason}: X refused the text as duplicate content, naming no post; an earlier attempt of this post (generation {uncertain:?}) may have published it: check the account and settle the post"
+                    ),
+                }
+            };
+        }
+        match answer.status {
+            401 | 403 => Outcome::Rejected {
+                reason: format!("{reason}: {CREDENTIAL_HINT}"),
+                credential: true,
+            },
+            402 => Outcome::Rejected {
+                reason: format!(
+                    "{reason}: X says the account's API credits are used up; nothing was published; add credits, then requeue"
+                ),
+                credential: false,
+            },
+            408 | 429 => Outcome::NotSent {
+                reason: format!("{reason}: X limits posting now; nothing was published"),
+                retry_after: Some(
+                    rate_limit_wait(&answer.headers, Utc::now())
+                        .unwrap_or_else(crate::http::default_retry_after),
+                ),
+            },
+            400..=499 => Outcome::Rejected {
+                reason,
+                credential: false,
+            },
+            _ => Outcome::Unknown {
+                reason: format!(
+                    "{reason}: whether X made the post is unknown, and X has no key to find out: check the account and settle the post"
+                ),
+            },
+        }
+    }
+}
+
+impl Redactor {
+    fn extend(&mut self, secrets: Vec<SecretString>) {
+        for secret in secrets {
+            self.add(secret.expose_secret());
+        }
+    }
+}
+
+#[async_trait]
+impl Platform for X {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::X
+    }
+
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        let me = self
+            .get_json("identity read", &["2", "users", "me"], &[])
+            .await?;
+        let name = me["data"]["username"]
+            .as_str()
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
+            .to_owned();
+        *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
+        Ok(Some(Account {
+            username: name,
+            id: id_string(me["data"].get("id")),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        if !req.media.is_empty() {
+            return Err(StepError::Rejected {
+                reason: "x: this channel publishes text posts only; remove the media".into(),
+                credential: false,
+            });
+        }
+        let (stale, due) = {
+            let credential = self.credential.lock().await;
+            let due = credential.refreshable()
+                && credential
+                    .expires_at
+                    .is_some_and(|at| at - REFRESH_MARGIN <= req.now);
+            (credential.access_token.clone(), due)
+        };
+        if due {
+            self.renew(&stale).await?;
+        }
+        self.username().await?;
+        Ok(Prepared::default())
+    }
+
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
+        let mut text = req.text.trim_end().to_owned();
+        if let Some(link) = req.link.as_deref().filter(|l| !l.trim().is_empty())
+            && !text.contains(link)
+        {
+            text = format!("{text}\n{link}");
+        }
+        let body = json!({"text": text}).to_string();
+        let mut token = self.access_token().await;
+        for renewed in [false, true] {
+            let request = self
+                .client
+                .post(endpoint(&self.base_url, &["2", "tweets"], &[]))
+                .bearer_auth(token.expose_secret())
+                .timeout(self.timeout)
+                .header("content-type", "application/json")
+                .body(body.clone());
+            let answer = match send(request).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    return transport_failure(&e)
+                        .outcome(self.transport_summary("create post", &e));
+                }
+            };
+            if answer.is_success() {
+                let id = answer.json().and_then(|v| id_string(v["data"].get("id")));
+                let username = self
+                    .username
+                    .lock()
+                    .expect("lock is never poisoned")
+                    .clone();
+                return Outcome::Published(Published {
+                    permalink: id
+                        .as_deref()
+                        .zip(username.as_deref())
+                        .map(|(id, name)| permalink(name, id)),
+                    platform_post_id: id,
+                    existing: None,
+                });
+            }
+            if answer.status == 401 && !renewed {
+                // X refused the token before doing anything: renew it and send once more.
+                match self.renew(&token).await {
+                    Ok(fresh) => {
+                        token = fresh;
+                        continue;
+                    }
+                    Err(StepError::Rejected { reason, credential }) => {
+                        return Outcome::Rejected { reason, credential };
+                    }
+                    Err(StepError::Transient {
+                        reason,
+                        retry_after,
+                    }) => {
+                        return Outcome::NotSent {
+                            reason: format!(
+                                "{reason}: the token expired and could not be renewed; nothing was posted"
+                            ),
+                            retry_after,
+                        };
+                    }
+                }
+            }
+            return self.publish_failure(req, &answer);
+        }
+        unreachable!("the loop returns on its second pass")
+    }
+
+    async fn verify(&self, platform_post_id: &str) -> Verification {
+        if platform_post_id.is_empty() || !platform_post_id.bytes().all(|b| b.is_ascii_digit()) {
+            return Verification::Failed {
+                reason: format!("x: {platform_post_id:?} is not a post id"),
+            };
+        }
+        match self
+            .get_json("read back", &["2", "tweets", platform_post_id], &[])
+            .await
+        {
+            Ok(found)
+                if id_string(found["data"].get("id")).as_deref() == Some(platform_post_id) =>
+            {
+                let username = self
+                    .username
+                    .lock()
+                    .expect("lock is never poisoned")
+                    .clone();
+                Verification::Verified {
+                    permalink: username.map(|name| permalink(&name, platform_post_id)),
+                }
+            }
+            Ok(_) => Verification::Failed {
+                reason: format!("x: reading post {platform_post_id} back returned another id"),
+            },
+            Err(e) => Verification::Failed {
+                reason: e.to_string(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Credential, CredentialFileError> {
+        Credential::parse(&SecretString::from(text.to_owned()), Path::new("/x/token"))
+    }
+
+    #[test]
+    fn a_token_file_holds_a_bare_token_or_a_refreshable_object() {
+        let bare = parse("abc123\n").unwrap();
+        assert!(!bare.refreshable());
+        assert_eq!(bare.access_token.expose_secret(), "abc123");
+        let full = parse(
+            r#"{"access_token":"a","refresh_token":"r","client_id":"c","expires_at":"2026-12-01T02:00:00Z"}"#,
+        )
+        .unwrap();
+        assert!(full.refreshable());
+        assert_eq!(
+            full.expires_at,
+            Some(
+                DateTime::parse_from_rfc3339("2026-12-01T02:00:00Z")
+                    .unwrap()
+                    .to_utc()
+            )
+        );
+        let again = parse(&full.to_json()).unwrap();
+        assert_eq!(again.refresh_token.unwrap().expose_secret(), "r");
+        for (bad, says) in [
+            (
+                r#"{"refresh_token":"r","client_id":"c"}"#,
+                "lacks access_token",
+            ),
+            (
+                r#"{"access_token":"a","refresh_token":"r"}"#,
+                "no client_id",
+            ),
+            (
+                r#"{"access_token":"a","token":"x"}"#,
+                "unknown key \"token\"",
+            ),
+            (r#"{"access_token":"a","expires_at":"soon"}"#, "expires_at"),
+            ("two words", "neither"),
+            ("{not json", "not a JSON object"),
+        ] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+            assert!(
+                !err.contains("\"a\"") && !err.contains("two words"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rotated_token_is_written_atomically_and_privately() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.token");
+        std::fs::write(&path, "old").unwrap();
+        write_atomically(&path, "new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file is left behind");
+    }
+}

@@ -1,0 +1,350 @@
+//! The `mastodon` adapter against the fake instance.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use airlock_core::Outcome;
+use airlock_platforms::mastodon::{
+    KEY_TRUSTED_FOR, Mastodon, MastodonSettings, RESEND_AFTER, Visibility,
+};
+use airlock_platforms::{
+    EarlierAttempt, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError,
+    Verification,
+};
+use airlock_testkit::fake::mastodon::{ACCT, CreateMode, Expect, MastodonFake};
+
+use crate::support::{
+    LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_token_only_in_headers, client, image,
+    image_server, request, token,
+};
+
+fn adapter_with(fake: &MastodonFake, timeout: Duration) -> Mastodon {
+    let settings = MastodonSettings {
+        visibility: Visibility::Unlisted,
+        request_timeout: timeout,
+        ..MastodonSettings::new(fake.uri(), token())
+    };
+    Mastodon::new(settings, client()).unwrap()
+}
+
+fn adapter(fake: &MastodonFake) -> Mastodon {
+    adapter_with(fake, Duration::from_secs(5))
+}
+
+fn post() -> PublishRequest {
+    request("masto-main", "Mochi naps in the sun.")
+}
+
+/// The attempt a prepared request records, sent at `sent_at`.
+fn attempt(prepared: &Prepared, sent_at: chrono::DateTime<Utc>) -> EarlierAttempt {
+    EarlierAttempt {
+        generation: 1,
+        idempotency_key: "42-0123456789abcdef".into(),
+        platform_ref: prepared.platform_ref.clone(),
+        sent_at,
+        definitely_unpublished: false,
+    }
+}
+
+/// A reconcile at `now` of the attempt `prepared` sent at `sent_at`.
+fn reconcile_at(
+    req: &PublishRequest,
+    prepared: &Prepared,
+    sent_at: chrono::DateTime<Utc>,
+    now: chrono::DateTime<Utc>,
+) -> ReconcileRequest {
+    let mut publish = req.clone();
+    publish.now = now;
+    publish.earlier = vec![attempt(prepared, sent_at)];
+    ReconcileRequest {
+        publish,
+        platform_ref: prepared.platform_ref.clone(),
+    }
+}
+
+#[tokio::test]
+async fn happy_path_sends_the_idempotency_key_and_keeps_the_permalink() {
+    let fake = MastodonFake::start(Expect::ONE_POST).await;
+    let mastodon = adapter(&fake);
+    let account = mastodon.account().await.unwrap().unwrap();
+    assert_eq!(account.username, ACCT);
+
+    let mut req = post();
+    req.link = Some("https://inn.example/naps/".into());
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    assert_eq!(
+        prepared.platform_ref.as_deref(),
+        Some(req.idempotency_key.as_str())
+    );
+    let outcome = mastodon.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected a publish, got {outcome:?}");
+    };
+    let id = published.platform_post_id.clone().unwrap();
+    assert_eq!(
+        published.permalink.as_deref(),
+        Some(format!("{}/@{ACCT}/{id}", fake.uri()).as_str())
+    );
+    let status = fake.with(|s| s.statuses[0].clone());
+    assert_eq!(
+        status.text,
+        "Mochi naps in the sun.\n\nhttps://inn.example/naps/"
+    );
+    assert_eq!(status.visibility, "unlisted");
+    let create = fake
+        .requests()
+        .await
+        .into_iter()
+        .find(|r| r.url.path() == "/api/v1/statuses")
+        .unwrap();
+    assert_eq!(
+        create.headers.get("idempotency-key").unwrap(),
+        req.idempotency_key.as_str()
+    );
+    assert!(matches!(
+        mastodon.verify(&id).await,
+        Verification::Verified { .. }
+    ));
+    assert_no_canary(&outcome);
+    assert_no_canary(&mastodon);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn the_instance_limit_refuses_a_long_status_before_it_is_sent() {
+    let fake = MastodonFake::start_with(
+        Expect {
+            instance: 1,
+            ..Expect::NONE
+        },
+        |s| s.max_characters = 30,
+    )
+    .await;
+    let mastodon = adapter(&fake);
+    // 23 for the link, 11 for the rest: 34 > 30.
+    let req = request(
+        "masto-main",
+        "Mochi naps https://inn.example/a/very/long/path/indeed",
+    );
+    let err = mastodon.prepare(&req).await.unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert!(!credential);
+    assert!(
+        reason.contains("34") && reason.contains("30") && reason.contains("max_chars"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn media_go_up_with_their_descriptions_and_wait_for_processing() {
+    let images = image_server().await;
+    let fake = MastodonFake::start_with(
+        Expect {
+            instance: 1,
+            upload: 1,
+            media_read: 1,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| s.media_processing = true,
+    )
+    .await;
+    let mastodon = adapter(&fake);
+    let mut req = post();
+    req.media = vec![image(&format!("{}/cat.jpg", images.uri()))];
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    assert!(matches!(
+        mastodon.publish(&req, &prepared).await,
+        Outcome::Published(_)
+    ));
+    let media = fake.with(|s| s.media.clone());
+    assert_eq!(media[0].description, "A cat asleep on a cushion");
+    assert_eq!(
+        fake.with(|s| s.statuses[0].media_ids.clone()),
+        vec![media[0].id.clone()]
+    );
+}
+
+/// A create whose answer is lost: unknown; nothing is re-sent while the first request
+/// could still be processing; within the hour a re-send with the same key answers the
+/// original status; after the hour nothing proves anything.
+async fn a_lost_answer_is_settled_by_the_same_key_within_the_hour(
+    mode: CreateMode,
+    timeout: Duration,
+) {
+    let expect = Expect {
+        instance: 1,
+        create: 2,
+        ..Expect::NONE
+    };
+    let fake = MastodonFake::start_with(expect, |s| s.create_mode = mode).await;
+    let mastodon = adapter_with(&fake, timeout);
+    let req = post();
+    let sent_at = Utc::now();
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    let outcome = mastodon.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let original = fake.with(|s| s.statuses[0].id.clone());
+
+    // Too soon: the first request might still be processing.
+    let soon = reconcile_at(
+        &req,
+        &prepared,
+        sent_at,
+        sent_at + chrono::Duration::minutes(1),
+    );
+    assert_eq!(mastodon.reconcile(&soon).await, Evidence::NoProof);
+
+    fake.with(|s| s.create_mode = CreateMode::Normal);
+    let later = sent_at + RESEND_AFTER + chrono::Duration::minutes(5);
+    let Evidence::Published(proof) = mastodon
+        .reconcile(&reconcile_at(&req, &prepared, sent_at, later))
+        .await
+    else {
+        panic!("the key settles it");
+    };
+    assert_eq!(proof.platform_post_id.as_deref(), Some(original.as_str()));
+    assert!(proof.note.contains(&req.idempotency_key), "{}", proof.note);
+    assert_eq!(fake.with(|s| s.posts()), 1, "exactly one status");
+
+    // After the hour the key may be gone: a person decides, and nothing is sent.
+    let too_late = sent_at + KEY_TRUSTED_FOR + chrono::Duration::minutes(1);
+    assert_eq!(
+        mastodon
+            .reconcile(&reconcile_at(&req, &prepared, sent_at, too_late))
+            .await,
+        Evidence::NoProof
+    );
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
+#[tokio::test]
+async fn a_create_answered_with_502_is_settled_by_the_same_key_within_the_hour() {
+    a_lost_answer_is_settled_by_the_same_key_within_the_hour(
+        CreateMode::CreateThenStatus(502),
+        Duration::from_secs(5),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_create_whose_answer_never_comes_is_settled_by_the_same_key_within_the_hour() {
+    a_lost_answer_is_settled_by_the_same_key_within_the_hour(
+        CreateMode::CreateThenDelay(LONG_DELAY),
+        SHORT_TIMEOUT,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_instance_forgets_keys_after_an_hour_on_its_clock() {
+    let fake = MastodonFake::start(Expect {
+        instance: 1,
+        create: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let req = post();
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    assert!(matches!(
+        mastodon.publish(&req, &prepared).await,
+        Outcome::Published(_)
+    ));
+    let key = req.idempotency_key.clone();
+    fake.with(|s| s.now = Some(Utc::now()));
+    assert!(fake.with(|s| s.keeps_key(&key)));
+    fake.with(|s| s.advance(chrono::Duration::minutes(59)));
+    assert!(fake.with(|s| s.keeps_key(&key)));
+    fake.with(|s| s.advance(chrono::Duration::minutes(2)));
+    assert!(!fake.with(|s| s.keeps_key(&key)));
+}
+
+#[tokio::test]
+async fn a_retry_within_the_hour_reuses_the_earlier_key_and_gets_the_original_status() {
+    let fake = MastodonFake::start(Expect {
+        instance: 2,
+        create: 2,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let first = post();
+    let prepared = mastodon.prepare(&first).await.unwrap();
+    let Outcome::Published(original) = mastodon.publish(&first, &prepared).await else {
+        panic!("published");
+    };
+    // A person requeued it (said "not published") after an unknown outcome; the content
+    // was approved again with another text, so its own key differs.
+    let mut retry = request("masto-main", "Mochi naps in the shade.");
+    retry.idempotency_key = "42-fedcba9876543210".into();
+    retry.earlier = vec![attempt(
+        &prepared,
+        Utc::now() - chrono::Duration::minutes(20),
+    )];
+    let again = mastodon.prepare(&retry).await.unwrap();
+    assert_eq!(again.platform_ref, prepared.platform_ref);
+    let Outcome::Published(second) = mastodon.publish(&retry, &again).await else {
+        panic!("published");
+    };
+    assert_eq!(second.platform_post_id, original.platform_post_id);
+    assert_eq!(fake.with(|s| s.posts()), 1);
+
+    // Sent moments ago: wait until that request can no longer be processing.
+    let fake = MastodonFake::start(Expect {
+        instance: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let mut retry = post();
+    retry.earlier = vec![attempt(&prepared, retry.now - chrono::Duration::minutes(1))];
+    let err = mastodon.prepare(&retry).await.unwrap_err();
+    assert!(
+        matches!(err, StepError::Transient { retry_after: Some(wait), .. } if wait == chrono::Duration::minutes(4)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_token_fails_for_the_credential_and_a_rate_limit_waits_for_its_reset() {
+    let fake = MastodonFake::start_with(
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+        |s| s.token_revoked = true,
+    )
+    .await;
+    let err = adapter(&fake).account().await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { credential: true, reason } if reason.contains("401")),
+        "{err:?}"
+    );
+    assert_no_canary(&err);
+
+    let fake = MastodonFake::start_with(
+        Expect {
+            instance: 1,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| s.requests_left = Some(1),
+    )
+    .await;
+    let mastodon = adapter(&fake);
+    let req = post();
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    let Outcome::NotSent { retry_after, .. } = mastodon.publish(&req, &prepared).await else {
+        panic!("a 429 is not sent");
+    };
+    let wait = retry_after.unwrap();
+    assert!(
+        wait > chrono::Duration::minutes(4) && wait <= chrono::Duration::minutes(5),
+        "{wait:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 0);
+}

@@ -1,0 +1,317 @@
+//! The `x` adapter against the fake API.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+
+use airlock_core::Outcome;
+use airlock_platforms::x::{Credential, X, XSettings};
+use airlock_platforms::{
+    EarlierAttempt, Evidence, Platform, PublishRequest, ReconcileRequest, StepError, Verification,
+};
+use airlock_testkit::fake::x::{CLIENT_ID, CreateMode, Expect, Route, USERNAME, XFake};
+
+use crate::support::{
+    CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_token_only_in_headers_except,
+    client, request,
+};
+
+const TOKEN_PATH: &str = "/2/oauth2/token";
+
+/// A token file in a fresh directory, mode 0600.
+fn token_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.token");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    (dir, path)
+}
+
+fn adapter_with(fake: &XFake, path: &Path, timeout: Duration) -> X {
+    let text = airlock_platforms::credential::read_secret(path).unwrap();
+    let credential = Credential::parse(&text, path).unwrap();
+    X::new(
+        XSettings {
+            base_url: fake.uri(),
+            token_file: path.to_path_buf(),
+            credential,
+            request_timeout: timeout,
+        },
+        client(),
+    )
+    .unwrap()
+}
+
+fn refreshable(expires_at: &str) -> String {
+    format!(
+        r#"{{"access_token":"{CANARY}","refresh_token":"{CANARY}-first-refresh","client_id":"{CLIENT_ID}","expires_at":"{expires_at}"}}"#
+    )
+}
+
+fn post() -> PublishRequest {
+    request("x-main", "Mochi naps in the sun.")
+}
+
+#[tokio::test]
+async fn happy_path_posts_once_with_a_permalink_and_reads_it_back() {
+    let fake = XFake::start(Expect::ONE_POST).await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let account = x.account().await.unwrap().unwrap();
+    assert_eq!(account.username, USERNAME);
+    let mut req = post();
+    req.link = Some("https://inn.example/naps/".into());
+    let prepared = x.prepare(&req).await.unwrap();
+    assert_eq!(prepared.platform_ref, None);
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected a publish, got {outcome:?}");
+    };
+    let id = published.platform_post_id.clone().unwrap();
+    assert_eq!(
+        published.permalink.as_deref(),
+        Some(format!("https://x.com/{USERNAME}/status/{id}").as_str())
+    );
+    assert_eq!(
+        fake.with(|s| s.tweets[0].text.clone()),
+        "Mochi naps in the sun.\nhttps://inn.example/naps/"
+    );
+    assert!(matches!(x.verify(&id).await, Verification::Verified { .. }));
+    // X has no key to find a post by: an unknown outcome waits for a person.
+    let reconcile = ReconcileRequest {
+        publish: req.clone(),
+        platform_ref: None,
+    };
+    assert_eq!(x.reconcile(&reconcile).await, Evidence::NoProof);
+    assert_no_canary(&outcome);
+    assert_no_canary(&x);
+    assert_token_only_in_headers_except(&fake.server, TOKEN_PATH).await;
+}
+
+#[tokio::test]
+async fn duplicate_content_is_never_proof_of_publication() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            create: 2,
+            ..Expect::NONE
+        },
+        |s| {
+            s.tweets.push(airlock_testkit::fake::x::Tweet {
+                id: "1866000000000000001".into(),
+                text: "Mochi naps in the sun.".into(),
+            })
+        },
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Rejected { reason, credential } = &outcome else {
+        panic!("a duplicate fails the post: {outcome:?}");
+    };
+    assert!(!credential, "not a token problem: {reason}");
+    assert!(reason.contains("duplicate content"), "{reason}");
+
+    // When an earlier attempt of this post may have gone out, a person decides.
+    let mut retry = req.clone();
+    retry.earlier = vec![EarlierAttempt {
+        generation: 1,
+        idempotency_key: req.idempotency_key.clone(),
+        platform_ref: None,
+        sent_at: chrono::Utc::now() - chrono::Duration::hours(1),
+        definitely_unpublished: false,
+    }];
+    let outcome = x.publish(&retry, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Unknown { reason } if reason.contains("earlier attempt")),
+        "{outcome:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
+#[tokio::test]
+async fn an_expired_bare_token_fails_for_the_credential() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+        |s| s.expire_token_at = Some(Route::Identity),
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let err = adapter_with(&fake, &path, Duration::from_secs(5))
+        .account()
+        .await
+        .unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert!(*credential);
+    assert!(reason.contains("refresh_token"), "{reason}");
+}
+
+#[tokio::test]
+async fn an_expired_token_is_refreshed_and_the_rotated_pair_written_back_privately() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            refresh: 1,
+            create: 2,
+            ..Expect::NONE
+        },
+        |s| {
+            s.refresh_token = Some(format!("{CANARY}-first-refresh"));
+            s.expire_token_at = Some(Route::Create);
+        },
+    )
+    .await;
+    let (_dir, path) = token_file(&refreshable("2099-01-01T00:00:00Z"));
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Published(_)), "{outcome:?}");
+    assert_eq!(fake.with(|s| s.posts()), 1);
+
+    let written = std::fs::read_to_string(&path).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(value["access_token"], format!("{CANARY}-access-1"));
+    assert_eq!(value["refresh_token"], format!("{CANARY}-refresh-1"));
+    assert_eq!(value["client_id"], CLIENT_ID);
+    assert!(value["expires_at"].is_string());
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // The refresh token went only in the token endpoint's body.
+    assert_token_only_in_headers_except(&fake.server, TOKEN_PATH).await;
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_renewed_before_the_post_and_a_rotated_file_is_adopted() {
+    let fake = XFake::start_with(
+        Expect {
+            // The second process: refused once, then with the file's token.
+            identity: 3,
+            refresh: 1,
+            create: 2,
+            ..Expect::NONE
+        },
+        |s| s.refresh_token = Some(format!("{CANARY}-first-refresh")),
+    )
+    .await;
+    let soon = (chrono::Utc::now() + chrono::Duration::minutes(2)).to_rfc3339();
+    let (_dir, path) = token_file(&refreshable(&soon));
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    assert!(matches!(
+        x.publish(&req, &prepared).await,
+        Outcome::Published(_)
+    ));
+    assert_eq!(fake.with(|s| s.refreshes), 1);
+
+    // Another process still holds the old pair: when X refuses its token it reads the
+    // file this one rotated and uses that, without spending a refresh.
+    let original = Credential::parse(&SecretString::from(refreshable(&soon)), &path).unwrap();
+    let other = X::new(
+        XSettings {
+            base_url: fake.uri(),
+            token_file: path.clone(),
+            credential: original,
+            request_timeout: Duration::from_secs(5),
+        },
+        client(),
+    )
+    .unwrap();
+    let mut later = request("x-main", "Mochi naps in the shade.");
+    later.now = chrono::Utc::now() - chrono::Duration::hours(1);
+    let prepared = other.prepare(&later).await.unwrap();
+    assert!(matches!(
+        other.publish(&later, &prepared).await,
+        Outcome::Published(_)
+    ));
+    assert_eq!(fake.with(|s| s.refreshes), 1, "no second refresh");
+    assert_eq!(fake.with(|s| s.posts()), 2);
+}
+
+#[tokio::test]
+async fn a_refused_refresh_token_fails_for_the_credential_naming_the_file() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            refresh: 1,
+            ..Expect::NONE
+        },
+        |s| {
+            s.refresh_token = Some("another-refresh-token".into());
+            s.expire_token_at = Some(Route::Identity);
+        },
+    )
+    .await;
+    let (_dir, path) = token_file(&refreshable("2099-01-01T00:00:00Z"));
+    let err = adapter_with(&fake, &path, Duration::from_secs(5))
+        .account()
+        .await
+        .unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("expected a refusal, got {err:?}");
+    };
+    assert!(*credential);
+    assert!(reason.contains(&path.display().to_string()), "{reason}");
+    assert_no_canary(&err);
+}
+
+#[tokio::test]
+async fn a_create_whose_answer_never_comes_is_unknown_with_nothing_to_settle_it() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| s.create_mode = CreateMode::CreateThenDelay(LONG_DELAY),
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, SHORT_TIMEOUT);
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let reconcile = ReconcileRequest {
+        publish: req,
+        platform_ref: None,
+    };
+    assert_eq!(x.reconcile(&reconcile).await, Evidence::NoProof);
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_not_sent_and_waits_for_its_reset() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| s.posts_left = Some(0),
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let Outcome::NotSent { retry_after, .. } = x.publish(&req, &prepared).await else {
+        panic!("a 429 is not sent");
+    };
+    let wait = retry_after.unwrap();
+    assert!(
+        wait > chrono::Duration::minutes(14) && wait <= chrono::Duration::minutes(15),
+        "{wait:?}"
+    );
+}

@@ -1,0 +1,67 @@
+//! Connecting to a ledger that must not change: `airlock backup` refuses PostgreSQL, and
+//! `airlock export` reads the ledger other processes serve, so it never migrates and
+//! refuses a ledger whose migrations differ from this binary's.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use airlock_store::{MigrationStatus, Result, StoreError};
+
+use crate::{MIGRATOR, PgSettings, PgStore, db, unavailable_at, wake};
+
+impl PgStore {
+    /// Connects without applying migrations.
+    pub async fn connect_existing(url: &str) -> Result<Self> {
+        let settings = PgSettings::default();
+        let options = PgConnectOptions::from_str(url).map_err(|e| {
+            StoreError::Unavailable(
+                format!("cannot read the PostgreSQL URL (postgres://USER@HOST[:PORT]/DB): {e}")
+                    .into(),
+            )
+        })?;
+        let options = options.application_name("airlock");
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .min_connections(0)
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_with(options.clone())
+            .await
+            .map_err(|e| unavailable_at(&options, e))?;
+        Ok(PgStore {
+            pool,
+            wake: Arc::new(wake::Wake::new(options)),
+        })
+    }
+
+    /// How the ledger's applied migrations compare with this binary's.
+    pub async fn migration_status(&self) -> Result<MigrationStatus> {
+        let known: Vec<(i64, Vec<u8>)> = MIGRATOR
+            .iter()
+            .filter(|m| m.migration_type.is_up_migration())
+            .map(|m| (m.version, m.checksum.to_vec()))
+            .collect();
+        let has_table: bool =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db)?;
+        let applied = if has_table {
+            sqlx::query(
+                "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
+            )
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?
+            .iter()
+            .map(|row| Ok((row.try_get("version")?, row.try_get("checksum")?)))
+            .collect::<std::result::Result<Vec<(i64, Vec<u8>)>, sqlx::Error>>()
+            .map_err(db)?
+        } else {
+            Vec::new()
+        };
+        Ok(MigrationStatus::compare(&known, &applied))
+    }
+}

@@ -1,0 +1,339 @@
+//! Cases for the critic's workflow as the store keeps it: verdicts recorded with the
+//! change they make, in the review round they were given in; a new round whenever the
+//! content changes or an approval is withdrawn; the revision count and the quarantine
+//! flag, which only a draft carries and which keeps it from being approved or changed;
+//! and duplicate drafts found by their normalised text inside the creating transaction.
+
+use std::sync::Arc;
+
+use chrono::Duration;
+
+use airlock_core::review::VerdictKind;
+use airlock_core::{NewVerdict, Post, PostStatus};
+use airlock_store::{EventNote, ExportFilter, Guard, PostFilter, PostUpdate, Store, StoreError};
+
+use crate::fixture::*;
+
+fn verdict(post: &Post, kind: VerdictKind, reasons: &[&str]) -> NewVerdict {
+    NewVerdict {
+        verdict: kind,
+        reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        content_hash: post.content_hash.clone(),
+        rubric_hash: "ab".repeat(32),
+        content: post.content.clone(),
+    }
+}
+
+/// A fail by [`CRITIC`]: the verdict, one more revision, the reasons on the post.
+fn fail(post: &Post, now: chrono::DateTime<chrono::Utc>, quarantine: bool) -> PostUpdate {
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, now);
+    update.verdict = Some(verdict(post, VerdictKind::Fail, &["tone: too pushy"]));
+    update.set.count_revision = true;
+    update.set.error = Some(Some("rejected: tone: too pushy".into()));
+    if quarantine {
+        update.set.quarantined_at = Some(Some(now));
+    }
+    update.event = Some(EventNote {
+        kind: if quarantine {
+            "quarantined"
+        } else {
+            "rejected"
+        }
+        .into(),
+        note: Some("tone: too pushy".into()),
+    });
+    update
+}
+
+fn edit_text(post: &Post, text: &str, now: chrono::DateTime<chrono::Utc>) -> PostUpdate {
+    let mut changed = post.content.clone();
+    changed.text = text.to_owned();
+    let hash = changed.hash();
+    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, now);
+    update.set.content = Some((changed, hash));
+    update.set.edited_by = Some(WRITER.to_owned());
+    update
+}
+
+/// A verdict is written with its change, read back whole (reasons, hashes, the reviewed
+/// content), oldest first, in the round it was given in, and shows in the post's detail
+/// and in export pages; the verdicts of a discarded draft stay.
+pub async fn verdicts_are_recorded_with_their_change_and_read_back_whole(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = draft(s, "threads-main", "The cats nap.", t0()).await;
+    assert_eq!(
+        (post.review_round, post.revisions, post.quarantined_at),
+        (0, 0, None)
+    );
+    let mut pass = PostUpdate::new(post.id, Guard::Version(post.version), "token:a", mins(1));
+    pass.verdict = Some(verdict(&post, VerdictKind::Pass, &[]));
+    pass.event = Some(EventNote {
+        kind: "verdict".into(),
+        note: Some("pass 1 of 2".into()),
+    });
+    let post = s.update_post(pass).await.unwrap();
+    let post = s.update_post(fail(&post, mins(2), false)).await.unwrap();
+    assert_eq!(post.revisions, 1);
+    assert_eq!(post.status, PostStatus::Draft);
+
+    let verdicts = s.verdicts(post.id).await.unwrap();
+    assert_eq!(verdicts.len(), 2);
+    let (first, second) = (&verdicts[0], &verdicts[1]);
+    assert!(first.id < second.id);
+    assert_eq!(first.verdict, VerdictKind::Pass);
+    assert_eq!(first.actor, "token:a");
+    assert!(first.reasons.is_empty());
+    assert_eq!(first.at, mins(1));
+    assert_eq!(second.verdict, VerdictKind::Fail);
+    assert_eq!(second.actor, CRITIC);
+    assert_eq!(second.reasons, ["tone: too pushy"]);
+    assert_eq!(second.content_hash, post.content_hash);
+    assert_eq!(second.rubric_hash, "ab".repeat(32));
+    assert_eq!(second.review_round, 0);
+    assert_eq!(second.content.as_ref(), Some(&post.content));
+    assert_eq!(s.post_detail(post.id).await.unwrap().verdicts, verdicts);
+    let page = s
+        .export_page(&ExportFilter::default(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(page[0].verdicts, verdicts);
+
+    s.delete_draft(post.id, post.version, WRITER, mins(3))
+        .await
+        .unwrap();
+    assert_eq!(s.verdicts(post.id).await.unwrap(), verdicts);
+}
+
+/// Every change of content, and every withdrawn approval, starts a new review round; a
+/// change of schedule or a verdict does not; a verdict records the round as it was.
+pub async fn a_content_change_or_a_withdrawn_approval_starts_a_new_review_round(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let post = draft(s, "threads-main", "Round zero.", t0()).await;
+    let mut schedule = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(1));
+    schedule.set.scheduled_at = Some(mins(30));
+    let post = s.update_post(schedule).await.unwrap();
+    assert_eq!(post.review_round, 0);
+
+    let post = s
+        .update_post(edit_text(&post, "Round one.", mins(2)))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 1);
+
+    let mut pass = approval(&post, mins(3));
+    pass.verdict = Some(verdict(&post, VerdictKind::Pass, &[]));
+    let post = s.update_post(pass).await.unwrap();
+    assert_eq!(post.status, PostStatus::Approved);
+    assert_eq!(post.review_round, 1);
+
+    // A fail of an approved post returns it to draft: the verdict keeps round one.
+    let mut unapprove = fail(&post, mins(4), false);
+    unapprove.to = Some(PostStatus::Draft);
+    unapprove.event = None;
+    unapprove.set.approved_hash = Some(None);
+    let post = s.update_post(unapprove).await.unwrap();
+    assert_eq!(post.status, PostStatus::Draft);
+    assert_eq!(post.review_round, 2);
+    let rounds: Vec<i64> = s
+        .verdicts(post.id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|v| v.review_round)
+        .collect();
+    assert_eq!(rounds, [1, 1]);
+}
+
+/// The `max_revisions`-th fail quarantines a draft; a quarantined draft is listed by the
+/// quarantine filter, is not approved and its content does not change (whoever asks);
+/// only a draft is quarantined; a release clears the flag and the count.
+pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let other = draft(s, "threads-main", "Not quarantined.", t0()).await;
+    let post = draft(s, "threads-main", "Pushy words.", t0()).await;
+    let post = s.update_post(fail(&post, mins(1), false)).await.unwrap();
+    let post = s.update_post(fail(&post, mins(2), true)).await.unwrap();
+    assert_eq!(post.revisions, 2);
+    assert_eq!(post.quarantined_at, Some(mins(2)));
+    assert_eq!(post.status, PostStatus::Draft);
+
+    let quarantined = PostFilter {
+        quarantined: Some(true),
+        ..PostFilter::default()
+    };
+    let ids: Vec<_> = s
+        .list_posts(&quarantined)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids, [post.id]);
+    let summaries = s.list_summaries(&quarantined, 10).await.unwrap();
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].quarantined_at, Some(mins(2)));
+    let plain = PostFilter {
+        quarantined: Some(false),
+        ..PostFilter::default()
+    };
+    let ids: Vec<_> = s
+        .list_posts(&plain)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids, [other.id]);
+
+    let approving = s.update_post(approval(&post, mins(3))).await.unwrap_err();
+    assert!(
+        matches!(approving, StoreError::IllegalTransition { .. }),
+        "{approving:?}"
+    );
+    let editing = s
+        .update_post(edit_text(&post, "Sneaky words.", mins(3)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(editing, StoreError::Quarantined(id) if id == post.id),
+        "{editing:?}"
+    );
+    let unchanged = s.get_post(post.id).await.unwrap();
+    assert_eq!(unchanged.content, post.content);
+    assert_eq!(unchanged.status, PostStatus::Draft);
+    assert_eq!(unchanged.version, post.version);
+
+    // Only a draft is quarantined.
+    let approved = approved(s, "threads-main", "Approved words.", t0()).await;
+    let mut flag = PostUpdate::new(
+        approved.id,
+        Guard::Version(approved.version),
+        CRITIC,
+        mins(3),
+    );
+    flag.set.quarantined_at = Some(Some(mins(3)));
+    assert!(matches!(
+        s.update_post(flag).await,
+        Err(StoreError::IllegalTransition { .. })
+    ));
+
+    let mut release = PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(4));
+    release.set.quarantined_at = Some(None);
+    release.set.reset_revisions = true;
+    let released = s.update_post(release).await.unwrap();
+    assert_eq!((released.revisions, released.quarantined_at), (0, None));
+    let edited = s
+        .update_post(edit_text(&released, "Calm words.", mins(5)))
+        .await
+        .unwrap();
+    let approved = s.update_post(approval(&edited, mins(6))).await.unwrap();
+    assert_eq!(approved.status, PostStatus::Approved);
+}
+
+/// A draft whose normalised text is that of a post on its channel that is approved, in
+/// flight, posted or quarantined, going out within the window of it, is refused naming
+/// that post; plain drafts, other channels, other texts, times outside the window and a
+/// request without a window are not.
+pub async fn a_draft_repeating_a_queued_text_within_the_window_is_refused(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let window = Some(Duration::days(7));
+    let create = |channel: &str, text: &str, at, window| {
+        let mut req = create_request(new_post(channel, text, at), mins(-60));
+        req.duplicate_window = window;
+        req
+    };
+    let queued = approved(s, "threads-main", "Tea at four.", t0()).await;
+    let err = s
+        .create_post(create("threads-main", " TEA  at\nfour. ", mins(60), window))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Approved } if earlier == queued.id),
+        "{err:?}"
+    );
+    let posted = in_status(s, PostStatus::Posted, "threads-main").await;
+    let err = s
+        .create_post(create(
+            "threads-main",
+            &posted.content.text.to_uppercase(),
+            t0(),
+            window,
+        ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Posted } if earlier == posted.id),
+        "{err:?}"
+    );
+
+    let plain = draft(s, "threads-main", "Only a draft.", t0()).await;
+    for (channel, text, at, window) in [
+        ("threads-main", "Only a draft.", t0(), window),
+        ("instagram-main", "Tea at four.", t0(), window),
+        ("threads-main", "Tea at five.", t0(), window),
+        (
+            "threads-main",
+            "Tea at four.",
+            t0() + Duration::days(8),
+            window,
+        ),
+        (
+            "threads-main",
+            "Tea at four.",
+            t0() - Duration::days(8),
+            window,
+        ),
+        ("threads-main", "Tea at four.", t0(), None),
+    ] {
+        s.create_post(create(channel, text, at, window))
+            .await
+            .unwrap_or_else(|e| panic!("{channel} {text:?} at {at}: {e}"));
+    }
+
+    let quarantined = s.update_post(fail(&plain, mins(1), true)).await.unwrap();
+    let err = s
+        .create_post(create("threads-main", "only a draft.", t0(), window))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == quarantined.id),
+        "{err:?}"
+    );
+}
+
+/// An edit keeps the duplicate key current: the old text no longer matches, the new does.
+pub async fn an_edit_moves_the_duplicate_key_with_the_text(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = draft(s, "threads-main", "First words.", t0()).await;
+    let post = s
+        .update_post(edit_text(&post, "Second words.", mins(1)))
+        .await
+        .unwrap();
+    approve(s, &post, mins(2)).await;
+    let mut req = create_request(new_post("threads-main", "First words.", t0()), mins(3));
+    req.duplicate_window = Some(Duration::days(7));
+    s.create_post(req).await.unwrap();
+    let mut req = create_request(new_post("threads-main", "second words.", t0()), mins(3));
+    req.duplicate_window = Some(Duration::days(7));
+    assert!(matches!(
+        s.create_post(req).await,
+        Err(StoreError::DuplicateText { earlier, .. }) if earlier == post.id
+    ));
+}
+
+/// A verdict on a post as large as a post may be (its text full of characters JSON
+/// escapes) is recorded with its snapshot; the size limits are for values no verdict
+/// airlock makes can reach.
+pub async fn a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let text = "\"\n".repeat(airlock_core::limits::MAX_TEXT_CHARS / 2);
+    let post = draft(s, "threads-main", &text, t0()).await;
+    let post = s.update_post(fail(&post, mins(1), false)).await.unwrap();
+    let verdicts = s.verdicts(post.id).await.unwrap();
+    assert_eq!(verdicts.len(), 1);
+    assert_eq!(verdicts[0].content.as_ref().unwrap().text, text);
+}

@@ -1,0 +1,473 @@
+//! A fake of a Mastodon instance, per docs/platforms.md#mastodon.
+//!
+//! - Bearer check: a wrong or revoked token answers 401 `{"error": "The access token is
+//!   invalid"}`.
+//! - `verify_credentials` names the account; `/api/v2/instance` its configurable
+//!   `max_characters` and `characters_reserved_per_url`.
+//! - `POST /api/v1/statuses` keeps every `Idempotency-Key` per account for one hour on
+//!   the fake's clock ([`State::now`], settable) and answers a repeat inside it with the
+//!   status it made the first time, without looking at the body (as the server does);
+//!   an empty or over-long status answers 422; past [`State::requests_left`] it answers
+//!   429 with `X-RateLimit-*` headers. [`CreateMode`] acts out lost answers: the status is
+//!   made (and its key kept) and the answer is a 5xx or comes too late.
+//! - `POST /api/v2/media` takes a multipart file with its description; with
+//!   [`State::media_processing`] it answers 202 and the media is ready on the next read.
+//! - `GET /api/v1/statuses/{id}` reads a status back.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::CANARY;
+use crate::fake::meta::ANY;
+
+/// The account's `acct`.
+pub const ACCT: &str = "inn_cats";
+
+/// How `POST /api/v1/statuses` behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Make the status and answer 200.
+    Normal,
+    /// Make the status (keeping its key), then answer this status.
+    CreateThenStatus(u16),
+    /// Make the status (keeping its key), then answer only after this long.
+    CreateThenDelay(Duration),
+}
+
+/// A status.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Its id.
+    pub id: String,
+    /// Its text as sent.
+    pub text: String,
+    /// Its visibility.
+    pub visibility: String,
+    /// Its media ids.
+    pub media_ids: Vec<String>,
+}
+
+/// An uploaded media attachment.
+#[derive(Debug, Clone)]
+pub struct MediaAttachment {
+    /// Its id.
+    pub id: String,
+    /// Its description (alt text).
+    pub description: String,
+    /// Its size in bytes.
+    pub size: usize,
+    /// Whether it is ready.
+    pub ready: bool,
+}
+
+/// The fake's state.
+#[derive(Debug)]
+pub struct State {
+    /// The token it accepts.
+    pub token: String,
+    /// The token was revoked.
+    pub token_revoked: bool,
+    /// The account's `acct`.
+    pub acct: String,
+    /// The instance's `max_characters`.
+    pub max_characters: usize,
+    /// How the create endpoint behaves.
+    pub create_mode: CreateMode,
+    /// Requests left before 429 (`None`: no limit).
+    pub requests_left: Option<u32>,
+    /// New media answers 202 until read once.
+    pub media_processing: bool,
+    /// The fake's clock: `None` follows the real one.
+    pub now: Option<DateTime<Utc>>,
+    /// The statuses, in the order made.
+    pub statuses: Vec<Status>,
+    /// The media.
+    pub media: Vec<MediaAttachment>,
+    keys: HashMap<String, (String, DateTime<Utc>)>,
+    next: u64,
+}
+
+impl State {
+    fn new() -> Self {
+        State {
+            token: CANARY.into(),
+            token_revoked: false,
+            acct: ACCT.into(),
+            max_characters: 500,
+            create_mode: CreateMode::Normal,
+            requests_left: None,
+            media_processing: false,
+            now: None,
+            statuses: Vec::new(),
+            media: Vec::new(),
+            keys: HashMap::new(),
+            next: 109_876_543_210_000_000,
+        }
+    }
+
+    fn clock(&self) -> DateTime<Utc> {
+        self.now.unwrap_or_else(Utc::now)
+    }
+
+    /// Moves the fake's clock (starting it at the real time if it followed that).
+    pub fn advance(&mut self, by: chrono::Duration) {
+        self.now = Some(self.clock() + by);
+    }
+
+    /// The statuses made.
+    pub fn posts(&self) -> usize {
+        self.statuses.len()
+    }
+
+    /// Whether the instance still keeps `key`.
+    pub fn keeps_key(&self, key: &str) -> bool {
+        self.keys
+            .get(key)
+            .is_some_and(|(_, at)| *at + chrono::Duration::hours(1) > self.clock())
+    }
+
+    fn status_json(&self, base: &str, status: &Status) -> Value {
+        json!({
+            "id": status.id,
+            "created_at": "2026-12-01T00:00:00.000Z",
+            "uri": format!("{base}/users/{}/statuses/{}", self.acct, status.id),
+            "url": format!("{base}/@{}/{}", self.acct, status.id),
+            "content": format!("<p>{}</p>", status.text),
+            "visibility": status.visibility,
+            "media_attachments": status.media_ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
+            "account": {"id": "14715", "username": self.acct, "acct": self.acct},
+        })
+    }
+}
+
+fn error(status: u16, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({ "error": message }))
+}
+
+/// The instance's length count: characters, each URL as 23.
+fn length(text: &str) -> usize {
+    text.split_inclusive(char::is_whitespace)
+        .map(|word| {
+            let bare = word.trim_end();
+            if bare.starts_with("http://") || bare.starts_with("https://") {
+                23 + (word.chars().count() - bare.chars().count())
+            } else {
+                word.chars().count()
+            }
+        })
+        .sum()
+}
+
+/// The routes the fake serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Identity,
+    Instance,
+    Upload,
+    MediaRead,
+    Create,
+    Read,
+}
+
+type Shared = Arc<Mutex<State>>;
+
+struct Instance(Shared, Route, String);
+
+impl Respond for Instance {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.0.lock().unwrap();
+        let base = &self.2;
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if bearer != Some(state.token.as_str()) || state.token_revoked {
+            return error(401, "The access token is invalid");
+        }
+        if let Some(left) = state.requests_left.as_mut() {
+            if *left == 0 {
+                let reset = (state.clock() + chrono::Duration::minutes(5))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+                return error(429, "Too many requests")
+                    .insert_header("x-ratelimit-limit", "300")
+                    .insert_header("x-ratelimit-remaining", "0")
+                    .insert_header("x-ratelimit-reset", reset.as_str());
+            }
+            *left -= 1;
+        }
+        match self.1 {
+            Route::Identity => ResponseTemplate::new(200).set_body_json(json!({
+                "id": "14715", "username": state.acct, "acct": state.acct,
+                "display_name": "Inn Cats", "url": format!("{base}/@{}", state.acct),
+            })),
+            Route::Instance => ResponseTemplate::new(200).set_body_json(json!({
+                "domain": "cats.example",
+                "configuration": {"statuses": {
+                    "max_characters": state.max_characters,
+                    "max_media_attachments": 4,
+                    "characters_reserved_per_url": 23,
+                }},
+            })),
+            Route::Upload => {
+                let body = String::from_utf8_lossy(&request.body);
+                let description = body
+                    .split("name=\"description\"\r\n\r\n")
+                    .nth(1)
+                    .and_then(|rest| rest.split("\r\n--").next())
+                    .unwrap_or("")
+                    .to_owned();
+                if !body.contains("name=\"file\"") {
+                    return error(422, "Validation failed: File can't be blank");
+                }
+                state.next += 1;
+                let id = state.next.to_string();
+                let ready = !state.media_processing;
+                state.media.push(MediaAttachment {
+                    id: id.clone(),
+                    description: description.clone(),
+                    size: request.body.len(),
+                    ready,
+                });
+                let url = ready.then(|| format!("{base}/media/{id}.jpg"));
+                ResponseTemplate::new(if ready { 200 } else { 202 }).set_body_json(json!({
+                    "id": id, "type": "image", "url": url, "description": description,
+                }))
+            }
+            Route::MediaRead => {
+                let id = request
+                    .url
+                    .path()
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .to_owned();
+                match state.media.iter_mut().find(|m| m.id == id) {
+                    // Processing ends by the next read.
+                    Some(media) => {
+                        media.ready = true;
+                        ResponseTemplate::new(200).set_body_json(
+                            json!({"id": id, "type": "image", "url": format!("{base}/media/{id}.jpg")}),
+                        )
+                    }
+                    None => error(404, "Record not found"),
+                }
+            }
+            Route::Create => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+                let key = request
+                    .headers
+                    .get("idempotency-key")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                // The key is looked up first, and the body is not compared.
+                if let Some(key) = &key
+                    && state.keeps_key(key)
+                {
+                    let id = state.keys[key].0.clone();
+                    let status = state.statuses.iter().find(|s| s.id == id).cloned();
+                    if let Some(status) = status {
+                        return ResponseTemplate::new(200)
+                            .set_body_json(state.status_json(base, &status));
+                    }
+                }
+                let text = body["status"].as_str().unwrap_or("").to_owned();
+                let media_ids: Vec<String> = body["media_ids"]
+                    .as_array()
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(|i| i.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if text.trim().is_empty() && media_ids.is_empty() {
+                    return error(422, "Validation failed: Text can't be blank");
+                }
+                if length(&text) > state.max_characters {
+                    return error(
+                        422,
+                        &format!(
+                            "Validation failed: Text character limit of {} exceeded",
+                            state.max_characters
+                        ),
+                    );
+                }
+                state.next += 1;
+                let status = Status {
+                    id: state.next.to_string(),
+                    text,
+                    visibility: body["visibility"].as_str().unwrap_or("public").to_owned(),
+                    media_ids,
+                };
+                if let Some(key) = key {
+                    let now = state.clock();
+                    state.keys.insert(key, (status.id.clone(), now));
+                }
+                let answer =
+                    ResponseTemplate::new(200).set_body_json(state.status_json(base, &status));
+                state.statuses.push(status);
+                match state.create_mode {
+                    CreateMode::Normal => answer,
+                    CreateMode::CreateThenStatus(code) => {
+                        ResponseTemplate::new(code).set_body_string("<html>502 Bad Gateway</html>")
+                    }
+                    CreateMode::CreateThenDelay(delay) => answer.set_delay(delay),
+                }
+            }
+            Route::Read => {
+                let id = request.url.path().rsplit('/').next().unwrap_or("");
+                match state.statuses.iter().find(|s| s.id == id) {
+                    Some(status) => {
+                        ResponseTemplate::new(200).set_body_json(state.status_json(base, status))
+                    }
+                    None => error(404, "Record not found"),
+                }
+            }
+        }
+    }
+}
+
+/// How many calls each route must get in a test ([`ANY`]: any number).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect {
+    /// `verify_credentials`.
+    pub identity: u64,
+    /// `/api/v2/instance`.
+    pub instance: u64,
+    /// `POST /api/v2/media`.
+    pub upload: u64,
+    /// `GET /api/v1/media/{id}`.
+    pub media_read: u64,
+    /// `POST /api/v1/statuses` (irreversible without a kept key).
+    pub create: u64,
+    /// `GET /api/v1/statuses/{id}`.
+    pub read: u64,
+}
+
+impl Expect {
+    /// Any number of calls to every route.
+    pub const ANY: Expect = Expect {
+        identity: ANY,
+        instance: ANY,
+        upload: ANY,
+        media_read: ANY,
+        create: ANY,
+        read: ANY,
+    };
+
+    /// Nothing may be called.
+    pub const NONE: Expect = Expect {
+        identity: 0,
+        instance: 0,
+        upload: 0,
+        media_read: 0,
+        create: 0,
+        read: 0,
+    };
+
+    /// A text post: account, instance, create, read-back.
+    pub const ONE_POST: Expect = Expect {
+        identity: 1,
+        instance: 1,
+        upload: 0,
+        media_read: 0,
+        create: 1,
+        read: 1,
+    };
+}
+
+/// A running fake instance.
+pub struct MastodonFake {
+    /// The server; dropping it checks every mock's expectation.
+    pub server: MockServer,
+    /// The shared state.
+    pub state: Arc<Mutex<State>>,
+}
+
+impl MastodonFake {
+    /// Starts a fake expecting these calls, after `configure` adjusts its state.
+    pub async fn start_with(expect: Expect, configure: impl FnOnce(&mut State)) -> MastodonFake {
+        let server = MockServer::start().await;
+        let mut state = State::new();
+        configure(&mut state);
+        let state = Arc::new(Mutex::new(state));
+        type Matcher = fn(&str, &str) -> bool;
+        let routes: [(Route, Matcher, u64); 6] = [
+            (
+                Route::Identity,
+                |m, p| m == "GET" && p == "/api/v1/accounts/verify_credentials",
+                expect.identity,
+            ),
+            (
+                Route::Instance,
+                |m, p| m == "GET" && p == "/api/v2/instance",
+                expect.instance,
+            ),
+            (
+                Route::Upload,
+                |m, p| m == "POST" && p == "/api/v2/media",
+                expect.upload,
+            ),
+            (
+                Route::MediaRead,
+                |m, p| m == "GET" && p.starts_with("/api/v1/media/"),
+                expect.media_read,
+            ),
+            (
+                Route::Create,
+                |m, p| m == "POST" && p == "/api/v1/statuses",
+                expect.create,
+            ),
+            (
+                Route::Read,
+                |m, p| m == "GET" && p.starts_with("/api/v1/statuses/"),
+                expect.read,
+            ),
+        ];
+        for (route, matches, times) in routes {
+            let mock = Mock::given(move |request: &Request| {
+                matches(request.method.as_str(), request.url.path())
+            })
+            .respond_with(Instance(state.clone(), route, server.uri()))
+            .named(format!("{route:?}"));
+            let mock = match times {
+                ANY => mock.expect(0..),
+                n => mock.expect(n),
+            };
+            mock.mount(&server).await;
+        }
+        Mock::given(wiremock::matchers::any())
+            .respond_with(error(404, "Record not found"))
+            .with_priority(u8::MAX)
+            .expect(0)
+            .named("unexpected call")
+            .mount(&server)
+            .await;
+        MastodonFake { server, state }
+    }
+
+    /// Starts a fake with the default state.
+    pub async fn start(expect: Expect) -> MastodonFake {
+        Self::start_with(expect, |_| {}).await
+    }
+
+    /// The fake's address, for `base_url`.
+    pub fn uri(&self) -> String {
+        self.server.uri()
+    }
+
+    /// Runs `f` on the state.
+    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+
+    /// Every request received so far.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+}

@@ -1,0 +1,338 @@
+//! A fake of X's API v2 with OAuth 2.0 user tokens.
+//!
+//! - Bearer check: an unknown token answers 401; [`State::expire_token_at`] expires the
+//!   access token when a route is first called (401 from then on, as X answers an
+//!   expired token).
+//! - `POST /2/oauth2/token` with `grant_type=refresh_token` renews the pair and rotates
+//!   the refresh token: the old one is refused from then on (400 `invalid_request`).
+//! - `GET /2/users/me` names the account.
+//! - `POST /2/tweets` answers 201 `{"data": {"id", "text"}}`; the same text as a post it
+//!   already has answers 403 "duplicate content", naming no post; a spent budget answers
+//!   429 with `x-rate-limit-*` headers. [`CreateMode`] acts out lost answers.
+//! - `GET /2/tweets/{id}` reads a post back.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::CANARY;
+use crate::fake::meta::ANY;
+
+/// The account's username.
+pub const USERNAME: &str = "inn_cats";
+/// The app's OAuth 2.0 client id.
+pub const CLIENT_ID: &str = "aW5uLWNhdHMtYXBw";
+
+/// How `POST /2/tweets` behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Post and answer 201.
+    Normal,
+    /// Post, then answer this status.
+    CreateThenStatus(u16),
+    /// Post, then answer only after this long.
+    CreateThenDelay(Duration),
+}
+
+/// The routes the fake serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `POST /2/oauth2/token`.
+    Token,
+    /// `GET /2/users/me`.
+    Identity,
+    /// `POST /2/tweets`.
+    Create,
+    /// `GET /2/tweets/{id}`.
+    Read,
+}
+
+/// A post.
+#[derive(Debug, Clone)]
+pub struct Tweet {
+    /// Its id.
+    pub id: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The fake's state.
+#[derive(Debug)]
+pub struct State {
+    /// The access token it accepts now.
+    pub access_token: String,
+    /// The refresh token it accepts now, if any.
+    pub refresh_token: Option<String>,
+    /// The account's username.
+    pub username: String,
+    /// The access token expires when this route is first called.
+    pub expire_token_at: Option<Route>,
+    /// How the create endpoint behaves.
+    pub create_mode: CreateMode,
+    /// Posts left before 429 (`None`: no limit).
+    pub posts_left: Option<u32>,
+    /// The posts.
+    pub tweets: Vec<Tweet>,
+    /// Refreshes granted.
+    pub refreshes: u32,
+    // The first access token: the tokens it hands out on refresh carry its text.
+    issued_prefix: String,
+    expired_once: bool,
+    next: u64,
+}
+
+impl State {
+    fn new() -> Self {
+        State {
+            access_token: CANARY.into(),
+            refresh_token: None,
+            username: USERNAME.into(),
+            expire_token_at: None,
+            create_mode: CreateMode::Normal,
+            posts_left: None,
+            tweets: Vec::new(),
+            refreshes: 0,
+            issued_prefix: String::new(),
+            expired_once: false,
+            next: 1_866_000_000_000_000_000,
+        }
+    }
+
+    /// Posts made.
+    pub fn posts(&self) -> usize {
+        self.tweets.len()
+    }
+}
+
+fn problem(status: u16, title: &str, detail: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({
+        "title": title, "detail": detail, "type": "about:blank", "status": status,
+    }))
+}
+
+type Shared = Arc<Mutex<State>>;
+
+struct Api(Shared, Route);
+
+impl Respond for Api {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let mut state = self.0.lock().unwrap();
+        if self.1 == Route::Token {
+            let form: std::collections::HashMap<String, String> =
+                url::form_urlencoded::parse(&request.body)
+                    .into_owned()
+                    .collect();
+            let valid = form.get("grant_type").map(String::as_str) == Some("refresh_token")
+                && form.get("client_id").map(String::as_str) == Some(CLIENT_ID)
+                && state.refresh_token.is_some()
+                && form.get("refresh_token") == state.refresh_token.as_ref();
+            if !valid {
+                return ResponseTemplate::new(400).set_body_json(json!({
+                    "error": "invalid_request",
+                    "error_description": "Value passed for the token was invalid.",
+                }));
+            }
+            // New tokens carry the first one's text, so a leak of them is found too.
+            state.refreshes += 1;
+            let n = state.refreshes;
+            state.access_token = format!("{}-access-{n}", state.issued_prefix);
+            state.refresh_token = Some(format!("{}-refresh-{n}", state.issued_prefix));
+            state.expired_once = true;
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "token_type": "bearer",
+                "expires_in": 7200,
+                "access_token": state.access_token,
+                "refresh_token": state.refresh_token,
+                "scope": "tweet.read tweet.write users.read offline.access",
+            }));
+        }
+        if state.expire_token_at == Some(self.1) && !state.expired_once {
+            state.expired_once = true;
+            state.access_token = format!("{}-expired", state.access_token);
+        }
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if bearer != Some(state.access_token.as_str()) {
+            return problem(401, "Unauthorized", "Unauthorized");
+        }
+        match self.1 {
+            Route::Token => unreachable!("answered above"),
+            Route::Identity => ResponseTemplate::new(200).set_body_json(json!({
+                "data": {"id": "1500000000000000000", "name": "Inn Cats", "username": state.username},
+            })),
+            Route::Create => {
+                if let Some(left) = state.posts_left.as_mut() {
+                    if *left == 0 {
+                        let reset = chrono::Utc::now().timestamp() + 900;
+                        return problem(429, "Too Many Requests", "Too Many Requests")
+                            .insert_header("x-rate-limit-limit", "100")
+                            .insert_header("x-rate-limit-remaining", "0")
+                            .insert_header("x-rate-limit-reset", reset.to_string().as_str());
+                    }
+                    *left -= 1;
+                }
+                let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+                let text = body["text"].as_str().unwrap_or("").to_owned();
+                if text.trim().is_empty() {
+                    return problem(400, "Invalid Request", "One or more parameters to your request was invalid.");
+                }
+                if state.tweets.iter().any(|t| t.text == text) {
+                    return problem(
+                        403,
+                        "Forbidden",
+                        "You are not allowed to create a Tweet with duplicate content.",
+                    );
+                }
+                state.next += 1;
+                let tweet = Tweet {
+                    id: state.next.to_string(),
+                    text: text.clone(),
+                };
+                let answer = ResponseTemplate::new(201)
+                    .set_body_json(json!({"data": {"id": tweet.id, "text": text, "edit_history_tweet_ids": [tweet.id]}}));
+                state.tweets.push(tweet);
+                match state.create_mode {
+                    CreateMode::Normal => answer,
+                    CreateMode::CreateThenStatus(code) => {
+                        problem(code, "Service Unavailable", "Service Unavailable")
+                    }
+                    CreateMode::CreateThenDelay(delay) => answer.set_delay(delay),
+                }
+            }
+            Route::Read => {
+                let id = request.url.path().rsplit('/').next().unwrap_or("");
+                match state.tweets.iter().find(|t| t.id == id) {
+                    Some(tweet) => ResponseTemplate::new(200)
+                        .set_body_json(json!({"data": {"id": tweet.id, "text": tweet.text}})),
+                    None => problem(404, "Not Found Error", "Could not find tweet"),
+                }
+            }
+        }
+    }
+}
+
+/// How many calls each route must get in a test ([`ANY`]: any number).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect {
+    /// `POST /2/oauth2/token`.
+    pub refresh: u64,
+    /// `GET /2/users/me`.
+    pub identity: u64,
+    /// `POST /2/tweets` (irreversible).
+    pub create: u64,
+    /// `GET /2/tweets/{id}`.
+    pub read: u64,
+}
+
+impl Expect {
+    /// Any number of calls to every route.
+    pub const ANY: Expect = Expect {
+        refresh: ANY,
+        identity: ANY,
+        create: ANY,
+        read: ANY,
+    };
+
+    /// Nothing may be called.
+    pub const NONE: Expect = Expect {
+        refresh: 0,
+        identity: 0,
+        create: 0,
+        read: 0,
+    };
+
+    /// A post: the account, the create, the read-back.
+    pub const ONE_POST: Expect = Expect {
+        refresh: 0,
+        identity: 1,
+        create: 1,
+        read: 1,
+    };
+}
+
+/// A running fake.
+pub struct XFake {
+    /// The server; dropping it checks every mock's expectation.
+    pub server: MockServer,
+    /// The shared state.
+    pub state: Arc<Mutex<State>>,
+}
+
+impl XFake {
+    /// Starts a fake expecting these calls, after `configure` adjusts its state.
+    pub async fn start_with(expect: Expect, configure: impl FnOnce(&mut State)) -> XFake {
+        let server = MockServer::start().await;
+        let mut state = State::new();
+        configure(&mut state);
+        state.issued_prefix = state.access_token.clone();
+        let state = Arc::new(Mutex::new(state));
+        type Matcher = fn(&str, &str) -> bool;
+        let routes: [(Route, Matcher, u64); 4] = [
+            (
+                Route::Token,
+                |m, p| m == "POST" && p == "/2/oauth2/token",
+                expect.refresh,
+            ),
+            (
+                Route::Identity,
+                |m, p| m == "GET" && p == "/2/users/me",
+                expect.identity,
+            ),
+            (
+                Route::Create,
+                |m, p| m == "POST" && p == "/2/tweets",
+                expect.create,
+            ),
+            (
+                Route::Read,
+                |m, p| m == "GET" && p.starts_with("/2/tweets/"),
+                expect.read,
+            ),
+        ];
+        for (route, matches, times) in routes {
+            let mock = Mock::given(move |request: &Request| {
+                matches(request.method.as_str(), request.url.path())
+            })
+            .respond_with(Api(state.clone(), route))
+            .named(format!("{route:?}"));
+            let mock = match times {
+                ANY => mock.expect(0..),
+                n => mock.expect(n),
+            };
+            mock.mount(&server).await;
+        }
+        Mock::given(wiremock::matchers::any())
+            .respond_with(problem(404, "Not Found Error", "Not Found"))
+            .with_priority(u8::MAX)
+            .expect(0)
+            .named("unexpected call")
+            .mount(&server)
+            .await;
+        XFake { server, state }
+    }
+
+    /// Starts a fake with the default state.
+    pub async fn start(expect: Expect) -> XFake {
+        Self::start_with(expect, |_| {}).await
+    }
+
+    /// The fake's address, for `base_url`.
+    pub fn uri(&self) -> String {
+        self.server.uri()
+    }
+
+    /// Runs `f` on the state.
+    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+
+    /// Every request received so far.
+    pub async fn requests(&self) -> Vec<Request> {
+        self.server.received_requests().await.unwrap_or_default()
+    }
+}
