@@ -56,7 +56,7 @@ pub struct ChannelQuota {
     pub budget: Option<Spend>,
 }
 
-/// One channel as `channels --json` shows it (SPEC §7).
+/// One channel as `channels --json` shows it (docs/cli.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChannelStatus {

@@ -1,13 +1,14 @@
 //! The guarded operations every front end calls: the CLI, the HTTP API, MCP and the
 //! dispatcher all go through [`App`], so roles, separation of duties, pauses, content
-//! policy and quotas are enforced once, on every path that can publish (SPEC §1.2).
+//! policy and quotas are enforced once, on every path that can publish
+//! (docs/principles.md, principle 1.2).
 //!
 //! Layout:
 //! - [`posts`]: drafting, editing, review (approve, reject, unapprove), discarding, reading.
 //! - [`critic`]: the critic's workflow: rubrics, verdicts, the review packet, approvals
 //!   required, the revision cap, quarantine and release.
-//! - [`publish`]: the one guarded publish path of SPEC §4 (claim, checks, reserve,
-//!   intent, one irreversible request, fenced outcome, verify).
+//! - [`publish`]: the one guarded publish path of docs/guarded-path.md (claim, checks,
+//!   reserve, intent, one irreversible request, fenced outcome, verify).
 //! - [`review`]: what happens after: the reaper, reconcile, resolve and requeue.
 //! - [`control`]: pauses, quota and channel status.
 //! - [`tokens`]: API tokens and authentication.

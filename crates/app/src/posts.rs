@@ -63,7 +63,7 @@ pub struct EditInput {
     pub scheduled_at: Option<String>,
 }
 
-/// Extra inputs of machine-made drafts (SPEC §9).
+/// Extra inputs of machine-made drafts (docs/sites.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DraftOrigin {
     /// The article it was made from.

@@ -1,6 +1,6 @@
-//! The one guarded publish path (SPEC §4). Every publish — the dispatcher finding a
-//! post due, or a person or agent asking for one now — runs the same steps on the post
-//! as read from the ledger:
+//! The one guarded publish path (docs/guarded-path.md). Every publish — the dispatcher
+//! finding a post due, or a person or agent asking for one now — runs the same steps on the
+//! post as read from the ledger:
 //!
 //! 1. **checks** on that snapshot: content hash (and source file) unchanged since
 //!    approval, policy passes;
@@ -344,10 +344,10 @@ impl App {
         Ok(())
     }
 
-    /// The guarded path for one post as read from the ledger (SPEC §4): checks on what was
-    /// read, then one transaction that confirms nothing changed, claims, reserves and —
-    /// for channels without a `prepare` step — records the intent; then `prepare` and the
-    /// intent for the others; the one request; the outcome; verification.
+    /// The guarded path for one post as read from the ledger (docs/guarded-path.md): checks
+    /// on what was read, then one transaction that confirms nothing changed, claims,
+    /// reserves and — for channels without a `prepare` step — records the intent; then
+    /// `prepare` and the intent for the others; the one request; the outcome; verification.
     async fn attempt(
         &self,
         post: Post,

@@ -42,10 +42,11 @@ pub enum Resolution {
 }
 
 impl App {
-    /// Settles `posting` posts whose lease expired (SPEC §4, Reaper): with a `sending`
-    /// intent for their generation they need review; without one nothing was sent and
-    /// they return to the queue (or fail at `max_attempts`). Runs even while paused. A row
-    /// that cannot be read is logged and skipped; the others are still settled.
+    /// Settles `posting` posts whose lease expired (docs/guarded-path.md#the-reaper): with
+    /// a `sending` intent for their generation they need review; without one nothing was
+    /// sent and they return to the queue (or fail at `max_attempts`). Runs even while
+    /// paused. A row that cannot be read is logged and skipped; the others are still
+    /// settled.
     pub async fn reap(&self) -> Result<Vec<Reaped>> {
         let mut reaped = Vec::new();
         for lease in self.store().expired_leases(self.now()).await? {
@@ -154,11 +155,11 @@ impl App {
         }
     }
 
-    /// Settles `needs_review` posts where the platform proves what happened (SPEC §4,
-    /// Reconcile, and `docs/evidence.md`): *published* when it shows this attempt's own
-    /// object, back to the queue when it guarantees the attempt can never land. Anything
-    /// else — absence above all — proves nothing, and the post waits. Never sends anything
-    /// irreversible; runs even while channels are paused.
+    /// Settles `needs_review` posts where the platform proves what happened
+    /// (docs/guarded-path.md#reconcile and docs/evidence.md): *published* when it shows
+    /// this attempt's own object, back to the queue when it guarantees the attempt can
+    /// never land. Anything else — absence above all — proves nothing, and the post waits.
+    /// Never sends anything irreversible; runs even while channels are paused.
     pub async fn reconcile(&self) -> Result<Vec<Reconciled>> {
         let mut settled = Vec::new();
         for item in self.store().review_queue().await? {

@@ -1,5 +1,5 @@
-//! `airlock candidates` and `airlock compose`: posts from a Markdown site (SPEC §9), and
-//! the mapping of `[sites.*]` and the channels' `site`, `slots`, `template` and
+//! `airlock candidates` and `airlock compose`: posts from a Markdown site (docs/sites.md),
+//! and the mapping of `[sites.*]` and the channels' `site`, `slots`, `template` and
 //! `auto_approve` keys to [`airlock_compose::ComposeSettings`] (also used by `serve` for
 //! the slot scheduler).
 //!

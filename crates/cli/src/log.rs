@@ -2,7 +2,7 @@
 //! `AIRLOCK_LOG_FORMAT=json`, as one JSON object per line for log shippers.
 //!
 //! In JSON mode *every* stderr line is JSON, not only `tracing` events: the one-line
-//! refusals and failures of SPEC §7, the `serve` banner and panics go through
+//! refusals and failures of docs/cli.md, the `serve` banner and panics go through
 //! [`line`] too. Each object has `time` (RFC 3339, UTC), `level`, `target` and
 //! `message`, then the fields of the spans the event happened in (outermost first) and
 //! of the event itself, flattened, so `post_id`, `channel`, `sink` and the like are
@@ -92,7 +92,8 @@ pub fn init() {
 
 /// One line on stderr outside `tracing` (refusals, failures, the `serve` banner), in
 /// the chosen format: `airlock: MESSAGE`, or a JSON object with `level` and `message`.
-/// Never filtered: SPEC §7 wants the reason of a refusal on stderr whatever the filter.
+/// Never filtered: docs/cli.md promises the reason of a refusal on stderr whatever the
+/// filter.
 pub fn line(level: Level, message: &str) {
     let message = message.replace('\n', " ");
     match format() {

@@ -1,6 +1,6 @@
 //! `airlock`: the one binary. Parses the command line, loads `airlock.toml`, wires the
 //! store, adapters and app together, runs the command, and maps what happened to the
-//! exit codes of SPEC §7: `0` success, `1` operational failure, `2` refused (with a
+//! exit codes of docs/cli.md: `0` success, `1` operational failure, `2` refused (with a
 //! one-line reason on stderr).
 
 use std::path::PathBuf;
@@ -228,7 +228,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// clap's usage errors span several lines; SPEC §7 wants one line on stderr.
+/// clap's usage errors span several lines; docs/cli.md promises one line on stderr.
 fn one_line_usage_error(text: &str) -> String {
     let parts: Vec<&str> = text
         .lines()

@@ -1,5 +1,5 @@
 //! `airlock mcp`: MCP over stdio for one agent, acting as the API token in
-//! `AIRLOCK_TOKEN` (SPEC §7). An MCP client (Claude Code, Claude Desktop, an agent
+//! `AIRLOCK_TOKEN` (docs/mcp.md). An MCP client (Claude Code, Claude Desktop, an agent
 //! framework) starts it as a child process.
 //!
 //! stdout carries nothing but MCP frames: logs go to stderr (see `init_tracing`), and a

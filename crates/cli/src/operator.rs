@@ -1,5 +1,6 @@
 //! Who a command acts as. By default the local command line is the ledger's operator
-//! (SPEC §2: "the local CLI acts as operator", exempt from separation of duties):
+//! (docs/lifecycle.md#concepts: the local CLI acts as operator, exempt from separation
+//! of duties):
 //! whoever can run `airlock` against the ledger's configuration and files owns it.
 //!
 //! `[cli] require_token = true` reduces that power for state-changing commands (drafting,

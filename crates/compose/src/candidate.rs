@@ -1,5 +1,6 @@
 //! Candidates: which articles of a site may be posted on a channel now, in the order
-//! `compose` takes them, and why each other article is passed over (SPEC §9).
+//! `compose` takes them, and why each other article is passed over
+//! (docs/sites.md#candidates).
 //!
 //! An article is eligible when, checked in this order (the first failing rule is its reason):
 //! 1. the file is UTF-8 with YAML front matter ([`crate::site`]);

@@ -1,5 +1,5 @@
-//! Posts from a Markdown site (SPEC §9): which articles may be posted on a channel, the
-//! text a channel's template makes of one, and slots filled at most once.
+//! Posts from a Markdown site (docs/sites.md): which articles may be posted on a channel,
+//! the text a channel's template makes of one, and slots filled at most once.
 //!
 //! Layout:
 //! - [`site`]: reading a site's Markdown files and their YAML front matter.

@@ -1,5 +1,5 @@
 //! Reading a site: every Markdown file under the site's directory, split into YAML front
-//! matter and body, with the fields SPEC §9 asks about pulled out leniently.
+//! matter and body, with the fields docs/sites.md lists pulled out leniently.
 //!
 //! Rules, in the order they are applied:
 //! - **Files**: `*.md` and `*.markdown` under `dir`, searched recursively. Names starting
@@ -34,7 +34,7 @@ pub struct Article {
     pub body_image: Option<ImageRef>,
 }
 
-/// The front matter fields of SPEC §9, each `None` when missing, empty or `null`.
+/// The front matter fields of docs/sites.md, each `None` when missing, empty or `null`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FrontMatter {
     /// `status` (eligible only when `publish`).

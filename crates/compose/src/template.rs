@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-/// The default template: `{title}\n{description}\n{url}` (SPEC §9's example).
+/// The default template: `{title}\n{description}\n{url}` (docs/sites.md).
 pub const DEFAULT_TEMPLATE: &str = "{title}\n{description}\n{url}";
 
 /// A parsed template.

@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// A role an API token holds (SPEC §2). A token has one or more.
+/// A role an API token holds (docs/lifecycle.md#concepts). A token has one or more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -179,7 +179,7 @@ impl Action {
     }
 }
 
-/// Who did something, as recorded on every event (SPEC §2).
+/// Who did something, as recorded on every event (docs/lifecycle.md#concepts).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Actor {
     /// The local command line, acting as operator.

@@ -12,7 +12,7 @@ use crate::post::InvalidValue;
 /// further mentions stay plain text.
 pub const MAX_MENTIONS_RESOLVED: usize = 8;
 
-/// What a channel publishes to (SPEC §7, "Channel kinds").
+/// What a channel publishes to (docs/channels.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -1,4 +1,5 @@
-//! The approval hash of SPEC §3: lowercase hex SHA-256 of canonical JSON.
+//! The approval hash (docs/lifecycle.md#the-approval-hash): lowercase hex SHA-256 of
+//! canonical JSON.
 //!
 //! Outside tools recompute this hash, so the canonical form is written out here by
 //! hand rather than relying on `serde_json`'s map ordering (which a feature flag
@@ -64,7 +65,7 @@ pub fn hash_input(content: &PostContent) -> Value {
     })
 }
 
-/// The SPEC §3 content hash.
+/// The content hash (docs/lifecycle.md#the-approval-hash).
 pub fn content_hash(content: &PostContent) -> ContentHash {
     ContentHash(sha256_hex(canonical_json(&hash_input(content)).as_bytes()))
 }

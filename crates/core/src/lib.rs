@@ -3,7 +3,7 @@
 //! classification of publish outcomes.
 //!
 //! Layout:
-//! - [`status`]: the six states and the transition table of SPEC §3.
+//! - [`status`]: the six states and the transition table of docs/lifecycle.md.
 //! - [`actor`]: roles, the actions they allow, and actor names on events.
 //! - [`post`]: post ids, channel names, content, and the stored post.
 //! - [`hash`]: canonical JSON and the SHA-256 approval hash.
@@ -46,7 +46,7 @@ pub use review::{NewVerdict, Rubric, Verdict, VerdictKind};
 pub use status::{IllegalTransition, Mover, PostStatus, Transition};
 pub use time::Span;
 
-/// The notification events of SPEC §6, as sinks subscribe to them.
+/// The notification events of docs/notifications.md, as sinks subscribe to them.
 pub const EVENTS: [&str; 7] = [
     "published",
     "failed",

@@ -1,5 +1,5 @@
 //! What happened to an irreversible request, and how an HTTP answer is classified
-//! (SPEC §7, "what counts as which outcome"). Every channel kind uses this one table.
+//! (docs/channels.md#what-counts-as-which-outcome). Every channel kind uses this one table.
 
 use chrono::Duration;
 

@@ -1,6 +1,6 @@
 //! Posts: identifiers, content, the insert shape and the stored shape.
 //!
-//! [`Post`] serializes to the post JSON of SPEC §7 that the CLI, the HTTP API and
+//! [`Post`] serializes to the post JSON of docs/http-api.md that the CLI, the HTTP API and
 //! MCP all return, so outside tools see one shape everywhere.
 
 use std::fmt;
@@ -160,7 +160,7 @@ pub fn check_url(what: &'static str, url: &str) -> Result<(), InvalidValue> {
     }
 }
 
-/// The file a post was made from (SPEC §9); part of the approval hash.
+/// The file a post was made from (docs/sites.md); part of the approval hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -173,7 +173,7 @@ pub struct Source {
     pub updated: Option<String>,
 }
 
-/// Everything the approval hash covers (SPEC §3).
+/// Everything the approval hash covers (docs/lifecycle.md#the-approval-hash).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PostContent {
@@ -192,7 +192,7 @@ pub struct PostContent {
 }
 
 impl PostContent {
-    /// The SPEC §3 content hash of this content.
+    /// The content hash of this content (docs/lifecycle.md#the-approval-hash).
     pub fn hash(&self) -> ContentHash {
         crate::hash::content_hash(self)
     }
@@ -272,7 +272,7 @@ impl PostEdit {
     }
 }
 
-/// A post as stored. Serializes to the post JSON of SPEC §7.
+/// A post as stored. Serializes to the post JSON of docs/http-api.md.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Post {
@@ -346,7 +346,7 @@ pub struct Post {
 impl Post {
     /// Whether `actor` wrote any of this post's content: it created the post, last edited
     /// its content, or changed its content since the last approval. Such an actor may not
-    /// approve it (SPEC §3, separation of duties).
+    /// approve it (docs/lifecycle.md#separation-of-duties).
     pub fn is_authored_by(&self, actor: &str) -> bool {
         self.created_by == actor
             || self.edited_by == actor
@@ -358,7 +358,8 @@ impl Post {
         self.quarantined_at.is_some()
     }
 
-    /// Whether the post is due at `now` (SPEC §3), given whether test posts may go out on its channel.
+    /// Whether the post is due at `now` (docs/lifecycle.md#when-a-post-is-due), given
+    /// whether test posts may go out on its channel.
     pub fn is_due(&self, now: DateTime<Utc>, test_allowed: bool) -> bool {
         self.status == PostStatus::Approved
             && self.scheduled_at <= now
@@ -421,7 +422,8 @@ pub struct PostEvent {
     pub note: Option<String>,
 }
 
-/// The record made immediately before an irreversible request (SPEC §4 step 4).
+/// The record made immediately before an irreversible request
+/// (docs/guarded-path.md#intents).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Intent {
@@ -441,7 +443,7 @@ pub struct Intent {
     pub settled_at: Option<DateTime<Utc>>,
 }
 
-/// A quota reservation (SPEC §5).
+/// A quota reservation (docs/quotas.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Reservation {

@@ -1,4 +1,4 @@
-//! Quota arithmetic (SPEC §5) as pure functions of `now`.
+//! Quota arithmetic (docs/quotas.md) as pure functions of `now`.
 //!
 //! Two limits hold together: a rolling window across all channels and a calendar-day
 //! limit per channel in an IANA time zone. In the window a live (reserved or committed)

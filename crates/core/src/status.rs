@@ -1,6 +1,6 @@
 //! Post states, the transitions between them and who may make each one.
 //!
-//! This is the single source of truth for SPEC §3. The stores enforce the same
+//! This is the single source of truth for docs/lifecycle.md. The stores enforce the same
 //! edge set once more in SQL (their tests walk [`PostStatus::ALL`] × [`PostStatus::ALL`]
 //! against [`is_legal`]), so a bug or a hand-written `UPDATE` cannot skip a state.
 //!
@@ -98,7 +98,7 @@ pub enum Mover {
     Reconciler,
 }
 
-/// A named edge of the lifecycle (SPEC §3).
+/// A named edge of the lifecycle (docs/lifecycle.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transition {
     /// `draft -> approved`: content policy passed; records `approved_hash`.
@@ -236,7 +236,7 @@ pub enum IllegalTransition {
     },
 }
 
-/// Checks one move against the table of SPEC §3 and returns the new state.
+/// Checks one move against the table of docs/lifecycle.md and returns the new state.
 pub fn apply(
     from: PostStatus,
     transition: Transition,

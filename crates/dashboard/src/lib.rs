@@ -1,5 +1,5 @@
 //! airlock's dashboard: the human-visible ledger, server-rendered, usable without
-//! JavaScript, on a laptop or a phone (SPEC §7 "Dashboard").
+//! JavaScript, on a laptop or a phone (docs/dashboard.md).
 //!
 //! [`router`] builds an [`axum::Router`] that `airlock serve` merges at `/`. Every page
 //! and every action goes through [`airlock_app::App`], so the dashboard enforces nothing

@@ -1,5 +1,5 @@
 //! airlock's MCP server: the tools agents call to draft, review and publish posts
-//! (SPEC §7 "MCP"), over stdio ([`serve_stdio`], used by `airlock mcp`) and streamable
+//! (docs/mcp.md), over stdio ([`serve_stdio`], used by `airlock mcp`) and streamable
 //! HTTP ([`router`], mounted at `/mcp` by `airlock serve`).
 //!
 //! Layout:

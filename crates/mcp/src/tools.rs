@@ -1,4 +1,4 @@
-//! The nine tools of SPEC §7 and the critic's two (`get_review_packet`,
+//! The nine tools of docs/mcp.md and the critic's two (`get_review_packet`,
 //! `submit_verdict`), their argument schemas and annotations.
 //!
 //! Each tool resolves the caller's [`Principal`], calls one [`App`] operation, and
@@ -218,7 +218,7 @@ pub struct UpdateDraftArgs {
     pub scheduled_at: Option<String>,
 }
 
-/// A post's state (SPEC §3).
+/// A post's state (docs/lifecycle.md).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusArg {

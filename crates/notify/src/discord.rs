@@ -1,4 +1,4 @@
-//! `discord`: a Discord bot message (platform-apis.md §6, "create message").
+//! `discord`: a Discord bot message (docs/platforms.md#discord, "Create message").
 //!
 //! `POST {base}/channels/{channel_id}/messages` with `Authorization: Bot <token>` and
 //! `{"content", "nonce", "enforce_nonce": true, "allowed_mentions": {"parse": []}}`.

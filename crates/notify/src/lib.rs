@@ -1,5 +1,5 @@
-//! Delivery of airlock's notification outbox (SPEC §6): the sinks a notification can
-//! go to, and the [`Deliverer`] that sends queued outbox rows to them.
+//! Delivery of airlock's notification outbox (docs/notifications.md): the sinks a
+//! notification can go to, and the [`Deliverer`] that sends queued outbox rows to them.
 //!
 //! The outbox rows are written by `airlock-app` in the same transaction as the change
 //! they report; this crate only reads them back through the [`airlock_store::Store`]

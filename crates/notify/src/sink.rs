@@ -23,7 +23,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: StdDuration = StdDuration::from_secs(10);
 /// The Discord API base URL used unless a sink overrides it (for tests).
 pub const DISCORD_API: &str = "https://discord.com/api/v10";
 
-/// The notification events of SPEC §6.
+/// The notification events (docs/notifications.md).
 pub use airlock_core::EVENTS;
 
 /// One configured sink (`[notify.NAME]` in `airlock.toml`), as plain data.
@@ -65,8 +65,8 @@ pub enum SinkKind {
         /// Signs each body as `X-Airlock-Signature: sha256=<hex HMAC>` and
         /// `X-Airlock-Signature-V2` when set (read from `secret_file`).
         secret: Option<SecretString>,
-        /// Whether to send `X-Airlock-Signature` (body only, replayable; SPEC §6 asks
-        /// for it) beside V2. `false` once the receiver verifies V2 only.
+        /// Whether to send `X-Airlock-Signature` (body only, replayable; docs/notifications.md
+        /// promises it) beside V2. `false` once the receiver verifies V2 only.
         signature_v1: bool,
     },
 }
@@ -107,7 +107,7 @@ pub enum SinkError {
         /// The value given.
         channel_id: String,
     },
-    /// An event name SPEC §6 does not define.
+    /// An event name docs/notifications.md does not list.
     #[error("notify sink {sink:?}: unknown event {event:?}: use one of {}", EVENTS.join(", "))]
     UnknownEvent {
         /// The sink.

@@ -1,4 +1,4 @@
-//! `slack`: a Slack incoming webhook (platform-apis.md §6).
+//! `slack`: a Slack incoming webhook (docs/platforms.md#slack).
 //!
 //! `POST <webhook_url>` with `{"text": message}`; success is HTTP 200 with the plain-text
 //! body `ok`. Errors are plain-text codes (`no_service`, `invalid_payload`,

@@ -1,4 +1,4 @@
-//! `webhook`: a JSON POST of the outbox payload (SPEC §6).
+//! `webhook`: a JSON POST of the outbox payload (docs/notifications.md).
 //!
 //! The body is the stored payload `{"event", "at", "message", "post_id", "detail"}`,
 //! byte for byte the same on every retry. Headers:

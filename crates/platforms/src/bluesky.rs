@@ -1,5 +1,5 @@
 //! `bluesky`: posts on Bluesky through the account's PDS (AT Protocol XRPC), per
-//! platform-apis.md §5b.
+//! docs/platforms.md#bluesky.
 //!
 //! A post's path through the adapter:
 //! 1. **Session**: `com.atproto.server.createSession` with the channel's `identifier`

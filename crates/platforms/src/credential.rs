@@ -1,4 +1,4 @@
-//! Reading credentials from files, and only from files (SPEC §1.6).
+//! Reading credentials from files, and only from files (docs/principles.md, 1.6).
 //!
 //! A credential file must be a regular file (not a symlink, not a directory) that
 //! nobody but its owner can read or write (mode 0600 or stricter). A refusal names the

@@ -578,9 +578,10 @@ impl Graph {
         outcome
     }
 
-    /// A non-2xx answer to the irreversible request. The SPEC table decides by status; a
-    /// Graph code refines a 4xx where it proves more (a token refusal, a limit, an unusable
-    /// container) or less (an internal error, which cannot prove nothing was published).
+    /// A non-2xx answer to the irreversible request. The outcome table (docs/channels.md)
+    /// decides by status; a Graph code refines a 4xx where it proves more (a token refusal,
+    /// a limit, an unusable container) or less (an internal error, which cannot prove
+    /// nothing was published).
     fn publish_failure(&self, answer: &Answer) -> Outcome {
         let reason = self.summary("publish", answer);
         if !(400..500).contains(&answer.status) || matches!(answer.status, 408 | 429) {

@@ -430,7 +430,8 @@ pub fn default_retry_after() -> Duration {
     Duration::seconds(60)
 }
 
-/// The outcome of a non-2xx answer to the irreversible request, by the SPEC §7 table.
+/// The outcome of a non-2xx answer to the irreversible request, by the outcome table of
+/// docs/channels.md.
 pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> Outcome {
     match classify_status(status) {
         StatusClass::Success => unreachable!("outcome_for_status is for non-2xx answers"),

@@ -1,5 +1,5 @@
 //! `instagram`: single-JPEG posts through Instagram's content publishing API, per
-//! platform-apis.md §2.
+//! docs/platforms.md#instagram.
 //!
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /{version}/me?fields=user_id,username` (Instagram Login),

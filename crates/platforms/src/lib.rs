@@ -3,7 +3,8 @@
 //! An adapter does not decide what happens to a post. It reports what happened —
 //! [`StepError`] for the repeatable steps before the irreversible request, and an
 //! [`Outcome`] for the irreversible request itself, classified by the one table of
-//! SPEC §7 ([`airlock_core::outcome`]) — and `airlock-app`'s guarded path does the rest.
+//! docs/channels.md ([`airlock_core::outcome`]) — and `airlock-app`'s guarded path does the
+//! rest.
 //!
 //! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
 //! no redirects, https-only base URLs, transport classification, redaction), and one

@@ -1,4 +1,4 @@
-//! `linkedin`: text posts through LinkedIn's Posts API, per platform-apis.md §3.
+//! `linkedin`: text posts through LinkedIn's Posts API, per docs/platforms.md#linkedin.
 //!
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /v2/userinfo` (OpenID Connect). The account name is the

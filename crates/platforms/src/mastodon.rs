@@ -1,4 +1,4 @@
-//! `mastodon`: statuses on a Mastodon instance, per platform-apis.md §5a.
+//! `mastodon`: statuses on a Mastodon instance, per docs/platforms.md#mastodon.
 //!
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /api/v1/accounts/verify_credentials`; its `acct` is

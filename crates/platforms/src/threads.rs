@@ -1,4 +1,4 @@
-//! `threads`: text and single-image posts on Threads (Meta), per platform-apis.md §1.
+//! `threads`: text and single-image posts on Threads (Meta), per docs/platforms.md#threads.
 //!
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /v1.0/me?fields=id,username`; the `username` is what the

@@ -1,20 +1,21 @@
-//! `webhook`: one JSON POST per publish (SPEC §7).
+//! `webhook`: one JSON POST per publish (docs/channels.md#webhook).
 //!
 //! Body `{"id", "channel", "text", "media", "link", "scheduled_at"}` (`id` is the post
 //! id), headers `Idempotency-Key` and, with a secret, two signatures:
-//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>` (SPEC §7), and
+//! - `X-Airlock-Signature: sha256=<hex HMAC-SHA256 of the body>`, and
 //! - `X-Airlock-Signature-V2: t=<unix seconds>,sha256=<hex HMAC-SHA256 of "<t>.<body>">`
 //!   ([`timestamped_signature`]): the time of sending is signed with the body, so a
 //!   receiver that checks this one and refuses a `t` older than a few minutes cannot be
 //!   fed a captured delivery again later (README, "Verifying webhook signatures").
 //!
-//! The first is sent by default (SPEC §7); a channel with `signature_v1 = false` sends
-//! only the second ([`Webhook::without_signature_v1`]), for receivers that verify V2 only.
+//! The first is sent by default (docs/channels.md#webhook); a channel with
+//! `signature_v1 = false` sends only the second ([`Webhook::without_signature_v1`]), for
+//! receivers that verify V2 only.
 //!
 //! A 2xx is success; an optional JSON answer `{"id", "permalink"}` is kept. Every other
-//! answer is classified by the SPEC table, and only its status, a JSON `code` and a
-//! bounded, redacted JSON `message` (or `error`) are recorded: a body in any other shape
-//! is recorded by its size alone, since a receiver may echo anything back.
+//! answer is classified by the outcome table of docs/channels.md, and only its status, a
+//! JSON `code` and a bounded, redacted JSON `message` (or `error`) are recorded: a body in
+//! any other shape is recorded by its size alone, since a receiver may echo anything back.
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};

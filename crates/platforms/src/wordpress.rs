@@ -1,4 +1,4 @@
-//! `wordpress`: articles through the WordPress REST API, per platform-apis.md §4.
+//! `wordpress`: articles through the WordPress REST API, per docs/platforms.md#wordpress.
 //!
 //! A post's path through the adapter:
 //! 1. [`Platform::account`]: `GET /wp-json/wp/v2/users/me?context=edit`. The account name

@@ -1,5 +1,5 @@
 //! The PostgreSQL backend of airlock's [`Store`]: for several processes or machines
-//! sharing one queue (SPEC §8).
+//! sharing one queue (docs/stores.md).
 //!
 //! - **Claims** lock the most overdue due row with `FOR UPDATE SKIP LOCKED` and move it
 //!   to `posting` in one short statement, then read the row back and proceed only if

@@ -1,4 +1,4 @@
-//! The SQLite backend of airlock's [`Store`]: the embedded default (SPEC §8).
+//! The SQLite backend of airlock's [`Store`]: the embedded default (docs/stores.md).
 //!
 //! - WAL journal, `synchronous = FULL` (an intent must survive a power cut before the
 //!   irreversible request leaves), foreign keys on, a generous busy timeout so several

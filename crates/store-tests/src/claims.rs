@@ -1,5 +1,6 @@
-//! Cases for claims (SPEC §4 step 1): which post is due, what a claim writes, which posts
-//! are never claimed, and exclusivity under concurrent claimers with separate handles.
+//! Cases for claims (docs/guarded-path.md, step 2): which post is due, what a claim
+//! writes, which posts are never claimed, and exclusivity under concurrent claimers with
+//! separate handles.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
-//! One conformance suite for airlock's [`Store`] contract (SPEC §8), written once and run
-//! against every backend: each case is a `pub async fn` that takes a fresh, empty ledger
-//! and panics when the backend breaks the contract documented in `airlock-store`.
+//! One conformance suite for airlock's [`Store`] contract (docs/stores.md), written once
+//! and run against every backend: each case is a `pub async fn` that takes a fresh, empty
+//! ledger and panics when the backend breaks the contract documented in `airlock-store`.
 //!
 //! A backend's test file names a function that opens a fresh ledger and invokes
 //! [`conformance_suite!`], which expands to one `#[tokio::test]` per case, named as the

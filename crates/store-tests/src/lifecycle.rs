@@ -1,6 +1,7 @@
-//! Cases for the lifecycle of SPEC §3 as the store enforces it: every pair of states
-//! through `update_post` against `airlock_core::status::is_legal`, one event per status
-//! change, `via` steps, fencing by generation, intents, expired leases and the review queue.
+//! Cases for the lifecycle of docs/lifecycle.md as the store enforces it: every pair of
+//! states through `update_post` against `airlock_core::status::is_legal`, one event per
+//! status change, `via` steps, fencing by generation, intents, expired leases and the
+//! review queue.
 //!
 //! Hand-written SQL against the triggers is backend-specific and lives in each backend's
 //! own tests, not here.

@@ -1,5 +1,5 @@
-//! Cases for quota reservations (SPEC §5): the rolling window across channels, the daily
-//! limit per channel in its time zone, what keeps counting and what frees a slot, the
+//! Cases for quota reservations (docs/quotas.md): the rolling window across channels, the
+//! daily limit per channel in its time zone, what keeps counting and what frees a slot, the
 //! live rows, and exactness under concurrent reservers with separate handles.
 //!
 //! The arithmetic itself is `airlock_core::quota`'s and has its own unit tests; these

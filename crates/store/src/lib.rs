@@ -1,10 +1,11 @@
-//! The storage interface of airlock (SPEC §8): one [`Store`] trait that speaks
+//! The storage interface of airlock (docs/stores.md): one [`Store`] trait that speaks
 //! `airlock-core` types, implemented by `airlock-store-sqlite` and
 //! `airlock-store-postgres` and checked by one conformance suite (`airlock-store-tests`).
 //!
 //! Every method is one transaction. The backends guarantee, whatever SQL reaches them:
-//! - a post's `status` changes only along the edges of SPEC §3, and each change appends
-//!   its `post_events` row in the same transaction (triggers, so hand-written SQL too);
+//! - a post's `status` changes only along the edges of docs/lifecycle.md, and each change
+//!   appends its `post_events` row in the same transaction (triggers, so hand-written SQL
+//!   too);
 //! - writes of the guarded publish path are fenced by the claim `generation`
 //!   ([`Guard::Generation`]): a stale worker's write changes nothing and is recorded;
 //! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
@@ -282,7 +283,8 @@ pub enum Settle {
     Release,
 }
 
-/// Consecutive definite failures per channel (SPEC §4 `pause_after_failures`).
+/// Consecutive definite failures per channel (`pause_after_failures`,
+/// docs/guarded-path.md#pauses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureStep {
     /// A publish succeeded: start counting again.
@@ -556,7 +558,7 @@ pub fn verify_failed_event(reason: &str) -> EventNote {
     }
 }
 
-/// Recording the intent before the irreversible request (SPEC §4 step 4).
+/// Recording the intent before the irreversible request (docs/guarded-path.md#intents).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntentRequest {
     /// The claimed post.
@@ -847,7 +849,7 @@ pub trait Store: Send + Sync + 'static {
     /// Backends without cross-process signals just sleep.
     async fn wait_for_due(&self, seen: u64, timeout: std::time::Duration) -> u64;
 
-    /// When each source path was last used on a channel (SPEC §9 `reuse_after`).
+    /// When each source path was last used on a channel (`reuse_after`, docs/sites.md).
     async fn sources_used(
         &self,
         channel: &ChannelName,

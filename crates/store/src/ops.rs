@@ -47,8 +47,8 @@ pub struct Session {
     pub expires_at: DateTime<Utc>,
 }
 
-/// Figures for alerts that the ledger knows better than any one process (SPEC §7
-/// `/metrics`): they hold whichever process runs the dispatcher, on any host.
+/// Figures for alerts that the ledger knows better than any one process (`/metrics`,
+/// docs/http-api.md): they hold whichever process runs the dispatcher, on any host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HealthStats {
     /// Posts due now (approved, scheduled and `not_before` passed, never posted, not a

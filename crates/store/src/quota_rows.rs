@@ -1,6 +1,6 @@
-//! Reading the quota ledger fail-closed (SPEC §5): every live reservation row is
-//! checked before it is counted, and one that cannot be read as expected stops
-//! publishing instead of being skipped.
+//! Reading the quota ledger fail-closed (docs/quotas.md#fail-closed): every live
+//! reservation row is checked before it is counted, and one that cannot be read as expected
+//! stops publishing instead of being skipped.
 
 use chrono::{DateTime, Duration, Utc};
 

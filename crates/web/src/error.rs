@@ -1,5 +1,5 @@
 //! `ApiError`: every failure of the HTTP API as `{"error": {"code", "message"}}` with
-//! the status codes of SPEC §7. Internal detail is logged here, never sent.
+//! the status codes of docs/http-api.md. Internal detail is logged here, never sent.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;

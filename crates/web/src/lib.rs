@@ -1,4 +1,4 @@
-//! airlock's HTTP surface: the `/api/v1` API (SPEC §7), `/healthz`, Prometheus
+//! airlock's HTTP surface: the `/api/v1` API (docs/http-api.md), `/healthz`, Prometheus
 //! `/metrics` and `/api/openapi.json`, as one axum [`router`], plus [`serve`].
 //!
 //! Only this crate knows HTTP. Handlers are thin: authenticate the bearer token

@@ -1,6 +1,6 @@
-//! Every row of the SPEC §7 outcome table, through the guarded path, against a local
-//! webhook fake: what the post becomes, what happens to its reservation, whether it is
-//! retried, and that the irreversible request was sent at most once.
+//! Every row of the outcome table of docs/channels.md, through the guarded path, against a
+//! local webhook fake: what the post becomes, what happens to its reservation, whether it
+//! is retried, and that the irreversible request was sent at most once.
 
 use std::time::Duration as StdDuration;
 

@@ -189,9 +189,10 @@ pub struct WebhookConfig {
     pub url: String,
     /// HMAC secret file (signs the body).
     pub secret_file: Option<PathBuf>,
-    /// Whether to send `X-Airlock-Signature` (the body-only signature of SPEC §7, which
-    /// a captured request replays) beside `X-Airlock-Signature-V2`. Default `true`; set
-    /// `false` once the receiver verifies V2 only.
+    /// Whether to send `X-Airlock-Signature` (the body-only signature of
+    /// docs/channels.md#webhook, which a captured request replays) beside
+    /// `X-Airlock-Signature-V2`. Default `true`; set `false` once the receiver verifies V2
+    /// only.
     #[serde(default = "yes")]
     pub signature_v1: bool,
     /// Bound on the request.

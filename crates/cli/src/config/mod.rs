@@ -1,5 +1,5 @@
-//! `airlock.toml` (SPEC §7): parsed into one typed [`Config`], every table with
-//! `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
+//! `airlock.toml` (docs/configuration.md): parsed into one typed [`Config`], every table
+//! with `deny_unknown_fields` so an unknown key is refused by name, relative paths resolved
 //! against the file's directory, and cross-field rules (a lease outlasts every request)
 //! checked before anything runs.
 //!
@@ -156,7 +156,7 @@ pub struct Config {
     pub sites: BTreeMap<String, SiteConfig>,
 }
 
-/// A Markdown site (SPEC §9).
+/// A Markdown site (docs/sites.md).
 #[derive(Debug, Clone)]
 pub struct SiteConfig {
     /// Name.
@@ -441,6 +441,7 @@ mod tests {
         Config::parse(Path::new("/etc/airlock/airlock.toml"), text)
     }
 
+    // The example of docs/configuration.md ("Example"), with `max_retry_after`.
     const SPEC_EXAMPLE: &str = r#"
 timezone = "Asia/Tokyo"
 database = "sqlite://airlock.db"
@@ -517,7 +518,7 @@ events = ["published", "failed", "needs_review", "paused"]
             other => panic!("{other:?}"),
         };
         assert!(!v1("hook"));
-        assert!(v1("hook2"), "on by default (SPEC)");
+        assert!(v1("hook2"), "on by default (docs/channels.md#webhook)");
         let SinkTarget::Webhook(sink) = &config.sinks["audit"].target else {
             panic!("a webhook sink");
         };

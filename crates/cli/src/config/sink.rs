@@ -63,8 +63,8 @@ pub struct WebhookSinkConfig {
     /// HMAC secret file.
     pub secret_file: Option<PathBuf>,
     /// Whether to send `X-Airlock-Signature` (body only, replayable) beside
-    /// `X-Airlock-Signature-V2`. Default `true` (SPEC §6); `false` once the receiver
-    /// verifies V2 only.
+    /// `X-Airlock-Signature-V2`. Default `true` (docs/notifications.md); `false` once the
+    /// receiver verifies V2 only.
     #[serde(default = "yes")]
     pub signature_v1: bool,
 }

@@ -18,7 +18,7 @@ use airlock_testkit::pg::TestDb;
 /// The releases whose ledgers must keep opening.
 const RELEASES: &[&str] = &["v0.1.0"];
 
-/// The ledger tables of SPEC §8 plus the first release's own bookkeeping.
+/// The ledger tables of docs/stores.md plus the first release's own bookkeeping.
 const TABLES: &[&str] = &[
     "posts",
     "post_events",

@@ -19,7 +19,7 @@ use secrecy::ExposeSecret;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// The tools SPEC §7 names and the critic's two, in name order.
+/// The tools docs/mcp.md names and the critic's two, in name order.
 pub const TOOLS: [&str; 11] = [
     "approve_post",
     "draft_post",

@@ -1,4 +1,5 @@
-//! Fakes of the notification platforms, behaving as platform-apis.md §6 says.
+//! Fakes of the notification platforms, behaving as docs/platforms.md (Slack, Discord)
+//! says.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

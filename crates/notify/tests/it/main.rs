@@ -1,5 +1,6 @@
 //! Integration tests of airlock-notify: a real SQLite store in a temp dir and wiremock
-//! fakes of Slack, Discord and webhook receivers shaped like platform-apis.md §6.
+//! fakes of Slack, Discord and webhook receivers shaped like docs/platforms.md (Slack,
+//! Discord).
 
 mod deliverer;
 mod discord;

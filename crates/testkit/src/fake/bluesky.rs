@@ -1,4 +1,4 @@
-//! A fake of a Bluesky PDS (AT Protocol XRPC), per platform-apis.md §5b.
+//! A fake of a Bluesky PDS (AT Protocol XRPC), per docs/platforms.md#bluesky.
 //!
 //! - `com.atproto.server.createSession` takes the handle, email or DID and the app
 //!   password (a wrong one answers 401 `AuthenticationRequired`); sessions hand out

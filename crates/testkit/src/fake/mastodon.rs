@@ -1,4 +1,4 @@
-//! A fake of a Mastodon instance, per platform-apis.md §5a.
+//! A fake of a Mastodon instance, per docs/platforms.md#mastodon.
 //!
 //! - Bearer check: a wrong or revoked token answers 401 `{"error": "The access token is
 //!   invalid"}`.
