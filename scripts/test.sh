@@ -2,8 +2,8 @@
 # Runs every test airlock has, on a fresh machine too: installs and starts what the
 # tests need when it is missing (PostgreSQL, Chromium and playwright-core for the
 # browser tests, the official MCP Python SDK for the independent client test,
-# systemd-analyze and promtool for the files under packaging/), then checks formatting
-# and lints, then runs all tests.
+# systemd-analyze and promtool for the files under packaging/), then checks formatting,
+# the docs' citations and lints, then runs all tests.
 #
 #   scripts/test.sh            everything
 #   AIRLOCK_TEST_PG=postgres://user@host:port   use another PostgreSQL server
@@ -105,6 +105,9 @@ ensure_packaging_tools
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
+
+log "every document the code cites is in the repository"
+scripts/check-docs.sh
 
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
