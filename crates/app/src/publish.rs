@@ -201,11 +201,19 @@ impl App {
         &self,
         only: Option<&[ChannelName]>,
     ) -> Result<Option<PublishReport>> {
-        let (mut channels, mut tests) = self.claimable_channels().await?;
-        if let Some(only) = only {
-            channels.retain(|c| only.contains(c));
-            tests.retain(|c| only.contains(c));
-        }
+        // Paused channels' posts are left out by the store.
+        let open: Vec<&ChannelSettings> = self
+            .settings()
+            .channels
+            .values()
+            .filter(|c| only.is_none_or(|only| only.contains(&c.name)))
+            .collect();
+        let channels: Vec<ChannelName> = open.iter().map(|c| c.name.clone()).collect();
+        let tests: Vec<ChannelName> = open
+            .iter()
+            .filter(|c| c.kind.publishes_test_posts())
+            .map(|c| c.name.clone())
+            .collect();
         let candidates = self
             .store()
             .due_posts(&channels, &tests, self.now(), DUE_CANDIDATES)

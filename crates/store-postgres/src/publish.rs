@@ -336,6 +336,8 @@ pub(crate) async fn due_posts(
          WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= $1 \
            AND (not_before IS NULL OR not_before <= $1) \
            AND channel = ANY($2) AND (NOT test OR channel = ANY($3)) \
+           AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+                           AND (scope = '*' OR scope = posts.channel)) \
          ORDER BY scheduled_at, id LIMIT $4"
     )))
     .bind(now)

@@ -47,6 +47,37 @@ mod schema;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// Writers of this process, one at a time: SQLite has one write lock, and a writer
+    /// that finds it taken sleeps in the busy handler (milliseconds at a time). Queueing
+    /// here instead hands the lock on as soon as the previous transaction commits.
+    writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A write transaction (`BEGIN IMMEDIATE`) holding this process's writer turn until it
+/// commits or is dropped.
+pub(crate) struct WriteTx {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl WriteTx {
+    pub(crate) async fn commit(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::SqliteConnection;
+
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
 }
 
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -73,7 +104,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| unavailable_at(path, e))?;
-        let store = SqliteStore { pool };
+        let store = SqliteStore::over(pool);
         store.migrate().await?;
         Ok(store)
     }
@@ -109,8 +140,17 @@ impl SqliteStore {
         &self.pool
     }
 
-    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)
+    fn over(pool: SqlitePool) -> Self {
+        SqliteStore {
+            pool,
+            writer: std::sync::Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    async fn begin_write(&self) -> Result<WriteTx> {
+        let turn = self.writer.clone().lock_owned().await;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+        Ok(WriteTx { tx, _turn: turn })
     }
 }
 

@@ -12,7 +12,6 @@ use airlock_store::{
     Result, ReviewItem, StoreError, Unreadable, decide_reservation, now_after, quota_since,
 };
 
-use crate::posts::get_in;
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
 use crate::{SqliteStore, db, parse_ts, status_of, ts};
 
@@ -77,21 +76,21 @@ async fn decide_quota(
 
 async fn insert_reservation(
     conn: &mut SqliteConnection,
-    post_id: PostId,
-    generation: i64,
-    channel: &ChannelName,
+    post: &Post,
     rules: &QuotaClaim,
     now: DateTime<Utc>,
+    sent_at: Option<DateTime<Utc>>,
 ) -> Result<i64> {
     let cost = rules.budget.map_or(0, |charge| charge.cost);
     sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
-         VALUES (?, ?, ?, 'reserved', ?, ?) RETURNING id",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
+         cost_usd_micros) VALUES (?, ?, ?, 'reserved', ?, ?, ?) RETURNING id",
     )
-    .bind(post_id.0)
-    .bind(generation)
-    .bind(channel.as_str())
+    .bind(post.id.0)
+    .bind(post.generation)
+    .bind(post.content.channel.as_str())
     .bind(ts(now))
+    .bind(sent_at.map(ts))
     .bind(i64::try_from(cost).unwrap_or(i64::MAX))
     .fetch_one(conn)
     .await
@@ -111,7 +110,7 @@ async fn active_pause(conn: &mut SqliteConnection, id: PostId) -> Result<Option<
     .map_err(db)
 }
 
-/// Records a `sending` intent and marks the generation's reservation as sent at `now`.
+/// Records a `sending` intent.
 async fn insert_intent(
     conn: &mut SqliteConnection,
     post_id: PostId,
@@ -137,15 +136,6 @@ async fn insert_intent(
         )),
         e => db(e),
     })?;
-    sqlx::query(
-        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
-    )
-    .bind(ts(now))
-    .bind(post_id.0)
-    .bind(generation)
-    .execute(conn)
-    .await
-    .map_err(db)?;
     Ok(Intent {
         post_id,
         generation,
@@ -157,19 +147,35 @@ async fn insert_intent(
     })
 }
 
+/// The pause that holds a post's channel (or everything), if any, as a column pair of a
+/// query on `posts` (`pause_scope`, `pause_reason`).
+const ACTIVE_PAUSE: &str = "(SELECT scope FROM pauses WHERE resumed_at IS NULL \
+     AND (scope = '*' OR scope = posts.channel) ORDER BY scope = '*' DESC, id LIMIT 1) AS pause_scope, \
+     (SELECT reason FROM pauses WHERE resumed_at IS NULL \
+     AND (scope = '*' OR scope = posts.channel) ORDER BY scope = '*' DESC, id LIMIT 1) AS pause_reason";
+
 pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<PostClaimed> {
     let started = std::time::Instant::now();
     let mut tx = store.begin_write().await?;
     let now = now_after(req.now, started);
-    let post = match get_in(&mut tx, req.id).await {
-        Ok(post) => post,
-        Err(StoreError::NotFound(_)) => return Ok(PostClaimed::Gone(None)),
-        Err(e) => return Err(e),
+    // The post and the pause that holds it, in one statement.
+    let Some(row) = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
+    )))
+    .bind(req.id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?
+    else {
+        return Ok(PostClaimed::Gone(None));
     };
+    let post = rows::post(&row)?;
     if !claimable(&post, req.version, req.allow_test) {
         return Ok(PostClaimed::Gone(Some(Box::new(post))));
     }
-    if let Some((scope, reason)) = active_pause(&mut tx, req.id).await? {
+    let scope: Option<String> = row.try_get("pause_scope").map_err(db)?;
+    if let Some(scope) = scope {
+        let reason: String = row.try_get("pause_reason").map_err(db)?;
         return Ok(PostClaimed::Paused { scope, reason });
     }
     if let Some(rules) = &req.quota
@@ -177,11 +183,11 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     {
         return Ok(PostClaimed::OverQuota(denial));
     }
-    let generation: i64 = sqlx::query_scalar(
+    let row = sqlx::query(AssertSqlSafe(format!(
         "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
          generation = generation + 1, version = version + 1, updated_at = ?, \
-         event_actor = ?, event_note = ? WHERE id = ? RETURNING generation",
-    )
+         event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
+    )))
     .bind(&req.worker)
     .bind(ts(req.lease_until))
     .bind(ts(now))
@@ -191,29 +197,27 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     .fetch_one(&mut *tx)
     .await
     .map_err(db)?;
+    // Nothing below changes the post row: the row as written is the answer.
+    let post = rows::post(&row)?;
+    if let Some(intent) = &req.intent
+        && !lease_outlasts(req.lease_until, now, intent.lease_margin)
+    {
+        return Err(StoreError::Fenced {
+            id: req.id,
+            generation: post.generation,
+        });
+    }
     if let Some(rules) = &req.quota {
-        insert_reservation(
-            &mut tx,
-            req.id,
-            generation,
-            &post.content.channel,
-            rules,
-            now,
-        )
-        .await?;
+        // With the intent in this transaction, the request is as good as sent now.
+        let sent = req.intent.is_some().then_some(now);
+        insert_reservation(&mut tx, &post, rules, now, sent).await?;
     }
     let intent = match &req.intent {
-        Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {
-            return Err(StoreError::Fenced {
-                id: req.id,
-                generation,
-            });
-        }
         Some(intent) => Some(
             insert_intent(
                 &mut tx,
                 req.id,
-                generation,
+                post.generation,
                 &intent.idempotency_key,
                 None,
                 now,
@@ -222,7 +226,6 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
         ),
         None => None,
     };
-    let post = get_in(&mut tx, req.id).await?;
     tx.commit().await.map_err(db)?;
     Ok(PostClaimed::Claimed {
         post: Box::new(post),
@@ -249,6 +252,10 @@ pub(crate) async fn due_posts(
         .push_bind(ts(now));
     query.push(")");
     push_channel_filter(&mut query, channels, test_channels);
+    query.push(
+        " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+         AND (scope = '*' OR scope = posts.channel))",
+    );
     query
         .push(" ORDER BY scheduled_at, id LIMIT ")
         .push_bind(i64::from(limit));
@@ -331,6 +338,15 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
         now,
     )
     .await?;
+    sqlx::query(
+        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
+    )
+    .bind(ts(now))
+    .bind(req.post_id.0)
+    .bind(req.generation)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     tx.commit().await.map_err(db)?;
     Ok(intent)
 }

@@ -37,7 +37,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| unavailable_at(path, e))?;
-        Ok(SqliteStore { pool })
+        Ok(SqliteStore::over(pool))
     }
 
     /// [`SqliteStore::open_existing`] for a `sqlite://PATH` URL.

@@ -703,9 +703,9 @@ pub trait Store: Send + Sync + 'static {
     /// Events across the ledger with ids above `after`, oldest first.
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>>;
 
-    /// Approved posts due at `now` on these channels (not before `not_before`), most
-    /// overdue first, read without a lock: the candidates a worker checks and then
-    /// claims with [`Store::claim_post`].
+    /// Approved posts due at `now` on these channels (not before `not_before`, their
+    /// channel not paused), most overdue first, read without a lock: the candidates a
+    /// worker checks and then claims with [`Store::claim_post`].
     async fn due_posts(
         &self,
         channels: &[ChannelName],
