@@ -304,6 +304,19 @@ impl App {
             VerdictKind::Fail => Action::Reject,
         })?;
         let post = self.store().get_post(id).await?;
+        let actor = who.actor.to_string();
+        if kind == VerdictKind::Fail && post.status == PostStatus::Draft {
+            // A retried fail (its answer was lost) repeats the earlier one: the same
+            // answer, nothing recorded or changed, even if that fail quarantined the post.
+            check_reviewed_hash(&post, input.content_hash.as_deref())?;
+            let earlier = self.store().verdicts(id).await?;
+            if let Some(verdict) =
+                review::repeated_fail(&earlier, &actor, post.review_round, &post.content_hash)
+            {
+                let channel = self.channel(post.content.channel.as_str())?;
+                return repeated(channel, post, earlier, verdict);
+            }
+        }
         refuse_if_quarantined(
             &post,
             match kind {
@@ -349,7 +362,6 @@ impl App {
         let reasons = rubric
             .check_reasons(kind, &input.reasons, strict_reasons)
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        let actor = who.actor.to_string();
         if kind == VerdictKind::Pass {
             if !who.sod_exempt && post.is_authored_by(&actor) {
                 return Err(Error::Forbidden(format!(
@@ -428,9 +440,13 @@ impl App {
                     passed_by.clone(),
                 )
             }
-            Decision::Revise { revisions } | Decision::Quarantine { revisions } => {
+            Decision::Repeat { verdict } => {
+                return repeated(channel, post, earlier, *verdict);
+            }
+            Decision::Revise { revisions, counted }
+            | Decision::Quarantine { revisions, counted } => {
                 let quarantine = matches!(decision, Decision::Quarantine { .. });
-                update.set.count_revision = true;
+                update.set.count_revision = *counted;
                 let left = i64::from(rules.max_revisions) - revisions;
                 update.set.error = Some(Some(if quarantine {
                     format!(
@@ -636,6 +652,53 @@ impl App {
         });
         Ok(self.store().update_post(update).await?)
     }
+}
+
+/// The answer to a fail that repeats `verdict` (the same critic, content and round, no
+/// pass since): that verdict and the post as it stands; nothing is recorded.
+fn repeated(
+    channel: &ChannelSettings,
+    post: Post,
+    earlier: Vec<Verdict>,
+    verdict: i64,
+) -> Result<VerdictResult> {
+    let rules = channel.review.rules;
+    let id = post.id;
+    let verdict = earlier
+        .into_iter()
+        .find(|v| v.id == verdict)
+        .ok_or_else(|| {
+            Error::Unavailable(format!("verdict {verdict} on post {id} was not read"))
+        })?;
+    let (effect, state) = if post.is_quarantined() {
+        (
+            VerdictEffect::Quarantined,
+            format!(
+                "it is quarantined until an operator releases it (`airlock post release {id}`) or discards it"
+            ),
+        )
+    } else {
+        (
+            VerdictEffect::ReturnedToWriter,
+            format!(
+                "it is a draft with your reasons for its writer; {} more failed review(s) quarantine it",
+                (i64::from(rules.max_revisions) - post.revisions).max(0)
+            ),
+        )
+    };
+    Ok(VerdictResult {
+        effect,
+        message: format!(
+            "your fail on this content of post {id} is already recorded (verdict {}); nothing changed: {state}",
+            verdict.id
+        ),
+        verdict,
+        passed_by: Vec::new(),
+        approvals_required: rules.approvals_required,
+        revisions: post.revisions,
+        max_revisions: rules.max_revisions,
+        post,
+    })
 }
 
 /// Refuses `action` on a quarantined post, saying why and what to do.

@@ -318,7 +318,8 @@ impl App {
         Ok(self.store().update_post(update).await?)
     }
 
-    /// Discards a draft (writer or operator); its events stay in the ledger.
+    /// Discards a draft (writer or operator); its events stay in the ledger. A draft that
+    /// failed review (`revisions > 0`), and a quarantined one, only an operator discards.
     pub async fn discard(&self, who: &Principal, id: PostId) -> Result<()> {
         who.require(Action::Discard)?;
         let post = self
@@ -331,6 +332,12 @@ impl App {
         if post.is_quarantined() && !who.roles.grants(airlock_core::Role::Operator) {
             return Err(Error::Quarantined(format!(
                 "post {id} is quarantined after {} failed reviews: only an operator may discard or release it",
+                post.revisions
+            )));
+        }
+        if post.revisions > 0 && !who.roles.grants(airlock_core::Role::Operator) {
+            return Err(Error::Forbidden(format!(
+                "post {id} failed review {} time(s) and only an operator may discard it: revise it instead (discarding and drafting it again would escape the cap on failed reviews)",
                 post.revisions
             )));
         }

@@ -360,13 +360,24 @@ pub enum Decision {
     },
     /// The fail returns the post to its writer.
     Revise {
-        /// Fails since the last release, this one included.
+        /// Counted fails since the last release, this one included when `counted`.
         revisions: i64,
+        /// Whether this fail counts a revision: only the first fail on a content in a
+        /// review round does.
+        counted: bool,
     },
     /// The fail reaches `max_revisions`: the post is quarantined.
     Quarantine {
-        /// Fails since the last release, this one included.
+        /// Counted fails since the last release, this one included when `counted`.
         revisions: i64,
+        /// Whether this fail counts a revision (see [`Decision::Revise`]).
+        counted: bool,
+    },
+    /// The same principal already failed this content in this round, and nobody passed
+    /// it since: a retry. Nothing is recorded or changed; the answer is that verdict's.
+    Repeat {
+        /// The earlier fail's id.
+        verdict: i64,
     },
 }
 
@@ -421,14 +432,44 @@ pub fn decide(
             }
         }
         VerdictKind::Fail => {
-            let revisions = revisions + 1;
+            if let Some(verdict) = repeated_fail(earlier, actor, round, hash) {
+                return Ok(Decision::Repeat { verdict });
+            }
+            // One revision per content per review round: a second critic failing the
+            // same content is recorded, but the writer has not had a revise cycle yet.
+            let counted = !earlier.iter().any(|v| {
+                v.verdict == VerdictKind::Fail && v.review_round == round && &v.content_hash == hash
+            });
+            let revisions = revisions + i64::from(counted);
             if revisions >= i64::from(rules.max_revisions.max(1)) {
-                Ok(Decision::Quarantine { revisions })
+                Ok(Decision::Quarantine { revisions, counted })
             } else {
-                Ok(Decision::Revise { revisions })
+                Ok(Decision::Revise { revisions, counted })
             }
         }
     }
+}
+
+/// The earlier fail by `actor` on `hash` in `round` that a new fail would only repeat:
+/// the latest such fail, when nobody passed after it.
+pub fn repeated_fail(
+    earlier: &[Verdict],
+    actor: &str,
+    round: i64,
+    hash: &ContentHash,
+) -> Option<i64> {
+    let mut in_round: Vec<&Verdict> = earlier
+        .iter()
+        .filter(|v| v.review_round == round && &v.content_hash == hash)
+        .collect();
+    in_round.sort_by_key(|v| v.id);
+    let last_fail = in_round
+        .iter()
+        .rposition(|v| v.verdict == VerdictKind::Fail && v.actor == actor)?;
+    let passed_since = in_round[last_fail + 1..]
+        .iter()
+        .any(|v| v.verdict == VerdictKind::Pass);
+    (!passed_since).then(|| in_round[last_fail].id)
 }
 
 /// What changed between the content a verdict was given against and the content now.
@@ -513,17 +554,45 @@ pub fn line_diff(before: &str, after: &str) -> Vec<String> {
     diff
 }
 
-/// A text as duplicates are compared: lowercase, every run of whitespace one space,
-/// no zero-width characters, trimmed. Two drafts whose texts normalise alike are the
-/// same post to a reader.
+/// Characters that show nothing (Unicode's Default_Ignorable_Code_Point, and the format
+/// characters among them): removed before duplicates are compared.
+const IGNORABLE: &[(char, char)] = &[
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{034F}', '\u{034F}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{17B4}', '\u{17B5}'),
+    ('\u{180B}', '\u{180F}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{206F}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FE00}', '\u{FE0F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+    ('\u{FFF0}', '\u{FFF8}'),
+    ('\u{1BCA0}', '\u{1BCA3}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0000}', '\u{E0FFF}'),
+];
+
+/// Whether `c` shows nothing ([`IGNORABLE`]).
+pub fn is_ignorable(c: char) -> bool {
+    IGNORABLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+}
+
+/// A text as duplicates are compared: NFKC (so compatibility forms such as fullwidth
+/// letters, and combining sequences, read as their plain composed form), lowercase,
+/// every character that shows nothing ([`is_ignorable`]) removed, every run of
+/// whitespace one space, trimmed. Two drafts whose texts normalise alike are the same
+/// post to a reader.
 pub fn normalise_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    use unicode_normalization::UnicodeNormalization;
+    let lowered: String = text.nfkc().flat_map(char::to_lowercase).collect();
+    let mut out = String::with_capacity(lowered.len());
     let mut pending_space = false;
-    for c in text.chars() {
-        if matches!(
-            c,
-            '\u{200B}' | '\u{200C}' | '\u{200D}' | '\u{2060}' | '\u{FEFF}'
-        ) {
+    for c in lowered.chars() {
+        if is_ignorable(c) {
             continue;
         }
         if c.is_whitespace() {
@@ -534,7 +603,7 @@ pub fn normalise_text(text: &str) -> String {
             out.push(' ');
             pending_space = false;
         }
-        out.extend(c.to_lowercase());
+        out.push(c);
     }
     out
 }
@@ -719,11 +788,17 @@ mod tests {
         let rules = ReviewRules::default();
         assert_eq!(
             decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 0, rules).unwrap(),
-            Decision::Revise { revisions: 1 }
+            Decision::Revise {
+                revisions: 1,
+                counted: true
+            }
         );
         assert_eq!(
             decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 1, rules).unwrap(),
-            Decision::Quarantine { revisions: 2 }
+            Decision::Quarantine {
+                revisions: 2,
+                counted: true
+            }
         );
         let one = ReviewRules {
             approvals_required: 1,
@@ -731,7 +806,59 @@ mod tests {
         };
         assert_eq!(
             decide(VerdictKind::Fail, "token:c", &[], 0, &hash(1), 0, one).unwrap(),
-            Decision::Quarantine { revisions: 1 }
+            Decision::Quarantine {
+                revisions: 1,
+                counted: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_fail_counts_one_revision_per_round_and_content_and_a_repeat_changes_nothing() {
+        use VerdictKind::*;
+        let rules = ReviewRules::default();
+        assert_eq!(
+            decide(Fail, "token:c", &[], 0, &hash(1), 0, rules).unwrap(),
+            Decision::Revise {
+                revisions: 1,
+                counted: true
+            }
+        );
+        let earlier = [verdict(1, Fail, "token:c", 0, 1)];
+        // The same critic again on the same content in the same round (a retry whose
+        // answer was lost): the earlier verdict, nothing changes.
+        assert_eq!(
+            decide(Fail, "token:c", &earlier, 0, &hash(1), 1, rules).unwrap(),
+            Decision::Repeat { verdict: 1 }
+        );
+        // Another critic on unchanged content: recorded, but no second revision.
+        assert_eq!(
+            decide(Fail, "token:d", &earlier, 0, &hash(1), 1, rules).unwrap(),
+            Decision::Revise {
+                revisions: 1,
+                counted: false
+            }
+        );
+        // After an edit (a new round, a new hash) a fail counts again.
+        assert_eq!(
+            decide(Fail, "token:c", &earlier, 1, &hash(2), 1, rules).unwrap(),
+            Decision::Quarantine {
+                revisions: 2,
+                counted: true
+            }
+        );
+        // A pass after the fail: the same critic failing again is a new verdict, but the
+        // content's revision is already counted.
+        let passed = [
+            verdict(1, Fail, "token:c", 0, 1),
+            verdict(2, Pass, "token:d", 0, 1),
+        ];
+        assert_eq!(
+            decide(Fail, "token:c", &passed, 0, &hash(1), 1, rules).unwrap(),
+            Decision::Revise {
+                revisions: 1,
+                counted: false
+            }
         );
     }
 
@@ -744,6 +871,29 @@ mod tests {
         assert_eq!(text_key("Hello  world"), text_key("hello world\n"));
         assert_ne!(text_key("hello world"), text_key("hello world!"));
         assert_eq!(normalise_text("猫の宿 ÄÖ"), "猫の宿 äö");
+    }
+
+    #[test]
+    fn duplicates_normalise_compatibility_forms_and_every_ignorable_character() {
+        let plain = text_key("tea at four café");
+        for disguised in [
+            "tea\u{200E} at four café",                 // left-to-right mark
+            "te\u{00AD}a at four café",                 // soft hyphen
+            "tea at four cafe\u{0301}",                 // combining acute
+            "ｔｅａ at four café",                      // fullwidth letters
+            "tea\u{FE0F} at four café",                 // variation selector
+            "tea at four café\u{E0020}\u{E007F}",       // tag characters
+            "t\u{034F}ea at four café",                 // combining grapheme joiner
+            "tea at\u{3164} four café",                 // hangul filler
+            "\u{FEFF}tea at four\u{2061} café\u{200B}", // BOM, invisible times, ZWSP
+            "tea at four caf\u{00C9}",                  // uppercase precomposed
+            "tea\u{061C} at four\u{180E} café\u{1D173}",
+        ] {
+            assert_eq!(text_key(disguised), plain, "{disguised:?}");
+        }
+        // A hangul filler between words still leaves the words apart.
+        assert_eq!(normalise_text("tea\u{3164}\u{3164}time"), "teatime");
+        assert_ne!(text_key("tea at four cafe"), plain);
     }
 
     #[test]

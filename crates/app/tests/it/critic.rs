@@ -223,7 +223,8 @@ async fn two_fails_quarantine_a_draft_and_every_further_try_is_refused_until_an_
             .await
             .map(|_| ()),
         app.approve(&c, post.id).await.map(|_| ()),
-        app.reject(&c, post.id, "tone: still pushy")
+        // Another critic's fail (the same critic's would repeat its quarantining fail).
+        app.reject(&critic("d"), post.id, "tone: still pushy")
             .await
             .map(|_| ()),
         app.approve(&Principal::cli(), post.id).await.map(|_| ()),
@@ -695,6 +696,23 @@ async fn a_quarantined_post_counts_as_a_duplicate_so_redrafting_it_does_not_esca
         matches!(&err, Error::Duplicate(m) if m.contains("quarantined")),
         "{err:?}"
     );
+    // Whatever the duplicate window: a week later, or a year, it is still the same text.
+    for days in [8, 400] {
+        let later = airlock_app::posts::DraftInput {
+            scheduled_at: Some(airlock_core::time::format_utc(
+                h.clock.now() + chrono::Duration::days(days),
+            )),
+            ..draft("cats", "Cats love baths.")
+        };
+        let err = app
+            .create_post(&w, later, None, DraftOrigin::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Duplicate(m) if m.contains(&format!("post {}", post.id))),
+            "{days} days: {err:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -719,4 +737,101 @@ async fn the_store_itself_refuses_approving_or_changing_a_quarantined_post() {
         assert!(err.to_string().contains("quarantine"), "{statement}: {err}");
     }
     assert_eq!(status(&app, post.id).await, PostStatus::Draft);
+}
+
+#[tokio::test]
+async fn a_retried_fail_changes_nothing_and_another_critics_fail_on_unchanged_content_counts_no_revision()
+ {
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let (w, c, d) = (writer("w"), critic("c"), critic("d"));
+    let post = drafted(&app, &w, "Guaranteed: every cat purrs.").await;
+    let reasons = ["claims: not every cat purrs"];
+
+    let first = app
+        .give_verdict(&c, post.id, fail(&post, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(first.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(first.revisions, 1);
+    let events = app.get_post(&w, post.id).await.unwrap().events.len();
+
+    // The critic's reply was lost and it retries the identical fail: the earlier answer,
+    // and nothing changes.
+    let retry = app
+        .give_verdict(&c, post.id, fail(&post, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(retry.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(retry.verdict.id, first.verdict.id);
+    assert_eq!(retry.revisions, 1);
+    assert_eq!(retry.post.version, first.post.version);
+    assert!(retry.post.quarantined_at.is_none());
+    let detail = app.get_post(&w, post.id).await.unwrap();
+    assert_eq!(detail.verdicts.len(), 1);
+    assert_eq!(detail.events.len(), events);
+    // The same through reject (the legacy shape).
+    let again = app
+        .reject_hash(&c, post.id, "claims: not every cat purrs", None)
+        .await
+        .unwrap();
+    assert_eq!(again.version, first.post.version);
+    assert_eq!(again.revisions, 1);
+
+    // A second critic fails the same content: its verdict is recorded, but the writer
+    // has not revised yet, so no second revision counts.
+    let second = app
+        .give_verdict(&d, post.id, fail(&post, RUBRIC_A, &["tone: too sure"]))
+        .await
+        .unwrap();
+    assert_eq!(second.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(second.revisions, 1);
+    assert_ne!(second.verdict.id, first.verdict.id);
+    assert_eq!(app.store().verdicts(post.id).await.unwrap().len(), 2);
+
+    // The writer revises; the next fail counts and quarantines.
+    let revised = edit(&app, &w, post.id, "Guaranteed: most cats purr.").await;
+    let third = app
+        .give_verdict(&c, post.id, fail(&revised, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(third.effect, VerdictEffect::Quarantined);
+    assert_eq!(third.revisions, 2);
+    // Its retry answers the same, rather than a refusal.
+    let retried = app
+        .give_verdict(&c, post.id, fail(&revised, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(retried.effect, VerdictEffect::Quarantined);
+    assert_eq!(retried.verdict.id, third.verdict.id);
+    assert_eq!(retried.post.version, third.post.version);
+    assert_eq!(app.store().verdicts(post.id).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn only_an_operator_discards_a_draft_that_failed_review_so_the_cap_is_not_escaped() {
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let w = writer("w");
+    let fresh = drafted(&app, &w, "The cats nap at noon.").await;
+    app.discard(&w, fresh.id).await.unwrap();
+
+    let post = drafted(&app, &w, "Cats love baths.").await;
+    app.give_verdict(
+        &critic("c"),
+        post.id,
+        fail(&post, RUBRIC_A, &["claims: they do not"]),
+    )
+    .await
+    .unwrap();
+    let err = app.discard(&w, post.id).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Forbidden(m) if m.contains("operator") && m.contains("failed review")),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "forbidden");
+    assert_eq!(status(&app, post.id).await, PostStatus::Draft);
+    app.discard(&Principal::cli(), post.id).await.unwrap();
 }
