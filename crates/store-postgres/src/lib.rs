@@ -98,6 +98,9 @@ pub(crate) mod lock {
     /// Drafts with the same normalised text on one channel, keyed by a hash of channel
     /// and text key, so two identical drafts at once still find each other.
     pub const TEXT_KEY: i32 = 1_095_912_455;
+    /// The live drafts of one creator, keyed by a hash of the actor, so concurrent
+    /// creates count one after another and never pass `max_live_drafts` together.
+    pub const DRAFTS: i32 = 1_095_912_456;
 }
 
 impl PgStore {

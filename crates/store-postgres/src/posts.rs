@@ -11,6 +11,7 @@ use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
 use airlock_core::status::is_legal;
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
+use airlock_store::decide::{draft_limit, edit_duplicate_check};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError, VerificationRecord,
@@ -82,35 +83,25 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
             });
         }
     }
+    if req.max_live_drafts.is_some() {
+        // Creates by one actor count one after another: the count below sees every
+        // draft a create that held this lock before committed.
+        xact_lock_text(&mut tx, lock::DRAFTS, &req.actor).await?;
+        let held = crate::bounds::live_drafts_by(&mut *tx, &req.actor).await?;
+        draft_limit(&req.actor, held, req.max_live_drafts)?;
+    }
     let content = &new.content;
     let text_key = airlock_core::review::text_key(&content.text);
     if let Some(window) = req.duplicate_window {
-        xact_lock_text(
+        refuse_duplicate(
             &mut tx,
-            lock::TEXT_KEY,
-            &format!("{}\n{text_key}", content.channel.as_str()),
+            content.channel.as_str(),
+            &text_key,
+            new.scheduled_at,
+            window,
+            None,
         )
         .await?;
-        let earlier = sqlx::query(
-            "SELECT id, status FROM posts WHERE channel = $1 AND text_key = $2 \
-             AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
-                  OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
-             AND COALESCE(posted_at, scheduled_at) > $3 AND COALESCE(posted_at, scheduled_at) < $4 \
-             ORDER BY id DESC LIMIT 1",
-        )
-        .bind(content.channel.as_str())
-        .bind(&text_key)
-        .bind(new.scheduled_at - window)
-        .bind(new.scheduled_at + window)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some(row) = earlier {
-            return Err(StoreError::DuplicateText {
-                earlier: PostId(rows::get(&row, "id")?),
-                status: status_of(&rows::get::<String>(&row, "status")?)?,
-            });
-        }
     }
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
@@ -183,6 +174,50 @@ pub(crate) async fn get_in(conn: &mut PgConnection, id: PostId) -> Result<Post> 
 }
 
 /// Reads and locks a post row for the rest of the transaction.
+/// Refuses ([`StoreError::DuplicateText`]) a text key that a post on the channel other
+/// than `except` holds while approved, in flight, posted or quarantined, going out
+/// within `window` of `at` (`posted_at` when posted, else `scheduled_at`). Holds the
+/// channel's text-key lock until the transaction ends, so two drafts (or edits) with
+/// the same text at once still find each other.
+async fn refuse_duplicate(
+    conn: &mut PgConnection,
+    channel: &str,
+    text_key: &str,
+    at: DateTime<Utc>,
+    window: chrono::Duration,
+    except: Option<PostId>,
+) -> Result<()> {
+    xact_lock_text(
+        &mut *conn,
+        lock::TEXT_KEY,
+        &format!("{channel}\n{text_key}"),
+    )
+    .await?;
+    let earlier = sqlx::query(
+        "SELECT id, status FROM posts WHERE channel = $1 AND text_key = $2 \
+         AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
+              OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
+         AND COALESCE(posted_at, scheduled_at) > $3 AND COALESCE(posted_at, scheduled_at) < $4 \
+         AND ($5::bigint IS NULL OR id <> $5) \
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(channel)
+    .bind(text_key)
+    .bind(at - window)
+    .bind(at + window)
+    .bind(except.map(|id| id.0))
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    match earlier {
+        Some(row) => Err(StoreError::DuplicateText {
+            earlier: PostId(rows::get(&row, "id")?),
+            status: status_of(&rows::get::<String>(&row, "status")?)?,
+        }),
+        None => Ok(()),
+    }
+}
+
 pub(crate) async fn lock_post(conn: &mut PgConnection, id: PostId) -> Result<Post> {
     let row = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE id = $1 FOR UPDATE"
@@ -378,6 +413,12 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
             });
         }
         from = *to;
+    }
+    if let Some((key, at, window)) =
+        edit_duplicate_check(&update, &current.content.text, current.scheduled_at)
+    {
+        let channel = current.content.channel.as_str();
+        refuse_duplicate(&mut tx, channel, &key, at, window, Some(update.id)).await?;
     }
     let after = update.to.unwrap_or(status);
     if let Some(verdict) = &update.verdict {
