@@ -404,6 +404,8 @@ impl App {
         let (effect, message, passed_by) = match &decision {
             Decision::Approve { passed_by } => {
                 update.to = Some(PostStatus::Approved);
+                // Two drafts of one text are never both approved: the store checks.
+                update.duplicate_window = self.duplicate_window_for(&post).await?;
                 update.note = Some(if passed_by.len() > 1 {
                     format!(
                         "approved content {hash}: passed by {} ({rubric_note})",

@@ -75,6 +75,10 @@ pub struct DraftOrigin {
     pub allow_duplicate: bool,
 }
 
+/// The start of the note that marks a post an operator drafted as a duplicate on purpose
+/// (`allow_duplicate`): the duplicate checks of its approval and edits do not apply.
+pub const DUPLICATE_ALLOWED_NOTE: &str = "drafted as a duplicate on purpose (allow_duplicate)";
+
 /// How much of each text a list of posts carries, in characters.
 pub const LIST_EXCERPT_CHARS: u32 = 500;
 
@@ -171,7 +175,56 @@ impl App {
                     .then(|| self.settings().max_drafts_per_token),
             })
             .await?;
+        if origin.allow_duplicate
+            && !created.existing
+            && channel.review.duplicate_window > chrono::Duration::zero()
+        {
+            // Its approval and edits are checked for duplicates too: the mark says not to.
+            let event = EventNote {
+                kind: "note".into(),
+                note: Some(format!("{DUPLICATE_ALLOWED_NOTE} by {}", who.actor)),
+            };
+            self.store()
+                .add_event(
+                    created.post.id,
+                    event,
+                    &who.actor.to_string(),
+                    now,
+                    Vec::new(),
+                )
+                .await?;
+        }
         Ok(created)
+    }
+
+    /// The duplicate window a write that approves `post`, changes its text or moves it is
+    /// checked against inside the store ([`airlock_store::PostUpdate::duplicate_window`]):
+    /// the channel's, unless it is off or an operator drafted the post as a duplicate on
+    /// purpose ([`DUPLICATE_ALLOWED_NOTE`]).
+    pub(crate) async fn duplicate_window_for(
+        &self,
+        post: &Post,
+    ) -> Result<Option<chrono::Duration>> {
+        let window = self
+            .channel(post.content.channel.as_str())?
+            .review
+            .duplicate_window;
+        if window <= chrono::Duration::zero() {
+            return Ok(None);
+        }
+        let allowed = self
+            .store()
+            .post_detail(post.id)
+            .await?
+            .events
+            .iter()
+            .any(|e| {
+                e.kind == "note"
+                    && e.note
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with(DUPLICATE_ALLOWED_NOTE))
+            });
+        Ok((!allowed).then_some(window))
     }
 
     /// Edits a draft (writer). An approved post first returns to draft, withdrawing the approval.
@@ -211,6 +264,10 @@ impl App {
         // `authors`); moving the schedule changes no authorship.
         let content_changed = hash != post.content_hash;
         let mut update = self.change_by(who, &post);
+        let moved = edit.scheduled_at.is_some_and(|at| at != post.scheduled_at);
+        if content_changed || moved {
+            update.duplicate_window = self.duplicate_window_for(&post).await?;
+        }
         update.set = PostFields {
             content: content_changed.then_some((content, hash)),
             scheduled_at: edit.scheduled_at,

@@ -11,7 +11,7 @@ use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
 use airlock_core::status::is_legal;
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
-use airlock_store::decide::{draft_limit, edit_duplicate_check};
+use airlock_store::decide::{draft_limit, edit_duplicate_check, leaves_quarantine};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError, VerificationRecord,
@@ -173,10 +173,9 @@ pub(crate) async fn get_in(conn: &mut PgConnection, id: PostId) -> Result<Post> 
         .ok_or(StoreError::NotFound(id))
 }
 
-/// Reads and locks a post row for the rest of the transaction.
 /// Refuses ([`StoreError::DuplicateText`]) a text key that a post on the channel other
-/// than `except` holds while approved, in flight, posted or quarantined, going out
-/// within `window` of `at` (`posted_at` when posted, else `scheduled_at`). Holds the
+/// than `except` holds while quarantined, or while approved, in flight or posted and
+/// going out within `window` of `at` (`posted_at` when posted, else `scheduled_at`). Holds the
 /// channel's text-key lock until the transaction ends, so two drafts (or edits) with
 /// the same text at once still find each other.
 async fn refuse_duplicate(
@@ -195,9 +194,10 @@ async fn refuse_duplicate(
     .await?;
     let earlier = sqlx::query(
         "SELECT id, status FROM posts WHERE channel = $1 AND text_key = $2 \
-         AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
-              OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
-         AND COALESCE(posted_at, scheduled_at) > $3 AND COALESCE(posted_at, scheduled_at) < $4 \
+         AND ((status = 'draft' AND quarantined_at IS NOT NULL) \
+              OR (status IN ('approved', 'posting', 'needs_review', 'posted') \
+                  AND COALESCE(posted_at, scheduled_at) > $3 \
+                  AND COALESCE(posted_at, scheduled_at) < $4)) \
          AND ($5::bigint IS NULL OR id <> $5) \
          ORDER BY id DESC LIMIT 1",
     )
@@ -218,6 +218,7 @@ async fn refuse_duplicate(
     }
 }
 
+/// Reads and locks a post row for the rest of the transaction.
 pub(crate) async fn lock_post(conn: &mut PgConnection, id: PostId) -> Result<Post> {
     let row = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE id = $1 FOR UPDATE"
@@ -414,8 +415,11 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
         }
         from = *to;
     }
+    if leaves_quarantine(&update, current.quarantined_at.is_some()) {
+        return Err(StoreError::Quarantined(update.id));
+    }
     if let Some((key, at, window)) =
-        edit_duplicate_check(&update, &current.content.text, current.scheduled_at)
+        edit_duplicate_check(&update, status, &current.content.text, current.scheduled_at)
     {
         let channel = current.content.channel.as_str();
         refuse_duplicate(&mut tx, channel, &key, at, window, Some(update.id)).await?;

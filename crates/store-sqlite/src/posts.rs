@@ -6,8 +6,8 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePoo
 
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
 use airlock_store::decide::{
-    GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, pause_applies,
-    stale_evidence,
+    GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, leaves_quarantine,
+    pause_applies, stale_evidence,
 };
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
@@ -135,8 +135,8 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
 }
 
 /// Refuses ([`StoreError::DuplicateText`]) a text key that a post on the channel other
-/// than `except` holds while approved, in flight, posted or quarantined, going out
-/// within `window` of `at` (`posted_at` when posted, else `scheduled_at`).
+/// than `except` holds while quarantined, or while approved, in flight or posted and
+/// going out within `window` of `at` (`posted_at` when posted, else `scheduled_at`).
 async fn refuse_duplicate(
     conn: &mut SqliteConnection,
     channel: &str,
@@ -147,9 +147,10 @@ async fn refuse_duplicate(
 ) -> Result<()> {
     let earlier = sqlx::query(
         "SELECT id, status FROM posts WHERE channel = ?1 AND text_key = ?2 \
-         AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
-              OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
-         AND COALESCE(posted_at, scheduled_at) > ?3 AND COALESCE(posted_at, scheduled_at) < ?4 \
+         AND ((status = 'draft' AND quarantined_at IS NOT NULL) \
+              OR (status IN ('approved', 'posting', 'needs_review', 'posted') \
+                  AND COALESCE(posted_at, scheduled_at) > ?3 \
+                  AND COALESCE(posted_at, scheduled_at) < ?4)) \
          AND (?5 IS NULL OR id <> ?5) \
          ORDER BY id DESC LIMIT 1",
     )
@@ -318,7 +319,8 @@ pub(crate) fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter)
 pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
     let mut tx = store.begin_write().await?;
     let current = sqlx::query(
-        "SELECT status, version, generation, channel, review_round FROM posts WHERE id = ?",
+        "SELECT status, version, generation, channel, review_round, \
+         quarantined_at IS NOT NULL AS quarantined FROM posts WHERE id = ?",
     )
     .bind(update.id.0)
     .fetch_optional(&mut *tx)
@@ -330,6 +332,7 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     let generation: i64 = current.try_get("generation").map_err(db)?;
     let channel: String = current.try_get("channel").map_err(db)?;
     let review_round: i64 = current.try_get("review_round").map_err(db)?;
+    let quarantined: bool = current.try_get("quarantined").map_err(db)?;
     match check_guard(update.guard, status, version, generation) {
         GuardCheck::Holds => {}
         GuardCheck::Conflict => return Err(StoreError::Conflict(update.id)),
@@ -365,10 +368,13 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             to,
         });
     }
-    if update.duplicate_window.is_some() && update.set.content.is_some() {
+    if leaves_quarantine(&update, quarantined) {
+        return Err(StoreError::Quarantined(update.id));
+    }
+    if update.duplicate_window.is_some() {
         let before = get_in(&mut tx, update.id).await?;
         if let Some((key, at, window)) =
-            edit_duplicate_check(&update, &before.content.text, before.scheduled_at)
+            edit_duplicate_check(&update, status, &before.content.text, before.scheduled_at)
         {
             refuse_duplicate(&mut tx, &channel, &key, at, window, Some(update.id)).await?;
         }

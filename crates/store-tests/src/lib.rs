@@ -167,6 +167,7 @@ macro_rules! __with_cases {
             store review::an_edit_moves_the_duplicate_key_with_the_text,
             store review::an_edit_into_a_queued_text_within_the_window_is_refused_and_changes_nothing,
             store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
+            store review::approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_write,
         }
     };
 }

@@ -191,7 +191,7 @@ pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
 
     let approving = s.update_post(approval(&post, mins(3))).await.unwrap_err();
     assert!(
-        matches!(approving, StoreError::IllegalTransition { .. }),
+        matches!(approving, StoreError::Quarantined(id) if id == post.id),
         "{approving:?}"
     );
     let editing = s
@@ -352,10 +352,16 @@ pub async fn an_edit_into_a_queued_text_within_the_window_is_refused_and_changes
     edit.set.scheduled_at = Some(t0() + Duration::days(8));
     edit.duplicate_window = window;
     let moved = s.update_post(edit).await.unwrap();
-    // Moved back into the window without touching the text: only text edits are checked.
+    // Moved back into the window without touching the text: refused too.
     let mut back = PostUpdate::new(moved.id, Guard::Version(moved.version), WRITER, mins(2));
     back.set.scheduled_at = Some(t0());
     back.duplicate_window = window;
+    let err = s.update_post(back.clone()).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, .. } if earlier == queued.id),
+        "{err:?}"
+    );
+    back.duplicate_window = None;
     let back = s.update_post(back).await.unwrap();
     // The approved post itself, edited back to a draft with its own text: not a duplicate
     // of itself.
@@ -388,4 +394,73 @@ pub async fn a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded(store: Ar
     let verdicts = s.verdicts(post.id).await.unwrap();
     assert_eq!(verdicts.len(), 1);
     assert_eq!(verdicts[0].content.as_ref().unwrap().text, text);
+}
+
+/// The duplicate check runs inside every write that could let one text out twice, each
+/// excluding the post itself: approving a draft (`draft -> approved`, so two plain drafts
+/// of one text are not both approved) and moving a draft's schedule into the window of a
+/// queued one; nothing of a refused write is recorded (its verdict included). A
+/// quarantined draft blocks its text whatever the window; an update without a window
+/// (an operator's override) checks nothing.
+pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_write(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let window = Some(Duration::days(7));
+    let first = draft(s, "threads-main", "Tea at four.", t0()).await;
+    let second = draft(s, "threads-main", "tea at  FOUR.", mins(10)).await;
+    let mut pass = approval(&first, mins(1));
+    pass.duplicate_window = window;
+    let first = s.update_post(pass).await.unwrap();
+    assert_eq!(first.status, PostStatus::Approved);
+
+    let mut pass = approval(&second, mins(2));
+    pass.verdict = Some(verdict(&second, VerdictKind::Pass, &[]));
+    pass.duplicate_window = window;
+    let err = s.update_post(pass.clone()).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Approved } if earlier == first.id),
+        "{err:?}"
+    );
+    assert_eq!(s.get_post(second.id).await.unwrap(), second);
+    assert!(s.verdicts(second.id).await.unwrap().is_empty());
+
+    // Drafted outside the window, then moved into it.
+    let later = draft(s, "threads-main", "TEA at four.", t0() + Duration::days(8)).await;
+    let mut moved = PostUpdate::new(later.id, Guard::Version(later.version), WRITER, mins(3));
+    moved.set.scheduled_at = Some(mins(5));
+    moved.duplicate_window = window;
+    let err = s.update_post(moved).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, .. } if earlier == first.id),
+        "{err:?}"
+    );
+    assert_eq!(s.get_post(later.id).await.unwrap(), later);
+
+    // The override: no window, no check.
+    pass.duplicate_window = None;
+    let second = s.update_post(pass).await.unwrap();
+    assert_eq!(second.status, PostStatus::Approved);
+
+    // A quarantined draft blocks its text however far apart the two go out.
+    let milk = draft(s, "threads-main", "Milk at six.", t0()).await;
+    let milk = s.update_post(fail(&milk, mins(6), true)).await.unwrap();
+    let far = draft(s, "threads-main", "milk at six.", t0() + Duration::days(30)).await;
+    let mut pass = approval(&far, mins(7));
+    pass.duplicate_window = window;
+    let err = s.update_post(pass).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == milk.id),
+        "{err:?}"
+    );
+    let mut req = create_request(
+        new_post("threads-main", "Milk at six.", t0() + Duration::days(400)),
+        mins(8),
+    );
+    req.duplicate_window = window;
+    let err = s.create_post(req).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, .. } if earlier == milk.id),
+        "{err:?}"
+    );
 }

@@ -103,21 +103,44 @@ pub fn draft_limit(actor: &str, held: i64, max: Option<u32>) -> Result<()> {
     }
 }
 
-/// The duplicate check an edit asks for ([`PostUpdate::duplicate_window`]), given the
-/// post's text and schedule before it: the new text key, the schedule it is compared at,
-/// and the window; `None` when there is no window or the normalised text does not change.
+/// The duplicate check a write asks for ([`PostUpdate::duplicate_window`]), given the
+/// post's status, text and schedule before it: the text key it will have, the schedule it
+/// is compared at, and the window. A write is checked when it approves a draft
+/// (`draft -> approved`), changes the normalised text, or moves the schedule; `None` when
+/// there is no window or it does none of these.
 pub fn edit_duplicate_check(
     update: &PostUpdate,
+    status_before: PostStatus,
     text_before: &str,
     scheduled_before: DateTime<Utc>,
 ) -> Option<(String, DateTime<Utc>, Duration)> {
     let window = update.duplicate_window?;
-    let (content, _) = update.set.content.as_ref()?;
-    let text_key = airlock_core::review::text_key(&content.text);
-    (text_key != airlock_core::review::text_key(text_before)).then(|| {
+    let key_before = airlock_core::review::text_key(text_before);
+    let text_key = match &update.set.content {
+        Some((content, _)) => airlock_core::review::text_key(&content.text),
+        None => key_before.clone(),
+    };
+    let approving = status_before == PostStatus::Draft && update.to == Some(PostStatus::Approved);
+    let moved = update
+        .set
+        .scheduled_at
+        .is_some_and(|at| at != scheduled_before);
+    (approving || moved || text_key != key_before).then(|| {
         let at = update.set.scheduled_at.unwrap_or(scheduled_before);
         (text_key, at, window)
     })
+}
+
+/// Whether `update` would take a quarantined post out of `draft` without releasing it:
+/// refused as [`StoreError::Quarantined`] before the triggers (which refuse it too) see it.
+pub fn leaves_quarantine(update: &PostUpdate, quarantined: bool) -> bool {
+    quarantined
+        && update.set.quarantined_at != Some(None)
+        && update
+            .via
+            .iter()
+            .chain(update.to.iter())
+            .any(|s| *s != PostStatus::Draft)
 }
 
 /// The evidence a refused write from a stale generation leaves on the post.
@@ -226,23 +249,49 @@ mod tests {
         let mut update = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "w", t);
         let new = content("Tea  at FOUR.");
         update.set.content = Some((new.clone(), new.hash()));
-        assert_eq!(edit_duplicate_check(&update, "other", t), None, "no window");
+        let draft = PostStatus::Draft;
+        assert_eq!(
+            edit_duplicate_check(&update, draft, "other", t),
+            None,
+            "no window"
+        );
         update.duplicate_window = Some(Duration::days(7));
         assert_eq!(
-            edit_duplicate_check(&update, "tea at four.", t),
+            edit_duplicate_check(&update, draft, "tea at four.", t),
             None,
             "the same normalised text"
         );
         let key = airlock_core::review::text_key("tea at four.");
         assert_eq!(
-            edit_duplicate_check(&update, "other", t),
+            edit_duplicate_check(&update, draft, "other", t),
             Some((key.clone(), t, Duration::days(7)))
         );
         update.set.scheduled_at = Some(t + Duration::days(1));
         assert_eq!(
-            edit_duplicate_check(&update, "other", t),
-            Some((key, t + Duration::days(1), Duration::days(7))),
+            edit_duplicate_check(&update, draft, "other", t),
+            Some((key.clone(), t + Duration::days(1), Duration::days(7))),
             "at the new schedule"
         );
+        assert_eq!(
+            edit_duplicate_check(&update, draft, "tea at four.", t),
+            Some((key.clone(), t + Duration::days(1), Duration::days(7))),
+            "the same text, moved"
+        );
+        // Approving a draft is checked whatever changes; other status changes are not.
+        let mut approving = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", t);
+        approving.to = Some(PostStatus::Approved);
+        approving.duplicate_window = Some(Duration::days(7));
+        assert_eq!(
+            edit_duplicate_check(&approving, draft, "tea at four.", t),
+            Some((key, t, Duration::days(7)))
+        );
+        assert_eq!(
+            edit_duplicate_check(&approving, PostStatus::Failed, "tea at four.", t),
+            None
+        );
+        assert!(leaves_quarantine(&approving, true));
+        assert!(!leaves_quarantine(&approving, false));
+        approving.set.quarantined_at = Some(None);
+        assert!(!leaves_quarantine(&approving, true));
     }
 }

@@ -17,8 +17,8 @@
 //!   withdrawn approval starts a new round; a quarantined draft is never approved and its
 //!   content never changes (triggers, so hand-written SQL too);
 //! - a draft repeating a queued text is refused inside the transaction that would create
-//!   it ([`CreatePost::duplicate_window`]) or edit its text into it
-//!   ([`PostUpdate::duplicate_window`]);
+//!   it ([`CreatePost::duplicate_window`]), approve it, edit its text into it or move it
+//!   into the window ([`PostUpdate::duplicate_window`]);
 //! - an actor's live drafts are counted inside the transaction that creates one, so
 //!   concurrent creates never pass [`CreatePost::max_live_drafts`].
 //!
@@ -187,12 +187,15 @@ pub struct PostUpdate {
     pub pause: Option<PauseSpec>,
     /// Notifications to queue with the change.
     pub notify: Vec<NewNotification>,
-    /// When [`PostFields::content`] changes the normalised text, refuse the change
+    /// When the change approves a draft (`draft -> approved`), changes the normalised
+    /// text ([`PostFields::content`]) or moves [`PostFields::scheduled_at`], refuse it
     /// ([`StoreError::DuplicateText`]) as [`CreatePost::duplicate_window`] refuses a new
-    /// draft: another post on the channel with that text that is approved, in flight,
-    /// posted or quarantined, going out within this long of the post's schedule (the new
-    /// one when [`PostFields::scheduled_at`] moves it). Decided inside the transaction
-    /// of the change. `None` checks nothing (an operator's override).
+    /// draft: another post on the channel (not this one) with that text that is
+    /// quarantined, or approved, in flight or posted and going out within this long of
+    /// the post's schedule (the new one when the change moves it). Decided inside the
+    /// transaction of the change (on PostgreSQL under the channel's text-key lock), before
+    /// anything of it, its verdict included, is written. `None` checks nothing (an
+    /// operator's override).
     pub duplicate_window: Option<Duration>,
 }
 
@@ -429,9 +432,9 @@ pub struct CreatePost {
     pub idempotency: Option<CreateKey>,
     /// Refuse the draft ([`StoreError::DuplicateText`]) when its normalised text
     /// ([`airlock_core::review::text_key`]) is that of a post on the same channel that is
-    /// approved, in flight (`posting`, `needs_review`), posted, or quarantined, and goes
-    /// (or went) out within this long of the new draft's `scheduled_at` (its `posted_at`
-    /// if posted, else its `scheduled_at`). `None` checks nothing (an operator's override).
+    /// quarantined (whenever it was scheduled), or approved, in flight (`posting`,
+    /// `needs_review`) or posted and goes (or went) out within this long of the new
+    /// draft's `scheduled_at` (its `posted_at` if posted, else its `scheduled_at`). `None` checks nothing (an operator's override).
     /// An earlier request with the same idempotency key, or the post of a filled slot,
     /// is returned before this check.
     pub duplicate_window: Option<Duration>,

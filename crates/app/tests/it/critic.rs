@@ -835,3 +835,85 @@ async fn only_an_operator_discards_a_draft_that_failed_review_so_the_cap_is_not_
     assert_eq!(status(&app, post.id).await, PostStatus::Draft);
     app.discard(&Principal::cli(), post.id).await.unwrap();
 }
+
+#[tokio::test]
+async fn the_same_text_is_not_approved_twice_nor_moved_into_the_duplicate_window() {
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let (w, c) = (writer("w"), critic("c"));
+    // Two plain drafts of one text: neither is compared when drafted.
+    let first = drafted(&app, &w, "Tea is served at four.").await;
+    let second = drafted(&app, &w, "tea is served  at FOUR.").await;
+    app.give_verdict(&c, first.id, pass(&first, RUBRIC_A))
+        .await
+        .unwrap();
+    let refusals = [
+        app.give_verdict(&c, second.id, pass(&second, RUBRIC_A))
+            .await
+            .map(|_| ()),
+        app.approve(&c, second.id).await.map(|_| ()),
+    ];
+    for refusal in refusals {
+        let err = refusal.unwrap_err();
+        assert!(
+            matches!(&err, Error::Duplicate(m) if m.contains(&format!("post {}", first.id))),
+            "{err:?}"
+        );
+        assert_eq!(err.code(), "duplicate");
+    }
+    assert_eq!(status(&app, second.id).await, PostStatus::Draft);
+    assert!(app.store().verdicts(second.id).await.unwrap().is_empty());
+
+    // Drafted a week and a day out (outside the window), then moved to now.
+    let later = airlock_app::posts::DraftInput {
+        scheduled_at: Some(airlock_core::time::format_utc(
+            h.clock.now() + chrono::Duration::days(8),
+        )),
+        ..draft("cats", "Tea is served at four.")
+    };
+    let later = app
+        .create_post(&w, later, None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    let err = app
+        .edit_post(
+            &w,
+            later.id,
+            EditInput {
+                scheduled_at: Some("now".into()),
+                ..EditInput::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Duplicate(m) if m.contains(&format!("post {}", first.id))),
+        "{err:?}"
+    );
+    assert_eq!(
+        app.store().get_post(later.id).await.unwrap().scheduled_at,
+        later.scheduled_at
+    );
+
+    // An operator's duplicate on purpose is still approved.
+    let on_purpose = app
+        .create_post(
+            &Principal::cli(),
+            draft("cats", "Tea is served at four."),
+            None,
+            DraftOrigin {
+                allow_duplicate: true,
+                ..DraftOrigin::default()
+            },
+        )
+        .await
+        .unwrap()
+        .post;
+    let approved = app
+        .give_verdict(&c, on_purpose.id, pass(&on_purpose, RUBRIC_A))
+        .await
+        .unwrap();
+    assert_eq!(approved.effect, VerdictEffect::Approved);
+}
