@@ -160,8 +160,19 @@ impl World {
                 roles: RoleSet::of(&[Role::Critic]),
                 sod_exempt: false,
             };
-            for reason in ["tone: one", "tone: two"] {
+            // One failed review counts per content: a revision between the two fails.
+            for (reason, revised) in [
+                ("tone: one", "a post that is quarantined, revised"),
+                ("tone: two", ""),
+            ] {
                 self.app.reject(&critic, id, reason).await.unwrap();
+                if !revised.is_empty() {
+                    let edit = airlock_app::posts::EditInput {
+                        text: Some(revised.into()),
+                        ..airlock_app::posts::EditInput::default()
+                    };
+                    self.app.edit_post(&me, id, edit).await.unwrap();
+                }
             }
             return id;
         }

@@ -179,7 +179,7 @@ try {
   });
 
   let critiqued;
-  await step("a critic's reasons show against the rubric, and the second fail quarantines the draft", async () => {
+  await step("a critic's reasons show against the rubric, and the second fail, on the revised text, quarantines the draft", async () => {
     critiqued = posts.critique;
     await page.goto(`${base}/posts/${critiqued}`);
     await page.fill("input[name=reason]", "accuracy: nobody can promise a cat");
@@ -187,6 +187,10 @@ try {
     await sees(page, `Rejected post #${critiqued}`);
     await sees(page, "nobody can promise a cat");
     await sees(page, "Every claim is true");
+    // A revision (one failed review counts per content): the next fail is on new words.
+    await page.fill("#edit-text", "Every guest may meet a cat, if the cat agrees! Please respect the cats' own pace.");
+    await page.click(".edit-form button[type=submit]");
+    await sees(page, `Saved post #${critiqued}`);
     await page.fill("input[name=reason]", "tone: the exclamation reads as pushy");
     await page.click("button:has-text('Reject')");
     await sees(page, `Rejected post #${critiqued}: that was its last failed review`);

@@ -18,10 +18,18 @@ fn critic(name: &str) -> Principal {
     }
 }
 
-/// A draft on `cats` failed twice by critics: quarantined (the default `max_revisions`).
+/// A draft on `cats` failed by critics before and after a revision: quarantined (the
+/// default `max_revisions`; one failed review counts per content).
 async fn quarantined(app: &App, text: &str) -> PostId {
     let id = create(app, draft("cats", &format!("{text} {PACE}"))).await;
     app.reject(&critic("c1"), id, "tone: reads as pushy")
+        .await
+        .unwrap();
+    let revision = airlock_app::posts::EditInput {
+        text: Some(format!("{text} Really. {PACE}")),
+        ..airlock_app::posts::EditInput::default()
+    };
+    app.edit_post(&Principal::cli(), id, revision)
         .await
         .unwrap();
     app.reject(&critic("c2"), id, "claims: cats do not promise anything")
