@@ -399,7 +399,12 @@ pub enum DecisionError {
 }
 
 /// Decides what a new verdict by `actor` does, given the post's earlier verdicts, its
-/// review round, its content hash and its fails since the last release.
+/// review round, its content hash and its counted fails since the last release.
+///
+/// A fail counts a revision only when no earlier fail was given on the same content
+/// without a revision since (one revise cycle per content); a fail by `actor` that
+/// repeats its own earlier fail on that content, with no pass since, is
+/// [`Decision::Repeat`].
 pub fn decide(
     verdict: VerdictKind,
     actor: &str,
@@ -437,9 +442,9 @@ pub fn decide(
             }
             // One revision per content per review round: a second critic failing the
             // same content is recorded, but the writer has not had a revise cycle yet.
-            let counted = !earlier.iter().any(|v| {
-                v.verdict == VerdictKind::Fail && v.review_round == round && &v.content_hash == hash
-            });
+            let counted = !earlier
+                .iter()
+                .any(|v| v.verdict == VerdictKind::Fail && same_content(v, round, hash));
             let revisions = revisions + i64::from(counted);
             if revisions >= i64::from(rules.max_revisions.max(1)) {
                 Ok(Decision::Quarantine { revisions, counted })
@@ -450,8 +455,17 @@ pub fn decide(
     }
 }
 
-/// The earlier fail by `actor` on `hash` in `round` that a new fail would only repeat:
-/// the latest such fail, when nobody passed after it.
+/// Whether `verdict` was given on the content a post has now (`hash`, in review `round`)
+/// with no revision since: on `hash` in this round, or in the round before (a fail that
+/// withdrew an approval is recorded in the round it ended; an edit in between would have
+/// changed the hash, and coming back to it takes two rounds).
+fn same_content(verdict: &Verdict, round: i64, hash: &ContentHash) -> bool {
+    &verdict.content_hash == hash
+        && (verdict.review_round == round || verdict.review_round + 1 == round)
+}
+
+/// The earlier fail by `actor` on the content a post has now (see [`decide`]) that a
+/// new fail would only repeat: the latest such fail, when nobody passed after it.
 pub fn repeated_fail(
     earlier: &[Verdict],
     actor: &str,
@@ -460,7 +474,7 @@ pub fn repeated_fail(
 ) -> Option<i64> {
     let mut in_round: Vec<&Verdict> = earlier
         .iter()
-        .filter(|v| v.review_round == round && &v.content_hash == hash)
+        .filter(|v| same_content(v, round, hash))
         .collect();
     in_round.sort_by_key(|v| v.id);
     let last_fail = in_round
@@ -858,6 +872,27 @@ mod tests {
             Decision::Revise {
                 revisions: 1,
                 counted: false
+            }
+        );
+        // A fail that withdrew an approval was given in the round before the one it
+        // started: the same content, so still a repeat, and still counted once.
+        assert_eq!(
+            decide(Fail, "token:c", &earlier, 1, &hash(1), 1, rules).unwrap(),
+            Decision::Repeat { verdict: 1 }
+        );
+        assert_eq!(
+            decide(Fail, "token:d", &earlier, 1, &hash(1), 1, rules).unwrap(),
+            Decision::Revise {
+                revisions: 1,
+                counted: false
+            }
+        );
+        // Two rounds on (edited away and back): the writer revised, so it counts.
+        assert_eq!(
+            decide(Fail, "token:c", &earlier, 2, &hash(1), 1, rules).unwrap(),
+            Decision::Quarantine {
+                revisions: 2,
+                counted: true
             }
         );
     }

@@ -917,3 +917,37 @@ async fn the_same_text_is_not_approved_twice_nor_moved_into_the_duplicate_window
         .unwrap();
     assert_eq!(approved.effect, VerdictEffect::Approved);
 }
+
+#[tokio::test]
+async fn a_retried_fail_of_an_approved_post_is_a_repeat_too() {
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let post = drafted(&app, &writer("w"), "The inn opens at eight.").await;
+    let approved = app
+        .give_verdict(&critic("a"), post.id, pass(&post, RUBRIC_A))
+        .await
+        .unwrap()
+        .post;
+    let reasons = ["claims: it opens at nine"];
+    // The fail withdraws the approval, which starts a new review round.
+    let first = app
+        .give_verdict(&critic("c"), post.id, fail(&approved, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(first.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(first.revisions, 1);
+    let retry = app
+        .give_verdict(&critic("c"), post.id, fail(&approved, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(retry.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(retry.verdict.id, first.verdict.id);
+    assert_eq!(retry.post.version, first.post.version);
+    let other = app
+        .give_verdict(&critic("d"), post.id, fail(&approved, RUBRIC_A, &reasons))
+        .await
+        .unwrap();
+    assert_eq!(other.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(other.revisions, 1);
+}
