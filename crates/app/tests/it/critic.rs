@@ -82,6 +82,15 @@ fn fail(post: &Post, rubric: &str, reasons: &[&str]) -> VerdictInput {
     }
 }
 
+/// A draft by `w` that critic `a` passed (approved, with one required approval).
+async fn passed_by_a(app: &App, text: &str) -> Post {
+    let post = drafted(app, &writer("w"), text).await;
+    app.give_verdict(&critic("a"), post.id, pass(&post, RUBRIC_A))
+        .await
+        .unwrap()
+        .post
+}
+
 async fn edit(app: &App, who: &Principal, id: PostId, text: &str) -> Post {
     app.edit_post(
         who,
@@ -312,12 +321,8 @@ async fn a_fail_of_an_approved_post_returns_it_to_draft_and_can_quarantine_it() 
     let rubric = EditableRubric::new(RUBRIC_A);
     let h = harness(1, 1, &rubric).await;
     let app = h.app();
-    let post = drafted(&app, &writer("w"), "The inn opens at eight.").await;
-    let approved = app
-        .give_verdict(&critic("a"), post.id, pass(&post, RUBRIC_A))
-        .await
-        .unwrap()
-        .post;
+    let approved = passed_by_a(&app, "The inn opens at eight.").await;
+    let post = &approved;
     assert_eq!(approved.status, PostStatus::Approved);
     let failed = app
         .give_verdict(
@@ -923,12 +928,8 @@ async fn a_retried_fail_of_an_approved_post_is_a_repeat_too() {
     let rubric = EditableRubric::new(RUBRIC_A);
     let h = harness(1, 2, &rubric).await;
     let app = h.app();
-    let post = drafted(&app, &writer("w"), "The inn opens at eight.").await;
-    let approved = app
-        .give_verdict(&critic("a"), post.id, pass(&post, RUBRIC_A))
-        .await
-        .unwrap()
-        .post;
+    let approved = passed_by_a(&app, "The inn opens at eight.").await;
+    let post = &approved;
     let reasons = ["claims: it opens at nine"];
     // The fail withdraws the approval, which starts a new review round.
     let first = app
