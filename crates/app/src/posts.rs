@@ -63,6 +63,15 @@ pub struct EditInput {
     pub scheduled_at: Option<String>,
 }
 
+/// How an edit is made, beside its fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EditOptions {
+    /// Change the text even when it becomes that of a post already queued or published on
+    /// the channel within its duplicate window (operators only; `post edit
+    /// --allow-duplicate`, `PATCH ...?allow_duplicate=true`).
+    pub allow_duplicate: bool,
+}
+
 /// Extra inputs of machine-made drafts (docs/sites.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DraftOrigin {
@@ -104,13 +113,7 @@ impl App {
         origin: DraftOrigin,
     ) -> Result<Created> {
         who.require(Action::Create)?;
-        if origin.allow_duplicate && !who.roles.grants(airlock_core::Role::Operator) {
-            return Err(Error::Forbidden(format!(
-                "{} holds roles [{}]: only an operator may draft a duplicate on purpose (allow_duplicate); change the text, or revise the earlier post",
-                who.actor,
-                who.roles.to_list()
-            )));
-        }
+        refuse_duplicate_override(who, origin.allow_duplicate)?;
         let now = self.now();
         let channel = self.channel(&input.channel)?;
         if input.test && !channel.kind.publishes_test_posts() {
@@ -162,9 +165,7 @@ impl App {
                 actor: who.actor.to_string(),
                 now,
                 idempotency,
-                duplicate_window: (!origin.allow_duplicate
-                    && channel.review.duplicate_window > chrono::Duration::zero())
-                .then_some(channel.review.duplicate_window),
+                duplicate_window: duplicate_window(channel, origin.allow_duplicate),
                 // Counted by the store inside the creating transaction, so concurrent
                 // creates by one token cannot pass it together.
                 max_live_drafts: matches!(who.actor, airlock_core::Actor::Token(_))
@@ -176,7 +177,23 @@ impl App {
 
     /// Edits a draft (writer). An approved post first returns to draft, withdrawing the approval.
     pub async fn edit_post(&self, who: &Principal, id: PostId, input: EditInput) -> Result<Post> {
+        self.edit_post_with(who, id, input, EditOptions::default())
+            .await
+    }
+
+    /// [`App::edit_post`] with its options. A text that becomes, normalised, that of a
+    /// post on the channel that is approved, in flight, posted or quarantined within its
+    /// `duplicate_window` is refused as drafting it would be ([`Error::Duplicate`]),
+    /// unless an operator allows it.
+    pub async fn edit_post_with(
+        &self,
+        who: &Principal,
+        id: PostId,
+        input: EditInput,
+        options: EditOptions,
+    ) -> Result<Post> {
         who.require(Action::Edit)?;
+        refuse_duplicate_override(who, options.allow_duplicate)?;
         let now = self.now();
         let edit = PostEdit {
             text: input.text,
@@ -205,7 +222,8 @@ impl App {
             .await?;
         crate::critic::refuse_if_quarantined(&post, Action::Edit)?;
         let content = edit.apply_to(&post.content);
-        check_content(&content, self.channel(post.content.channel.as_str())?)?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        check_content(&content, channel)?;
         let hash = content.hash();
         // Only a change of content makes the editor an author (the store records it in
         // `authors`); moving the schedule changes no authorship.
@@ -218,6 +236,8 @@ impl App {
             error: Some(None),
             ..PostFields::default()
         };
+        // Decided by the store in the transaction of the change, as at creation.
+        update.duplicate_window = duplicate_window(channel, options.allow_duplicate);
         let fields = edit.field_names().join(", ");
         if post.status == PostStatus::Approved {
             update.to = Some(PostStatus::Draft);
@@ -436,6 +456,28 @@ impl App {
 /// Shape checks every draft meets: a text, well-formed URLs, and the size limits of
 /// [`airlock_core::limits`], global and the channel's own (its length and media count).
 /// The rest of the policy is checked at approval.
+/// Refuses ([`Error::Forbidden`]) a duplicate on purpose by anyone but an operator.
+fn refuse_duplicate_override(who: &Principal, allow_duplicate: bool) -> Result<()> {
+    if allow_duplicate && !who.roles.grants(airlock_core::Role::Operator) {
+        return Err(Error::Forbidden(format!(
+            "{} holds roles [{}]: only an operator may draft a duplicate on purpose (allow_duplicate); change the text, or revise the earlier post",
+            who.actor,
+            who.roles.to_list()
+        )));
+    }
+    Ok(())
+}
+
+/// The duplicate window the store checks a new or edited text against: the channel's,
+/// unless it is off or an operator allowed a duplicate.
+fn duplicate_window(
+    channel: &crate::ChannelSettings,
+    allow_duplicate: bool,
+) -> Option<chrono::Duration> {
+    let window = channel.review.duplicate_window;
+    (!allow_duplicate && window > chrono::Duration::zero()).then_some(window)
+}
+
 fn check_content(content: &PostContent, channel: &crate::ChannelSettings) -> Result<()> {
     if content.text.trim().is_empty() {
         return Err(Error::Invalid(

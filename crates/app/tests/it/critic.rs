@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use airlock_app::critic::{RubricSource, VerdictEffect, VerdictInput};
-use airlock_app::posts::{DraftOrigin, EditInput};
+use airlock_app::posts::{DraftOrigin, EditInput, EditOptions};
 use airlock_app::{App, Error, Principal};
 use airlock_core::review::{Rubric, VerdictKind, rubric_hash};
 use airlock_core::{Post, PostId, PostStatus, Role};
@@ -637,6 +637,50 @@ async fn a_duplicate_draft_is_refused_naming_the_earlier_post() {
     )
     .await
     .unwrap();
+}
+
+/// Editing a draft so that its text becomes that of a queued post on its channel is
+/// refused as drafting it would be, naming the earlier post, and changes nothing; only an
+/// operator may do it on purpose.
+#[tokio::test]
+async fn an_edit_into_a_queued_text_is_refused_naming_the_earlier_post() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let w = writer("w");
+    let first = approved(&app, "cats", "Tea is served at four.").await;
+    let other = drafted(&app, &w, "Coffee at five.").await;
+    let into_duplicate = || EditInput {
+        text: Some("tea is served  AT four.".into()),
+        ..EditInput::default()
+    };
+
+    let err = app
+        .edit_post(&w, other.id, into_duplicate())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Duplicate(m) if m.contains(&format!("post {}", first.id)) && m.contains("approved")),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "duplicate");
+    assert!(err.is_refusal());
+    let unchanged = app.get_post(&w, other.id).await.unwrap().post;
+    assert_eq!(unchanged, other, "a refused edit changes nothing");
+
+    // Only an operator edits into a duplicate on purpose.
+    let on_purpose = EditOptions {
+        allow_duplicate: true,
+    };
+    assert!(matches!(
+        app.edit_post_with(&w, other.id, into_duplicate(), on_purpose.clone())
+            .await,
+        Err(Error::Forbidden(_))
+    ));
+    let edited = app
+        .edit_post_with(&Principal::cli(), other.id, into_duplicate(), on_purpose)
+        .await
+        .unwrap();
+    assert_eq!(edited.content.text, "tea is served  AT four.");
 }
 
 #[tokio::test]
