@@ -95,6 +95,81 @@ async fn edit(app: &App, who: &Principal, id: PostId, text: &str) -> Post {
     .unwrap()
 }
 
+/// A fail with as many reasons as a verdict may carry, each as long as a reason may be
+/// (characters of several bytes), is valid: it is recorded whole in the verdicts, and the
+/// summaries that go into the post's `error` and the timeline's notes are cut to their
+/// caps on a character boundary, ending with an ellipsis, instead of refusing it. This
+/// holds for a reject, for the fail that quarantines, and for a fail on an approved post
+/// (the status event's note).
+#[tokio::test]
+async fn a_fail_with_the_most_and_longest_reasons_is_recorded_whole_and_its_summaries_cut() {
+    use airlock_core::limits::{MAX_ERROR_CHARS, MAX_EVENT_NOTE_CHARS, MAX_REASON_CHARS};
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let reasons: Vec<String> = (0..20)
+        .map(|i| {
+            let head = format!("tone: {i:02} ");
+            let fill = MAX_REASON_CHARS - head.chars().count();
+            format!("{head}{}", "猫".repeat(fill))
+        })
+        .collect();
+    let reason_refs: Vec<&str> = reasons.iter().map(String::as_str).collect();
+    let check_cut = |text: &str, max: usize| {
+        assert!(
+            text.chars().count() <= max,
+            "{} > {max}",
+            text.chars().count()
+        );
+        assert!(text.ends_with('…'), "cut with an ellipsis: {text:.40}");
+    };
+
+    // An approved post: the fail moves it back to draft, its note on the status event.
+    let post = drafted(&app, &writer("w"), "The cats nap in the sun.").await;
+    app.approve(&critic("a"), post.id).await.unwrap();
+    let post = app.store().get_post(post.id).await.unwrap();
+    let first = app
+        .give_verdict(&critic("b"), post.id, fail(&post, RUBRIC_A, &reason_refs))
+        .await
+        .unwrap();
+    assert_eq!(first.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(first.post.status, PostStatus::Draft);
+    check_cut(first.post.error.as_deref().unwrap(), MAX_ERROR_CHARS);
+    // The fail that reaches max_revisions quarantines, its note on a quarantined event.
+    let second = app
+        .give_verdict(
+            &critic("b"),
+            post.id,
+            fail(&first.post, RUBRIC_A, &reason_refs),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.effect, VerdictEffect::Quarantined);
+    check_cut(second.post.error.as_deref().unwrap(), MAX_ERROR_CHARS);
+
+    let detail = app.get_post(&critic("b"), post.id).await.unwrap();
+    let fails: Vec<_> = detail
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict == VerdictKind::Fail)
+        .collect();
+    assert_eq!(fails.len(), 2);
+    for verdict in fails {
+        assert_eq!(verdict.reasons, reasons, "the verdict is recorded whole");
+    }
+    let notes: Vec<&str> = detail
+        .events
+        .iter()
+        .filter(|e| e.at >= first.verdict.at)
+        .filter_map(|e| e.note.as_deref())
+        .filter(|n| n.contains("tone: 00"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    for note in notes {
+        check_cut(note, MAX_EVENT_NOTE_CHARS);
+    }
+}
+
 #[tokio::test]
 async fn a_verdict_records_the_rubric_hash_it_was_given_under_and_an_edited_rubric_applies_at_once()
 {
