@@ -28,6 +28,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use airlock_core::limits;
 use airlock_core::review::{
     self, ContentChange, Decision, DecisionError, Rubric, RubricItem, VerdictKind,
 };
@@ -450,17 +451,22 @@ impl App {
                 let quarantine = matches!(decision, Decision::Quarantine { .. });
                 update.set.count_revision = *counted;
                 let left = i64::from(rules.max_revisions) - revisions;
-                update.set.error = Some(Some(if quarantine {
-                    format!(
-                        "quarantined after {revisions} failed reviews (max_revisions {}); last failed by {actor}: {reason_text}",
-                        rules.max_revisions
-                    )
-                } else {
-                    format!(
-                        "rejected by {actor} ({revisions} of {} failed reviews before quarantine): {reason_text}",
-                        rules.max_revisions
-                    )
-                }));
+                // The verdict keeps every reason; the summaries of them are cut to fit
+                // what the post's error and the timeline's note hold.
+                update.set.error = Some(Some(limits::fit_chars(
+                    &if quarantine {
+                        format!(
+                            "quarantined after {revisions} failed reviews (max_revisions {}); last failed by {actor}: {reason_text}",
+                            rules.max_revisions
+                        )
+                    } else {
+                        format!(
+                            "rejected by {actor} ({revisions} of {} failed reviews before quarantine): {reason_text}",
+                            rules.max_revisions
+                        )
+                    },
+                    limits::MAX_ERROR_CHARS,
+                )));
                 if quarantine {
                     update.set.quarantined_at = Some(Some(update.now));
                 }
@@ -477,13 +483,16 @@ impl App {
                 };
                 if post.status == PostStatus::Approved {
                     update.to = Some(PostStatus::Draft);
-                    update.note = Some(format!("{event_kind}: {note}"));
+                    update.note = Some(limits::fit_chars(
+                        &format!("{event_kind}: {note}"),
+                        limits::MAX_EVENT_NOTE_CHARS,
+                    ));
                     update.set.approved_hash = Some(None);
                     update.set.approved_by = Some(None);
                 } else {
                     update.event = Some(EventNote {
                         kind: event_kind.into(),
-                        note: Some(note),
+                        note: Some(limits::fit_chars(&note, limits::MAX_EVENT_NOTE_CHARS)),
                     });
                 }
                 if quarantine {

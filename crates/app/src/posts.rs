@@ -63,6 +63,15 @@ pub struct EditInput {
     pub scheduled_at: Option<String>,
 }
 
+/// How an edit is made, beside its fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EditOptions {
+    /// Change the text even when it becomes that of a post already queued or published on
+    /// the channel within its duplicate window (operators only; `post edit
+    /// --allow-duplicate`, `PATCH ...?allow_duplicate=true`).
+    pub allow_duplicate: bool,
+}
+
 /// Extra inputs of machine-made drafts (docs/sites.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DraftOrigin {
@@ -108,13 +117,7 @@ impl App {
         origin: DraftOrigin,
     ) -> Result<Created> {
         who.require(Action::Create)?;
-        if origin.allow_duplicate && !who.roles.grants(airlock_core::Role::Operator) {
-            return Err(Error::Forbidden(format!(
-                "{} holds roles [{}]: only an operator may draft a duplicate on purpose (allow_duplicate); change the text, or revise the earlier post",
-                who.actor,
-                who.roles.to_list()
-            )));
-        }
+        refuse_duplicate_override(who, origin.allow_duplicate)?;
         let now = self.now();
         let channel = self.channel(&input.channel)?;
         if input.test && !channel.kind.publishes_test_posts() {
@@ -166,33 +169,16 @@ impl App {
                 actor: who.actor.to_string(),
                 now,
                 idempotency,
-                duplicate_window: (!origin.allow_duplicate
-                    && channel.review.duplicate_window > chrono::Duration::zero())
-                .then_some(channel.review.duplicate_window),
+                duplicate_window: duplicate_window(channel, origin.allow_duplicate),
                 // Counted by the store inside the creating transaction, so concurrent
                 // creates by one token cannot pass it together.
                 max_live_drafts: matches!(who.actor, airlock_core::Actor::Token(_))
                     .then(|| self.settings().max_drafts_per_token),
             })
             .await?;
-        if origin.allow_duplicate
-            && !created.existing
-            && channel.review.duplicate_window > chrono::Duration::zero()
-        {
+        if origin.allow_duplicate && !created.existing {
             // Its approval and edits are checked for duplicates too: the mark says not to.
-            let event = EventNote {
-                kind: "note".into(),
-                note: Some(format!("{DUPLICATE_ALLOWED_NOTE} by {}", who.actor)),
-            };
-            self.store()
-                .add_event(
-                    created.post.id,
-                    event,
-                    &who.actor.to_string(),
-                    now,
-                    Vec::new(),
-                )
-                .await?;
+            self.mark_duplicate_allowed(who, &created.post, now).await?;
         }
         Ok(created)
     }
@@ -205,13 +191,10 @@ impl App {
         &self,
         post: &Post,
     ) -> Result<Option<chrono::Duration>> {
-        let window = self
-            .channel(post.content.channel.as_str())?
-            .review
-            .duplicate_window;
-        if window <= chrono::Duration::zero() {
+        let Some(window) = duplicate_window(self.channel(post.content.channel.as_str())?, false)
+        else {
             return Ok(None);
-        }
+        };
         let allowed = self
             .store()
             .post_detail(post.id)
@@ -229,7 +212,24 @@ impl App {
 
     /// Edits a draft (writer). An approved post first returns to draft, withdrawing the approval.
     pub async fn edit_post(&self, who: &Principal, id: PostId, input: EditInput) -> Result<Post> {
+        self.edit_post_with(who, id, input, EditOptions::default())
+            .await
+    }
+
+    /// [`App::edit_post`] with its options. A text or schedule that makes the post, by its
+    /// normalised text, a duplicate of a post on the channel that is quarantined, or
+    /// approved, in flight or posted within its `duplicate_window`, is refused as drafting
+    /// it would be ([`Error::Duplicate`]), unless an operator allows it (which marks the
+    /// post, so its approval is not refused either).
+    pub async fn edit_post_with(
+        &self,
+        who: &Principal,
+        id: PostId,
+        input: EditInput,
+        options: EditOptions,
+    ) -> Result<Post> {
         who.require(Action::Edit)?;
+        refuse_duplicate_override(who, options.allow_duplicate)?;
         let now = self.now();
         let edit = PostEdit {
             text: input.text,
@@ -258,16 +258,13 @@ impl App {
             .await?;
         crate::critic::refuse_if_quarantined(&post, Action::Edit)?;
         let content = edit.apply_to(&post.content);
-        check_content(&content, self.channel(post.content.channel.as_str())?)?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        check_content(&content, channel)?;
         let hash = content.hash();
         // Only a change of content makes the editor an author (the store records it in
         // `authors`); moving the schedule changes no authorship.
         let content_changed = hash != post.content_hash;
         let mut update = self.change_by(who, &post);
-        let moved = edit.scheduled_at.is_some_and(|at| at != post.scheduled_at);
-        if content_changed || moved {
-            update.duplicate_window = self.duplicate_window_for(&post).await?;
-        }
         update.set = PostFields {
             content: content_changed.then_some((content, hash)),
             scheduled_at: edit.scheduled_at,
@@ -275,6 +272,12 @@ impl App {
             error: Some(None),
             ..PostFields::default()
         };
+        // Decided by the store in the transaction of the change, as at creation; the store
+        // checks only a change of the normalised text or of the schedule.
+        let moved = edit.scheduled_at.is_some_and(|at| at != post.scheduled_at);
+        if !options.allow_duplicate && (content_changed || moved) {
+            update.duplicate_window = self.duplicate_window_for(&post).await?;
+        }
         let fields = edit.field_names().join(", ");
         if post.status == PostStatus::Approved {
             update.to = Some(PostStatus::Draft);
@@ -287,7 +290,33 @@ impl App {
                 note: Some(format!("edited {fields}")),
             });
         }
-        Ok(self.store().update_post(update).await?)
+        let post = self.store().update_post(update).await?;
+        if options.allow_duplicate {
+            self.mark_duplicate_allowed(who, &post, now).await?;
+        }
+        Ok(post)
+    }
+
+    /// Marks `post` as a duplicate an operator allowed ([`DUPLICATE_ALLOWED_NOTE`]), so
+    /// its approval and later edits are not refused as duplicates either; nothing when the
+    /// channel checks no duplicates.
+    async fn mark_duplicate_allowed(
+        &self,
+        who: &Principal,
+        post: &Post,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()> {
+        if duplicate_window(self.channel(post.content.channel.as_str())?, false).is_none() {
+            return Ok(());
+        }
+        let event = EventNote {
+            kind: "note".into(),
+            note: Some(format!("{DUPLICATE_ALLOWED_NOTE} by {}", who.actor)),
+        };
+        self.store()
+            .add_event(post.id, event, &who.actor.to_string(), now, Vec::new())
+            .await?;
+        Ok(())
     }
 
     /// Approves a draft (critic): a pass verdict ([`App::give_verdict`]) on the content as
@@ -495,6 +524,28 @@ impl App {
             .await?;
         Ok(())
     }
+}
+
+/// Refuses ([`Error::Forbidden`]) a duplicate on purpose by anyone but an operator.
+fn refuse_duplicate_override(who: &Principal, allow_duplicate: bool) -> Result<()> {
+    if allow_duplicate && !who.roles.grants(airlock_core::Role::Operator) {
+        return Err(Error::Forbidden(format!(
+            "{} holds roles [{}]: only an operator may draft a duplicate on purpose (allow_duplicate); change the text, or revise the earlier post",
+            who.actor,
+            who.roles.to_list()
+        )));
+    }
+    Ok(())
+}
+
+/// The duplicate window the store checks a new or edited text against: the channel's,
+/// unless it is off or an operator allowed a duplicate.
+fn duplicate_window(
+    channel: &crate::ChannelSettings,
+    allow_duplicate: bool,
+) -> Option<chrono::Duration> {
+    let window = channel.review.duplicate_window;
+    (!allow_duplicate && window > chrono::Duration::zero()).then_some(window)
 }
 
 /// Shape checks every draft meets: a text, well-formed URLs, and the size limits of

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, EditOptions};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Principal};
 use airlock_core::limits::{MAX_TEXT_CHARS, MAX_TEXT_FILE_BYTES};
@@ -182,6 +182,10 @@ pub struct EditArgs {
     /// New link (empty clears it).
     #[arg(long)]
     link: Option<String>,
+    /// Change the text even if it becomes that of a post already queued or published on
+    /// the channel within its duplicate_window.
+    #[arg(long)]
+    allow_duplicate: bool,
     /// Print the post as JSON.
     #[arg(long)]
     json: bool,
@@ -271,7 +275,10 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 link: args.link,
                 scheduled_at: args.at,
             };
-            let post = app.edit_post(&me, id, input).await?;
+            let options = EditOptions {
+                allow_duplicate: args.allow_duplicate,
+            };
+            let post = app.edit_post_with(&me, id, input, options).await?;
             show(&post, args.json, "edited");
             Ok(())
         }

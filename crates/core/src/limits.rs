@@ -104,6 +104,33 @@ pub fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), T
     })
 }
 
+/// `text` cut to at most `max` characters for a capped summary (a post's `error`, an
+/// event's note): whole when it fits, else its first `max - 1` characters (on a
+/// character boundary) and `…`. For what airlock writes from parts that are each valid
+/// but together may be long (many reasons); what a caller sends is refused instead
+/// ([`check_chars`]).
+pub fn fit_chars(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => {
+            let keep = max.saturating_sub(1);
+            let end = text
+                .char_indices()
+                .nth(keep)
+                .map_or(text.len(), |(at, _)| at);
+            let mut cut = String::with_capacity(end + '…'.len_utf8());
+            cut.push_str(&text[..end]);
+            if max > 0 {
+                cut.push('…');
+            }
+            cut
+        }
+    }
+}
+
 /// The limits a draft must meet before it is stored: the global ceilings on every field,
 /// then the channel's own text length and media count (`policy`, named in messages as
 /// `channel_label`, like `channel threads-main (threads)`).
@@ -176,6 +203,24 @@ mod tests {
     use super::*;
     use crate::channel::ChannelKind;
     use crate::post::{ChannelName, Media};
+
+    #[test]
+    fn fit_chars_cuts_on_a_character_boundary_with_an_ellipsis() {
+        assert_eq!(fit_chars("short", 5), "short");
+        assert_eq!(
+            fit_chars("猫猫猫", 3),
+            "猫猫猫",
+            "bytes over, characters not"
+        );
+        assert_eq!(fit_chars("猫猫猫猫", 3), "猫猫…");
+        assert_eq!(fit_chars("abcdef", 4), "abc…");
+        assert_eq!(fit_chars("abc", 1), "…");
+        assert_eq!(fit_chars("abc", 0), "");
+        let long = "猫".repeat(5000);
+        let cut = fit_chars(&long, MAX_ERROR_CHARS);
+        assert_eq!(cut.chars().count(), MAX_ERROR_CHARS);
+        assert!(cut.ends_with('…'));
+    }
 
     fn content(text: &str) -> PostContent {
         PostContent {

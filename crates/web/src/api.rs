@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use airlock_app::control::{ChannelStatus, QuotaStatus};
 use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, ListedPost};
+use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, EditOptions, ListedPost};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Error};
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, VerdictKind};
@@ -68,12 +68,12 @@ pub struct ListQuery {
     pub quarantined: Option<bool>,
 }
 
-/// `POST /posts` options.
+/// `POST /posts` and `PATCH /posts/{id}` options.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct CreateQuery {
-    /// Draft it even if the same text is already queued or published on the channel
-    /// within its duplicate window (operators only).
+    /// Draft (or edit) it even if the same text is already queued or published on the
+    /// channel within its duplicate window (operators only).
     #[serde(default)]
     pub allow_duplicate: bool,
 }
@@ -331,18 +331,24 @@ fn reviewed_hash(headers: &HeaderMap, body: Option<String>) -> Result<Option<Str
     }
 }
 
-/// Edits a draft (writer); an approved post returns to draft.
-#[utoipa::path(patch, path = "/api/v1/posts/{id}", params(("id" = i64, Path)), request_body = EditInput,
-    responses((status = 200, body = Post), (status = 409, body = ErrorBody)),
+/// Edits a draft (writer); an approved post returns to draft. A text that becomes that
+/// of a post already queued or published on the channel within its duplicate window is a
+/// 409 `duplicate` naming the earlier post, as at creation.
+#[utoipa::path(patch, path = "/api/v1/posts/{id}", params(("id" = i64, Path), CreateQuery), request_body = EditInput,
+    responses((status = 200, body = Post), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
 pub async fn edit_post(
     State(app): State<App>,
     Caller(who): Caller,
     Path(id): Path<String>,
+    Query(options): Query<CreateQuery>,
     ApiJson(input): ApiJson<EditInput>,
 ) -> Result<Json<Post>, ApiError> {
+    let options = EditOptions {
+        allow_duplicate: options.allow_duplicate,
+    };
     Ok(Json(
-        app.edit_post(&who, post_id(&id)?, input)
+        app.edit_post_with(&who, post_id(&id)?, input, options)
             .await
             .recorded(&app)?,
     ))

@@ -1173,6 +1173,45 @@ async fn quarantined_posts_are_listed_released_and_duplicates_refused() {
 }
 
 #[tokio::test]
+async fn an_edit_into_a_queued_text_is_refused_as_a_duplicate_unless_an_operator_allows_it() {
+    let world = world(100).await;
+    let queued = world.post_in("cats", "approved").await;
+    let id = world.post_in("cats", "draft").await;
+    let into = json!({"text": "A post that is APPROVED"});
+    let (status, body) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}"),
+            Some(into.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "duplicate");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("post {queued}")), "{message}");
+    let (status, _) = world
+        .as_role(
+            "writer",
+            "PATCH",
+            &format!("/api/v1/posts/{id}?allow_duplicate=true"),
+            Some(into.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, body) = world
+        .as_role(
+            "operator",
+            "PATCH",
+            &format!("/api/v1/posts/{id}?allow_duplicate=true"),
+            Some(into),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["text"], "A post that is APPROVED");
+}
+
+#[tokio::test]
 async fn a_list_carries_each_text_cut_to_an_excerpt_with_every_post_field() {
     let w = world(10).await;
     let long = "猫".repeat(100_000);

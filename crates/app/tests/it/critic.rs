@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use airlock_app::critic::{RubricSource, VerdictEffect, VerdictInput};
-use airlock_app::posts::{DraftOrigin, EditInput};
+use airlock_app::posts::{DraftOrigin, EditInput, EditOptions};
 use airlock_app::{App, Error, Principal};
 use airlock_core::review::{Rubric, VerdictKind, rubric_hash};
 use airlock_core::{Post, PostId, PostStatus, Role};
@@ -102,6 +102,83 @@ async fn edit(app: &App, who: &Principal, id: PostId, text: &str) -> Post {
     )
     .await
     .unwrap()
+}
+
+/// A fail with as many reasons as a verdict may carry, each as long as a reason may be
+/// (characters of several bytes), is valid: it is recorded whole in the verdicts, and the
+/// summaries that go into the post's `error` and the timeline's notes are cut to their
+/// caps on a character boundary, ending with an ellipsis, instead of refusing it. This
+/// holds for a reject, for the fail that quarantines, and for a fail on an approved post
+/// (the status event's note).
+#[tokio::test]
+async fn a_fail_with_the_most_and_longest_reasons_is_recorded_whole_and_its_summaries_cut() {
+    use airlock_core::limits::{MAX_ERROR_CHARS, MAX_EVENT_NOTE_CHARS, MAX_REASON_CHARS};
+    let rubric = EditableRubric::new(RUBRIC_A);
+    let h = harness(1, 2, &rubric).await;
+    let app = h.app();
+    let reasons: Vec<String> = (0..20)
+        .map(|i| {
+            let head = format!("tone: {i:02} ");
+            let fill = MAX_REASON_CHARS - head.chars().count();
+            format!("{head}{}", "猫".repeat(fill))
+        })
+        .collect();
+    let reason_refs: Vec<&str> = reasons.iter().map(String::as_str).collect();
+    let check_cut = |text: &str, max: usize| {
+        assert!(
+            text.chars().count() <= max,
+            "{} > {max}",
+            text.chars().count()
+        );
+        assert!(text.ends_with('…'), "cut with an ellipsis: {text:.40}");
+    };
+
+    // An approved post: the fail moves it back to draft, its note on the status event.
+    let post = drafted(&app, &writer("w"), "The cats nap in the sun.").await;
+    app.approve(&critic("a"), post.id).await.unwrap();
+    let post = app.store().get_post(post.id).await.unwrap();
+    let first = app
+        .give_verdict(&critic("b"), post.id, fail(&post, RUBRIC_A, &reason_refs))
+        .await
+        .unwrap();
+    assert_eq!(first.effect, VerdictEffect::ReturnedToWriter);
+    assert_eq!(first.post.status, PostStatus::Draft);
+    check_cut(first.post.error.as_deref().unwrap(), MAX_ERROR_CHARS);
+    // After a revision (one failed review counts per content), the fail that reaches
+    // max_revisions quarantines, its note on a quarantined event.
+    let revised = edit(&app, &writer("w"), post.id, "The cats nap in the shade.").await;
+    let second = app
+        .give_verdict(
+            &critic("b"),
+            post.id,
+            fail(&revised, RUBRIC_A, &reason_refs),
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.effect, VerdictEffect::Quarantined);
+    check_cut(second.post.error.as_deref().unwrap(), MAX_ERROR_CHARS);
+
+    let detail = app.get_post(&critic("b"), post.id).await.unwrap();
+    let fails: Vec<_> = detail
+        .verdicts
+        .iter()
+        .filter(|v| v.verdict == VerdictKind::Fail)
+        .collect();
+    assert_eq!(fails.len(), 2);
+    for verdict in fails {
+        assert_eq!(verdict.reasons, reasons, "the verdict is recorded whole");
+    }
+    let notes: Vec<&str> = detail
+        .events
+        .iter()
+        .filter(|e| e.at >= first.verdict.at)
+        .filter_map(|e| e.note.as_deref())
+        .filter(|n| n.contains("tone: 00"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    for note in notes {
+        check_cut(note, MAX_EVENT_NOTE_CHARS);
+    }
 }
 
 #[tokio::test]
@@ -643,6 +720,50 @@ async fn a_duplicate_draft_is_refused_naming_the_earlier_post() {
     )
     .await
     .unwrap();
+}
+
+/// Editing a draft so that its text becomes that of a queued post on its channel is
+/// refused as drafting it would be, naming the earlier post, and changes nothing; only an
+/// operator may do it on purpose.
+#[tokio::test]
+async fn an_edit_into_a_queued_text_is_refused_naming_the_earlier_post() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let w = writer("w");
+    let first = approved(&app, "cats", "Tea is served at four.").await;
+    let other = drafted(&app, &w, "Coffee at five.").await;
+    let into_duplicate = || EditInput {
+        text: Some("tea is served  AT four.".into()),
+        ..EditInput::default()
+    };
+
+    let err = app
+        .edit_post(&w, other.id, into_duplicate())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Duplicate(m) if m.contains(&format!("post {}", first.id)) && m.contains("approved")),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "duplicate");
+    assert!(err.is_refusal());
+    let unchanged = app.get_post(&w, other.id).await.unwrap().post;
+    assert_eq!(unchanged, other, "a refused edit changes nothing");
+
+    // Only an operator edits into a duplicate on purpose.
+    let on_purpose = EditOptions {
+        allow_duplicate: true,
+    };
+    assert!(matches!(
+        app.edit_post_with(&w, other.id, into_duplicate(), on_purpose.clone())
+            .await,
+        Err(Error::Forbidden(_))
+    ));
+    let edited = app
+        .edit_post_with(&Principal::cli(), other.id, into_duplicate(), on_purpose)
+        .await
+        .unwrap();
+    assert_eq!(edited.content.text, "tea is served  AT four.");
 }
 
 #[tokio::test]

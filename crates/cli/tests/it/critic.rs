@@ -310,6 +310,42 @@ fn the_same_text_queued_twice_on_a_channel_is_refused_the_second_time() {
 }
 
 #[test]
+fn editing_a_draft_into_a_queued_text_is_refused_naming_the_earlier_post() {
+    let ws = workspace("");
+    let add = |text: &str| {
+        let post = ws
+            .ok(&[
+                "post",
+                "add",
+                "--channel",
+                "sandbox",
+                "--text",
+                text,
+                "--json",
+            ])
+            .json();
+        post["id"].as_i64().unwrap().to_string()
+    };
+    let queued = add("Tea at four. #cats");
+    ws.ok(&["post", "approve", &queued]);
+    let other = add("Coffee at five. #cats");
+    let edit = ws.run(&["post", "edit", &other, "--text", "tea at  FOUR. #cats"]);
+    assert_refused(&edit, &format!("post {queued} (approved)"));
+    let shown = ws.ok(&["post", "show", &other, "--json"]).json();
+    assert_eq!(shown["text"], "Coffee at five. #cats", "nothing changed");
+    let on_purpose = ws.ok(&[
+        "post",
+        "edit",
+        &other,
+        "--text",
+        "tea at  FOUR. #cats",
+        "--allow-duplicate",
+        "--json",
+    ]);
+    assert_eq!(on_purpose.json()["text"], "tea at  FOUR. #cats");
+}
+
+#[test]
 fn a_missing_rubric_file_is_refused_at_load_naming_the_key() {
     let ws = Workspace::new(&config(""));
     let run = ws.run(&["post", "list"]);
