@@ -305,6 +305,13 @@ impl App {
             VerdictKind::Fail => Action::Reject,
         })?;
         let post = self.store().get_post(id).await?;
+        if kind == VerdictKind::Fail
+            && let Some(same) = self
+                .repeated_fail(who, &post, &input, strict_reasons)
+                .await?
+        {
+            return Ok(same);
+        }
         refuse_if_quarantined(
             &post,
             match kind {
@@ -432,7 +439,6 @@ impl App {
             Decision::Revise { revisions } | Decision::Quarantine { revisions } => {
                 let quarantine = matches!(decision, Decision::Quarantine { .. });
                 update.set.count_revision = true;
-                let left = i64::from(rules.max_revisions) - revisions;
                 // The verdict keeps every reason; the summaries of them are cut to fit
                 // what the post's error and the timeline's note hold.
                 update.set.error = Some(Some(limits::fit_chars(
@@ -477,24 +483,9 @@ impl App {
                         note: Some(limits::fit_chars(&note, limits::MAX_EVENT_NOTE_CHARS)),
                     });
                 }
-                if quarantine {
-                    (
-                        VerdictEffect::Quarantined,
-                        format!(
-                            "post {id} failed review {revisions} times (max_revisions {}) and is quarantined: no agent may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it",
-                            rules.max_revisions
-                        ),
-                        Vec::new(),
-                    )
-                } else {
-                    (
-                        VerdictEffect::ReturnedToWriter,
-                        format!(
-                            "post {id} is a draft again with your reasons for its writer; {left} more failed review(s) quarantine it"
-                        ),
-                        Vec::new(),
-                    )
-                }
+                let (effect, message) =
+                    fail_outcome(id, quarantine, *revisions, rules.max_revisions);
+                (effect, message, Vec::new())
             }
         };
         let post = self.store().update_post(update).await?;
@@ -521,6 +512,69 @@ impl App {
             max_revisions: rules.max_revisions,
             post,
         })
+    }
+
+    /// A fail that repeats the post's latest verdict (a retry): the same critic, the same
+    /// checked reasons, under the same rubric, on the content and in the review round the
+    /// post still has, with nothing since (no other verdict, no release). It is a no-op:
+    /// nothing is recorded, no revision counted, and the answer is the first fail's
+    /// result. `None` when the fail is not such a repeat.
+    async fn repeated_fail(
+        &self,
+        who: &Principal,
+        post: &Post,
+        input: &VerdictInput,
+        strict_reasons: bool,
+    ) -> Result<Option<VerdictResult>> {
+        let actor = who.actor.to_string();
+        if post.status != PostStatus::Draft
+            || post.revisions == 0
+            || input
+                .content_hash
+                .as_deref()
+                .is_some_and(|read| read.trim() != post.content_hash.as_str())
+        {
+            return Ok(None);
+        }
+        let verdicts = self.store().verdicts(post.id).await?;
+        let Some(last) = verdicts.last().filter(|last| {
+            last.verdict == VerdictKind::Fail
+                && last.actor == actor
+                && last.content_hash == post.content_hash
+                && last.review_round == post.review_round
+        }) else {
+            return Ok(None);
+        };
+        let channel = self.channel(post.content.channel.as_str())?;
+        let rubric = read_rubric(channel)?;
+        let same_rubric = rubric.hash == last.rubric_hash
+            && input
+                .rubric_hash
+                .as_deref()
+                .is_none_or(|read| read.trim() == rubric.hash);
+        let same_reasons = rubric
+            .check_reasons(VerdictKind::Fail, &input.reasons, strict_reasons)
+            .is_ok_and(|reasons| reasons == last.reasons);
+        if !(same_rubric && same_reasons) {
+            return Ok(None);
+        }
+        let rules = channel.review.rules;
+        let (effect, message) = fail_outcome(
+            post.id,
+            post.is_quarantined(),
+            post.revisions,
+            rules.max_revisions,
+        );
+        Ok(Some(VerdictResult {
+            effect,
+            message,
+            verdict: last.clone(),
+            passed_by: Vec::new(),
+            approvals_required: rules.approvals_required,
+            revisions: post.revisions,
+            max_revisions: rules.max_revisions,
+            post: post.clone(),
+        }))
     }
 
     /// The review packet of a post (any role): everything a critic needs in one read.
@@ -657,6 +711,31 @@ pub(crate) fn refuse_if_quarantined(post: &Post, action: Action) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// What a fail did (returned the post to its writer, or quarantined it), in a sentence.
+fn fail_outcome(
+    id: PostId,
+    quarantined: bool,
+    revisions: i64,
+    max_revisions: u32,
+) -> (VerdictEffect, String) {
+    if quarantined {
+        (
+            VerdictEffect::Quarantined,
+            format!(
+                "post {id} failed review {revisions} times (max_revisions {max_revisions}) and is quarantined: no agent may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
+            ),
+        )
+    } else {
+        let left = i64::from(max_revisions) - revisions;
+        (
+            VerdictEffect::ReturnedToWriter,
+            format!(
+                "post {id} is a draft again with your reasons for its writer; {left} more failed review(s) quarantine it"
+            ),
+        )
+    }
 }
 
 fn quarantine_message(post: &Post) -> String {
