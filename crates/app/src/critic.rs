@@ -450,7 +450,6 @@ impl App {
             | Decision::Quarantine { revisions, counted } => {
                 let quarantine = matches!(decision, Decision::Quarantine { .. });
                 update.set.count_revision = *counted;
-                let left = i64::from(rules.max_revisions) - revisions;
                 // The verdict keeps every reason; the summaries of them are cut to fit
                 // what the post's error and the timeline's note hold.
                 update.set.error = Some(Some(limits::fit_chars(
@@ -495,24 +494,9 @@ impl App {
                         note: Some(limits::fit_chars(&note, limits::MAX_EVENT_NOTE_CHARS)),
                     });
                 }
-                if quarantine {
-                    (
-                        VerdictEffect::Quarantined,
-                        format!(
-                            "post {id} failed review {revisions} times (max_revisions {}) and is quarantined: no agent may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it",
-                            rules.max_revisions
-                        ),
-                        Vec::new(),
-                    )
-                } else {
-                    (
-                        VerdictEffect::ReturnedToWriter,
-                        format!(
-                            "post {id} is a draft again with your reasons for its writer; {left} more failed review(s) quarantine it"
-                        ),
-                        Vec::new(),
-                    )
-                }
+                let (effect, message) =
+                    fail_outcome(id, quarantine, *revisions, rules.max_revisions);
+                (effect, message, Vec::new())
             }
         };
         let post = self.store().update_post(update).await?;
@@ -681,26 +665,16 @@ fn repeated(
         .ok_or_else(|| {
             Error::Unavailable(format!("verdict {verdict} on post {id} was not read"))
         })?;
-    let (effect, state) = if post.is_quarantined() {
-        (
-            VerdictEffect::Quarantined,
-            format!(
-                "it is quarantined until an operator releases it (`airlock post release {id}`) or discards it"
-            ),
-        )
-    } else {
-        (
-            VerdictEffect::ReturnedToWriter,
-            format!(
-                "it is a draft with your reasons for its writer; {} more failed review(s) quarantine it",
-                (i64::from(rules.max_revisions) - post.revisions).max(0)
-            ),
-        )
-    };
+    let (effect, outcome) = fail_outcome(
+        id,
+        post.is_quarantined(),
+        post.revisions,
+        rules.max_revisions,
+    );
     Ok(VerdictResult {
         effect,
         message: format!(
-            "your fail on this content of post {id} is already recorded (verdict {}); nothing changed: {state}",
+            "your fail on this content is already recorded (verdict {}), so nothing changed: {outcome}",
             verdict.id
         ),
         verdict,
@@ -722,6 +696,31 @@ pub(crate) fn refuse_if_quarantined(post: &Post, action: Action) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// What a fail did (returned the post to its writer, or quarantined it), in a sentence.
+fn fail_outcome(
+    id: PostId,
+    quarantined: bool,
+    revisions: i64,
+    max_revisions: u32,
+) -> (VerdictEffect, String) {
+    if quarantined {
+        (
+            VerdictEffect::Quarantined,
+            format!(
+                "post {id} failed review {revisions} times (max_revisions {max_revisions}) and is quarantined: no agent may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
+            ),
+        )
+    } else {
+        let left = i64::from(max_revisions) - revisions;
+        (
+            VerdictEffect::ReturnedToWriter,
+            format!(
+                "post {id} is a draft again with your reasons for its writer; {left} more failed review(s) quarantine it"
+            ),
+        )
+    }
 }
 
 fn quarantine_message(post: &Post) -> String {

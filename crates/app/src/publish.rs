@@ -370,7 +370,7 @@ impl App {
             return Ok(None);
         };
 
-        // 2. Checks, on the post as read: the claim confirms it has not changed since.
+        // 1. Checks, on the post as read: the claim confirms it has not changed since.
         if let Some(reason) = self.content_change(&post, &channel).await {
             return self.back_to_draft(post, reason).await.map(Some);
         }
@@ -453,7 +453,7 @@ impl App {
             .map(Some);
         }
 
-        // Prepare (seeing the earlier attempts' handles), then the intent.
+        // Still step 3: prepare (seeing the earlier attempts' handles), then the intent.
         let mut request = publish_request(&post, key);
         request.now = self.now();
         let (prepared, sent_at) = match intent {
@@ -514,7 +514,7 @@ impl App {
         };
         boundary("publish::after_intent");
 
-        // 5. The one irreversible request — unless this worker was held up after its intent
+        // 4. The one irreversible request — unless this worker was held up after its intent
         // (frozen, starved) long enough that its lease may end before the answer: the
         // reaper may already have handed the post to a person, who may publish it again.
         if let Some(lease) = post.lease_expires_at
@@ -530,12 +530,12 @@ impl App {
         let outcome = self.send(platform.as_ref(), &request, &prepared).await;
         boundary("publish::after_send");
 
-        // 6. The outcome, fenced by generation.
+        // 5. The outcome, fenced by generation.
         let mut report = self.write_outcome(post, &channel, outcome).await?;
         report.sent_at = Some(sent_at);
         boundary("publish::after_outcome");
 
-        // 7. Verify: now for a caller who waits, else in a task of its own whose result
+        // 6. Verify: now for a caller who waits, else in a task of its own whose result
         // is recorded with others'. The post is published whatever happens here.
         if report.result == PublishResult::Posted {
             match verify {

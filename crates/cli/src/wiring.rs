@@ -126,9 +126,8 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
             c.simulate,
         )),
         PlatformConfig::Webhook(c) => {
-            let url = http::check_base_url(&c.url).map_err(|e| e.to_string())?;
             let secret = c.secret_file.as_deref().map(token).transpose()?;
-            let webhook = Webhook::new(url, secret, client());
+            let webhook = Webhook::new(&c.url, secret, client()).map_err(|e| e.to_string())?;
             Arc::new(if c.signature_v1 {
                 webhook
             } else {

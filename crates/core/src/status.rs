@@ -103,7 +103,8 @@ pub enum Mover {
 pub enum Transition {
     /// `draft -> approved`: content policy passed; records `approved_hash`.
     Approve,
-    /// `approved -> draft`: unapprove, or any edit of an approved post.
+    /// `approved -> draft`: unapprove, a fail verdict, any edit of an approved post, or
+    /// the dispatcher finding the content changed after approval.
     Unapprove,
     /// `approved -> posting`: claimed with a lease and a new generation.
     Claim,
@@ -177,8 +178,10 @@ impl Transition {
         use crate::Role::*;
         match self {
             Transition::Approve => &[Mover::Role(Critic)],
-            // An edit by a writer withdraws the approval, so writers move this edge too.
-            Transition::Unapprove => &[Mover::Role(Critic), Mover::Role(Writer)],
+            // An edit by a writer withdraws the approval, so writers move this edge too;
+            // and the guarded path returns a post whose content changed after approval
+            // (or no longer passes the policy) to draft, without claiming it.
+            Transition::Unapprove => &[Mover::Role(Critic), Mover::Role(Writer), Mover::Dispatcher],
             Transition::Claim | Transition::Succeed => &[Mover::Dispatcher],
             Transition::Release | Transition::Fail | Transition::MarkUnknown => {
                 &[Mover::Dispatcher, Mover::Reaper]
@@ -267,6 +270,20 @@ mod tests {
     use super::*;
     use crate::Role;
     use PostStatus::*;
+
+    /// The guarded path finds a due post's content changed after approval (or failing
+    /// the policy) and returns it `approved -> draft` without claiming it
+    /// (`airlock_app` `back_to_draft`): the dispatcher is a mover of that edge.
+    #[test]
+    fn the_dispatcher_returns_an_approved_post_whose_content_changed_to_draft() {
+        let edge = Transition::between(Approved, Draft).unwrap();
+        assert_eq!(edge, Transition::Unapprove);
+        assert!(edge.movers().contains(&Mover::Dispatcher));
+        assert_eq!(apply(Approved, edge, Mover::Dispatcher), Ok(Draft));
+        assert!(apply(Approved, edge, Mover::Reaper).is_err());
+        assert!(apply(Approved, edge, Mover::Reconciler).is_err());
+        assert!(apply(Approved, edge, Mover::Role(Role::Publisher)).is_err());
+    }
 
     #[test]
     fn status_names_round_trip() {

@@ -599,9 +599,9 @@ Critic agents should prefer get_review_packet and submit_verdict. Returns the po
         description = "Reject a draft or an approved post with a reason (a fail verdict): it stays \
 (or returns to) draft, with the reason in its error field, for the writer to revise; after the \
 channel's max_revisions fails the post is quarantined for a person. Withdraws an approval. Pass \
-content_hash, the hash of the content you reviewed. Retrying the same reject (you, the same \
-content, nobody passed it since) records nothing and answers with the post as it stands. Needs \
-the critic role. Returns the post JSON.",
+content_hash, the hash of the content you reviewed. Calling it again on the same content (a \
+retry, whatever the reason says, as long as nobody passed or revised it since) records and counts \
+nothing more and returns the same post. Needs the critic role. Returns the post JSON.",
         annotations(
             title = "Reject a post",
             read_only_hint = false,

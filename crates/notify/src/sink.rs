@@ -12,7 +12,9 @@ use chrono::Duration;
 use reqwest::header::HeaderMap;
 use secrecy::{ExposeSecret, SecretString};
 
-use airlock_platforms::http::{Redactor, check_base_url, client, describe_transport};
+use airlock_platforms::http::{
+    Redactor, check_base_url, check_webhook_url, client, describe_transport,
+};
 use airlock_store::Notification;
 
 use crate::{discord, slack, webhook};
@@ -98,6 +100,15 @@ pub enum SinkError {
         key: &'static str,
         /// What is wrong with it.
         problem: String,
+    },
+    /// A webhook `url` refused by the rule a webhook channel's `url` meets
+    /// ([`airlock_platforms::http::check_webhook_url`]), with its message.
+    #[error("notify sink {sink:?}: {error}")]
+    Url {
+        /// The sink.
+        sink: String,
+        /// What is wrong with the URL (naming the key, never a password it carried).
+        error: airlock_platforms::http::BaseUrlError,
     },
     /// A Discord channel id that is not a snowflake.
     #[error("notify sink {sink:?}: channel_id {channel_id:?} must be the channel's numeric id")]
@@ -208,10 +219,10 @@ impl Sink {
                 secret,
                 signature_v1,
             } => {
-                let url = check_base_url(&url).map_err(|e| SinkError::InvalidUrl {
+                // The rule and message of a webhook channel's url.
+                let url = check_webhook_url(&url).map_err(|e| SinkError::Url {
                     sink: name.clone(),
-                    key: "url",
-                    problem: e.to_string(),
+                    error: e,
                 })?;
                 let secrets = secret.iter().cloned().collect();
                 (

@@ -16,10 +16,12 @@ use secrecy::{ExposeSecret, SecretString};
 
 use airlock_core::outcome::{Outcome, StatusClass, TransportFailure, classify_status};
 
-/// A `base_url` that would send a token somewhere unsafe.
+/// A `base_url` (or a webhook's `url`) that would send a token somewhere unsafe.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("base_url {url:?} {problem}")]
+#[error("{key} {url:?} {problem}")]
 pub struct BaseUrlError {
+    /// The setting it came from: `base_url`, or `url` for a webhook ([`check_webhook_url`]).
+    pub key: &'static str,
     /// The URL, without any user info or password it carried ([`without_secrets`]).
     pub url: String,
     /// What is wrong with it.
@@ -87,7 +89,19 @@ pub fn without_secrets(url: &str) -> String {
 /// Checks a `base_url`: absolute, `https` unless the host is loopback, no credentials,
 /// query or fragment. Returns it without a trailing slash.
 pub fn check_base_url(url: &str) -> Result<String, BaseUrlError> {
+    check_url("base_url", url)
+}
+
+/// Checks the `url` of a webhook, the one rule for both a `webhook` channel and a
+/// `webhook` notification sink, at load and when either is built: the rule of
+/// [`check_base_url`], reported under the key `url`.
+pub fn check_webhook_url(url: &str) -> Result<String, BaseUrlError> {
+    check_url("url", url)
+}
+
+fn check_url(key: &'static str, url: &str) -> Result<String, BaseUrlError> {
     let err = |problem| BaseUrlError {
+        key,
         url: without_secrets(url),
         problem,
     };

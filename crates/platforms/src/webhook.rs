@@ -48,16 +48,22 @@ struct Answer {
 }
 
 impl Webhook {
-    /// A webhook posting to `url` (already checked with [`crate::http::check_base_url`]).
-    pub fn new(url: String, secret: Option<SecretString>, client: reqwest::Client) -> Self {
+    /// A webhook posting to `url`, refused unless [`crate::http::check_webhook_url`]
+    /// passes (the rule a webhook notification sink's `url` meets too).
+    pub fn new(
+        url: &str,
+        secret: Option<SecretString>,
+        client: reqwest::Client,
+    ) -> Result<Self, crate::http::BaseUrlError> {
+        let url = crate::http::check_webhook_url(url)?;
         let redactor = Redactor::new(secret.clone());
-        Webhook {
+        Ok(Webhook {
             url,
             secret,
             client,
             redactor,
             signature_v1: true,
-        }
+        })
     }
 
     /// Stops sending `X-Airlock-Signature` (the body-only signature, which a captured

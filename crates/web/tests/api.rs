@@ -939,10 +939,11 @@ async fn a_client_that_hangs_up_during_a_publish_does_not_strand_the_post() {
         tz,
     ));
     let hook = airlock_platforms::webhook::Webhook::new(
-        format!("{}/hook", platform.uri()),
+        &format!("{}/hook", platform.uri()),
         None,
         airlock_platforms::http::client(std::time::Duration::from_secs(5)),
-    );
+    )
+    .unwrap();
     let platforms: BTreeMap<ChannelName, Arc<dyn Platform>> =
         BTreeMap::from([(name, Arc::new(hook) as Arc<dyn Platform>)]);
     let app = App::new(

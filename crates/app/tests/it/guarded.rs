@@ -480,3 +480,27 @@ async fn consecutive_failures_pause_the_channel() {
         assert_eq!(paused, n == 3, "after {n} failures");
     }
 }
+
+/// The guarded path's module doc numbers its steps 1–6; the step comments in the code
+/// carry the same numbers, once each, in the order the code runs them.
+#[test]
+fn the_publish_paths_step_comments_follow_its_module_doc() {
+    let source = include_str!("../../src/publish.rs");
+    let number = |rest: &str| -> Option<u32> {
+        let (n, after) = rest.split_once(". ")?;
+        (!after.is_empty()).then_some(())?;
+        n.parse().ok()
+    };
+    let documented: Vec<u32> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! "))
+        .filter_map(number)
+        .collect();
+    let in_code: Vec<u32> = source
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("// "))
+        .filter_map(number)
+        .collect();
+    assert_eq!(documented, (1..=6).collect::<Vec<_>>(), "the module doc");
+    assert_eq!(in_code, documented, "the step comments in the code");
+}

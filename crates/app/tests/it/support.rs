@@ -54,11 +54,9 @@ pub fn sandbox(
 pub fn webhook(channel: &str, url: &str, timeout: StdDuration, daily_limit: u32) -> TestChannel {
     TestChannel {
         settings: ChannelSettings::new(name(channel), ChannelKind::Webhook, daily_limit, tokyo()),
-        platform: Arc::new(Webhook::new(
-            url.to_owned(),
-            None,
-            airlock_platforms::http::client(timeout),
-        )),
+        platform: Arc::new(
+            Webhook::new(url, None, airlock_platforms::http::client(timeout)).unwrap(),
+        ),
     }
 }
 

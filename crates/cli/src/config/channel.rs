@@ -490,11 +490,12 @@ impl PlatformConfig {
         }
     }
 
-    /// Every address it sends a credential to, with the key naming it.
+    /// Every `base_url` it sends a credential to, with the key naming it (a webhook's
+    /// `url` is checked by its own rule, `check_webhook_url`).
     fn urls(&self) -> Vec<(&str, &'static str)> {
         match self {
             PlatformConfig::Sandbox(_) => Vec::new(),
-            PlatformConfig::Webhook(c) => vec![(c.url.as_str(), "url")],
+            PlatformConfig::Webhook(_) => Vec::new(),
             PlatformConfig::Threads(c) => c
                 .base_url
                 .iter()
@@ -631,6 +632,11 @@ impl ChannelConfig {
         }
         for (url, k) in platform.urls() {
             airlock_platforms::http::check_base_url(url).map_err(|e| format!("{}: {e}", key(k)))?;
+        }
+        if let PlatformConfig::Webhook(c) = &platform {
+            // One rule and message with a webhook notification sink's url.
+            airlock_platforms::http::check_webhook_url(&c.url)
+                .map_err(|e| format!("{}: {e}", key("url")))?;
         }
         let longest = platform.longest_publish();
         if kind != ChannelKind::Sandbox && cx.stale_after.as_chrono() <= longest {

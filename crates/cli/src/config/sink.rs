@@ -145,13 +145,18 @@ impl SinkConfig {
                 ));
             }
         }
-        let urls = match &target {
-            SinkTarget::Discord(c) => c.base_url.iter().map(|u| (u, "base_url")).collect(),
-            SinkTarget::Webhook(c) => vec![(&c.url, "url")],
-            SinkTarget::Slack(_) => Vec::new(),
-        };
-        for (url, k) in urls {
-            airlock_platforms::http::check_base_url(url).map_err(|e| format!("{}: {e}", key(k)))?;
+        match &target {
+            SinkTarget::Discord(c) => {
+                if let Some(url) = &c.base_url {
+                    airlock_platforms::http::check_base_url(url)
+                        .map_err(|e| format!("{}: {e}", key("base_url")))?;
+                }
+            }
+            // One rule and message with a webhook channel's url.
+            SinkTarget::Webhook(c) => airlock_platforms::http::check_webhook_url(&c.url)
+                .map_err(|e| format!("{}: {e}", key("url")))
+                .map(drop)?,
+            SinkTarget::Slack(_) => {}
         }
         Ok(SinkConfig {
             name: name.to_owned(),

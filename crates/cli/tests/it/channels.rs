@@ -861,3 +861,35 @@ daily_limit = 3
         "channels.x-main.identifier does not apply to a x channel",
     );
 }
+
+/// A webhook channel's `url` and a webhook notification sink's `url` are refused at
+/// load by the same rule with the same message, naming the key as written.
+#[test]
+fn a_bad_webhook_url_is_refused_the_same_for_a_channel_and_a_sink() {
+    for url in [
+        "http://example.com/hook",
+        "https://user:hunter2@example.com/hook",
+        "ftp://example.com/hook",
+    ] {
+        let channel = Workspace::new(&sandbox_config(&format!(
+            "\n[channels.w]\nkind = \"webhook\"\ndaily_limit = 1\nurl = \"{url}\"\n"
+        )))
+        .run(&["channels"]);
+        let sink = Workspace::new(&sandbox_config(&format!(
+            "\n[notify.w]\nkind = \"webhook\"\nurl = \"{url}\"\nevents = [\"published\"]\n"
+        )))
+        .run(&["channels"]);
+        assert_refused(&channel, "channels.w.url: url ");
+        assert_refused(&sink, "notify.w.url: url ");
+        let after = |run: &Run, key: &str| {
+            let at = run.stderr.find(key).expect("the key") + key.len();
+            run.stderr[at..].trim_end().to_owned()
+        };
+        assert_eq!(
+            after(&channel, "channels.w.url"),
+            after(&sink, "notify.w.url"),
+            "{url}"
+        );
+        assert!(!channel.stderr.contains("hunter2"), "{}", channel.stderr);
+    }
+}

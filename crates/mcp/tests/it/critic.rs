@@ -289,6 +289,68 @@ async fn approve_post_with_a_stale_content_hash_approves_nothing() {
     assert_eq!(now["verdicts"], json!([]));
 }
 
+/// `reject_post` is annotated idempotent, and is: the same critic calling it again on the
+/// same content (a retry, whatever its reason) records nothing more, counts no second
+/// failed review (so a retry never quarantines a post), and answers the same post; after
+/// a revision a fail counts again.
+#[tokio::test]
+async fn a_repeated_reject_post_is_a_no_op_answering_the_same_post() {
+    let h = harness(1).await;
+    let writer = h.client_for("writer-agent", &[Role::Writer]).await;
+    let critic = h.client_for("critic-agent", &[Role::Critic]).await;
+    let tools = critic.list_all_tools().await.unwrap();
+    let reject_tool = tools.iter().find(|t| t.name == "reject_post").unwrap();
+    assert_eq!(
+        reject_tool.annotations.as_ref().unwrap().idempotent_hint,
+        Some(true)
+    );
+    let post = ok_json(
+        &call(
+            &writer,
+            "draft_post",
+            json!({"channel": "cats", "text": "Book now or miss out!"}),
+        )
+        .await,
+    );
+    let args =
+        json!({"id": post["id"], "reason": "tone: pushy", "content_hash": post["content_hash"]});
+    let first = ok_json(&call(&critic, "reject_post", args.clone()).await);
+    assert_eq!(first["revisions"], 1);
+    for _ in 0..2 {
+        let again = ok_json(&call(&critic, "reject_post", args.clone()).await);
+        assert_eq!(again, first, "a repeat answers the same post");
+    }
+    // Without the content hash, the same: the content is still what was failed.
+    let no_hash = json!({"id": post["id"], "reason": "tone: pushy"});
+    assert_eq!(ok_json(&call(&critic, "reject_post", no_hash).await), first);
+    let detail = ok_json(&call(&critic, "get_post", json!({"id": post["id"]})).await);
+    assert_eq!(detail["verdicts"].as_array().unwrap().len(), 1);
+    assert_eq!(detail["revisions"], 1);
+    assert_eq!(detail["quarantined_at"], Value::Null);
+
+    // Another reason on the same content is still the same review: nothing more counts
+    // until the writer revises.
+    let other = json!({"id": post["id"], "reason": "claims: not true", "content_hash": post["content_hash"]});
+    assert_eq!(ok_json(&call(&critic, "reject_post", other).await), first);
+    let revised = ok_json(
+        &call(
+            &writer,
+            "update_draft",
+            json!({"id": post["id"], "text": "Book now, or later!"}),
+        )
+        .await,
+    );
+    // The fail of the revision is the second of max_revisions (2): it quarantines.
+    let other = json!({"id": post["id"], "reason": "claims: not true", "content_hash": revised["content_hash"]});
+    let second = ok_json(&call(&critic, "reject_post", other.clone()).await);
+    assert_eq!(second["revisions"], 2);
+    assert_ne!(second["quarantined_at"], Value::Null);
+    // Its repeat, on the now quarantined post, answers the same post too.
+    assert_eq!(ok_json(&call(&critic, "reject_post", other).await), second);
+    let detail = ok_json(&call(&critic, "get_post", json!({"id": post["id"]})).await);
+    assert_eq!(detail["verdicts"].as_array().unwrap().len(), 2);
+}
+
 #[tokio::test]
 async fn the_same_text_drafted_twice_on_a_channel_is_refused_naming_the_first() {
     let h = harness(1).await;

@@ -238,3 +238,48 @@ async fn a_sink_with_signature_v1_off_sends_only_the_timestamped_signature() {
         300
     ));
 }
+
+/// A webhook notification sink and a webhook channel POST to a URL someone configured:
+/// they refuse the same URLs by one rule, with the same message naming the `url` key
+/// (and never a password the URL carried), and accept the same ones.
+#[test]
+fn a_webhook_sink_and_a_webhook_channel_refuse_a_url_by_the_same_rule_and_message() {
+    use airlock_notify::Sink;
+    use airlock_platforms::webhook::Webhook;
+    for url in [
+        "http://example.com/hook",
+        "https://user:hunter2@example.com/hook",
+        "https://example.com/hook#part",
+        "ftp://example.com/hook",
+        "not a url",
+    ] {
+        let channel = Webhook::new(
+            url,
+            None,
+            airlock_platforms::http::client(StdDuration::from_secs(5)),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("the channel accepted {url}"))
+        .to_string();
+        let sink = Sink::new(webhook_sink("hooks", url, None))
+            .err()
+            .unwrap_or_else(|| panic!("the sink accepted {url}"))
+            .to_string();
+        assert!(
+            sink.ends_with(&format!(": {channel}")),
+            "{url}: the sink says {sink:?}, the channel {channel:?}"
+        );
+        assert!(channel.starts_with("url "), "names the key: {channel}");
+        assert!(!channel.contains("hunter2"), "{channel}");
+    }
+    for url in ["https://example.com/hook", "http://127.0.0.1:9/hook"] {
+        Webhook::new(
+            url,
+            None,
+            airlock_platforms::http::client(StdDuration::from_secs(5)),
+        )
+        .unwrap_or_else(|e| panic!("the channel refused {url}: {e}"));
+        Sink::new(webhook_sink("hooks", url, None))
+            .unwrap_or_else(|e| panic!("the sink refused {url}: {e}"));
+    }
+}

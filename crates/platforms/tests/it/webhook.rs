@@ -13,12 +13,14 @@ use crate::support::{CANARY, client, request, token};
 #[tokio::test]
 async fn both_signatures_are_sent_by_default_and_v1_can_be_turned_off() {
     let receiver = Receiver::start().await;
-    let hook = Webhook::new(receiver.url(), Some(token()), client());
+    let hook = Webhook::new(&receiver.url(), Some(token()), client()).unwrap();
     let outcome = hook
         .publish(&request("hook", "hello"), &Prepared::default())
         .await;
     assert!(matches!(outcome, Outcome::Published(_)), "{outcome:?}");
-    let without_v1 = Webhook::new(receiver.url(), Some(token()), client()).without_signature_v1();
+    let without_v1 = Webhook::new(&receiver.url(), Some(token()), client())
+        .unwrap()
+        .without_signature_v1();
     let outcome = without_v1
         .publish(&request("hook", "hello"), &Prepared::default())
         .await;
@@ -44,7 +46,7 @@ async fn a_refusing_receivers_free_form_answer_is_recorded_by_its_size_only() {
         .respond_with(ResponseTemplate::new(400).set_body_string(echo.clone()))
         .mount(&server)
         .await;
-    let hook = Webhook::new(format!("{}/hook", server.uri()), None, client());
+    let hook = Webhook::new(&format!("{}/hook", server.uri()), None, client()).unwrap();
     let outcome = hook
         .publish(&request("hook", "hello"), &Prepared::default())
         .await;
@@ -73,7 +75,7 @@ async fn a_json_refusal_keeps_its_code_and_a_bounded_message() {
         })))
         .mount(&server)
         .await;
-    let hook = Webhook::new(format!("{}/hook", server.uri()), None, client());
+    let hook = Webhook::new(&format!("{}/hook", server.uri()), None, client()).unwrap();
     let outcome = hook
         .publish(&request("hook", "hello"), &Prepared::default())
         .await;
