@@ -305,12 +305,12 @@ impl App {
             VerdictKind::Fail => Action::Reject,
         })?;
         let post = self.store().get_post(id).await?;
+        let earlier = self.store().verdicts(id).await?;
         let actor = who.actor.to_string();
         if kind == VerdictKind::Fail && post.status == PostStatus::Draft {
             // A retried fail (its answer was lost) repeats the earlier one: the same
             // answer, nothing recorded or changed, even if that fail quarantined the post.
             check_reviewed_hash(&post, input.content_hash.as_deref())?;
-            let earlier = self.store().verdicts(id).await?;
             if let Some(verdict) =
                 review::repeated_fail(&earlier, &actor, post.review_round, &post.content_hash)
             {
@@ -375,7 +375,6 @@ impl App {
             }
         }
         let rules = channel.review.rules;
-        let earlier = self.store().verdicts(id).await?;
         let decision = review::decide(
             kind,
             &actor,
