@@ -33,7 +33,7 @@ pub mod policy;
 
 /// How the routes outside `/api/v1` are exposed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WebSettings {
+pub struct ApiSettings {
     /// `/metrics` and `/api/openapi.json` answer only a request with a valid token (any
     /// role), 401 otherwise (`[server] metrics_token_required`; default off, so a
     /// Prometheus on loopback scrapes without one). `/healthz` stays open: it says only
@@ -43,11 +43,11 @@ pub struct WebSettings {
 
 /// The API, health, metrics and OpenAPI routes, with the app as state.
 pub fn router(app: App) -> Router {
-    router_with(app, WebSettings::default())
+    router_with(app, ApiSettings::default())
 }
 
 /// [`router`] with explicit settings.
-pub fn router_with(app: App, settings: WebSettings) -> Router {
+pub fn router_with(app: App, settings: ApiSettings) -> Router {
     let mut documents = Router::new()
         .route("/api/openapi.json", get(openapi))
         .route("/metrics", get(metrics));
