@@ -41,7 +41,7 @@ mod settings;
 pub mod tokens;
 
 pub use airlock_core::EVENTS;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use settings::{AppSettings, Budget, ChannelSettings, NotifyRoute, ReviewSettings};
 
 /// Where `app` reads the time; tests pass a fixed or steppable clock.
