@@ -221,7 +221,7 @@ async fn require_token(State(app): State<App>, request: Request, next: Next) -> 
 /// with a valid token (any role) also learns which scopes are paused, or why the store
 /// is unavailable: an anonymous caller learns nothing about the ledger.
 async fn healthz(State(app): State<App>, headers: HeaderMap) -> Response {
-    let health = app.store().pauses().await;
+    let health = app.health().await;
     let authorized = match auth::bearer_header(&headers) {
         Some(secret) => app.authenticate(secret).await.is_ok(),
         None => false,
@@ -273,10 +273,14 @@ fn escape_label(value: &str) -> String {
 
 /// Renders every series in the Prometheus text format.
 pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreError> {
-    let store = app.store();
-    let counts = store.status_counts().await?;
-    let outbox = store.outbox_stats().await?;
-    let pauses = store.pauses().await?;
+    let airlock_app::metrics::LedgerGauges {
+        counts,
+        outbox,
+        pauses,
+        now,
+        health,
+        due_by_channel: by_channel,
+    } = app.ledger_gauges().await?;
     let mut out = String::new();
     let gauge = |out: &mut String, name: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
@@ -335,8 +339,6 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
             escape_label(&pause.scope)
         );
     }
-    let now = app.now();
-    let health = store.health_stats(now).await?;
     let age = |at: Option<chrono::DateTime<chrono::Utc>>| {
         at.map_or(0, |at| (now - at).num_seconds().max(0))
     };
@@ -384,7 +386,6 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
     );
     // Per configured channel only: posts left approved on a channel removed from the
     // configuration wait for a person, not for a dispatcher.
-    let by_channel = store.due_by_channel(now).await?;
     let configured: Vec<(String, Option<&airlock_store::ChannelDue>)> = app
         .settings()
         .channels
