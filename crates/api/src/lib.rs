@@ -1,7 +1,8 @@
 //! airlock's HTTP surface: the `/api/v1` API (docs/http-api.md), `/healthz`, Prometheus
 //! `/metrics` and `/api/openapi.json`, as one axum [`router`], plus [`serve`].
 //!
-//! Only this crate knows HTTP. Handlers are thin: authenticate the bearer token
+//! Only this crate, the dashboard and MCP's `/mcp` endpoint serve HTTP; this one owns
+//! the API and the Host/Origin policy. Handlers are thin: authenticate the bearer token
 //! ([`auth::Caller`]), call one `App` operation (which checks roles, pauses, policy and
 //! quota), and map its error once ([`error::ApiError`]). The dashboard and the MCP
 //! endpoint are separate routers merged beside this one by `airlock serve`, which wraps
