@@ -1,6 +1,7 @@
 //! `app::Error`: one error for every front end, classified once as a refusal or an
 //! operational failure. The CLI maps it to exit codes, the HTTP API to status codes,
-//! MCP to tool errors, all from [`Error::code`] and [`Error::is_refusal`].
+//! MCP to tool errors, all from [`Error::code`] and [`Error::is_refusal`]. The HTTP API
+//! and MCP write every failure as one JSON envelope, [`ErrorBody`].
 
 use chrono::{DateTime, Utc};
 
@@ -141,6 +142,49 @@ impl Error {
             Error::Unavailable(_) => "unavailable",
             Error::Internal(_) => "internal",
         }
+    }
+}
+
+/// airlock's JSON error envelope, `{"error": {"code", "message"}}`: the body of every
+/// HTTP API failure (`/api/v1`, the Host/Origin policy, `/mcp` refusals) and the
+/// structured content of every MCP tool error.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorDetail {
+    /// Stable machine-readable code (`over_quota`, `paused`, `forbidden`, ...).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// An envelope with a code that need not be an [`Error`]'s (`forbidden_host`,
+    /// `too_large`, `not_found` for an unknown route).
+    pub fn new(code: &str, message: &str) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message: message.to_owned(),
+            },
+        }
+    }
+
+    /// The envelope of an app error: its [`Error::code`] and its message.
+    pub fn of(error: &Error) -> ErrorBody {
+        ErrorBody::new(error.code(), &error.to_string())
+    }
+
+    /// The envelope as a JSON value (MCP's structured content).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("two strings always serialize")
     }
 }
 

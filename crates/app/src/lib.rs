@@ -17,6 +17,11 @@
 //!
 //! **API boundary:** plain data in and out ([`airlock_core`] types, [`Error`]); nothing
 //! here knows HTTP, MCP or SQL.
+//!
+//! **The only door:** front ends reach the ledger through these operations alone; the
+//! store behind `App` is private to this crate (public only with the `test-support`
+//! feature, which only tests' dev-dependencies enable). The outbox [`App::deliverer`] is
+//! the one other writer, and it writes only outbox rows.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -41,7 +46,7 @@ mod settings;
 pub mod tokens;
 
 pub use airlock_core::EVENTS;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use settings::{AppSettings, Budget, ChannelSettings, NotifyRoute, ReviewSettings};
 
 /// Where `app` reads the time; tests pass a fixed or steppable clock.
@@ -174,9 +179,27 @@ impl App {
         &self.inner.settings
     }
 
-    /// The store.
+    /// The store, for tests that must look under the guarded operations (the
+    /// `test-support` feature, which only dev-dependencies enable).
+    #[cfg(feature = "test-support")]
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// The store. Front ends never reach it: they call the operations of [`App`].
+    #[cfg(not(feature = "test-support"))]
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The outbox deliverer for `sinks`, over this app's ledger and with its worker id.
+    /// The deliverer touches only outbox rows, never a post.
+    pub fn deliverer(
+        &self,
+        sinks: Vec<airlock_notify::Sink>,
+        settings: airlock_notify::DeliverySettings,
+    ) -> std::result::Result<airlock_notify::Deliverer, airlock_notify::DelivererError> {
+        airlock_notify::Deliverer::new(self.store().clone(), sinks, self.worker(), settings)
     }
 
     /// This process's worker id (`lease_owner`, `dispatcher:<id>`).

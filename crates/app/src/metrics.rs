@@ -1,11 +1,20 @@
-//! Counters of what the guarded operations did, for `/metrics`.
+//! Counters of what the guarded operations did, and what `/metrics` and `/healthz`
+//! read from the ledger.
 //!
 //! A handful of labelled counters kept per `App` (no global registry, so tests and
 //! several apps in one process do not mix). The HTTP layer renders them in the
-//! Prometheus text format next to gauges it reads from the ledger at scrape time.
+//! Prometheus text format next to the gauges it reads from the ledger at scrape time
+//! ([`App::ledger_gauges`]).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use airlock_core::PostStatus;
+use airlock_store::{ChannelDue, HealthStats, OutboxStats, Pause, StoreError};
+
+use crate::App;
 
 /// One counter series: name, labels, value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +29,23 @@ pub struct Series {
 
 /// A series' identity: metric name and sorted label pairs.
 type SeriesKey = (&'static str, Vec<(&'static str, String)>);
+
+/// What `/metrics` reads from the ledger at scrape time.
+#[derive(Debug, Clone)]
+pub struct LedgerGauges {
+    /// Post counts per status.
+    pub counts: Vec<(PostStatus, i64)>,
+    /// Outbox counts.
+    pub outbox: OutboxStats,
+    /// Active pauses.
+    pub pauses: Vec<Pause>,
+    /// When `health` and `due_by_channel` were read.
+    pub now: DateTime<Utc>,
+    /// Ledger figures for health alerts, at `now`.
+    pub health: HealthStats,
+    /// Due posts per channel at `now`.
+    pub due_by_channel: Vec<ChannelDue>,
+}
 
 /// Labelled counters.
 #[derive(Debug, Default)]
@@ -53,6 +79,35 @@ impl Metrics {
                 value: *value,
             })
             .collect()
+    }
+}
+
+impl App {
+    /// What `/healthz` asks the ledger: its active pauses, or why it cannot be read.
+    /// Unauthenticated (the HTTP layer shows the pauses only to a caller with a token),
+    /// and the store's own error, so the answer says exactly what failed.
+    pub async fn health(&self) -> Result<Vec<Pause>, StoreError> {
+        self.store().pauses().await
+    }
+
+    /// The ledger's gauges for `/metrics`, read now; the store's own error when one read
+    /// fails.
+    pub async fn ledger_gauges(&self) -> Result<LedgerGauges, StoreError> {
+        let store = self.store();
+        let counts = store.status_counts().await?;
+        let outbox = store.outbox_stats().await?;
+        let pauses = store.pauses().await?;
+        let now = self.now();
+        let health = store.health_stats(now).await?;
+        let due_by_channel = store.due_by_channel(now).await?;
+        Ok(LedgerGauges {
+            counts,
+            outbox,
+            pauses,
+            now,
+            health,
+            due_by_channel,
+        })
     }
 }
 

@@ -1,12 +1,14 @@
 //! Drafting and review: create, edit, approve, reject, unapprove, discard, read, note.
 
+use chrono::{DateTime, Utc};
+
 use airlock_core::hash::{canonical_json, sha256_hex};
 use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use airlock_core::post::check_url;
 use airlock_core::time::parse_time;
 use airlock_core::{
-    Action, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent, PostId, PostStatus,
-    PostSummary, Source,
+    Action, ChannelName, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent,
+    PostId, PostStatus, PostSummary, Source,
 };
 use airlock_store::{CreateKey, Created, EventNote, PostFields, PostFilter};
 use serde::{Deserialize, Serialize};
@@ -426,6 +428,18 @@ impl App {
             .delete_draft(id, post.version, &who.actor.to_string(), self.now())
             .await?;
         Ok(())
+    }
+
+    /// When each source path was last used on a channel since `since` (sites'
+    /// `reuse_after`, docs/sites.md).
+    pub async fn sources_used(
+        &self,
+        who: &Principal,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        who.require(Action::Read)?;
+        Ok(self.store().sources_used(channel, since).await?)
     }
 
     /// One post with its events, intents and reservations.

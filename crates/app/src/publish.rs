@@ -195,6 +195,27 @@ impl App {
         Ok((open, tests))
     }
 
+    /// When the next post becomes due on a channel the dispatcher may claim from
+    /// ([`App::claimable_channels`]), if one is waiting.
+    pub async fn next_due_at(&self) -> Result<Option<DateTime<Utc>>> {
+        let (channels, tests) = self.claimable_channels().await?;
+        Ok(self.store().next_due_at(&channels, &tests).await?)
+    }
+
+    /// The store's counter of "a post may have become due" signals from other
+    /// processes, for [`App::wait_for_due`]. Read it *before* looking at the ledger, so
+    /// that a signal arriving between that look and the wait is not lost.
+    pub async fn due_signals(&self) -> u64 {
+        self.store().due_signals().await
+    }
+
+    /// Waits until another process may have made a post due (the counter differs from
+    /// `seen`) or `timeout` passes; returns the counter. A hint, never the record: look
+    /// at the ledger afterwards.
+    pub async fn wait_for_due(&self, seen: u64, timeout: std::time::Duration) -> u64 {
+        self.store().wait_for_due(seen, timeout).await
+    }
+
     /// Publishes the most overdue post (optionally only on `only`) through the guarded
     /// path. `None` when nothing is due.
     pub async fn publish_next(

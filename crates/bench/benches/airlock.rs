@@ -116,8 +116,9 @@ async fn sqlite(history_n: u64, posts: usize) {
     let mut reserve = Vec::new();
     for (idx, template) in [None, Some(history.as_path())].into_iter().enumerate() {
         let (store, _) = ledger(dir.path(), &format!("res-{idx}"), template).await;
-        let app = app(store as Arc<dyn Store>, settings());
-        reserve.push(measure_reservations(&app, 1, posts).await);
+        let store = store as Arc<dyn Store>;
+        let app = app(store.clone(), settings());
+        reserve.push(measure_reservations(&app, store, 1, posts).await);
     }
     figures(
         "reserve+commit/s",
@@ -341,7 +342,7 @@ mod postgres {
             for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {
                 let store = database("airlock_bench_run", t).await;
                 let app = app(store.clone() as Arc<dyn Store>, settings());
-                pair[idx] = measure_reservations(&app, workers, posts).await;
+                pair[idx] = measure_reservations(&app, store.clone(), workers, posts).await;
                 store.pool().close().await;
             }
             if workers == 1 {

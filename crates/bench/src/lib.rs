@@ -137,9 +137,13 @@ pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
 /// its reservation in one transaction (the quota decision serialized across channels),
 /// then its reservation committed with the outcome — the two quota transactions of a
 /// publish, without the platform, the intent or verification.
-pub async fn measure_reservations(app: &App, workers: usize, n: usize) -> f64 {
+pub async fn measure_reservations(
+    app: &App,
+    store: Arc<dyn Store>,
+    workers: usize,
+    n: usize,
+) -> f64 {
     let ids = approved_posts(app, n, None).await;
-    let store = app.store().clone();
     let mut posts = Vec::with_capacity(n);
     for id in ids {
         posts.push(store.get_post(id).await.expect("read"));
@@ -315,7 +319,7 @@ pub async fn measure_lag(
     let mut lags = Vec::with_capacity(n);
     for id in &ids {
         loop {
-            let detail = app.store().post_detail(*id).await.expect("detail");
+            let detail = app.get_post(&me, *id).await.expect("detail");
             if let Some(intent) = detail.intents.first() {
                 let due = detail.post.scheduled_at;
                 lags.push((intent.created_at - due).to_std().unwrap_or_default());
@@ -542,7 +546,7 @@ pub async fn measure_wakeup_lag(
     let mut lags = Vec::with_capacity(n);
     for (id, approved) in drafts.iter().zip(approved_at) {
         loop {
-            let detail = approving.store().post_detail(*id).await.expect("detail");
+            let detail = approving.get_post(&me, *id).await.expect("detail");
             if let Some(intent) = detail.intents.first() {
                 lags.push((intent.created_at - approved).to_std().unwrap_or_default());
                 break;

@@ -9,7 +9,7 @@ use secrecy::ExposeSecret;
 use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, Principal};
 use airlock_core::{Media, PostStatus, Role, RoleSet};
-use airlock_store::{PostClaim, PostFilter};
+use airlock_store::{PostClaim, PostFilter, Store};
 
 use crate::config::Config;
 use crate::output::print_posts;
@@ -136,8 +136,8 @@ fn prepare_dir(dir: &Path) -> Result<(), Failure> {
 pub async fn demo(args: DemoArgs) -> CmdResult {
     prepare_dir(&args.dir)?;
     let config = Config::load(&args.dir.join("airlock.toml"))?;
-    let app = wiring::app_for_publishing(&config).await?;
-    seed(&app).await?;
+    let (app, store) = wiring::publishing_ledger(&config).await?;
+    seed(&app, store.as_ref()).await?;
     let token = app
         .create_token(
             &Principal::cli(),
@@ -205,8 +205,9 @@ fn draft(channel: &str, text: &str) -> DraftInput {
     }
 }
 
-/// Sample posts in every state, made through the same guarded operations people use.
-async fn seed(app: &App) -> Result<(), Failure> {
+/// Sample posts in every state, made through the same guarded operations people use;
+/// only the claim of a worker that crashed is written to `store` as that worker would.
+async fn seed(app: &App, store: &dyn Store) -> Result<(), Failure> {
     let me = Principal::cli();
     let add = |input: DraftInput| async {
         let created = app
@@ -289,7 +290,7 @@ async fn seed(app: &App) -> Result<(), Failure> {
     app.approve(&me, id).await?;
     let read = app.get_post(&me, id).await?;
     let now = app.now();
-    app.store()
+    store
         .claim_post(&PostClaim {
             id,
             version: read.post.version,

@@ -186,8 +186,8 @@ pub struct Server {
     deliverer: airlock_notify::Deliverer,
     scheduler: Option<airlock_compose::Scheduler>,
     dispatcher: DispatcherSettings,
-    policy: airlock_web::policy::PolicySettings,
-    web: airlock_web::WebSettings,
+    policy: airlock_api::policy::PolicySettings,
+    api: airlock_api::ApiSettings,
     dashboard: airlock_dashboard::DashboardSettings,
     deliver_interval: std::time::Duration,
 }
@@ -217,7 +217,7 @@ impl Server {
             None
         };
         let poll = config.poll_interval.as_std();
-        let mut policy = airlock_web::policy::PolicySettings::new(address);
+        let mut policy = airlock_api::policy::PolicySettings::new(address);
         policy.public_url = config.public_url.clone();
         policy.allowed_hosts = config.allowed_hosts.clone();
         policy.allowed_origins = config.allowed_origins.clone();
@@ -243,7 +243,7 @@ impl Server {
                 reap_interval: poll.min(std::time::Duration::from_secs(30)),
             },
             policy,
-            web: airlock_web::WebSettings {
+            api: airlock_api::ApiSettings {
                 metrics_token_required: config.metrics_token_required,
             },
             dashboard,
@@ -264,16 +264,16 @@ impl Server {
         mcp.allowed_origins = self.policy.all_allowed_origins();
         mcp.allowed_hosts = self.policy.all_allowed_hosts();
         mcp.shutdown = shutdown.child_token();
-        let router = airlock_web::router_with(self.app.clone(), self.web)
+        let router = airlock_api::router_with(self.app.clone(), self.api)
             .merge(airlock_dashboard::router(self.app.clone(), self.dashboard))
             .merge(airlock_mcp::router(self.app.clone(), mcp));
         // One Host and Origin policy in front of every route (dashboard, API, MCP).
         let router =
-            airlock_web::guarded(router, airlock_web::policy::HostPolicy::new(&self.policy));
+            airlock_api::guarded(router, airlock_api::policy::HostPolicy::new(&self.policy));
         let listener = self.listener;
         let token = shutdown.clone();
         tasks.spawn(async move {
-            if let Err(e) = airlock_web::serve(listener, router, token).await {
+            if let Err(e) = airlock_api::serve(listener, router, token).await {
                 tracing::error!(error = %e, "HTTP server failed");
             }
             "the HTTP server"

@@ -246,13 +246,8 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
             .map_err(|e| refuse(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Deliverer::new(
-        app.store().clone(),
-        sinks,
-        app.worker().to_owned(),
-        DeliverySettings::default(),
-    )
-    .map_err(|e| Failure::refused(format!("{}: notify: {e}", config.path.display())))
+    app.deliverer(sinks, DeliverySettings::default())
+        .map_err(|e| Failure::refused(format!("{}: notify: {e}", config.path.display())))
 }
 
 /// [`app_for_ledger`] over [`open_store_current`]: for commands that must not create or
@@ -314,14 +309,22 @@ pub async fn app_for_ledger(config: &Config) -> Result<App, Failure> {
 
 /// The app with every channel's adapter, for commands that publish.
 pub async fn app_for_publishing(config: &Config) -> Result<App, Failure> {
+    Ok(publishing_ledger(config).await?.0)
+}
+
+/// [`app_for_publishing`] and the store it runs over, for `demo`, which also plays a
+/// worker that crashed after its claim: a second writer to the ledger, as another
+/// process would be, that no front end may be.
+pub async fn publishing_ledger(config: &Config) -> Result<(App, Arc<dyn Store>), Failure> {
     let platforms = build_platforms(config)?;
     let store = open_store(config).await?;
-    Ok(App::new(
-        store,
+    let app = App::new(
+        store.clone(),
         config.app_settings(),
         platforms,
         App::system_clock(),
-    ))
+    );
+    Ok((app, store))
 }
 
 /// A checked online copy of a SQLite ledger at `to` (see `SqliteStore::backup_into`).

@@ -32,7 +32,7 @@ use std::fmt;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde::{Serialize, Serializer};
 
-use airlock_app::App;
+use airlock_app::{App, Principal};
 use airlock_core::policy::is_jpeg_url;
 use airlock_core::time::format_utc;
 use airlock_core::{ChannelKind, ChannelName, Media, PostContent, Source, Span, Violation};
@@ -340,8 +340,7 @@ async fn prepare(app: &App, target: Target<'_>) -> Result<Prepared> {
         })?;
     let now = app.now();
     let used: HashMap<String, DateTime<Utc>> = app
-        .store()
-        .sources_used(&channel.name, DateTime::UNIX_EPOCH)
+        .sources_used(&Principal::scheduler(), &channel.name, DateTime::UNIX_EPOCH)
         .await?
         .into_iter()
         .collect();

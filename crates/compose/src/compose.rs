@@ -173,7 +173,11 @@ async fn slot_post(app: &App, target: Target<'_>, key: &str) -> Result<Option<Po
         limit: Some(1),
         ..PostFilter::default()
     };
-    Ok(app.store().list_posts(&filter).await?.into_iter().next())
+    Ok(app
+        .list_posts(&Principal::scheduler(), &filter)
+        .await?
+        .into_iter()
+        .next())
 }
 
 /// Approves a post as the channel's `auto_approve` principal when it is a draft the
@@ -188,7 +192,7 @@ async fn approve_untouched(app: &App, target: Target<'_>, post: Post) -> Result<
     if post.status != PostStatus::Draft || post.created_by != Actor::Scheduler.to_string() {
         return Ok(post);
     }
-    let detail = app.store().post_detail(post.id).await?;
+    let detail = app.get_post(&Principal::scheduler(), post.id).await?;
     if detail.post.status != PostStatus::Draft || detail.events.len() != 1 {
         return Ok(detail.post);
     }
@@ -202,7 +206,7 @@ async fn approve_untouched(app: &App, target: Target<'_>, post: Post) -> Result<
     {
         Ok(approved) => Ok(approved),
         Err(airlock_app::Error::Conflict(_) | airlock_app::Error::IllegalTransition(_)) => {
-            Ok(app.store().get_post(post.id).await?)
+            Ok(app.get_post(&Principal::scheduler(), post.id).await?.post)
         }
         Err(e) => Err(e.into()),
     }

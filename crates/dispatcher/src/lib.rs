@@ -136,7 +136,7 @@ impl Dispatcher {
     async fn worker(&self, worker: usize, shutdown: CancellationToken) {
         tracing::debug!(worker, "dispatcher worker started");
         // Read before each look at the ledger, so a signal in between is not lost.
-        let mut seen = self.app.store().due_signals().await;
+        let mut seen = self.app.due_signals().await;
         while !shutdown.is_cancelled() {
             airlock_app::drill::boundary("dispatcher::worker");
             match self.app.publish_next(None).await {
@@ -155,7 +155,7 @@ impl Dispatcher {
             }
             let wait = self.idle_wait().await;
             tokio::select! {
-                signals = self.app.store().wait_for_due(seen, wait) => seen = signals,
+                signals = self.app.wait_for_due(seen, wait) => seen = signals,
                 _ = self.app.wake().notified() => {}
                 _ = shutdown.cancelled() => break,
             }
@@ -164,16 +164,7 @@ impl Dispatcher {
 
     /// How long an idle worker may sleep: until the next post is due, at most the poll interval.
     async fn idle_wait(&self) -> StdDuration {
-        let next = match self.app.claimable_channels().await {
-            Ok((channels, tests)) => self
-                .app
-                .store()
-                .next_due_at(&channels, &tests)
-                .await
-                .ok()
-                .flatten(),
-            Err(_) => None,
-        };
+        let next = self.app.next_due_at().await.ok().flatten();
         match next {
             Some(at) => (at - self.app.now())
                 .to_std()

@@ -35,7 +35,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use airlock_app::{App, Error};
+use airlock_app::{App, Error, ErrorBody};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -48,7 +48,6 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::AirlockMcp;
@@ -524,8 +523,7 @@ fn split_host_port(entry: &str) -> (String, Option<u16>) {
 }
 
 fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    let body = json!({"error": {"code": code, "message": message}});
-    (status, axum::Json(body)).into_response()
+    (status, axum::Json(ErrorBody::new(code, message))).into_response()
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use airlock_app::critic::VerdictInput;
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
-use airlock_app::{App, Error, Principal};
+use airlock_app::{App, Error, ErrorBody, Principal};
 use airlock_core::{ChannelName, Media, PostId, PostStatus, VerdictKind};
 use airlock_store::PostFilter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -32,7 +32,6 @@ use rmcp::{RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// What the server tells every client about airlock when it connects.
 pub const INSTRUCTIONS: &str = "\
@@ -759,7 +758,7 @@ fn refusal(code: &str, message: &str) -> CallToolResult {
     let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
         "{message} [code: {code}]"
     ))]);
-    result.structured_content = Some(json!({"error": {"code": code, "message": message}}));
+    result.structured_content = Some(ErrorBody::new(code, message).to_value());
     result
 }
 

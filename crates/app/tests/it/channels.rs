@@ -197,7 +197,7 @@ async fn a_bluesky_create_whose_answer_never_comes_is_settled_by_its_record_key_
             get_record: bluesky::ANY_CALLS,
             ..bluesky::Expect::NONE
         },
-        |s| s.create_mode = bluesky::CreateMode::WriteThenDelay(LATE),
+        |s| s.create_mode = bluesky::CreateMode::CreateThenDelay(LATE),
     )
     .await;
     let h = Harness::new(|_| vec![bluesky_channel(&fake, bluesky::HANDLE)]).await;
@@ -238,7 +238,7 @@ async fn a_bluesky_create_whose_answer_never_comes_is_settled_by_its_record_key_
 #[tokio::test]
 async fn a_bluesky_retry_after_a_person_requeued_reuses_the_record_key() {
     let fake = bluesky::BlueskyFake::start_with(bluesky::Expect::ANY, |s| {
-        s.create_mode = bluesky::CreateMode::StatusWithoutWriting(502)
+        s.create_mode = bluesky::CreateMode::StatusWithoutCreating(502)
     })
     .await;
     let h = Harness::new(|_| vec![bluesky_channel(&fake, bluesky::HANDLE)]).await;

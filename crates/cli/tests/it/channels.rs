@@ -451,7 +451,7 @@ async fn a_bluesky_create_whose_answer_never_comes_ends_posted_with_one_record()
     let fakes = Fakes {
         bluesky: Some(
             bluesky_fake(&canary, expect, |f| {
-                f.create_mode = bluesky::CreateMode::WriteThenDelay(Duration::from_secs(3));
+                f.create_mode = bluesky::CreateMode::CreateThenDelay(Duration::from_secs(3));
             })
             .await,
         ),

@@ -266,7 +266,7 @@ async fn a_lost_answer_is_settled_by_the_record_at_its_key(mode: CreateMode, tim
 #[tokio::test]
 async fn a_create_answered_with_500_is_unknown_and_settled_by_get_record() {
     a_lost_answer_is_settled_by_the_record_at_its_key(
-        CreateMode::WriteThenStatus(500),
+        CreateMode::CreateThenStatus(500),
         Duration::from_secs(5),
     )
     .await;
@@ -275,7 +275,7 @@ async fn a_create_answered_with_500_is_unknown_and_settled_by_get_record() {
 #[tokio::test]
 async fn a_create_whose_answer_never_comes_is_unknown_and_settled_by_get_record() {
     a_lost_answer_is_settled_by_the_record_at_its_key(
-        CreateMode::WriteThenDelay(LONG_DELAY),
+        CreateMode::CreateThenDelay(LONG_DELAY),
         SHORT_TIMEOUT,
     )
     .await;
@@ -290,7 +290,7 @@ async fn no_record_at_the_key_proves_nothing() {
         ..Expect::NONE
     };
     let fake = BlueskyFake::start_with(expect, |s| {
-        s.create_mode = CreateMode::StatusWithoutWriting(502)
+        s.create_mode = CreateMode::StatusWithoutCreating(502)
     })
     .await;
     let bluesky = adapter(&fake);
@@ -399,8 +399,10 @@ async fn a_fresh_process_reconciles_by_the_handle_whatever_it_logs_in_with() {
         get_record: 1,
         ..Expect::NONE
     };
-    let fake =
-        BlueskyFake::start_with(expect, |s| s.create_mode = CreateMode::WriteThenStatus(500)).await;
+    let fake = BlueskyFake::start_with(expect, |s| {
+        s.create_mode = CreateMode::CreateThenStatus(500)
+    })
+    .await;
     let first = adapter_with(&fake, "cats@inn.example", Duration::from_secs(5));
     let req = request("bsky-main", "Mochi naps.");
     let prepared = first.prepare(&req).await.unwrap();

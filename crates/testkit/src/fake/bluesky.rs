@@ -17,13 +17,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::CANARY;
-use crate::fake::meta::ANY;
+use crate::fake::{ANY, Fake, Platform, mount_routes, query, spend};
 
 /// Any number of calls, for an [`Expect`] field.
 pub const ANY_CALLS: u64 = ANY;
@@ -33,18 +32,11 @@ pub const HANDLE: &str = "inn-cats.bsky.social";
 /// The account's DID.
 pub const DID: &str = "did:plc:inncats7x2k4m";
 
-/// How `createRecord` behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CreateMode {
-    /// Write and answer 200.
-    Normal,
-    /// Write the record, then answer this status.
-    WriteThenStatus(u16),
-    /// Write the record, then answer only after this long.
-    WriteThenDelay(Duration),
-    /// Answer this status and write nothing.
-    StatusWithoutWriting(u16),
-}
+/// How `createRecord` behaves (`CreateThen…` writes the record).
+pub use crate::fake::CreateMode;
+
+/// A running fake PDS.
+pub type BlueskyFake = Fake<State>;
 
 /// The XRPC methods the fake serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,6 +58,17 @@ pub enum Route {
 }
 
 impl Route {
+    /// Every route, in the order the fake mounts them.
+    pub const ALL: [Route; 7] = [
+        Route::CreateSession,
+        Route::RefreshSession,
+        Route::GetSession,
+        Route::ResolveHandle,
+        Route::UploadBlob,
+        Route::CreateRecord,
+        Route::GetRecord,
+    ];
+
     fn nsid(self) -> &'static str {
         match self {
             Route::CreateSession => "com.atproto.server.createSession",
@@ -126,8 +129,8 @@ pub struct State {
     next: u64,
 }
 
-impl State {
-    fn new() -> Self {
+impl Default for State {
+    fn default() -> Self {
         State {
             handle: HANDLE.into(),
             email: "cats@inn.example".into(),
@@ -148,7 +151,9 @@ impl State {
             next: 0,
         }
     }
+}
 
+impl State {
     /// The record at `rkey`, if any.
     pub fn record(&self, rkey: &str) -> Option<&Record> {
         self.records.iter().find(|r| r.rkey == rkey)
@@ -190,14 +195,6 @@ fn bearer(request: &Request) -> Option<String> {
         .ok()?
         .strip_prefix("Bearer ")
         .map(str::to_owned)
-}
-
-fn query(request: &Request, key: &str) -> Option<String> {
-    request
-        .url
-        .query_pairs()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.into_owned())
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -300,16 +297,13 @@ impl Respond for Pds {
                 if body["collection"] != "app.bsky.feed.post" {
                     return error(400, "InvalidRequest", "Invalid collection");
                 }
-                if let Some(left) = state.writes_left.as_mut() {
-                    if *left == 0 {
-                        let reset = chrono::Utc::now().timestamp() + 120;
-                        return error(429, "RateLimitExceeded", "Rate Limit Exceeded")
-                            .insert_header("ratelimit-limit", "5000")
-                            .insert_header("ratelimit-remaining", "0")
-                            .insert_header("ratelimit-reset", reset.to_string().as_str())
-                            .insert_header("ratelimit-policy", "5000;w=3600");
-                    }
-                    *left -= 1;
+                if !spend(&mut state.writes_left) {
+                    let reset = chrono::Utc::now().timestamp() + 120;
+                    return error(429, "RateLimitExceeded", "Rate Limit Exceeded")
+                        .insert_header("ratelimit-limit", "5000")
+                        .insert_header("ratelimit-remaining", "0")
+                        .insert_header("ratelimit-reset", reset.to_string().as_str())
+                        .insert_header("ratelimit-policy", "5000;w=3600");
                 }
                 let text = body["record"]["text"].as_str().unwrap_or("");
                 if text.graphemes_count() > 300 || text.len() > 3000 {
@@ -319,7 +313,7 @@ impl Respond for Pds {
                         "Invalid app.bsky.feed.post record: Record/text must not be longer than 300 graphemes",
                     );
                 }
-                if let CreateMode::StatusWithoutWriting(code) = state.create_mode {
+                if let CreateMode::StatusWithoutCreating(code) = state.create_mode {
                     return error(code, "InternalServerError", "Internal Server Error");
                 }
                 let rkey = body["rkey"].as_str().map(str::to_owned).unwrap_or_else(|| {
@@ -343,13 +337,9 @@ impl Respond for Pds {
                     "commit": {"cid": "bafyreicommit", "rev": "3lrev"},
                     "validationStatus": "valid",
                 }));
-                match state.create_mode {
-                    CreateMode::WriteThenStatus(code) => {
-                        error(code, "InternalServerError", "Internal Server Error")
-                    }
-                    CreateMode::WriteThenDelay(delay) => answer.set_delay(delay),
-                    _ => answer,
-                }
+                state.create_mode.answer(answer, |code| {
+                    error(code, "InternalServerError", "Internal Server Error")
+                })
             }
             Route::GetRecord => {
                 let repo = query(request, "repo").unwrap_or_default();
@@ -446,69 +436,24 @@ impl Expect {
     }
 }
 
-/// A running fake PDS.
-pub struct BlueskyFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
+impl Platform for State {
+    type Expect = Expect;
 
-impl BlueskyFake {
-    /// Starts a fake expecting these calls, after `configure` adjusts its state.
-    pub async fn start_with(expect: Expect, configure: impl FnOnce(&mut State)) -> BlueskyFake {
-        let server = MockServer::start().await;
-        let mut state = State::new();
-        configure(&mut state);
-        let state = Arc::new(Mutex::new(state));
-        for route in [
-            Route::CreateSession,
-            Route::RefreshSession,
-            Route::GetSession,
-            Route::ResolveHandle,
-            Route::UploadBlob,
-            Route::CreateRecord,
-            Route::GetRecord,
-        ] {
+    async fn mount(fake: &BlueskyFake, expect: Expect) {
+        let routes = Route::ALL.map(|route| {
             let path = format!("/xrpc/{}", route.nsid());
-            let mock = Mock::given(move |request: &Request| {
+            let matcher = move |request: &Request| {
                 request.method.as_str() == route.verb() && request.url.path() == path
-            })
-            .respond_with(Pds(state.clone(), route))
-            .named(route.nsid());
-            let mock = match expect.times(route) {
-                ANY => mock.expect(0..),
-                n => mock.expect(n),
             };
-            mock.mount(&server).await;
-        }
-        Mock::given(wiremock::matchers::any())
-            .respond_with(error(501, "MethodNotImplemented", "Method Not Implemented"))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&server)
-            .await;
-        BlueskyFake { server, state }
-    }
-
-    /// Starts a fake with the default state.
-    pub async fn start(expect: Expect) -> BlueskyFake {
-        Self::start_with(expect, |_| {}).await
-    }
-
-    /// The fake's address, for `base_url`.
-    pub fn uri(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
-    }
-
-    /// Every request received so far.
-    pub async fn requests(&self) -> Vec<Request> {
-        self.server.received_requests().await.unwrap_or_default()
+            let responder = Pds(fake.state.clone(), route);
+            (
+                route.nsid().to_owned(),
+                matcher,
+                responder,
+                expect.times(route),
+            )
+        });
+        let unexpected = error(501, "MethodNotImplemented", "Method Not Implemented");
+        mount_routes(&fake.server, routes, unexpected).await;
     }
 }

@@ -13,27 +13,19 @@
 //! - [`PublishMode`] acts out lost answers.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path, path_regex};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::CANARY;
+use crate::fake::{Fake, refuse_the_rest};
+
+/// How the create endpoint behaves.
+pub use crate::fake::CreateMode as PublishMode;
 
 /// The member id `userinfo` answers.
 pub const SUB: &str = "vaz8tJ1Aah";
-
-/// How the create endpoint behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PublishMode {
-    /// Create and answer 201.
-    Normal,
-    /// Create, then answer this status.
-    CreateThenStatus(u16),
-    /// Create, then answer only after this long.
-    CreateThenDelay(Duration),
-}
 
 /// One created post.
 #[derive(Debug, Clone)]
@@ -262,6 +254,9 @@ impl Respond for CreatePost {
                 "status": 429,
             }));
         }
+        if let PublishMode::StatusWithoutCreating(status) = state.publish_mode {
+            return ResponseTemplate::new(status);
+        }
         state.next += 1;
         let urn = format!("urn:li:share:{}", state.next);
         state.posts.push(Post {
@@ -270,25 +265,13 @@ impl Respond for CreatePost {
             commentary,
             at: now,
         });
-        match state.publish_mode {
-            PublishMode::Normal => {
-                ResponseTemplate::new(201).insert_header("x-restli-id", urn.as_str())
-            }
-            PublishMode::CreateThenStatus(status) => ResponseTemplate::new(status),
-            PublishMode::CreateThenDelay(delay) => ResponseTemplate::new(201)
-                .insert_header("x-restli-id", urn.as_str())
-                .set_delay(delay),
-        }
+        let created = ResponseTemplate::new(201).insert_header("x-restli-id", urn.as_str());
+        state.publish_mode.answer(created, ResponseTemplate::new)
     }
 }
 
 /// A running fake.
-pub struct LinkedinFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
+pub type LinkedinFake = Fake<State>;
 
 impl LinkedinFake {
     /// Starts a fake expecting this many `userinfo` and create calls, and no reads.
@@ -321,18 +304,7 @@ impl LinkedinFake {
             .named("read post")
             .mount(&server)
             .await;
-        Mock::given(wiremock::matchers::any())
-            .respond_with(error(404, None, "No route"))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&server)
-            .await;
+        refuse_the_rest(&server, error(404, None, "No route")).await;
         LinkedinFake { server, state }
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
     }
 }

@@ -16,28 +16,23 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::CANARY;
-use crate::fake::meta::ANY;
+use crate::fake::{ANY, Fake, Platform, spend};
 
 /// The account's `acct`.
 pub const ACCT: &str = "inn_cats";
 
-/// How `POST /api/v1/statuses` behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CreateMode {
-    /// Make the status and answer 200.
-    Normal,
-    /// Make the status (keeping its key), then answer this status.
-    CreateThenStatus(u16),
-    /// Make the status (keeping its key), then answer only after this long.
-    CreateThenDelay(Duration),
-}
+/// How `POST /api/v1/statuses` behaves (`CreateThen…` makes the status and keeps its
+/// key).
+pub use crate::fake::CreateMode;
+
+/// A running fake instance.
+pub type MastodonFake = Fake<State>;
 
 /// A status.
 #[derive(Debug, Clone)]
@@ -92,8 +87,8 @@ pub struct State {
     next: u64,
 }
 
-impl State {
-    fn new() -> Self {
+impl Default for State {
+    fn default() -> Self {
         State {
             token: CANARY.into(),
             token_revoked: false,
@@ -109,7 +104,9 @@ impl State {
             next: 109_876_543_210_000_000,
         }
     }
+}
 
+impl State {
     fn clock(&self) -> DateTime<Utc> {
         self.now.unwrap_or_else(Utc::now)
     }
@@ -190,16 +187,13 @@ impl Respond for Instance {
         if bearer != Some(state.token.as_str()) || state.token_revoked {
             return error(401, "The access token is invalid");
         }
-        if let Some(left) = state.requests_left.as_mut() {
-            if *left == 0 {
-                let reset = (state.clock() + chrono::Duration::minutes(5))
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-                return error(429, "Too many requests")
-                    .insert_header("x-ratelimit-limit", "300")
-                    .insert_header("x-ratelimit-remaining", "0")
-                    .insert_header("x-ratelimit-reset", reset.as_str());
-            }
-            *left -= 1;
+        if !spend(&mut state.requests_left) {
+            let reset = (state.clock() + chrono::Duration::minutes(5))
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            return error(429, "Too many requests")
+                .insert_header("x-ratelimit-limit", "300")
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", reset.as_str());
         }
         match self.1 {
             Route::Identity => ResponseTemplate::new(200).set_body_json(json!({
@@ -297,6 +291,10 @@ impl Respond for Instance {
                         ),
                     );
                 }
+                if let CreateMode::StatusWithoutCreating(code) = state.create_mode {
+                    return ResponseTemplate::new(code)
+                        .set_body_string("<html>502 Bad Gateway</html>");
+                }
                 state.next += 1;
                 let status = Status {
                     id: state.next.to_string(),
@@ -311,13 +309,9 @@ impl Respond for Instance {
                 let answer =
                     ResponseTemplate::new(200).set_body_json(state.status_json(base, &status));
                 state.statuses.push(status);
-                match state.create_mode {
-                    CreateMode::Normal => answer,
-                    CreateMode::CreateThenStatus(code) => {
-                        ResponseTemplate::new(code).set_body_string("<html>502 Bad Gateway</html>")
-                    }
-                    CreateMode::CreateThenDelay(delay) => answer.set_delay(delay),
-                }
+                state.create_mode.answer(answer, |code| {
+                    ResponseTemplate::new(code).set_body_string("<html>502 Bad Gateway</html>")
+                })
             }
             Route::Read => {
                 let id = request.url.path().rsplit('/').next().unwrap_or("");
@@ -381,93 +375,30 @@ impl Expect {
     };
 }
 
-/// A running fake instance.
-pub struct MastodonFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
+impl Platform for State {
+    type Expect = Expect;
 
-impl MastodonFake {
-    /// Starts a fake expecting these calls, after `configure` adjusts its state.
-    pub async fn start_with(expect: Expect, configure: impl FnOnce(&mut State)) -> MastodonFake {
-        let server = MockServer::start().await;
-        let mut state = State::new();
-        configure(&mut state);
-        let state = Arc::new(Mutex::new(state));
-        type Matcher = fn(&str, &str) -> bool;
-        let routes: [(Route, Matcher, u64); 6] = [
+    async fn mount(fake: &MastodonFake, expect: Expect) {
+        let unexpected = error(404, "Record not found");
+        let routes = [
             (
                 Route::Identity,
-                |m, p| m == "GET" && p == "/api/v1/accounts/verify_credentials",
+                "GET",
+                "/api/v1/accounts/verify_credentials",
                 expect.identity,
             ),
-            (
-                Route::Instance,
-                |m, p| m == "GET" && p == "/api/v2/instance",
-                expect.instance,
-            ),
-            (
-                Route::Upload,
-                |m, p| m == "POST" && p == "/api/v2/media",
-                expect.upload,
-            ),
+            (Route::Instance, "GET", "/api/v2/instance", expect.instance),
+            (Route::Upload, "POST", "/api/v2/media", expect.upload),
             (
                 Route::MediaRead,
-                |m, p| m == "GET" && p.starts_with("/api/v1/media/"),
+                "GET",
+                "/api/v1/media/*",
                 expect.media_read,
             ),
-            (
-                Route::Create,
-                |m, p| m == "POST" && p == "/api/v1/statuses",
-                expect.create,
-            ),
-            (
-                Route::Read,
-                |m, p| m == "GET" && p.starts_with("/api/v1/statuses/"),
-                expect.read,
-            ),
+            (Route::Create, "POST", "/api/v1/statuses", expect.create),
+            (Route::Read, "GET", "/api/v1/statuses/*", expect.read),
         ];
-        for (route, matches, times) in routes {
-            let mock = Mock::given(move |request: &Request| {
-                matches(request.method.as_str(), request.url.path())
-            })
-            .respond_with(Instance(state.clone(), route, server.uri()))
-            .named(format!("{route:?}"));
-            let mock = match times {
-                ANY => mock.expect(0..),
-                n => mock.expect(n),
-            };
-            mock.mount(&server).await;
-        }
-        Mock::given(wiremock::matchers::any())
-            .respond_with(error(404, "Record not found"))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&server)
-            .await;
-        MastodonFake { server, state }
-    }
-
-    /// Starts a fake with the default state.
-    pub async fn start(expect: Expect) -> MastodonFake {
-        Self::start_with(expect, |_| {}).await
-    }
-
-    /// The fake's address, for `base_url`.
-    pub fn uri(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
-    }
-
-    /// Every request received so far.
-    pub async fn requests(&self) -> Vec<Request> {
-        self.server.received_requests().await.unwrap_or_default()
+        let respond = |route| Instance(fake.state.clone(), route, fake.uri());
+        fake.mount_table(routes, respond, unexpected).await;
     }
 }

@@ -28,9 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use wiremock::matchers::{any, method, path_regex, query_param};
+use wiremock::matchers::{method, path_regex, query_param};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::fake::{Fake, refuse_the_rest};
 use crate::{CANARY, params};
 
 /// Which platform the fake plays.
@@ -717,14 +718,7 @@ pub struct Expect {
 }
 
 /// A count in [`Expect`] that allows any number of calls.
-pub const ANY: u64 = u64::MAX;
-
-fn expect(mock: Mock, times: u64) -> Mock {
-    match times {
-        ANY => mock.expect(0..),
-        n => mock.expect(n),
-    }
-}
+pub use crate::fake::ANY;
 
 impl Expect {
     /// Any number of calls to every endpoint (for drills, which assert on the fake's
@@ -761,12 +755,7 @@ impl Expect {
 }
 
 /// A running Graph fake.
-pub struct GraphFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
+pub type GraphFake = Fake<State>;
 
 impl GraphFake {
     /// Starts a fake with the default state (token [`CANARY`]).
@@ -822,19 +811,19 @@ impl GraphFake {
             ))
             .respond_with(endpoint(Route::Identity))
             .named("identity");
-        self::expect(identity, expect.identity)
+        super::expect(identity, expect.identity)
             .mount(&self.server)
             .await;
         let limit = Mock::given(method("GET"))
             .and(path_regex(format!(r"^/{v}/{user}/{limit}$")))
             .respond_with(endpoint(Route::Limit))
             .named("publishing limit");
-        self::expect(limit, expect.limit).mount(&self.server).await;
+        super::expect(limit, expect.limit).mount(&self.server).await;
         let create = Mock::given(method("POST"))
             .and(path_regex(format!(r"^/{v}/{user}/{create}$")))
             .respond_with(endpoint(Route::Create))
             .named("container creation");
-        self::expect(create, expect.create)
+        super::expect(create, expect.create)
             .mount(&self.server)
             .await;
         let status = Mock::given(method("GET"))
@@ -852,7 +841,7 @@ impl GraphFake {
             .and(path_regex(format!(r"^/{v}/{user}/{publish}$")))
             .respond_with(endpoint(Route::Publish))
             .named("publish (irreversible)");
-        self::expect(publish, expect.publish)
+        super::expect(publish, expect.publish)
             .mount(&self.server)
             .await;
         let media_read = Mock::given(method("GET"))
@@ -860,31 +849,11 @@ impl GraphFake {
             .and(query_param("fields", "id,permalink"))
             .respond_with(endpoint(Route::MediaRead))
             .named("media read");
-        self::expect(media_read, expect.media_read)
+        super::expect(media_read, expect.media_read)
             .mount(&self.server)
             .await;
         // Anything else is a bug in the adapter: answer like Graph does for unknown paths.
-        Mock::given(any())
-            .respond_with(graph_error(400, 100, None, "Unknown path components"))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&self.server)
-            .await;
-    }
-
-    /// The fake's address, for `base_url`.
-    pub fn uri(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
-    }
-
-    /// Every request received so far.
-    pub async fn requests(&self) -> Vec<Request> {
-        self.server.received_requests().await.unwrap_or_default()
+        let unexpected = graph_error(400, 100, None, "Unknown path components");
+        refuse_the_rest(&self.server, unexpected).await;
     }
 }

@@ -18,11 +18,11 @@
 //! - [`PublishMode`] acts out lost answers.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
+use crate::fake::{ANY, Fake, mount_routes, query};
 use crate::{CANARY, base64};
 
 /// The login name the application password belongs to.
@@ -31,17 +31,7 @@ pub const USERNAME: &str = "editor";
 pub const USER_SLUG: &str = "inn-editor";
 
 /// How the create endpoint behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PublishMode {
-    /// Create and answer 201.
-    Normal,
-    /// Create, then answer this status.
-    CreateThenStatus(u16),
-    /// Answer this status and create nothing.
-    StatusWithoutCreating(u16),
-    /// Create, then answer only after this long.
-    CreateThenDelay(Duration),
-}
+pub use crate::fake::CreateMode as PublishMode;
 
 /// One article.
 #[derive(Debug, Clone)]
@@ -204,14 +194,6 @@ pub fn route(request: &Request) -> Option<String> {
         .map(|r| r.trim_end_matches('/').to_owned())
 }
 
-fn query(request: &Request, key: &str) -> Option<String> {
-    request
-        .url
-        .query_pairs()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.into_owned())
-}
-
 type Shared = Arc<Mutex<State>>;
 
 /// Whether a `wp/v2` route is the one a mock serves.
@@ -323,18 +305,10 @@ impl Respond for Wp {
                 let answer = state.json(&article);
                 let location = format!("{}/wp-json/wp/v2/posts/{}", state.site, article.id);
                 state.articles.push(article);
-                match state.publish_mode {
-                    PublishMode::CreateThenStatus(code) => ResponseTemplate::new(code),
-                    mode => {
-                        let created = ResponseTemplate::new(201)
-                            .insert_header("location", location.as_str())
-                            .set_body_json(answer);
-                        match mode {
-                            PublishMode::CreateThenDelay(delay) => created.set_delay(delay),
-                            _ => created,
-                        }
-                    }
-                }
+                let created = ResponseTemplate::new(201)
+                    .insert_header("location", location.as_str())
+                    .set_body_json(answer);
+                state.publish_mode.answer(created, ResponseTemplate::new)
             }
             ("GET", route) if route.starts_with("posts/") => {
                 let id = route.trim_start_matches("posts/");
@@ -368,20 +342,15 @@ pub struct Expect {
 }
 
 /// A running fake.
-pub struct WordpressFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
+pub type WordpressFake = Fake<State>;
 
 impl Expect {
     /// Any number of calls to every route (for drills, which assert on the articles).
     pub const ANY: Expect = Expect {
-        identity: crate::fake::meta::ANY,
-        lookup: crate::fake::meta::ANY,
-        create: crate::fake::meta::ANY,
-        read: crate::fake::meta::ANY,
+        identity: ANY,
+        lookup: ANY,
+        create: ANY,
+        read: ANY,
     };
 }
 
@@ -409,34 +378,18 @@ impl WordpressFake {
             ),
             ("read back", "GET", |r| r.starts_with("posts/"), expect.read),
         ];
-        for (name, verb, matches_route, times) in routes {
-            let mock = Mock::given(move |request: &Request| {
+        let routes = routes.map(|(name, verb, matches_route, times)| {
+            let matcher = move |request: &Request| {
                 request.method.as_str() == verb && route(request).is_some_and(|r| matches_route(&r))
-            })
-            .respond_with(Wp(state.clone()))
-            .named(name);
-            let mock = match times {
-                crate::fake::meta::ANY => mock.expect(0..),
-                n => mock.expect(n),
             };
-            mock.mount(&server).await;
-        }
-        Mock::given(wiremock::matchers::any())
-            .respond_with(error(
-                404,
-                "rest_no_route",
-                "No route was found matching the URL and request method.",
-            ))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&server)
-            .await;
+            (name.to_owned(), matcher, Wp(state.clone()), times)
+        });
+        let unexpected = error(
+            404,
+            "rest_no_route",
+            "No route was found matching the URL and request method.",
+        );
+        mount_routes(&server, routes, unexpected).await;
         WordpressFake { server, state }
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
     }
 }

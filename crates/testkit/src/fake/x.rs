@@ -12,13 +12,12 @@
 //! - `GET /2/tweets/{id}` reads a post back.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::CANARY;
-use crate::fake::meta::ANY;
+use crate::fake::{ANY, Fake, Platform, spend};
 
 /// The account's username.
 pub const USERNAME: &str = "inn_cats";
@@ -26,15 +25,10 @@ pub const USERNAME: &str = "inn_cats";
 pub const CLIENT_ID: &str = "aW5uLWNhdHMtYXBw";
 
 /// How `POST /2/tweets` behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CreateMode {
-    /// Post and answer 201.
-    Normal,
-    /// Post, then answer this status.
-    CreateThenStatus(u16),
-    /// Post, then answer only after this long.
-    CreateThenDelay(Duration),
-}
+pub use crate::fake::CreateMode;
+
+/// A running fake.
+pub type XFake = Fake<State>;
 
 /// The routes the fake serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,8 +77,8 @@ pub struct State {
     next: u64,
 }
 
-impl State {
-    fn new() -> Self {
+impl Default for State {
+    fn default() -> Self {
         State {
             access_token: CANARY.into(),
             refresh_token: None,
@@ -99,7 +93,9 @@ impl State {
             next: 1_866_000_000_000_000_000,
         }
     }
+}
 
+impl State {
     /// Posts made.
     pub fn posts(&self) -> usize {
         self.tweets.len()
@@ -166,15 +162,15 @@ impl Respond for Api {
                 "data": {"id": "1500000000000000000", "name": "Inn Cats", "username": state.username},
             })),
             Route::Create => {
-                if let Some(left) = state.posts_left.as_mut() {
-                    if *left == 0 {
-                        let reset = chrono::Utc::now().timestamp() + 900;
-                        return problem(429, "Too Many Requests", "Too Many Requests")
-                            .insert_header("x-rate-limit-limit", "100")
-                            .insert_header("x-rate-limit-remaining", "0")
-                            .insert_header("x-rate-limit-reset", reset.to_string().as_str());
-                    }
-                    *left -= 1;
+                if !spend(&mut state.posts_left) {
+                    let reset = chrono::Utc::now().timestamp() + 900;
+                    return problem(429, "Too Many Requests", "Too Many Requests")
+                        .insert_header("x-rate-limit-limit", "100")
+                        .insert_header("x-rate-limit-remaining", "0")
+                        .insert_header("x-rate-limit-reset", reset.to_string().as_str());
+                }
+                if let CreateMode::StatusWithoutCreating(code) = state.create_mode {
+                    return problem(code, "Service Unavailable", "Service Unavailable");
                 }
                 let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
                 let text = body["text"].as_str().unwrap_or("").to_owned();
@@ -196,13 +192,9 @@ impl Respond for Api {
                 let answer = ResponseTemplate::new(201)
                     .set_body_json(json!({"data": {"id": tweet.id, "text": text, "edit_history_tweet_ids": [tweet.id]}}));
                 state.tweets.push(tweet);
-                match state.create_mode {
-                    CreateMode::Normal => answer,
-                    CreateMode::CreateThenStatus(code) => {
-                        problem(code, "Service Unavailable", "Service Unavailable")
-                    }
-                    CreateMode::CreateThenDelay(delay) => answer.set_delay(delay),
-                }
+                state.create_mode.answer(answer, |code| {
+                    problem(code, "Service Unavailable", "Service Unavailable")
+                })
             }
             Route::Read => {
                 let id = request.url.path().rsplit('/').next().unwrap_or("");
@@ -229,6 +221,23 @@ pub struct Expect {
     pub read: u64,
 }
 
+impl Platform for State {
+    type Expect = Expect;
+
+    async fn mount(fake: &XFake, expect: Expect) {
+        fake.with(|state| state.issued_prefix = state.access_token.clone());
+        let routes = [
+            (Route::Token, "POST", "/2/oauth2/token", expect.refresh),
+            (Route::Identity, "GET", "/2/users/me", expect.identity),
+            (Route::Create, "POST", "/2/tweets", expect.create),
+            (Route::Read, "GET", "/2/tweets/*", expect.read),
+        ];
+        let unexpected = problem(404, "Not Found Error", "Not Found");
+        let respond = |route| Api(fake.state.clone(), route);
+        fake.mount_table(routes, respond, unexpected).await;
+    }
+}
+
 impl Expect {
     /// Any number of calls to every route.
     pub const ANY: Expect = Expect {
@@ -253,86 +262,4 @@ impl Expect {
         create: 1,
         read: 1,
     };
-}
-
-/// A running fake.
-pub struct XFake {
-    /// The server; dropping it checks every mock's expectation.
-    pub server: MockServer,
-    /// The shared state.
-    pub state: Arc<Mutex<State>>,
-}
-
-impl XFake {
-    /// Starts a fake expecting these calls, after `configure` adjusts its state.
-    pub async fn start_with(expect: Expect, configure: impl FnOnce(&mut State)) -> XFake {
-        let server = MockServer::start().await;
-        let mut state = State::new();
-        configure(&mut state);
-        state.issued_prefix = state.access_token.clone();
-        let state = Arc::new(Mutex::new(state));
-        type Matcher = fn(&str, &str) -> bool;
-        let routes: [(Route, Matcher, u64); 4] = [
-            (
-                Route::Token,
-                |m, p| m == "POST" && p == "/2/oauth2/token",
-                expect.refresh,
-            ),
-            (
-                Route::Identity,
-                |m, p| m == "GET" && p == "/2/users/me",
-                expect.identity,
-            ),
-            (
-                Route::Create,
-                |m, p| m == "POST" && p == "/2/tweets",
-                expect.create,
-            ),
-            (
-                Route::Read,
-                |m, p| m == "GET" && p.starts_with("/2/tweets/"),
-                expect.read,
-            ),
-        ];
-        for (route, matches, times) in routes {
-            let mock = Mock::given(move |request: &Request| {
-                matches(request.method.as_str(), request.url.path())
-            })
-            .respond_with(Api(state.clone(), route))
-            .named(format!("{route:?}"));
-            let mock = match times {
-                ANY => mock.expect(0..),
-                n => mock.expect(n),
-            };
-            mock.mount(&server).await;
-        }
-        Mock::given(wiremock::matchers::any())
-            .respond_with(problem(404, "Not Found Error", "Not Found"))
-            .with_priority(u8::MAX)
-            .expect(0)
-            .named("unexpected call")
-            .mount(&server)
-            .await;
-        XFake { server, state }
-    }
-
-    /// Starts a fake with the default state.
-    pub async fn start(expect: Expect) -> XFake {
-        Self::start_with(expect, |_| {}).await
-    }
-
-    /// The fake's address, for `base_url`.
-    pub fn uri(&self) -> String {
-        self.server.uri()
-    }
-
-    /// Runs `f` on the state.
-    pub fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock().unwrap())
-    }
-
-    /// Every request received so far.
-    pub async fn requests(&self) -> Vec<Request> {
-        self.server.received_requests().await.unwrap_or_default()
-    }
 }

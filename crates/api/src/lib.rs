@@ -1,7 +1,8 @@
 //! airlock's HTTP surface: the `/api/v1` API (docs/http-api.md), `/healthz`, Prometheus
 //! `/metrics` and `/api/openapi.json`, as one axum [`router`], plus [`serve`].
 //!
-//! Only this crate knows HTTP. Handlers are thin: authenticate the bearer token
+//! Only this crate, the dashboard and MCP's `/mcp` endpoint serve HTTP; this one owns
+//! the API and the Host/Origin policy. Handlers are thin: authenticate the bearer token
 //! ([`auth::Caller`]), call one `App` operation (which checks roles, pauses, policy and
 //! quota), and map its error once ([`error::ApiError`]). The dashboard and the MCP
 //! endpoint are separate routers merged beside this one by `airlock serve`, which wraps
@@ -33,7 +34,7 @@ pub mod policy;
 
 /// How the routes outside `/api/v1` are exposed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WebSettings {
+pub struct ApiSettings {
     /// `/metrics` and `/api/openapi.json` answer only a request with a valid token (any
     /// role), 401 otherwise (`[server] metrics_token_required`; default off, so a
     /// Prometheus on loopback scrapes without one). `/healthz` stays open: it says only
@@ -43,11 +44,11 @@ pub struct WebSettings {
 
 /// The API, health, metrics and OpenAPI routes, with the app as state.
 pub fn router(app: App) -> Router {
-    router_with(app, WebSettings::default())
+    router_with(app, ApiSettings::default())
 }
 
 /// [`router`] with explicit settings.
-pub fn router_with(app: App, settings: WebSettings) -> Router {
+pub fn router_with(app: App, settings: ApiSettings) -> Router {
     let mut documents = Router::new()
         .route("/api/openapi.json", get(openapi))
         .route("/metrics", get(metrics));
@@ -221,7 +222,7 @@ async fn require_token(State(app): State<App>, request: Request, next: Next) -> 
 /// with a valid token (any role) also learns which scopes are paused, or why the store
 /// is unavailable: an anonymous caller learns nothing about the ledger.
 async fn healthz(State(app): State<App>, headers: HeaderMap) -> Response {
-    let health = app.store().pauses().await;
+    let health = app.health().await;
     let authorized = match auth::bearer_header(&headers) {
         Some(secret) => app.authenticate(secret).await.is_ok(),
         None => false,
@@ -273,10 +274,14 @@ fn escape_label(value: &str) -> String {
 
 /// Renders every series in the Prometheus text format.
 pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreError> {
-    let store = app.store();
-    let counts = store.status_counts().await?;
-    let outbox = store.outbox_stats().await?;
-    let pauses = store.pauses().await?;
+    let airlock_app::metrics::LedgerGauges {
+        counts,
+        outbox,
+        pauses,
+        now,
+        health,
+        due_by_channel: by_channel,
+    } = app.ledger_gauges().await?;
     let mut out = String::new();
     let gauge = |out: &mut String, name: &str, help: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
@@ -335,8 +340,6 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
             escape_label(&pause.scope)
         );
     }
-    let now = app.now();
-    let health = store.health_stats(now).await?;
     let age = |at: Option<chrono::DateTime<chrono::Utc>>| {
         at.map_or(0, |at| (now - at).num_seconds().max(0))
     };
@@ -384,7 +387,6 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
     );
     // Per configured channel only: posts left approved on a channel removed from the
     // configuration wait for a person, not for a dispatcher.
-    let by_channel = store.due_by_channel(now).await?;
     let configured: Vec<(String, Option<&airlock_store::ChannelDue>)> = app
         .settings()
         .channels

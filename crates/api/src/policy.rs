@@ -24,8 +24,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use axum::response::Response;
 
 /// What the policy is built from; `airlock serve` fills it from `[server]`.
 #[derive(Debug, Clone)]
@@ -235,8 +234,7 @@ pub async fn enforce(State(policy): State<HostPolicy>, request: Request, next: N
 }
 
 fn refusal(code: &str, message: &str) -> Response {
-    let body = json!({"error": {"code": code, "message": message}});
-    let mut response = (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+    let mut response = crate::error::error_response(StatusCode::FORBIDDEN, code, message);
     crate::no_store(response.headers_mut());
     response
 }

@@ -113,7 +113,7 @@ impl World {
             }
             None => Body::empty(),
         };
-        let response = airlock_web::router(self.app.clone())
+        let response = airlock_api::router(self.app.clone())
             .oneshot(request.body(body).unwrap())
             .await
             .unwrap();
@@ -584,7 +584,7 @@ async fn concurrent_identical_creates_with_one_idempotency_key_make_one_post() {
                 .header("idempotency-key", "draft-42")
                 .body(Body::from(body.to_string()))
                 .unwrap();
-            let response = airlock_web::router(app).oneshot(request).await.unwrap();
+            let response = airlock_api::router(app).oneshot(request).await.unwrap();
             let status = response.status();
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
                 .await
@@ -622,7 +622,7 @@ async fn concurrent_identical_creates_with_one_idempotency_key_make_one_post() {
             json!({"channel": "cats", "text": "something else"}).to_string(),
         ))
         .unwrap();
-    let response = airlock_web::router(world.app.clone())
+    let response = airlock_api::router(world.app.clone())
         .oneshot(request)
         .await
         .unwrap();
@@ -690,7 +690,7 @@ async fn metrics_and_openapi_and_health_are_served() {
             None,
         )
         .await;
-    let response = airlock_web::router(world.app.clone())
+    let response = airlock_api::router(world.app.clone())
         .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
         .await
         .unwrap();
@@ -870,13 +870,13 @@ async fn times_outside_the_ledgers_years_are_400_not_503() {
 
 #[tokio::test]
 async fn a_foreign_host_or_origin_gets_no_answer_from_any_route() {
-    use airlock_web::policy::{HostPolicy, PolicySettings};
+    use airlock_api::policy::{HostPolicy, PolicySettings};
     let world = world(100).await;
     let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
     settings.public_url = Some(url::Url::parse("https://airlock.example").unwrap());
     let router = || {
-        airlock_web::guarded(
-            airlock_web::router(world.app.clone()),
+        airlock_api::guarded(
+            airlock_api::router(world.app.clone()),
             HostPolicy::new(&settings),
         )
     };
@@ -976,7 +976,7 @@ async fn a_client_that_hangs_up_during_a_publish_does_not_strand_the_post() {
         .unwrap();
     let hung_up = tokio::time::timeout(
         std::time::Duration::from_millis(100),
-        airlock_web::router(app.clone()).oneshot(request),
+        airlock_api::router(app.clone()).oneshot(request),
     )
     .await;
     assert!(hung_up.is_err(), "the client left before the answer");
@@ -1053,7 +1053,7 @@ async fn verdicts_are_bound_to_the_content_and_rubric_the_critic_read() {
         .header(header::IF_MATCH, format!("\"{hash}\""))
         .body(Body::empty())
         .unwrap();
-    let response = airlock_web::router(world.app.clone())
+    let response = airlock_api::router(world.app.clone())
         .oneshot(approve)
         .await
         .unwrap();
@@ -1326,22 +1326,22 @@ async fn a_token_holding_its_most_live_drafts_is_refused_naming_the_limit() {
 #[tokio::test]
 async fn metrics_and_the_openapi_document_can_require_a_token() {
     let w = world(10).await;
-    let get = |settings: airlock_web::WebSettings, uri: &'static str, token: Option<String>| {
+    let get = |settings: airlock_api::ApiSettings, uri: &'static str, token: Option<String>| {
         let app = w.app.clone();
         async move {
             let mut request = Request::builder().method("GET").uri(uri);
             if let Some(token) = token {
                 request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
             }
-            airlock_web::router_with(app, settings)
+            airlock_api::router_with(app, settings)
                 .oneshot(request.body(Body::empty()).unwrap())
                 .await
                 .unwrap()
                 .status()
         }
     };
-    let open = airlock_web::WebSettings::default();
-    let closed = airlock_web::WebSettings {
+    let open = airlock_api::ApiSettings::default();
+    let closed = airlock_api::ApiSettings {
         metrics_token_required: true,
     };
     for uri in ["/metrics", "/api/openapi.json"] {
@@ -1369,7 +1369,7 @@ async fn metrics_and_the_openapi_document_can_require_a_token() {
 async fn metrics_give_due_posts_per_configured_channel_and_the_oldest_notifications_age() {
     let w = world(10).await;
     w.post_in("cats", "approved").await;
-    let response = airlock_web::router(w.app.clone())
+    let response = airlock_api::router(w.app.clone())
         .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
         .await
         .unwrap();

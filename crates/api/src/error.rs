@@ -5,7 +5,8 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+
+pub use airlock_app::{ErrorBody, ErrorDetail};
 
 use airlock_app::{App, Error};
 
@@ -15,22 +16,6 @@ use airlock_app::{App, Error};
 /// or needs review, 503 store trouble or not sent.
 #[derive(Debug)]
 pub struct ApiError(pub Error);
-
-/// The error body.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// The error.
-    pub error: ErrorDetail,
-}
-
-/// What went wrong.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorDetail {
-    /// Stable machine-readable code (`over_quota`, `paused`, `forbidden`, ...).
-    pub code: String,
-    /// What happened and what to do.
-    pub message: String,
-}
 
 impl ApiError {
     /// The HTTP status for the error.
@@ -83,13 +68,7 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::warn!(code = self.0.code(), error = %self.0, "API request failed");
         }
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.0.code().to_owned(),
-                message: self.0.to_string(),
-            },
-        };
-        let mut response = (status, Json(body)).into_response();
+        let mut response = (status, Json(ErrorBody::of(&self.0))).into_response();
         let headers = response.headers_mut();
         match &self.0 {
             Error::Unauthorized => {
@@ -108,13 +87,7 @@ impl IntoResponse for ApiError {
 /// A JSON error answer with a code that is not an app error's (`forbidden_host`,
 /// `too_large`, `not_found` for an unknown route).
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            code: code.to_owned(),
-            message: message.to_owned(),
-        },
-    };
-    (status, Json(body)).into_response()
+    (status, Json(ErrorBody::new(code, message))).into_response()
 }
 
 /// Counts refusals on the way out, for `airlock_refusals_total`.
