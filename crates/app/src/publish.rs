@@ -37,7 +37,7 @@ use tracing::Instrument;
 use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
 use airlock_core::time::format_utc;
-use airlock_core::{Action, Actor, ChannelName, Outcome, Post, PostId, PostStatus};
+use airlock_core::{Action, Actor, ChannelName, Intent, Outcome, Post, PostId, PostStatus};
 use airlock_platforms::{
     EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
 };
@@ -575,13 +575,7 @@ impl App {
             .intents
             .into_iter()
             .filter(|i| below.is_none_or(|below| i.generation < below))
-            .map(|i| EarlierAttempt {
-                generation: i.generation,
-                idempotency_key: i.idempotency_key,
-                platform_ref: i.platform_ref,
-                sent_at: i.created_at,
-                definitely_unpublished: matches!(i.phase.as_str(), "rejected" | "not_sent"),
-            })
+            .map(earlier_attempt)
             .collect())
     }
 
@@ -699,16 +693,8 @@ impl App {
             return Ok(());
         }
         let account = platform.account().await.map_err(AccountProblem::Step)?;
-        if let (Some(expected), Some(found)) = (&channel.account, &account)
-            && !expected.eq_ignore_ascii_case(found.username.trim_start_matches('@'))
-            && !expected
-                .trim_start_matches('@')
-                .eq_ignore_ascii_case(&found.username)
-        {
-            return Err(AccountProblem::Mismatch(format!(
-                "the {} token belongs to account {:?}, not the configured {:?}: nothing was sent; fix token_file or account, then resume",
-                channel.name, found.username, expected
-            )));
+        if let Some(mismatch) = account_mismatch(channel, account.as_ref()) {
+            return Err(AccountProblem::Mismatch(mismatch));
         }
         self.inner
             .accounts_checked
@@ -1189,8 +1175,9 @@ impl App {
         update.pause = Some(self.pause_spec(
             channel,
             format!(
-                "post {} has an unknown outcome ({reason}); settle it with `airlock post resolve {}`",
-                post.id, post.id
+                "{}{reason}); settle it with `airlock post resolve {}`",
+                unknown_pause_prefix(post.id),
+                post.id
             ),
             None,
         ));
@@ -1380,6 +1367,45 @@ pub enum VerifyOutcome {
 enum AccountProblem {
     Mismatch(String),
     Step(StepError),
+}
+
+/// Why the credential's account is not the channel's configured `account` (compared
+/// case-insensitively, a leading `@` ignored); `None` when it is, or when either is
+/// unknown.
+pub(crate) fn account_mismatch(
+    channel: &ChannelSettings,
+    account: Option<&airlock_platforms::Account>,
+) -> Option<String> {
+    let (Some(expected), Some(found)) = (&channel.account, account) else {
+        return None;
+    };
+    let same = expected.eq_ignore_ascii_case(found.username.trim_start_matches('@'))
+        || expected
+            .trim_start_matches('@')
+            .eq_ignore_ascii_case(&found.username);
+    (!same).then(|| {
+        format!(
+            "the {} token belongs to account {:?}, not the configured {:?}: nothing was sent; fix token_file or account, then resume",
+            channel.name, found.username, expected
+        )
+    })
+}
+
+/// How the reason of the pause a post's unknown outcome sets begins: reconcile tells that
+/// pause from an operator's by it (and by its actor, the dispatcher or the reaper).
+pub(crate) fn unknown_pause_prefix(id: PostId) -> String {
+    format!("post {id} has an unknown outcome (")
+}
+
+/// An attempt at a post as adapters see it.
+pub(crate) fn earlier_attempt(intent: Intent) -> EarlierAttempt {
+    EarlierAttempt {
+        generation: intent.generation,
+        idempotency_key: intent.idempotency_key,
+        platform_ref: intent.platform_ref,
+        sent_at: intent.created_at,
+        definitely_unpublished: matches!(intent.phase.as_str(), "rejected" | "not_sent"),
+    }
 }
 
 /// The request an adapter gets for a post.
