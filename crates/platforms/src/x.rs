@@ -25,7 +25,8 @@
 //! header) and, since X rotates refresh tokens, writes the new pair back to the file
 //! before using it: a new file beside it, mode 0600, synced, renamed over the old one.
 //! Before renewing it re-reads the file, so a token another airlock process rotated is
-//! used rather than refreshed again. The access token travels only in the
+//! used rather than refreshed again — once `/2/users/me` says it is the checked
+//! account's: another account's token there is a credential refusal. The access token travels only in the
 //! `Authorization: Bearer` header.
 
 use std::io::Write;
@@ -241,6 +242,9 @@ pub struct X {
     redactor: std::sync::Mutex<Redactor>,
     // The account's username, once read (for permalinks). Never held across an await.
     username: std::sync::Mutex<Option<String>>,
+    // The account's id, as the account check read it: a token file this process did not
+    // write must name it before it is used. Never held across an await.
+    user_id: std::sync::Mutex<Option<String>>,
 }
 
 const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
@@ -276,6 +280,7 @@ impl X {
             redactor: std::sync::Mutex::new(Redactor::new(settings.credential.secrets())),
             credential: tokio::sync::Mutex::new(settings.credential),
             username: std::sync::Mutex::new(None),
+            user_id: std::sync::Mutex::new(None),
         })
     }
 
@@ -342,6 +347,8 @@ impl X {
             return Ok(current.access_token.clone());
         }
         // Another process may have rotated the pair: its refresh token is the live one.
+        // But a person may also have written another account's token there: one this
+        // process did not mint is used only once `/2/users/me` names the account checked.
         if let Ok(text) = crate::credential::read_secret(&self.token_file)
             && let Ok(on_disk) = Credential::parse(&text, &self.token_file)
             && on_disk.access_token.expose_secret() != stale.expose_secret()
@@ -350,6 +357,7 @@ impl X {
                 .lock()
                 .expect("lock is never poisoned")
                 .extend(on_disk.secrets());
+            self.check_adopted(&on_disk.access_token).await?;
             *current = on_disk;
             return Ok(current.access_token.clone());
         }
@@ -441,6 +449,55 @@ impl X {
         Ok(current.access_token.clone())
     }
 
+    /// Before a token read from the file (not minted by this process) is used: the
+    /// account it belongs to must be the one the account check found (its id, else its
+    /// username). Another account's is a credential refusal, so the channel pauses and
+    /// nothing is sent. Without an account check yet there is nothing to compare: the
+    /// check that follows compares it with the channel's `account`.
+    async fn check_adopted(&self, token: &SecretString) -> Result<(), StepError> {
+        let expected_id = self.user_id.lock().expect("lock is never poisoned").clone();
+        let expected_name = self
+            .username
+            .lock()
+            .expect("lock is never poisoned")
+            .clone();
+        if expected_id.is_none() && expected_name.is_none() {
+            return Ok(());
+        }
+        let what = "identity read of the token file's token";
+        let request = self
+            .client
+            .get(endpoint(&self.base_url, &["2", "users", "me"], &[]))
+            .bearer_auth(token.expose_secret())
+            .timeout(self.timeout);
+        let answer = send(request)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        let me = answer.json().unwrap_or(Value::Null);
+        let found_id = id_string(me["data"].get("id"));
+        let found_name = me["data"]["username"].as_str().unwrap_or("").trim();
+        let same = match (&expected_id, &found_id) {
+            (Some(expected), Some(found)) => expected == found,
+            _ => expected_name
+                .as_deref()
+                .is_some_and(|name| name.eq_ignore_ascii_case(found_name)),
+        };
+        if same {
+            return Ok(());
+        }
+        Err(StepError::Rejected {
+            reason: self.redact(&format!(
+                "x: the token in {} belongs to account {found_name:?}, not {:?} whose token this process held: it was not used and nothing was sent; write this account's token to the file (or change the channel's account and restart), then resume the channel",
+                self.token_file.display(),
+                expected_name.as_deref().unwrap_or("(the checked account)")
+            )),
+            credential: true,
+        })
+    }
+
     /// A repeatable authenticated `GET`, renewing the token once on a 401.
     async fn get_json(
         &self,
@@ -494,6 +551,7 @@ impl X {
             .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
             .to_owned();
         *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
+        *self.user_id.lock().expect("lock is never poisoned") = id_string(me["data"].get("id"));
         Ok(name)
     }
 
@@ -578,11 +636,10 @@ impl Platform for X {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
             .to_owned();
+        let id = id_string(me["data"].get("id"));
         *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
-        Ok(Some(Account {
-            username: name,
-            id: id_string(me["data"].get("id")),
-        }))
+        *self.user_id.lock().expect("lock is never poisoned") = id.clone();
+        Ok(Some(Account { username: name, id }))
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]

@@ -619,6 +619,7 @@ async fn an_x_duplicate_content_refusal_never_marks_a_post_posted() {
         |s| {
             s.tweets.push(x::Tweet {
                 id: "1866000000000000001".into(),
+                author: x::USERNAME.into(),
                 text: "Mochi naps.".into(),
             })
         },

@@ -101,6 +101,7 @@ async fn duplicate_content_is_never_proof_of_publication() {
         |s| {
             s.tweets.push(airlock_testkit::fake::x::Tweet {
                 id: "1866000000000000001".into(),
+                author: USERNAME.into(),
                 text: "Mochi naps in the sun.".into(),
             })
         },
@@ -237,6 +238,45 @@ async fn a_token_about_to_expire_is_renewed_before_the_post_and_a_rotated_file_i
     ));
     assert_eq!(fake.with(|s| s.refreshes), 1, "no second refresh");
     assert_eq!(fake.with(|s| s.posts()), 2);
+}
+
+/// An operator wrote another account's token into the token file. When X refuses the
+/// token this process holds, the adapter reads the file, and before it uses a credential
+/// it did not mint it asks `/2/users/me` whose it is: another account's is a credential
+/// refusal (the channel pauses), and nothing is posted.
+#[tokio::test]
+async fn a_token_file_naming_another_account_is_not_adopted() {
+    let fake = XFake::start_with(
+        Expect {
+            // The account check, then the other token's identity read.
+            identity: 2,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| {
+            s.other_accounts = vec![(format!("{CANARY}-other"), "someone_else".into())];
+        },
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    assert_eq!(x.account().await.unwrap().unwrap().username, USERNAME);
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    // The operator's edit; X now refuses the token this process holds.
+    std::fs::write(&path, format!("{CANARY}-other")).unwrap();
+    fake.with(|s| s.access_token = format!("{CANARY}-revoked"));
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Rejected {
+        reason,
+        credential: true,
+    } = &outcome
+    else {
+        panic!("a credential refusal: {outcome:?}");
+    };
+    assert!(reason.contains("someone_else"), "{reason}");
+    assert_eq!(fake.with(|s| s.posts()), 0);
+    assert_no_canary(&reason);
 }
 
 #[tokio::test]
