@@ -285,11 +285,18 @@ impl Bluesky {
         let body = answer.json().unwrap_or(Value::Null);
         let error = body["error"].as_str().unwrap_or("");
         let message = body["message"].as_str().map(str::trim).unwrap_or("");
+        // Redacted before it is cut: a cut through a secret would leave a piece of it.
+        let excerpt = |message: &str| {
+            self.redactor
+                .lock()
+                .expect("lock is never poisoned")
+                .excerpt(message, 160)
+        };
         let detail = match (error, message) {
             ("", "") => String::new(),
             (error, "") => format!(", {error}"),
-            ("", message) => format!(": {}", crate::http::truncate(message, 160)),
-            (error, message) => format!(", {error}: {}", crate::http::truncate(message, 160)),
+            ("", message) => format!(": {}", excerpt(message)),
+            (error, message) => format!(", {error}: {}", excerpt(message)),
         };
         self.redact(&format!("bluesky: {what}: HTTP {}{detail}", answer.status))
     }

@@ -303,7 +303,13 @@ impl X {
         let detail = if message.is_empty() {
             String::new()
         } else {
-            format!(": {}", crate::http::truncate(message, 160))
+            // Redacted before it is cut: a cut through a secret would leave a piece of it.
+            let excerpt = self
+                .redactor
+                .lock()
+                .expect("lock is never poisoned")
+                .excerpt(message, 160);
+            format!(": {excerpt}")
         };
         self.redact(&format!("x: {what}: HTTP {}{detail}", answer.status))
     }

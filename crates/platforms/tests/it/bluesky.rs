@@ -415,3 +415,27 @@ async fn a_fresh_process_reconciles_by_the_handle_whatever_it_logs_in_with() {
     };
     assert!(proof.permalink.unwrap().contains(HANDLE));
 }
+
+/// The PDS's message is redacted before it is cut: a session token at character 150 of
+/// it leaves no piece behind in the reason.
+#[tokio::test]
+async fn a_message_echoing_the_token_is_redacted_before_it_is_cut() {
+    let fake = BlueskyFake::start(Expect::ANY).await;
+    crate::support::echo_bearer_at(
+        &fake.server,
+        "POST",
+        "/xrpc/com.atproto.repo.createRecord",
+        400,
+        |message| serde_json::json!({"error": "InvalidRequest", "message": message}),
+    )
+    .await;
+    let bluesky = adapter(&fake);
+    let req = post();
+    let prepared = bluesky.prepare(&req).await.unwrap();
+    let outcome = bluesky.publish(&req, &prepared).await;
+    let Outcome::Rejected { reason, .. } = &outcome else {
+        panic!("refused: {outcome:?}");
+    };
+    assert!(reason.contains("the request was refused"), "{reason}");
+    crate::support::assert_no_canary_piece(reason);
+}

@@ -355,3 +355,32 @@ async fn a_rate_limit_is_not_sent_and_waits_for_its_reset() {
         "{wait:?}"
     );
 }
+
+/// X's message is redacted before it is cut: a token at character 150 of it leaves no
+/// piece behind in the reason.
+#[tokio::test]
+async fn a_message_echoing_the_token_is_redacted_before_it_is_cut() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        ..Expect::NONE
+    })
+    .await;
+    crate::support::echo_bearer_at(
+        &fake.server,
+        "POST",
+        "/2/tweets",
+        400,
+        |message| serde_json::json!({"title": "Invalid Request", "detail": message, "status": 400}),
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Rejected { reason, .. } = &outcome else {
+        panic!("refused: {outcome:?}");
+    };
+    assert!(reason.contains("the request was refused"), "{reason}");
+    crate::support::assert_no_canary_piece(reason);
+}
