@@ -187,6 +187,67 @@ impl Credential {
     }
 }
 
+/// Checks that the directory of a refreshable token file can be written (a file created
+/// there and removed): X rotates the refresh token on every refresh, so airlock must
+/// write the new pair back, or the file is left holding a spent token after a restart.
+/// A bare access token is never rewritten. The message says what to do.
+pub fn check_token_dir(token_file: &Path, credential: &Credential) -> Result<(), String> {
+    if !credential.refreshable() {
+        return Ok(());
+    }
+    let dir = token_dir(token_file);
+    let mut random = [0u8; 6];
+    let _ = getrandom::fill(&mut random);
+    let probe = dir.join(format!(".airlock-write-check.{}", hex::encode(random)));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&probe);
+    match created {
+        Ok(_) => std::fs::remove_file(&probe).map_err(|e| (dir, e)),
+        Err(e) => Err((dir, e)),
+    }
+    .map_err(|(dir, e)| {
+        format!(
+            "the X token file {} holds a refresh token, which X rotates on every refresh, but its directory {} is not writable by airlock ({}): the rotated pair could not be written back, leaving a spent token after a restart. Make the directory writable for airlock (systemd: ReadWritePaths={}; a container: mount it read-write), or keep the file under airlock's state directory; or write a bare access token without refresh_token",
+            token_file.display(),
+            dir.display(),
+            e.kind(),
+            dir.display()
+        )
+    })
+}
+
+fn token_dir(token_file: &Path) -> &Path {
+    match token_file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Takes the advisory lock (`flock`) of a token file, waiting for another process that
+/// holds it: a lock file beside it (`.<name>.lock`), since the token file itself is
+/// replaced on every write. Held from the re-read of the file through the refresh to the
+/// write of the rotated pair, so two processes never spend the same refresh token.
+fn lock_token_file(token_file: &Path) -> std::io::Result<std::fs::File> {
+    let name = token_file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "token".into());
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(token_dir(token_file).join(format!(".{name}.lock")))?;
+    lock.lock()?;
+    Ok(lock)
+}
+
 /// Writes `text` to `path` atomically: a new file beside it (mode 0600, created
 /// exclusively), written and synced, renamed over `path`, the directory synced.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
@@ -352,6 +413,30 @@ impl X {
         if current.access_token.expose_secret() != stale.expose_secret() {
             return Ok(current.access_token.clone());
         }
+        // Across processes: the file lock, held until the rotated pair is written. A
+        // credential without a refresh token is only read, never rewritten.
+        let _file_lock = if current.refreshable() {
+            let file = self.token_file.clone();
+            let locked = tokio::task::spawn_blocking(move || lock_token_file(&file))
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r);
+            match locked {
+                Ok(lock) => Some(lock),
+                Err(e) => {
+                    return Err(StepError::Rejected {
+                        reason: format!(
+                            "x: the lock beside the token file {} cannot be taken ({}): the token is not renewed, so no other process can spend the refresh token meanwhile; make the directory writable for airlock, then resume the channel",
+                            self.token_file.display(),
+                            e.kind()
+                        ),
+                        credential: true,
+                    });
+                }
+            }
+        } else {
+            None
+        };
         // Another process may have rotated the pair: its refresh token is the live one.
         // But a person may also have written another account's token there: one this
         // process did not mint is used only once `/2/users/me` names the account checked.

@@ -384,3 +384,50 @@ async fn a_message_echoing_the_token_is_redacted_before_it_is_cut() {
     assert!(reason.contains("the request was refused"), "{reason}");
     crate::support::assert_no_canary_piece(reason);
 }
+
+/// Two processes whose token is due for renewal at the same time: the file lock makes one
+/// wait while the other reads, refreshes and writes; the second then reads the rotated
+/// pair and uses it. One refresh: the second never spends the refresh token the first
+/// already spent.
+#[tokio::test]
+async fn two_processes_renewing_at_once_refresh_once() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 2,
+            refresh: 1,
+            ..Expect::NONE
+        },
+        |s| s.refresh_token = Some(format!("{CANARY}-first-refresh")),
+    )
+    .await;
+    let soon = (chrono::Utc::now() + chrono::Duration::minutes(2)).to_rfc3339();
+    let (_dir, path) = token_file(&refreshable(&soon));
+    let first = adapter_with(&fake, &path, Duration::from_secs(5));
+    let second = adapter_with(&fake, &path, Duration::from_secs(5));
+    let (one, two) = (post(), post());
+    let (a, b) = tokio::join!(first.prepare(&one), second.prepare(&two));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(fake.with(|s| s.refreshes), 1);
+}
+
+/// A refreshable token file must be in a directory airlock can write: X rotates the
+/// refresh token on every refresh, and a pair that cannot be written back leaves a spent
+/// token in the file.
+#[test]
+fn a_refreshable_token_file_needs_a_writable_directory() {
+    let (dir, path) = token_file(&refreshable("2099-01-01T00:00:00Z"));
+    let credential = Credential::parse(
+        &airlock_platforms::credential::read_secret(&path).unwrap(),
+        &path,
+    )
+    .unwrap();
+    airlock_platforms::x::check_token_dir(&path, &credential).unwrap();
+    let elsewhere = dir.path().join("gone").join("x.token");
+    let err = airlock_platforms::x::check_token_dir(&elsewhere, &credential).unwrap_err();
+    assert!(err.contains("writable"), "{err}");
+    assert!(err.contains("ReadWritePaths"), "{err}");
+    // A bare access token is never rewritten: any directory will do.
+    let bare = Credential::parse(&SecretString::from(CANARY.to_owned()), &elsewhere).unwrap();
+    airlock_platforms::x::check_token_dir(&elsewhere, &bare).unwrap();
+}
