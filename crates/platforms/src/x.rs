@@ -758,12 +758,10 @@ impl Platform for X {
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
     async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
-        let mut text = req.text.trim_end().to_owned();
-        if let Some(link) = req.link.as_deref().filter(|l| !l.trim().is_empty())
-            && !text.contains(link)
-        {
-            text = format!("{text}\n{link}");
-        }
+        // As X's length policy counts it (`appends_link`): the link on a line of its own
+        // when the text lacks it.
+        let text =
+            airlock_core::policy::with_appended_link(req.text.trim_end(), req.link.as_deref());
         let body = json!({"text": text}).to_string();
         let mut token = self.access_token().await;
         for renewed in [false, true] {
