@@ -1118,6 +1118,13 @@ impl App {
                     let note = update.note.take().unwrap_or_default();
                     update.note = Some(format!("{note}; the platform already had it: {existing}"));
                 }
+                // Out, but the platform's answer makes a retry unsafe: the channel stops
+                // for a person, in the transaction that records the publish.
+                if let Some(reason) = &published.pause {
+                    let note = update.note.take().unwrap_or_default();
+                    update.note = Some(format!("{note}; the channel pauses: {reason}"));
+                    update.pause = Some(self.pause_spec(&channel.name, reason.clone(), None));
+                }
                 update.notify = self.notifications(
                     "published",
                     Some(post.id),
@@ -1429,6 +1436,7 @@ fn found_earlier(proof: Proof) -> Outcome {
     Outcome::Published(airlock_core::Published {
         platform_post_id: proof.platform_post_id,
         permalink: proof.permalink,
+        pause: None,
         existing: Some(proof.note),
     })
 }

@@ -381,6 +381,7 @@ impl Mastodon {
                 .as_str()
                 .filter(|u| !u.is_empty())
                 .map(str::to_owned),
+            pause: None,
             existing: None,
         }
     }

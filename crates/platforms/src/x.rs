@@ -792,6 +792,7 @@ impl Platform for X {
                         .zip(username.as_deref())
                         .map(|(id, name)| permalink(name, id)),
                     platform_post_id: id,
+                    pause: None,
                     existing: None,
                 });
             }

@@ -115,6 +115,34 @@ async fn reservation_states(app: &App, id: PostId) -> Vec<String> {
         .collect()
 }
 
+/// A PDS that wrote the record at a key of its own: the post is posted with the real uri,
+/// and the channel pauses, saying why (a retry there could make a second record).
+#[tokio::test]
+async fn a_bluesky_record_at_another_key_is_posted_with_its_uri_and_pauses_the_channel() {
+    let fake =
+        bluesky::BlueskyFake::start_with(bluesky::Expect::ANY, |s| s.ignore_client_rkey = true)
+            .await;
+    let h = Harness::new(|_| vec![bluesky_channel(&fake, bluesky::HANDLE)]).await;
+    let app = h.app();
+    let (id, result) = publish(&app, "bsky", "Mochi naps in the sun.").await;
+    assert_eq!(result, PublishResult::Posted);
+    let post = app.store().get_post(id).await.unwrap();
+    let written = fake.with(|s| s.records[0].rkey.clone());
+    assert_eq!(
+        post.platform_post_id,
+        Some(format!(
+            "at://{}/app.bsky.feed.post/{written}",
+            bluesky::DID
+        ))
+    );
+    let reason = paused(&app, "bsky").await.expect("the channel is paused");
+    assert!(
+        reason.contains("ignores client-chosen record keys"),
+        "{reason}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
 #[tokio::test]
 async fn a_bluesky_post_goes_out_once_with_its_permalink_and_is_verified() {
     let fake = bluesky::BlueskyFake::start(bluesky::Expect::ONE_POST).await;
