@@ -37,7 +37,7 @@ use tracing::Instrument;
 use airlock_core::hash::sha256_hex;
 use airlock_core::quota::Limit;
 use airlock_core::time::format_utc;
-use airlock_core::{Action, Actor, ChannelName, Outcome, Post, PostId, PostStatus};
+use airlock_core::{Action, Actor, ChannelName, Intent, Outcome, Post, PostId, PostStatus};
 use airlock_platforms::{
     EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
 };
@@ -596,13 +596,7 @@ impl App {
             .intents
             .into_iter()
             .filter(|i| below.is_none_or(|below| i.generation < below))
-            .map(|i| EarlierAttempt {
-                generation: i.generation,
-                idempotency_key: i.idempotency_key,
-                platform_ref: i.platform_ref,
-                sent_at: i.created_at,
-                definitely_unpublished: matches!(i.phase.as_str(), "rejected" | "not_sent"),
-            })
+            .map(earlier_attempt)
             .collect())
     }
 
@@ -720,16 +714,8 @@ impl App {
             return Ok(());
         }
         let account = platform.account().await.map_err(AccountProblem::Step)?;
-        if let (Some(expected), Some(found)) = (&channel.account, &account)
-            && !expected.eq_ignore_ascii_case(found.username.trim_start_matches('@'))
-            && !expected
-                .trim_start_matches('@')
-                .eq_ignore_ascii_case(&found.username)
-        {
-            return Err(AccountProblem::Mismatch(format!(
-                "the {} token belongs to account {:?}, not the configured {:?}: nothing was sent; fix token_file or account, then resume",
-                channel.name, found.username, expected
-            )));
+        if let Some(mismatch) = account_mismatch(channel, account.as_ref()) {
+            return Err(AccountProblem::Mismatch(mismatch));
         }
         self.inner
             .accounts_checked
@@ -1153,6 +1139,13 @@ impl App {
                     let note = update.note.take().unwrap_or_default();
                     update.note = Some(format!("{note}; the platform already had it: {existing}"));
                 }
+                // Out, but the platform's answer makes a retry unsafe: the channel stops
+                // for a person, in the transaction that records the publish.
+                if let Some(reason) = &published.pause {
+                    let note = update.note.take().unwrap_or_default();
+                    update.note = Some(format!("{note}; the channel pauses: {reason}"));
+                    update.pause = Some(self.pause_spec(&channel.name, reason.clone(), None));
+                }
                 update.notify = self.notifications(
                     "published",
                     Some(post.id),
@@ -1210,8 +1203,9 @@ impl App {
         update.pause = Some(self.pause_spec(
             channel,
             format!(
-                "post {} has an unknown outcome ({reason}); settle it with `airlock post resolve {}`",
-                post.id, post.id
+                "{}{reason}); settle it with `airlock post resolve {}`",
+                unknown_pause_prefix(post.id),
+                post.id
             ),
             None,
         ));
@@ -1403,6 +1397,45 @@ enum AccountProblem {
     Step(StepError),
 }
 
+/// Why the credential's account is not the channel's configured `account` (compared
+/// case-insensitively, a leading `@` ignored); `None` when it is, or when either is
+/// unknown.
+pub(crate) fn account_mismatch(
+    channel: &ChannelSettings,
+    account: Option<&airlock_platforms::Account>,
+) -> Option<String> {
+    let (Some(expected), Some(found)) = (&channel.account, account) else {
+        return None;
+    };
+    let same = expected.eq_ignore_ascii_case(found.username.trim_start_matches('@'))
+        || expected
+            .trim_start_matches('@')
+            .eq_ignore_ascii_case(&found.username);
+    (!same).then(|| {
+        format!(
+            "the {} token belongs to account {:?}, not the configured {:?}: nothing was sent; fix token_file or account, then resume",
+            channel.name, found.username, expected
+        )
+    })
+}
+
+/// How the reason of the pause a post's unknown outcome sets begins: reconcile tells that
+/// pause from an operator's by it (and by its actor, the dispatcher or the reaper).
+pub(crate) fn unknown_pause_prefix(id: PostId) -> String {
+    format!("post {id} has an unknown outcome (")
+}
+
+/// An attempt at a post as adapters see it.
+pub(crate) fn earlier_attempt(intent: Intent) -> EarlierAttempt {
+    EarlierAttempt {
+        generation: intent.generation,
+        idempotency_key: intent.idempotency_key,
+        platform_ref: intent.platform_ref,
+        sent_at: intent.created_at,
+        definitely_unpublished: matches!(intent.phase.as_str(), "rejected" | "not_sent"),
+    }
+}
+
 /// The request an adapter gets for a post.
 pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
     PublishRequest {
@@ -1424,6 +1457,7 @@ fn found_earlier(proof: Proof) -> Outcome {
     Outcome::Published(airlock_core::Published {
         platform_post_id: proof.platform_post_id,
         permalink: proof.permalink,
+        pause: None,
         existing: Some(proof.note),
     })
 }

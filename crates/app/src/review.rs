@@ -3,12 +3,21 @@
 
 use serde_json::json;
 
-use airlock_core::{Action, Actor, Intent, Post, PostId, PostStatus};
-use airlock_platforms::{Evidence, ReconcileRequest};
-use airlock_store::{Guard, IntentPhase, PostUpdate, ReviewItem, Settle, StoreError, Unreadable};
+use airlock_core::{Action, Actor, Intent, Post, PostEvent, PostId, PostStatus};
+use airlock_platforms::{EarlierAttempt, Evidence, Platform, ReconcileRequest};
+use airlock_store::{
+    EventNote, Guard, IntentPhase, PostUpdate, ReviewItem, Settle, StoreError, Unreadable,
+};
 use tracing::Instrument;
 
-use crate::publish::{idempotency_key, publish_request, retry_backoff};
+use crate::publish::{
+    account_mismatch, earlier_attempt, idempotency_key, publish_request, retry_backoff,
+    unknown_pause_prefix,
+};
+
+/// The event that claims and records a reconcile re-send (Mastodon's): written under the
+/// version reconcile read, before anything is sent ([`App::reconcile`]).
+pub const RESEND_EVENT: &str = "resend";
 use crate::{App, Error, Principal, Result};
 
 /// What the reaper did with one expired lease.
@@ -201,15 +210,35 @@ impl App {
                         .unwrap_or(""),
                 )
             });
-        // Every attempt that recorded an intent, this one last: an adapter whose platform
-        // keeps a key for a limited time (Mastodon) needs its first send.
-        let attempts = match self.attempts_below(&post, None).await {
-            Ok(attempts) => attempts,
+        let detail = match self.store().post_detail(post.id).await {
+            Ok(detail) => detail,
             Err(e) => {
                 tracing::warn!(post_id = %post.id, error = %e, "reconcile: the post's attempts cannot be read; trying later");
                 return Ok(None);
             }
         };
+        // Every attempt that recorded an intent, this one last: an adapter whose platform
+        // keeps a key for a limited time (Mastodon) needs its first send. Then every
+        // re-send reconcile recorded since the latest intent: each sent its key again.
+        let mut attempts: Vec<EarlierAttempt> = detail
+            .intents
+            .iter()
+            .cloned()
+            .map(earlier_attempt)
+            .collect();
+        if let Some(intent) = &item.intent {
+            attempts.extend(
+                detail
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == RESEND_EVENT && e.at >= intent.created_at)
+                    .map(|e| EarlierAttempt {
+                        sent_at: e.at,
+                        definitely_unpublished: false,
+                        ..earlier_attempt(intent.clone())
+                    }),
+            );
+        }
         let request = ReconcileRequest {
             publish: airlock_platforms::PublishRequest {
                 now: self.now(),
@@ -218,10 +247,20 @@ impl App {
             },
             platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
         };
+        let mut version = post.version;
+        if platform.reconcile_sends(&request) {
+            match self
+                .claim_resend(&post, platform.as_ref(), &request, &detail.events)
+                .await?
+            {
+                Some(claimed) => version = claimed,
+                None => return Ok(None),
+            }
+        }
         let evidence = platform.reconcile(&request).await;
         let mut update = PostUpdate::new(
             post.id,
-            Guard::Version(post.version),
+            Guard::Version(version),
             Actor::Reconciler.to_string(),
             self.now(),
         );
@@ -277,6 +316,130 @@ impl App {
                 evidence: note,
             })),
             // It changed meanwhile (a person, a late answer recorded): look again next pass.
+            Err(StoreError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Before a reconcile that sends the create request again (Mastodon's, with the key
+    /// the instance still keeps): the checks of the guarded path that apply to it, then a
+    /// claim of the re-send. The new version of the post when it may go ahead; `None`
+    /// (nothing sent, the post waits for the next pass or a person) otherwise.
+    ///
+    /// - **Pauses**: an operator's pause of the channel or of everything (`pause --all`)
+    ///   holds it; only the pause this post's own unknown outcome set does not (told by
+    ///   its reason, [`unknown_pause_prefix`], and its actor, the dispatcher or the
+    ///   reaper). A pause of the channel by another post's unknown outcome holds it too.
+    /// - **The account**: read from the platform now (not the process's earlier check:
+    ///   the token file may have changed since) and compared with the channel's
+    ///   `account`; a mismatch sends nothing, makes the next publish check again, and is
+    ///   recorded once as a `resend_refused` event. The adapter also compares the account
+    ///   that made the answered status with the one read here.
+    /// - **The claim**: the post cannot be claimed for a new generation (the store
+    ///   claims only `approved` posts, and a new intent would need one), so the re-send
+    ///   is claimed with a `resend` event written under the version reconcile read
+    ///   ([`Guard::Version`]): of several processes that read the post at that version,
+    ///   one writes it and the others' writes conflict, and they send nothing. Every
+    ///   `resend` event after the latest intent counts as a send of its key, so a process
+    ///   that reads the post afterwards waits until that request can no longer be
+    ///   processing (the adapter's lower bound runs from the key's latest send). The
+    ///   event is the record of the re-send; the settling write is guarded by the version
+    ///   it produced.
+    async fn claim_resend(
+        &self,
+        post: &Post,
+        platform: &dyn Platform,
+        request: &ReconcileRequest,
+        events: &[PostEvent],
+    ) -> Result<Option<i64>> {
+        let channel = &post.content.channel;
+        let pauses = match self.store().pauses().await {
+            Ok(pauses) => pauses,
+            Err(e) => {
+                tracing::warn!(post_id = %post.id, error = %e, "reconcile: pauses cannot be read; nothing is sent again");
+                return Ok(None);
+            }
+        };
+        let own = unknown_pause_prefix(post.id);
+        if let Some(pause) = pauses.iter().find(|p| {
+            let own_pause = p.scope == channel.as_str()
+                && p.reason.starts_with(&own)
+                && (p.actor.starts_with("dispatcher:") || p.actor == Actor::Reaper.to_string());
+            (p.scope == "*" || p.scope == channel.as_str()) && !own_pause
+        }) {
+            tracing::info!(post_id = %post.id, scope = %pause.scope, reason = %pause.reason, "reconcile: nothing is sent again while an operator's pause holds");
+            return Ok(None);
+        }
+        let Some(settings) = self.settings().channels.get(channel) else {
+            return Ok(None);
+        };
+        let account = match platform.account().await {
+            Ok(account) => account,
+            Err(e) => {
+                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the account cannot be read; nothing is sent again");
+                return Ok(None);
+            }
+        };
+        if let Some(mismatch) = account_mismatch(settings, account.as_ref()) {
+            self.forget_account(channel);
+            let note = format!("reconcile did not send the post again: {mismatch}");
+            tracing::error!(post_id = %post.id, "{note}");
+            let since = request.publish.earlier.last().map(|a| a.sent_at);
+            let recorded = events.iter().any(|e| {
+                e.kind == "resend_refused"
+                    && e.note.as_deref() == Some(note.as_str())
+                    && since.is_none_or(|t| e.at >= t)
+            });
+            if !recorded {
+                let event = EventNote {
+                    kind: "resend_refused".into(),
+                    note: Some(note.clone()),
+                };
+                let notify = self.notifications(
+                    "needs_review",
+                    Some(post.id),
+                    format!("post {} on {channel} needs review: {note}", post.id),
+                    json!({"channel": channel, "error": note}),
+                );
+                if let Err(e) = self
+                    .store()
+                    .add_event(
+                        post.id,
+                        event,
+                        &Actor::Reconciler.to_string(),
+                        self.now(),
+                        notify,
+                    )
+                    .await
+                {
+                    tracing::warn!(post_id = %post.id, error = %e, "reconcile: the refusal could not be recorded");
+                }
+            }
+            return Ok(None);
+        }
+        let key = request
+            .platform_ref
+            .as_deref()
+            .unwrap_or(&request.publish.idempotency_key);
+        let mut claim = PostUpdate::new(
+            post.id,
+            Guard::Version(post.version),
+            Actor::Reconciler.to_string(),
+            self.now(),
+        );
+        claim.event = Some(EventNote {
+            kind: RESEND_EVENT.into(),
+            note: Some(format!(
+                "sending the post again with the key {key} the platform still keeps, to learn what the earlier request did; account {} checked",
+                account
+                    .as_ref()
+                    .map(|a| a.username.as_str())
+                    .unwrap_or("(none)")
+            )),
+        });
+        match self.store().update_post(claim).await {
+            Ok(claimed) => Ok(Some(claimed.version)),
+            // Another process claimed it (or a person acted): it sends nothing.
             Err(StoreError::Conflict(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }

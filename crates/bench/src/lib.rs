@@ -53,6 +53,7 @@ impl Platform for NoopPlatform {
         Outcome::Published(Published {
             platform_post_id: Some(format!("noop-{id}")),
             permalink: None,
+            pause: None,
             existing: None,
         })
     }

@@ -243,6 +243,26 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
             Err(e) => report(false, format!("{owner}: {e}")),
         }
     }
+    // A refreshable X token file whose directory airlock cannot write: a refresh would
+    // spend the refresh token and leave it in the file.
+    for channel in config.channels.values() {
+        if let crate::config::PlatformConfig::X(c) = &channel.platform
+            && let Ok(text) = airlock_platforms::credential::read_secret(&c.token_file)
+            && let Ok(credential) = airlock_platforms::x::Credential::parse(&text, &c.token_file)
+            && credential.refreshable()
+        {
+            match airlock_platforms::x::check_token_dir(&c.token_file, &credential) {
+                Ok(()) => report(
+                    true,
+                    format!(
+                        "channel {}: the token file's directory is writable (refresh tokens rotate)",
+                        channel.name
+                    ),
+                ),
+                Err(e) => report(false, format!("channel {}: {e}", channel.name)),
+            }
+        }
+    }
     let store = match wiring::open_store(&config).await {
         Ok(store) => {
             report(

@@ -200,6 +200,9 @@ fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> 
         PlatformConfig::X(c) => {
             let credential = Credential::parse(&token(&c.token_file)?, &c.token_file)
                 .map_err(|e| e.to_string())?;
+            // A refresh spends the refresh token: refuse to start where the rotated pair
+            // could not be written back.
+            airlock_platforms::x::check_token_dir(&c.token_file, &credential)?;
             let settings = XSettings {
                 base_url: or(
                     &c.base_url,

@@ -39,13 +39,36 @@ impl Costs {
         url_post: 200_000,
     };
 
-    /// What a post with this text and link costs: the URL price when either carries an
-    /// `http(s)://` link.
+    /// What a post with this text and link costs: the URL price when it has a separate
+    /// link or X might find one in the text ([`may_carry_url`]). X bills by its own
+    /// detection, so in doubt the URL price is charged (reserved, and released or
+    /// committed like any other).
     pub fn of(&self, text: &str, link: Option<&str>) -> u64 {
-        let has_link = link.is_some_and(|l| !l.trim().is_empty())
-            || !crate::policy::url_spans(text).is_empty();
+        let has_link = link.is_some_and(|l| !l.trim().is_empty()) || may_carry_url(text);
         if has_link { self.url_post } else { self.post }
     }
+}
+
+/// Whether X might count `text` as carrying a URL: any `http://` or `https://`
+/// anywhere (in any case, glued to other text or not), or a bare domain — labels of
+/// ASCII letters, digits and hyphens joined by dots, ending in a top-level domain of 2 to
+/// 63 letters (`inn.example.com`, `宿inn-cats.jp`). Generous on purpose: a sentence like
+/// `Mr.Smith` counts too, which costs the URL price rather than a bill over the budget.
+pub fn may_carry_url(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("http://") || lower.contains("https://") {
+        return true;
+    }
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .map(|word| word.trim_matches(|c| c == '.' || c == '-'))
+        .any(|word| {
+            let labels: Vec<&str> = word.split('.').collect();
+            let tld = labels.last().copied().unwrap_or("");
+            labels.len() >= 2
+                && labels.iter().all(|l| !l.is_empty())
+                && (2..=63).contains(&tld.len())
+                && tld.bytes().all(|b| b.is_ascii_alphabetic())
+        })
 }
 
 /// A channel's monthly budget.
@@ -185,6 +208,36 @@ mod tests {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
+    /// X bills a post as a URL post by its own detection: bare domains and a scheme glued
+    /// to text count too. When in doubt, the URL price.
+    #[test]
+    fn the_url_price_is_charged_whenever_x_might_see_a_link() {
+        let costs = Costs::X_DEFAULT;
+        for text in [
+            "Stay at inn.example.com tonight",
+            "猫の宿はhttps://inn.example/にあります",
+            "Book now:https://inn.example/rooms",
+            "宿inn-cats.jp",
+            "Read HTTPS://INN.EXAMPLE/A",
+            "Mochi at https://inn.example/a.",
+        ] {
+            assert_eq!(costs.of(text, None), costs.url_post, "{text}");
+        }
+        assert_eq!(
+            costs.of("Mochi naps.", Some("https://inn.example/")),
+            costs.url_post
+        );
+        for text in [
+            "Mochi naps. Then eats.",
+            "Version 1.2 is out",
+            "猫の宿",
+            "Open 9.30 to 17.00",
+            "",
+        ] {
+            assert_eq!(costs.of(text, None), costs.post, "{text}");
+        }
+    }
+
     #[test]
     fn a_budget_of_four_cents_lets_three_posts_of_one_and_a_half_cents_go_out() {
         let tz: Tz = "UTC".parse().unwrap();
@@ -247,7 +300,9 @@ mod tests {
             200_000
         );
         assert_eq!(costs.of("See https://inn.example/a", None), 200_000);
-        assert_eq!(costs.of("No link: inn.example", Some(" ")), 15_000);
+        assert_eq!(costs.of("No link here.", Some(" ")), 15_000);
+        // X bills a bare domain as a link.
+        assert_eq!(costs.of("A link: inn.example", Some(" ")), 200_000);
     }
 
     #[test]

@@ -169,6 +169,7 @@ impl ChannelKind {
                 max_chars: Some(280),
                 unit: LengthUnit::XWeighted,
                 max_media: Some(0),
+                appends_link: true,
                 ..ContentPolicy::default()
             },
         }

@@ -42,6 +42,10 @@ pub struct Published {
     /// this one. Such an answer counts as this post's publish only when no other post of
     /// the ledger has that platform id.
     pub existing: Option<String>,
+    /// The post went out, but the platform answered in a way that makes a later retry
+    /// unsafe (a Bluesky PDS that wrote the record at a key of its own): the channel
+    /// pauses with this reason when the publish is recorded.
+    pub pause: Option<String>,
 }
 
 /// How an HTTP status on the irreversible request is classified.

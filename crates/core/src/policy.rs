@@ -219,6 +219,20 @@ pub struct ContentPolicy {
     pub max_mentions: Option<usize>,
     /// Most distinct links in the text.
     pub max_links: Option<usize>,
+    /// The adapter appends the post's separate link to the text as `\n<link>` when the
+    /// text lacks it (X): the length counted is that of the text as sent.
+    pub appends_link: bool,
+}
+
+/// The text as an adapter that appends the separate link sends it: the text, trimmed at
+/// the end, then a line break and the link, unless the text already carries the link.
+pub fn with_appended_link<'a>(text: &'a str, link: Option<&str>) -> std::borrow::Cow<'a, str> {
+    match link.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(link) if !text.contains(link) => {
+            std::borrow::Cow::Owned(format!("{}\n{link}", text.trim_end()))
+        }
+        _ => std::borrow::Cow::Borrowed(text),
+    }
 }
 
 /// One way content breaks a policy; its `Display` says what is wrong and what to change.
@@ -351,7 +365,12 @@ impl ContentPolicy {
             violations.push(Violation::EmptyText);
         }
         if let Some(max) = self.max_chars {
-            let length = self.unit.count(text);
+            let sent = if self.appends_link {
+                with_appended_link(text, content.link.as_deref())
+            } else {
+                std::borrow::Cow::Borrowed(text.as_str())
+            };
+            let length = self.unit.count(&sent);
             if length > max {
                 violations.push(Violation::TooLong {
                     length,
@@ -571,6 +590,34 @@ mod tests {
         };
         assert!(policy.check(&content(&"猫".repeat(140))).is_empty());
         assert!(!policy.check(&content(&"猫".repeat(141))).is_empty());
+    }
+
+    /// X's adapter appends a separate link as `\n<link>` when the text lacks it: that link
+    /// counts (23 weighted, and 1 for the line break), so a text that fits only without it
+    /// is refused at draft time, not by X.
+    #[test]
+    fn x_counts_the_link_its_adapter_appends() {
+        let policy = crate::ChannelKind::X.platform_policy();
+        let mut post = content(&"a".repeat(270));
+        assert!(policy.check(&post).is_empty());
+        post.link = Some("https://inn.example/rooms".into());
+        assert_eq!(
+            policy.check(&post),
+            vec![Violation::TooLong {
+                length: 270 + 1 + 23,
+                max: 280,
+                unit: LengthUnit::XWeighted
+            }]
+        );
+        // A text that carries the link already is sent as it is.
+        post.text = format!("{} https://inn.example/rooms", "a".repeat(250));
+        assert!(policy.check(&post).is_empty());
+        post.text = "a".repeat(256);
+        assert!(policy.check(&post).is_empty());
+        // Other kinds send the link their own way: not counted in the text.
+        let bluesky = crate::ChannelKind::Bluesky.platform_policy();
+        post.text = "a".repeat(290);
+        assert!(bluesky.check(&post).is_empty());
     }
 
     #[test]

@@ -285,11 +285,18 @@ impl Bluesky {
         let body = answer.json().unwrap_or(Value::Null);
         let error = body["error"].as_str().unwrap_or("");
         let message = body["message"].as_str().map(str::trim).unwrap_or("");
+        // Redacted before it is cut: a cut through a secret would leave a piece of it.
+        let excerpt = |message: &str| {
+            self.redactor
+                .lock()
+                .expect("lock is never poisoned")
+                .excerpt(message, 160)
+        };
         let detail = match (error, message) {
             ("", "") => String::new(),
             (error, "") => format!(", {error}"),
-            ("", message) => format!(": {}", crate::http::truncate(message, 160)),
-            (error, message) => format!(", {error}: {}", crate::http::truncate(message, 160)),
+            ("", message) => format!(": {}", excerpt(message)),
+            (error, message) => format!(", {error}: {}", excerpt(message)),
         };
         self.redact(&format!("bluesky: {what}: HTTP {}{detail}", answer.status))
     }
@@ -773,14 +780,33 @@ impl Platform for Bluesky {
                 }
             };
             if answer.is_success() {
-                let uri = answer
+                let answered = answer
                     .json()
-                    .and_then(|v| v["uri"].as_str().map(str::to_owned))
+                    .and_then(|v| v["uri"].as_str().map(str::to_owned));
+                // The record is where the PDS says it is. A key other than the one airlock
+                // chose means this server ignores client-chosen keys: the post is out at
+                // that key, but the key fences nothing there (a retry after an unknown
+                // outcome could make a second record), so the channel pauses.
+                if let Some(uri) = &answered
+                    && let Some(written) = rkey_of(uri)
+                    && written != rkey
+                {
+                    return Outcome::Published(Published {
+                        platform_post_id: Some(uri.clone()),
+                        permalink: Some(permalink(&session.handle, written)),
+                        pause: Some(format!(
+                            "bluesky: the PDS wrote the record at key {written}, not at the key {rkey} airlock chose: this server ignores client-chosen record keys; retries could duplicate, since reconcile and retries rely on the key: the post is published at {uri}; publish on this channel only after checking the server, then resume"
+                        )),
+                        existing: None,
+                    });
+                }
+                let uri = answered
                     .filter(|uri| rkey_of(uri) == Some(rkey))
                     .unwrap_or_else(|| format!("at://{}/{POST_COLLECTION}/{rkey}", session.did));
                 return Outcome::Published(Published {
                     platform_post_id: Some(uri),
                     permalink: Some(permalink(&session.handle, rkey)),
+                    pause: None,
                     existing: None,
                 });
             }

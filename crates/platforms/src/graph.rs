@@ -568,6 +568,7 @@ impl Graph {
             && status == "PUBLISHED"
         {
             return Outcome::Published(Published {
+                pause: None,
                 existing: Some(format!(
                     "{}: the publish was refused because container {container} reads PUBLISHED: an earlier attempt's request published it",
                     self.platform

@@ -252,6 +252,15 @@ pub trait Platform: Send + Sync + std::fmt::Debug {
         Verification::Unsupported
     }
 
+    /// Whether [`Platform::reconcile`] would send the create request again for `req` now
+    /// (Mastodon, within the hour its instance keeps a key). The guarded path then first
+    /// checks the account and the operator's pauses and claims the re-send
+    /// (docs/guarded-path.md#reconcile); a kind whose reconcile only reads answers `false`.
+    fn reconcile_sends(&self, req: &ReconcileRequest) -> bool {
+        let _ = req;
+        false
+    }
+
     /// What the platform can prove about an unknown outcome.
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let _ = req;

@@ -295,6 +295,7 @@ impl Linkedin {
                 );
                 Outcome::Published(Published {
                     permalink: Some(permalink(&urn)),
+                    pause: None,
                     existing: Some(format!(
                         "linkedin: the text duplicates {urn}, which reads back as this member's post"
                     )),
@@ -445,6 +446,7 @@ impl Platform for Linkedin {
             return Outcome::Published(Published {
                 permalink: urn.as_deref().map(permalink),
                 platform_post_id: urn,
+                pause: None,
                 existing: None,
             });
         }

@@ -15,12 +15,16 @@
 //! 4. [`Platform::verify`]: `GET /api/v1/statuses/{id}`.
 //! 5. [`Platform::reconcile`]: the instance keeps a key for one hour and answers a repeat
 //!    with the status it made the first time, without looking at the body. So an unknown
-//!    outcome is settled by sending the same status with the same key again, once the
-//!    first request can no longer be processing ([`RESEND_AFTER`] after it was sent) and
-//!    while the key is surely still kept ([`KEY_TRUSTED_FOR`] after the key's first
-//!    send): the answer is the original status if the first request made one, or the
-//!    status made now if it did not — either way exactly one. After that window nothing
-//!    proves anything, and the post waits for a person.
+//!    outcome is settled by sending the same status with the same key again, once no
+//!    request with the key can still be processing ([`RESEND_AFTER`] after its *latest*
+//!    send, earlier re-sends included) and while the key is surely still kept
+//!    ([`KEY_TRUSTED_FOR`] after its *first* send): the answer is the original status if
+//!    the first request made one, or the status made now if it did not — either way
+//!    exactly one. After that window nothing proves anything, and the post waits for a
+//!    person. Keys are per account, so the answered status must be the account the
+//!    latest [`Platform::account`] read found; the guarded path reads it right before,
+//!    checks the operator's pauses and claims the re-send
+//!    ([`Platform::reconcile_sends`], `airlock_app`'s `claim_resend`).
 //!
 //! Mastodon documents the key but not that a repeat racing the first request is
 //! refused atomically (mastodon#21840): that is why nothing is re-sent sooner than
@@ -126,6 +130,9 @@ pub struct Mastodon {
     // Media ids prepare uploaded, by the key the status is sent with. Never held across
     // an await.
     staged: Mutex<HashMap<String, Vec<String>>>,
+    // The `acct` the latest identity read found: a reconcile re-send's answer must name
+    // it. Never held across an await.
+    acct: Mutex<Option<String>>,
 }
 
 const CREDENTIAL_HINT: &str = "the access token was refused (revoked, or missing the read:accounts, write:statuses or write:media scope): write a new token to the token file, then resume the channel";
@@ -151,14 +158,50 @@ fn instance_length(text: &str, per_url: usize) -> usize {
     text.chars().count() - url_chars + spans.len() * per_url
 }
 
-/// The first send of `key` among a post's attempts (an attempt sent it when it recorded
-/// it as its `platform_ref`).
-fn first_send(attempts: &[EarlierAttempt], key: &str) -> Option<DateTime<Utc>> {
-    attempts
+/// The first and the latest send of `key` among a post's attempts (an attempt sent it
+/// when it recorded it as its `platform_ref`; a reconcile re-send counts too). Every
+/// attempt counts, `not_sent` ones included: the first bounds how long the instance
+/// surely keeps the key (a send that was refused may still have stored it), the latest
+/// says whether a request with the key may still be processing.
+fn sends(attempts: &[EarlierAttempt], key: &str) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    let times = attempts
         .iter()
         .filter(|a| a.platform_ref.as_deref() == Some(key))
-        .map(|a| a.sent_at)
-        .min()
+        .map(|a| a.sent_at);
+    let first = times.clone().min()?;
+    let latest = times.max()?;
+    Some((first, latest))
+}
+
+/// When `key` may be sent again at `now`: `Ok(first send)` within the window — no sooner
+/// than [`RESEND_AFTER`] after its latest send, and before [`KEY_TRUSTED_FOR`] after its
+/// first — `Err(Some(when))` when it is too soon, `Err(None)` when the key was never
+/// sent or may be forgotten.
+fn resend_window(
+    attempts: &[EarlierAttempt],
+    key: &str,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, Option<DateTime<Utc>>> {
+    let (first, latest) = sends(attempts, key).ok_or(None)?;
+    if now >= first + KEY_TRUSTED_FOR {
+        return Err(None);
+    }
+    if now < latest + RESEND_AFTER {
+        return Err(Some(latest + RESEND_AFTER));
+    }
+    Ok(first)
+}
+
+/// The key reconcile would send again now, with its first send: `None` outside the
+/// window.
+fn resend_due(req: &ReconcileRequest) -> Option<(String, DateTime<Utc>)> {
+    let publish = &req.publish;
+    let key = req
+        .platform_ref
+        .clone()
+        .unwrap_or_else(|| publish.idempotency_key.clone());
+    let first = resend_window(&publish.earlier, &key, publish.now).ok()?;
+    Some((key, first))
 }
 
 impl Mastodon {
@@ -173,6 +216,7 @@ impl Mastodon {
             client,
             timeout: settings.request_timeout,
             staged: Mutex::new(HashMap::new()),
+            acct: Mutex::new(None),
         })
     }
 
@@ -337,6 +381,7 @@ impl Mastodon {
                 .as_str()
                 .filter(|u| !u.is_empty())
                 .map(str::to_owned),
+            pause: None,
             existing: None,
         }
     }
@@ -388,6 +433,7 @@ impl Platform for Mastodon {
             .ok_or_else(|| {
                 StepError::transient("mastodon: verify_credentials answered without an acct")
             })?;
+        *self.acct.lock().expect("lock is never poisoned") = Some(acct.to_owned());
         Ok(Some(Account {
             username: acct.to_owned(),
             id: id_string(me.get("id")),
@@ -409,23 +455,22 @@ impl Platform for Mastodon {
             }
         }
         for earlier in keys {
-            let Some(first) = first_send(&req.earlier, earlier) else {
-                continue;
-            };
-            if req.now >= first + KEY_TRUSTED_FOR {
-                continue;
+            match resend_window(&req.earlier, earlier, req.now) {
+                Err(None) => continue,
+                Err(Some(from)) => {
+                    return Err(StepError::Transient {
+                        reason: format!(
+                            "mastodon: an earlier attempt sent Idempotency-Key {earlier} at {}; it is sent again once that request can no longer be processing",
+                            airlock_core::time::format_utc(from - RESEND_AFTER)
+                        ),
+                        retry_after: Some(from - req.now),
+                    });
+                }
+                Ok(_) => {
+                    key = earlier.to_owned();
+                    break;
+                }
             }
-            if req.now < first + RESEND_AFTER {
-                return Err(StepError::Transient {
-                    reason: format!(
-                        "mastodon: an earlier attempt sent Idempotency-Key {earlier} at {}; it is sent again once that request can no longer be processing",
-                        airlock_core::time::format_utc(first)
-                    ),
-                    retry_after: Some(first + RESEND_AFTER - req.now),
-                });
-            }
-            key = earlier.to_owned();
-            break;
         }
         let media = self.upload_media(req).await?;
         self.staged
@@ -484,19 +529,15 @@ impl Platform for Mastodon {
         }
     }
 
+    fn reconcile_sends(&self, req: &ReconcileRequest) -> bool {
+        resend_due(req).is_some()
+    }
+
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let publish = &req.publish;
-        let key = req
-            .platform_ref
-            .clone()
-            .unwrap_or_else(|| publish.idempotency_key.clone());
-        let Some(first) = first_send(&publish.earlier, &key) else {
+        let Some((key, first)) = resend_due(req) else {
             return Evidence::NoProof;
         };
-        let now = publish.now;
-        if now < first + RESEND_AFTER || now >= first + KEY_TRUSTED_FOR {
-            return Evidence::NoProof;
-        }
         let media = match self.upload_media(publish).await {
             Ok(media) => media,
             Err(e) => {
@@ -506,6 +547,23 @@ impl Platform for Mastodon {
         };
         match self.send_status(publish, &key, &media).await {
             Ok(answer) if answer.is_success() => {
+                // The status must be the checked account's: a token that belongs to
+                // another account makes a status there, which proves nothing about this
+                // post (the key is scoped per account).
+                let made_by = answer.json().and_then(|b| {
+                    b["account"]["acct"]
+                        .as_str()
+                        .map(|a| a.trim_start_matches('@').to_owned())
+                });
+                let checked = self.acct.lock().expect("lock is never poisoned").clone();
+                if checked.is_none() || made_by.is_none() || made_by != checked {
+                    tracing::error!(
+                        status_account = ?made_by,
+                        checked_account = ?checked,
+                        "reconcile: mastodon re-send answered a status of another account than the one checked; the post waits for a person"
+                    );
+                    return Evidence::NoProof;
+                }
                 let published = Self::published(&answer);
                 Evidence::Published(Proof {
                     note: format!(
@@ -544,7 +602,7 @@ mod tests {
     }
 
     #[test]
-    fn the_first_send_of_a_key_is_the_earliest_attempt_that_sent_it() {
+    fn a_key_is_sent_again_after_its_latest_send_and_within_its_first_sends_hour() {
         let at = |m: i64| DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(m);
         let attempt = |generation, key: &str, m| EarlierAttempt {
             generation,
@@ -558,8 +616,12 @@ mod tests {
             attempt(2, "k2", 20),
             attempt(3, "k1", 30),
         ];
-        assert_eq!(first_send(&attempts, "k1"), Some(at(10)));
-        assert_eq!(first_send(&attempts, "k2"), Some(at(20)));
-        assert_eq!(first_send(&attempts, "k3"), None);
+        assert_eq!(sends(&attempts, "k1"), Some((at(10), at(30))));
+        assert_eq!(sends(&attempts, "k2"), Some((at(20), at(20))));
+        assert_eq!(sends(&attempts, "k3"), None);
+        assert_eq!(resend_window(&attempts, "k1", at(32)), Err(Some(at(35))));
+        assert_eq!(resend_window(&attempts, "k1", at(35)), Ok(at(10)));
+        assert_eq!(resend_window(&attempts, "k1", at(60)), Err(None));
+        assert_eq!(resend_window(&attempts, "k3", at(35)), Err(None));
     }
 }

@@ -168,6 +168,7 @@ impl Platform for Sandbox {
             Ok(()) => Outcome::Published(Published {
                 permalink: Some(self.permalink(&id)),
                 platform_post_id: Some(id),
+                pause: None,
                 existing: None,
             }),
             // The line may be partly written: nobody knows whether the post "went out".

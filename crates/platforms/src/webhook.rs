@@ -198,6 +198,7 @@ impl Platform for Webhook {
             return Outcome::Published(Published {
                 platform_post_id: id,
                 permalink: answer.permalink.filter(|p| !p.is_empty()),
+                pause: None,
                 existing: None,
             });
         }

@@ -604,6 +604,7 @@ impl Platform for Wordpress {
         Outcome::Published(Published {
             platform_post_id: found.as_ref().map(|f| f.id.clone()),
             permalink: found.and_then(|f| f.link),
+            pause: None,
             existing: None,
         })
     }

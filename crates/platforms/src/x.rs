@@ -25,7 +25,8 @@
 //! header) and, since X rotates refresh tokens, writes the new pair back to the file
 //! before using it: a new file beside it, mode 0600, synced, renamed over the old one.
 //! Before renewing it re-reads the file, so a token another airlock process rotated is
-//! used rather than refreshed again. The access token travels only in the
+//! used rather than refreshed again — once `/2/users/me` says it is the checked
+//! account's: another account's token there is a credential refusal. The access token travels only in the
 //! `Authorization: Bearer` header.
 
 use std::io::Write;
@@ -186,6 +187,67 @@ impl Credential {
     }
 }
 
+/// Checks that the directory of a refreshable token file can be written (a file created
+/// there and removed): X rotates the refresh token on every refresh, so airlock must
+/// write the new pair back, or the file is left holding a spent token after a restart.
+/// A bare access token is never rewritten. The message says what to do.
+pub fn check_token_dir(token_file: &Path, credential: &Credential) -> Result<(), String> {
+    if !credential.refreshable() {
+        return Ok(());
+    }
+    let dir = token_dir(token_file);
+    let mut random = [0u8; 6];
+    let _ = getrandom::fill(&mut random);
+    let probe = dir.join(format!(".airlock-write-check.{}", hex::encode(random)));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&probe);
+    match created {
+        Ok(_) => std::fs::remove_file(&probe).map_err(|e| (dir, e)),
+        Err(e) => Err((dir, e)),
+    }
+    .map_err(|(dir, e)| {
+        format!(
+            "the X token file {} holds a refresh token, which X rotates on every refresh, but its directory {} is not writable by airlock ({}): the rotated pair could not be written back, leaving a spent token after a restart. Make the directory writable for airlock (systemd: ReadWritePaths={}; a container: mount it read-write), or keep the file under airlock's state directory; or write a bare access token without refresh_token",
+            token_file.display(),
+            dir.display(),
+            e.kind(),
+            dir.display()
+        )
+    })
+}
+
+fn token_dir(token_file: &Path) -> &Path {
+    match token_file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Takes the advisory lock (`flock`) of a token file, waiting for another process that
+/// holds it: a lock file beside it (`.<name>.lock`), since the token file itself is
+/// replaced on every write. Held from the re-read of the file through the refresh to the
+/// write of the rotated pair, so two processes never spend the same refresh token.
+fn lock_token_file(token_file: &Path) -> std::io::Result<std::fs::File> {
+    let name = token_file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "token".into());
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(token_dir(token_file).join(format!(".{name}.lock")))?;
+    lock.lock()?;
+    Ok(lock)
+}
+
 /// Writes `text` to `path` atomically: a new file beside it (mode 0600, created
 /// exclusively), written and synced, renamed over `path`, the directory synced.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
@@ -241,6 +303,9 @@ pub struct X {
     redactor: std::sync::Mutex<Redactor>,
     // The account's username, once read (for permalinks). Never held across an await.
     username: std::sync::Mutex<Option<String>>,
+    // The account's id, as the account check read it: a token file this process did not
+    // write must name it before it is used. Never held across an await.
+    user_id: std::sync::Mutex<Option<String>>,
 }
 
 const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
@@ -276,6 +341,7 @@ impl X {
             redactor: std::sync::Mutex::new(Redactor::new(settings.credential.secrets())),
             credential: tokio::sync::Mutex::new(settings.credential),
             username: std::sync::Mutex::new(None),
+            user_id: std::sync::Mutex::new(None),
         })
     }
 
@@ -298,7 +364,13 @@ impl X {
         let detail = if message.is_empty() {
             String::new()
         } else {
-            format!(": {}", crate::http::truncate(message, 160))
+            // Redacted before it is cut: a cut through a secret would leave a piece of it.
+            let excerpt = self
+                .redactor
+                .lock()
+                .expect("lock is never poisoned")
+                .excerpt(message, 160);
+            format!(": {excerpt}")
         };
         self.redact(&format!("x: {what}: HTTP {}{detail}", answer.status))
     }
@@ -341,7 +413,33 @@ impl X {
         if current.access_token.expose_secret() != stale.expose_secret() {
             return Ok(current.access_token.clone());
         }
+        // Across processes: the file lock, held until the rotated pair is written. A
+        // credential without a refresh token is only read, never rewritten.
+        let _file_lock = if current.refreshable() {
+            let file = self.token_file.clone();
+            let locked = tokio::task::spawn_blocking(move || lock_token_file(&file))
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r);
+            match locked {
+                Ok(lock) => Some(lock),
+                Err(e) => {
+                    return Err(StepError::Rejected {
+                        reason: format!(
+                            "x: the lock beside the token file {} cannot be taken ({}): the token is not renewed, so no other process can spend the refresh token meanwhile; make the directory writable for airlock, then resume the channel",
+                            self.token_file.display(),
+                            e.kind()
+                        ),
+                        credential: true,
+                    });
+                }
+            }
+        } else {
+            None
+        };
         // Another process may have rotated the pair: its refresh token is the live one.
+        // But a person may also have written another account's token there: one this
+        // process did not mint is used only once `/2/users/me` names the account checked.
         if let Ok(text) = crate::credential::read_secret(&self.token_file)
             && let Ok(on_disk) = Credential::parse(&text, &self.token_file)
             && on_disk.access_token.expose_secret() != stale.expose_secret()
@@ -350,6 +448,7 @@ impl X {
                 .lock()
                 .expect("lock is never poisoned")
                 .extend(on_disk.secrets());
+            self.check_adopted(&on_disk.access_token).await?;
             *current = on_disk;
             return Ok(current.access_token.clone());
         }
@@ -441,6 +540,55 @@ impl X {
         Ok(current.access_token.clone())
     }
 
+    /// Before a token read from the file (not minted by this process) is used: the
+    /// account it belongs to must be the one the account check found (its id, else its
+    /// username). Another account's is a credential refusal, so the channel pauses and
+    /// nothing is sent. Without an account check yet there is nothing to compare: the
+    /// check that follows compares it with the channel's `account`.
+    async fn check_adopted(&self, token: &SecretString) -> Result<(), StepError> {
+        let expected_id = self.user_id.lock().expect("lock is never poisoned").clone();
+        let expected_name = self
+            .username
+            .lock()
+            .expect("lock is never poisoned")
+            .clone();
+        if expected_id.is_none() && expected_name.is_none() {
+            return Ok(());
+        }
+        let what = "identity read of the token file's token";
+        let request = self
+            .client
+            .get(endpoint(&self.base_url, &["2", "users", "me"], &[]))
+            .bearer_auth(token.expose_secret())
+            .timeout(self.timeout);
+        let answer = send(request)
+            .await
+            .map_err(|e| StepError::transient(self.transport_summary(what, &e)))?;
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        let me = answer.json().unwrap_or(Value::Null);
+        let found_id = id_string(me["data"].get("id"));
+        let found_name = me["data"]["username"].as_str().unwrap_or("").trim();
+        let same = match (&expected_id, &found_id) {
+            (Some(expected), Some(found)) => expected == found,
+            _ => expected_name
+                .as_deref()
+                .is_some_and(|name| name.eq_ignore_ascii_case(found_name)),
+        };
+        if same {
+            return Ok(());
+        }
+        Err(StepError::Rejected {
+            reason: self.redact(&format!(
+                "x: the token in {} belongs to account {found_name:?}, not {:?} whose token this process held: it was not used and nothing was sent; write this account's token to the file (or change the channel's account and restart), then resume the channel",
+                self.token_file.display(),
+                expected_name.as_deref().unwrap_or("(the checked account)")
+            )),
+            credential: true,
+        })
+    }
+
     /// A repeatable authenticated `GET`, renewing the token once on a 401.
     async fn get_json(
         &self,
@@ -494,6 +642,7 @@ impl X {
             .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
             .to_owned();
         *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
+        *self.user_id.lock().expect("lock is never poisoned") = id_string(me["data"].get("id"));
         Ok(name)
     }
 
@@ -578,11 +727,10 @@ impl Platform for X {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| StepError::transient("x: users/me answered without a username"))?
             .to_owned();
+        let id = id_string(me["data"].get("id"));
         *self.username.lock().expect("lock is never poisoned") = Some(name.clone());
-        Ok(Some(Account {
-            username: name,
-            id: id_string(me["data"].get("id")),
-        }))
+        *self.user_id.lock().expect("lock is never poisoned") = id.clone();
+        Ok(Some(Account { username: name, id }))
     }
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
@@ -610,12 +758,10 @@ impl Platform for X {
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
     async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
-        let mut text = req.text.trim_end().to_owned();
-        if let Some(link) = req.link.as_deref().filter(|l| !l.trim().is_empty())
-            && !text.contains(link)
-        {
-            text = format!("{text}\n{link}");
-        }
+        // As X's length policy counts it (`appends_link`): the link on a line of its own
+        // when the text lacks it.
+        let text =
+            airlock_core::policy::with_appended_link(req.text.trim_end(), req.link.as_deref());
         let body = json!({"text": text}).to_string();
         let mut token = self.access_token().await;
         for renewed in [false, true] {
@@ -646,6 +792,7 @@ impl Platform for X {
                         .zip(username.as_deref())
                         .map(|(id, name)| permalink(name, id)),
                     platform_post_id: id,
+                    pause: None,
                     existing: None,
                 });
             }

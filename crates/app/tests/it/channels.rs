@@ -115,6 +115,34 @@ async fn reservation_states(app: &App, id: PostId) -> Vec<String> {
         .collect()
 }
 
+/// A PDS that wrote the record at a key of its own: the post is posted with the real uri,
+/// and the channel pauses, saying why (a retry there could make a second record).
+#[tokio::test]
+async fn a_bluesky_record_at_another_key_is_posted_with_its_uri_and_pauses_the_channel() {
+    let fake =
+        bluesky::BlueskyFake::start_with(bluesky::Expect::ANY, |s| s.ignore_client_rkey = true)
+            .await;
+    let h = Harness::new(|_| vec![bluesky_channel(&fake, bluesky::HANDLE)]).await;
+    let app = h.app();
+    let (id, result) = publish(&app, "bsky", "Mochi naps in the sun.").await;
+    assert_eq!(result, PublishResult::Posted);
+    let post = app.store().get_post(id).await.unwrap();
+    let written = fake.with(|s| s.records[0].rkey.clone());
+    assert_eq!(
+        post.platform_post_id,
+        Some(format!(
+            "at://{}/app.bsky.feed.post/{written}",
+            bluesky::DID
+        ))
+    );
+    let reason = paused(&app, "bsky").await.expect("the channel is paused");
+    assert!(
+        reason.contains("ignores client-chosen record keys"),
+        "{reason}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
 #[tokio::test]
 async fn a_bluesky_post_goes_out_once_with_its_permalink_and_is_verified() {
     let fake = bluesky::BlueskyFake::start(bluesky::Expect::ONE_POST).await;
@@ -311,7 +339,8 @@ async fn a_mastodon_post_goes_out_once_with_its_permalink() {
 async fn a_mastodon_create_whose_answer_never_comes_is_settled_by_its_key_within_the_hour() {
     let fake = mastodon::MastodonFake::start_with(
         mastodon::Expect {
-            identity: 1,
+            // The publish's account check, and the re-send's.
+            identity: 2,
             instance: 1,
             create: 2,
             ..mastodon::Expect::NONE
@@ -372,6 +401,144 @@ async fn a_mastodon_unknown_outcome_past_the_hour_waits_for_a_person() {
     assert!(app.reconcile().await.unwrap().is_empty());
     assert_eq!(status(&app, id).await, PostStatus::NeedsReview);
     assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
+/// A post whose create answered 502, ready for a reconcile re-send (the create answers
+/// normally again).
+async fn mastodon_unknown(
+    expect: mastodon::Expect,
+) -> (mastodon::MastodonFake, Harness, App, PostId) {
+    let fake = mastodon::MastodonFake::start_with(expect, |s| {
+        s.create_mode = mastodon::CreateMode::CreateThenStatus(502)
+    })
+    .await;
+    let h = Harness::new(|_| vec![mastodon_channel(&fake)]).await;
+    let app = h.app();
+    let (id, result) = publish(&app, "masto", "Mochi naps.").await;
+    assert!(
+        matches!(result, PublishResult::NeedsReview { .. }),
+        "{result:?}"
+    );
+    fake.with(|s| s.create_mode = mastodon::CreateMode::Normal);
+    (fake, h, app, id)
+}
+
+async fn creates(fake: &mastodon::MastodonFake) -> usize {
+    fake.requests()
+        .await
+        .iter()
+        .filter(|r| r.method.as_str() == "POST" && r.url.path() == "/api/v1/statuses")
+        .count()
+}
+
+/// The token now belongs to another account (an operator wrote another account's token
+/// into the token file): reconcile checks the account before it sends the status again,
+/// sends nothing, and the post waits for a person.
+#[tokio::test]
+async fn a_mastodon_reconcile_checks_the_account_before_sending_again() {
+    let (fake, h, app, id) = mastodon_unknown(mastodon::Expect {
+        identity: 2,
+        instance: 1,
+        create: 1,
+        ..mastodon::Expect::NONE
+    })
+    .await;
+    fake.with(|s| s.acct = "someone_else".into());
+    h.clock.advance(Duration::minutes(10));
+    assert!(app.reconcile().await.unwrap().is_empty());
+    assert_eq!(status(&app, id).await, PostStatus::NeedsReview);
+    assert_eq!(fake.with(|s| s.posts_of("someone_else")), 0);
+    assert_eq!(creates(&fake).await, 1);
+    let events = app.store().post_detail(id).await.unwrap().events;
+    assert!(
+        events.iter().any(|e| e
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("someone_else"))),
+        "{events:?}"
+    );
+}
+
+/// `pause --all`, or an operator's pause of the channel, holds the re-send too: only the
+/// pause this post's own unknown outcome set does not.
+#[tokio::test]
+async fn a_mastodon_reconcile_sends_nothing_while_an_operator_pause_holds() {
+    let (fake, h, app, id) = mastodon_unknown(mastodon::Expect {
+        identity: 2,
+        instance: 1,
+        create: 2,
+        read: 0,
+        ..mastodon::Expect::NONE
+    })
+    .await;
+    let me = Principal::cli();
+    h.clock.advance(Duration::minutes(10));
+    assert!(app.pause(&me, None, "maintenance").await.unwrap());
+    assert!(app.reconcile().await.unwrap().is_empty());
+    assert_eq!(creates(&fake).await, 1);
+
+    // The channel's own pause replaced by an operator's.
+    assert!(app.resume(&me, None).await.unwrap());
+    assert!(app.resume(&me, Some("masto")).await.unwrap());
+    assert!(
+        app.pause(&me, Some("masto"), "token rotation")
+            .await
+            .unwrap()
+    );
+    assert!(app.reconcile().await.unwrap().is_empty());
+    assert_eq!(creates(&fake).await, 1);
+    assert_eq!(status(&app, id).await, PostStatus::NeedsReview);
+
+    // Lifted: the re-send settles it.
+    assert!(app.resume(&me, Some("masto")).await.unwrap());
+    assert_eq!(app.reconcile().await.unwrap().len(), 1);
+    assert_eq!(status(&app, id).await, PostStatus::Posted);
+    assert_eq!(fake.with(|s| s.posts()), 1);
+}
+
+/// Two processes reconcile the same post, the second `stagger` after the first, while
+/// the re-send's answer takes a while: the status is sent again once, with one `resend`
+/// event.
+async fn two_processes_reconcile(stagger: StdDuration) {
+    let (fake, h, app, id) = mastodon_unknown(mastodon::Expect {
+        identity: mastodon::Expect::ANY.identity,
+        instance: 1,
+        create: 2,
+        ..mastodon::Expect::NONE
+    })
+    .await;
+    fake.with(|s| {
+        s.create_mode = mastodon::CreateMode::CreateThenDelay(StdDuration::from_millis(250))
+    });
+    h.clock.advance(Duration::minutes(10));
+    let other = h.app();
+    let (a, b) = tokio::join!(app.reconcile(), async {
+        tokio::time::sleep(stagger).await;
+        other.reconcile().await
+    });
+    assert_eq!(a.unwrap().len() + b.unwrap().len(), 1);
+    assert_eq!(creates(&fake).await, 2);
+    assert_eq!(status(&app, id).await, PostStatus::Posted);
+    let events = app.store().post_detail(id).await.unwrap().events;
+    assert_eq!(
+        events.iter().filter(|e| e.kind == "resend").count(),
+        1,
+        "{events:?}"
+    );
+}
+
+/// The second process reads the post after the first claimed the re-send: that re-send
+/// counts as a send of the key, so it sends nothing while the request may be processing.
+#[tokio::test]
+async fn two_processes_reconciling_a_mastodon_post_send_it_again_once() {
+    two_processes_reconcile(StdDuration::from_millis(100)).await;
+}
+
+/// Both read the post at the same version: one claims the re-send with its
+/// version-guarded `resend` event, the other's write conflicts and it sends nothing.
+#[tokio::test]
+async fn two_processes_reconciling_a_mastodon_post_at_once_send_it_again_once() {
+    two_processes_reconcile(StdDuration::ZERO).await;
 }
 
 #[tokio::test]
@@ -480,6 +647,7 @@ async fn an_x_duplicate_content_refusal_never_marks_a_post_posted() {
         |s| {
             s.tweets.push(x::Tweet {
                 id: "1866000000000000001".into(),
+                author: x::USERNAME.into(),
                 text: "Mochi naps.".into(),
             })
         },

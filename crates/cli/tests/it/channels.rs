@@ -554,6 +554,7 @@ async fn x_duplicate_content_never_marks_a_post_posted_and_a_lost_answer_waits_f
             x_fake(&canary, expect, |f| {
                 f.tweets.push(x::Tweet {
                     id: "1866000000000000001".into(),
+                    author: x::USERNAME.into(),
                     text: TEXT.into(),
                 });
             })

@@ -417,3 +417,57 @@ async fn a_fresh_process_reconciles_by_the_handle_whatever_it_logs_in_with() {
     };
     assert!(proof.permalink.unwrap().contains(HANDLE));
 }
+
+/// The PDS's message is redacted before it is cut: a session token at character 150 of
+/// it leaves no piece behind in the reason.
+#[tokio::test]
+async fn a_message_echoing_the_token_is_redacted_before_it_is_cut() {
+    let fake = BlueskyFake::start(Expect::ANY).await;
+    crate::support::echo_bearer_at(
+        &fake.server,
+        "POST",
+        "/xrpc/com.atproto.repo.createRecord",
+        400,
+        |message| serde_json::json!({"error": "InvalidRequest", "message": message}),
+    )
+    .await;
+    let bluesky = adapter(&fake);
+    let req = post();
+    let prepared = bluesky.prepare(&req).await.unwrap();
+    let outcome = bluesky.publish(&req, &prepared).await;
+    let Outcome::Rejected { reason, .. } = &outcome else {
+        panic!("refused: {outcome:?}");
+    };
+    assert!(reason.contains("the request was refused"), "{reason}");
+    crate::support::assert_no_canary_piece(reason);
+}
+
+/// A PDS that answers 2xx with a record at another key than the one airlock chose: the
+/// post is out at that key (its uri and permalink are the PDS's), and the answer asks for
+/// the channel to pause: a retry there could make a second record, since airlock's key
+/// fences nothing on that server.
+#[tokio::test]
+async fn a_record_written_at_another_key_is_recorded_as_it_is_and_pauses_the_channel() {
+    let fake = BlueskyFake::start_with(Expect::ANY, |s| s.ignore_client_rkey = true).await;
+    let bluesky = adapter(&fake);
+    let req = post();
+    let prepared = bluesky.prepare(&req).await.unwrap();
+    let chosen = prepared.platform_ref.clone().unwrap();
+    let outcome = bluesky.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("published: {outcome:?}");
+    };
+    let written = fake.with(|s| s.records[0].rkey.clone());
+    assert_ne!(written, chosen);
+    let uri = format!("at://{DID}/app.bsky.feed.post/{written}");
+    assert_eq!(published.platform_post_id.as_deref(), Some(uri.as_str()));
+    assert_eq!(
+        published.permalink.as_deref(),
+        Some(format!("https://bsky.app/profile/{HANDLE}/post/{written}").as_str())
+    );
+    let reason = published.pause.as_deref().expect("a pause");
+    assert!(
+        reason.contains("ignores client-chosen record keys"),
+        "{reason}"
+    );
+}

@@ -176,6 +176,7 @@ async fn a_lost_answer_is_settled_by_the_same_key_within_the_hour(
     timeout: Duration,
 ) {
     let expect = Expect {
+        identity: 1,
         instance: 1,
         create: 2,
         ..Expect::NONE
@@ -199,6 +200,8 @@ async fn a_lost_answer_is_settled_by_the_same_key_within_the_hour(
     assert_eq!(mastodon.reconcile(&soon).await, Evidence::NoProof);
 
     fake.with(|s| s.create_mode = CreateMode::Normal);
+    // The guarded path checks the account before a re-send; its answer must name it.
+    assert_eq!(mastodon.account().await.unwrap().unwrap().username, ACCT);
     let later = sent_at + RESEND_AFTER + chrono::Duration::minutes(5);
     let Evidence::Published(proof) = mastodon
         .reconcile(&reconcile_at(&req, &prepared, sent_at, later))
@@ -237,6 +240,88 @@ async fn a_create_whose_answer_never_comes_is_settled_by_the_same_key_within_the
         SHORT_TIMEOUT,
     )
     .await;
+}
+
+/// Generation 1 sent the key and got 429 (not sent); generation 2 sent the same key six
+/// minutes later and its answer never came. Half a minute after that, generation 2's
+/// request may still be processing: nothing is sent, by reconcile or by a retry's
+/// prepare — the five minutes count from the key's latest send, the fifty from its first.
+#[tokio::test]
+async fn a_key_sent_again_moments_ago_is_not_sent_again_whatever_its_first_send() {
+    let fake = MastodonFake::start(Expect {
+        instance: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let req = post();
+    let prepared = Prepared::with_ref(req.idempotency_key.clone());
+    let t0 = Utc::now() - chrono::Duration::minutes(30);
+    let mut first = attempt(&prepared, t0);
+    first.definitely_unpublished = true;
+    let mut second = attempt(&prepared, t0 + chrono::Duration::minutes(6));
+    second.generation = 2;
+    let mut publish = req.clone();
+    publish.now = t0 + chrono::Duration::seconds(6 * 60 + 30);
+    publish.earlier = vec![first.clone(), second.clone()];
+    let reconcile = ReconcileRequest {
+        publish: publish.clone(),
+        platform_ref: prepared.platform_ref.clone(),
+    };
+    assert!(!mastodon.reconcile_sends(&reconcile));
+    assert_eq!(mastodon.reconcile(&reconcile).await, Evidence::NoProof);
+
+    // A retry's prepare waits the same way, until five minutes after the latest send.
+    let err = mastodon.prepare(&publish).await.unwrap_err();
+    assert!(
+        matches!(err, StepError::Transient { retry_after: Some(wait), .. } if wait == chrono::Duration::seconds(270)),
+        "{err:?}"
+    );
+
+    // Past five minutes after the latest send and within fifty of the first: due.
+    let mut later = reconcile.clone();
+    later.publish.now = t0 + chrono::Duration::minutes(12);
+    assert!(mastodon.reconcile_sends(&later));
+    // Fifty minutes after the first send the key may be gone, however recent the latest.
+    later.publish.now = t0 + KEY_TRUSTED_FOR;
+    later.publish.earlier[1].sent_at = t0 + chrono::Duration::minutes(40);
+    assert!(!mastodon.reconcile_sends(&later));
+}
+
+/// A re-send whose answer is a status of another account than the one the account check
+/// found (the token changed in between) proves nothing about this post.
+#[tokio::test]
+async fn a_resend_answered_by_another_accounts_status_proves_nothing() {
+    let fake = MastodonFake::start_with(
+        Expect {
+            identity: 1,
+            instance: 1,
+            create: 2,
+            ..Expect::NONE
+        },
+        |s| s.create_mode = CreateMode::CreateThenStatus(502),
+    )
+    .await;
+    let mastodon = adapter(&fake);
+    let req = post();
+    let sent_at = Utc::now();
+    let prepared = mastodon.prepare(&req).await.unwrap();
+    assert!(matches!(
+        mastodon.publish(&req, &prepared).await,
+        Outcome::Unknown { .. }
+    ));
+    assert_eq!(mastodon.account().await.unwrap().unwrap().username, ACCT);
+    fake.with(|s| {
+        s.create_mode = CreateMode::Normal;
+        s.acct = "someone_else".into();
+    });
+    let later = sent_at + RESEND_AFTER + chrono::Duration::minutes(1);
+    assert_eq!(
+        mastodon
+            .reconcile(&reconcile_at(&req, &prepared, sent_at, later))
+            .await,
+        Evidence::NoProof
+    );
 }
 
 #[tokio::test]

@@ -114,3 +114,55 @@ pub async fn image_server() -> MockServer {
         .await;
     server
 }
+
+/// An answer that repeats the request's bearer token at the end of a long message: a
+/// platform (or a proxy in front of it) that echoes what it was sent. `body` makes the
+/// JSON body from the message.
+pub struct EchoBearer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body, from the message.
+    pub body: fn(String) -> serde_json::Value,
+}
+
+impl wiremock::Respond for EchoBearer {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("")
+            .to_owned();
+        // About 150 characters, then the token: a cut at 160 splits it.
+        let message = format!(
+            "{} token {bearer}",
+            "the request was refused ".repeat(6).trim_end()
+        );
+        wiremock::ResponseTemplate::new(self.status).set_body_json((self.body)(message))
+    }
+}
+
+/// Mounts [`EchoBearer`] over `method path` on `server`, ahead of the fake's own routes.
+pub async fn echo_bearer_at(
+    server: &MockServer,
+    method: &'static str,
+    path: &'static str,
+    status: u16,
+    body: fn(String) -> serde_json::Value,
+) {
+    wiremock::Mock::given(wiremock::matchers::method(method))
+        .and(wiremock::matchers::path(path))
+        .respond_with(EchoBearer { status, body })
+        .with_priority(1)
+        .mount(server)
+        .await;
+}
+
+/// No piece of the canary (its first 8 characters and on) is in `text`.
+pub fn assert_no_canary_piece(text: &str) {
+    assert!(
+        !text.contains(&CANARY[..8]),
+        "a piece of the token survived: {text}"
+    );
+}

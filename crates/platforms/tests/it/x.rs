@@ -101,6 +101,7 @@ async fn duplicate_content_is_never_proof_of_publication() {
         |s| {
             s.tweets.push(airlock_testkit::fake::x::Tweet {
                 id: "1866000000000000001".into(),
+                author: USERNAME.into(),
                 text: "Mochi naps in the sun.".into(),
             })
         },
@@ -239,6 +240,45 @@ async fn a_token_about_to_expire_is_renewed_before_the_post_and_a_rotated_file_i
     assert_eq!(fake.with(|s| s.posts()), 2);
 }
 
+/// An operator wrote another account's token into the token file. When X refuses the
+/// token this process holds, the adapter reads the file, and before it uses a credential
+/// it did not mint it asks `/2/users/me` whose it is: another account's is a credential
+/// refusal (the channel pauses), and nothing is posted.
+#[tokio::test]
+async fn a_token_file_naming_another_account_is_not_adopted() {
+    let fake = XFake::start_with(
+        Expect {
+            // The account check, then the other token's identity read.
+            identity: 2,
+            create: 1,
+            ..Expect::NONE
+        },
+        |s| {
+            s.other_accounts = vec![(format!("{CANARY}-other"), "someone_else".into())];
+        },
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    assert_eq!(x.account().await.unwrap().unwrap().username, USERNAME);
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    // The operator's edit; X now refuses the token this process holds.
+    std::fs::write(&path, format!("{CANARY}-other")).unwrap();
+    fake.with(|s| s.access_token = format!("{CANARY}-revoked"));
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Rejected {
+        reason,
+        credential: true,
+    } = &outcome
+    else {
+        panic!("a credential refusal: {outcome:?}");
+    };
+    assert!(reason.contains("someone_else"), "{reason}");
+    assert_eq!(fake.with(|s| s.posts()), 0);
+    assert_no_canary(&reason);
+}
+
 #[tokio::test]
 async fn a_refused_refresh_token_fails_for_the_credential_naming_the_file() {
     let fake = XFake::start_with(
@@ -314,4 +354,80 @@ async fn a_rate_limit_is_not_sent_and_waits_for_its_reset() {
         wait > chrono::Duration::minutes(14) && wait <= chrono::Duration::minutes(15),
         "{wait:?}"
     );
+}
+
+/// X's message is redacted before it is cut: a token at character 150 of it leaves no
+/// piece behind in the reason.
+#[tokio::test]
+async fn a_message_echoing_the_token_is_redacted_before_it_is_cut() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        ..Expect::NONE
+    })
+    .await;
+    crate::support::echo_bearer_at(
+        &fake.server,
+        "POST",
+        "/2/tweets",
+        400,
+        |message| serde_json::json!({"title": "Invalid Request", "detail": message, "status": 400}),
+    )
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = post();
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    let Outcome::Rejected { reason, .. } = &outcome else {
+        panic!("refused: {outcome:?}");
+    };
+    assert!(reason.contains("the request was refused"), "{reason}");
+    crate::support::assert_no_canary_piece(reason);
+}
+
+/// Two processes whose token is due for renewal at the same time: the file lock makes one
+/// wait while the other reads, refreshes and writes; the second then reads the rotated
+/// pair and uses it. One refresh: the second never spends the refresh token the first
+/// already spent.
+#[tokio::test]
+async fn two_processes_renewing_at_once_refresh_once() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 2,
+            refresh: 1,
+            ..Expect::NONE
+        },
+        |s| s.refresh_token = Some(format!("{CANARY}-first-refresh")),
+    )
+    .await;
+    let soon = (chrono::Utc::now() + chrono::Duration::minutes(2)).to_rfc3339();
+    let (_dir, path) = token_file(&refreshable(&soon));
+    let first = adapter_with(&fake, &path, Duration::from_secs(5));
+    let second = adapter_with(&fake, &path, Duration::from_secs(5));
+    let (one, two) = (post(), post());
+    let (a, b) = tokio::join!(first.prepare(&one), second.prepare(&two));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(fake.with(|s| s.refreshes), 1);
+}
+
+/// A refreshable token file must be in a directory airlock can write: X rotates the
+/// refresh token on every refresh, and a pair that cannot be written back leaves a spent
+/// token in the file.
+#[test]
+fn a_refreshable_token_file_needs_a_writable_directory() {
+    let (dir, path) = token_file(&refreshable("2099-01-01T00:00:00Z"));
+    let credential = Credential::parse(
+        &airlock_platforms::credential::read_secret(&path).unwrap(),
+        &path,
+    )
+    .unwrap();
+    airlock_platforms::x::check_token_dir(&path, &credential).unwrap();
+    let elsewhere = dir.path().join("gone").join("x.token");
+    let err = airlock_platforms::x::check_token_dir(&elsewhere, &credential).unwrap_err();
+    assert!(err.contains("writable"), "{err}");
+    assert!(err.contains("ReadWritePaths"), "{err}");
+    // A bare access token is never rewritten: any directory will do.
+    let bare = Credential::parse(&SecretString::from(CANARY.to_owned()), &elsewhere).unwrap();
+    airlock_platforms::x::check_token_dir(&elsewhere, &bare).unwrap();
 }

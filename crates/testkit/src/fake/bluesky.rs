@@ -12,6 +12,7 @@
 //!   over 300 graphemes or 3,000 bytes answers 400 `InvalidRequest`; a spent write budget
 //!   answers 429 `RateLimitExceeded` with `RateLimit-*` headers. [`CreateMode`] acts out
 //!   lost answers: the record is written and the answer is a 5xx or comes too late.
+//!   [`State::ignore_client_rkey`] acts out a server that writes at a key of its own.
 //! - `getRecord` by handle or DID answers the record or 400 `RecordNotFound`.
 //! - `uploadBlob` keeps the bytes and answers a blob reference.
 
@@ -117,6 +118,10 @@ pub struct State {
     pub create_mode: CreateMode,
     /// Writes left before 429 (`None`: no limit).
     pub writes_left: Option<u32>,
+    /// `createRecord` ignores the client's `rkey` and writes at a key of its own (whether
+    /// bsky.social accepts client-chosen post keys today is unconfirmed, so a server that
+    /// does not is acted out).
+    pub ignore_client_rkey: bool,
     /// Handles `resolveHandle` knows, with their DIDs.
     pub known_handles: HashMap<String, String>,
     /// The records, in the order written.
@@ -139,6 +144,7 @@ impl Default for State {
             refresh_refused: false,
             create_mode: CreateMode::Normal,
             writes_left: None,
+            ignore_client_rkey: false,
             known_handles: HashMap::from([(
                 "mochi.bsky.social".to_owned(),
                 "did:plc:mochi".to_owned(),
@@ -316,7 +322,11 @@ impl Respond for Pds {
                 if let CreateMode::StatusWithoutCreating(code) = state.create_mode {
                     return error(code, "InternalServerError", "Internal Server Error");
                 }
-                let rkey = body["rkey"].as_str().map(str::to_owned).unwrap_or_else(|| {
+                let client_rkey = body["rkey"]
+                    .as_str()
+                    .filter(|_| !state.ignore_client_rkey)
+                    .map(str::to_owned);
+                let rkey = client_rkey.unwrap_or_else(|| {
                     state.next += 1;
                     format!("3lfake{:07}", state.next)
                 });

@@ -4,7 +4,9 @@
 //!   invalid"}`.
 //! - `verify_credentials` names the account; `/api/v2/instance` its configurable
 //!   `max_characters` and `characters_reserved_per_url`.
-//! - `POST /api/v1/statuses` keeps every `Idempotency-Key` per account for one hour on
+//! - `POST /api/v1/statuses` keeps every `Idempotency-Key` per account (the key space is
+//!   `<account>:<key>`, as the server stores it: the same key sent with another
+//!   account's token makes a new status on that account) for one hour on
 //!   the fake's clock ([`State::now`], settable) and answers a repeat inside it with the
 //!   status it made the first time, without looking at the body (as the server does);
 //!   an empty or over-long status answers 422; past [`State::requests_left`] it answers
@@ -39,6 +41,8 @@ pub type MastodonFake = Fake<State>;
 pub struct Status {
     /// Its id.
     pub id: String,
+    /// The account that made it (the token's account when it was made).
+    pub acct: String,
     /// Its text as sent.
     pub text: String,
     /// Its visibility.
@@ -67,7 +71,8 @@ pub struct State {
     pub token: String,
     /// The token was revoked.
     pub token_revoked: bool,
-    /// The account's `acct`.
+    /// The account's `acct`: the account the token belongs to now (set another to act out
+    /// an operator who wrote another account's token into the token file).
     pub acct: String,
     /// The instance's `max_characters`.
     pub max_characters: usize,
@@ -121,24 +126,43 @@ impl State {
         self.statuses.len()
     }
 
-    /// Whether the instance still keeps `key`.
+    /// Whether the instance still keeps `key` for the token's account.
     pub fn keeps_key(&self, key: &str) -> bool {
         self.keys
-            .get(key)
+            .get(&self.scoped(key))
             .is_some_and(|(_, at)| *at + chrono::Duration::hours(1) > self.clock())
+    }
+
+    /// The key as the server stores it: scoped to the token's account.
+    fn scoped(&self, key: &str) -> String {
+        format!("{}:{key}", self.acct)
+    }
+
+    /// The statuses the account `acct` made.
+    pub fn posts_of(&self, acct: &str) -> usize {
+        self.statuses.iter().filter(|s| s.acct == acct).count()
     }
 
     fn status_json(&self, base: &str, status: &Status) -> Value {
         json!({
             "id": status.id,
             "created_at": "2026-12-01T00:00:00.000Z",
-            "uri": format!("{base}/users/{}/statuses/{}", self.acct, status.id),
-            "url": format!("{base}/@{}/{}", self.acct, status.id),
+            "uri": format!("{base}/users/{}/statuses/{}", status.acct, status.id),
+            "url": format!("{base}/@{}/{}", status.acct, status.id),
             "content": format!("<p>{}</p>", status.text),
             "visibility": status.visibility,
             "media_attachments": status.media_ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
-            "account": {"id": "14715", "username": self.acct, "acct": self.acct},
+            "account": {"id": account_id(&status.acct), "username": status.acct, "acct": status.acct},
         })
+    }
+}
+
+/// The account id of `acct` (the default account's is 14715).
+fn account_id(acct: &str) -> String {
+    if acct == ACCT {
+        "14715".into()
+    } else {
+        format!("9{}", acct.len())
     }
 }
 
@@ -197,7 +221,7 @@ impl Respond for Instance {
         }
         match self.1 {
             Route::Identity => ResponseTemplate::new(200).set_body_json(json!({
-                "id": "14715", "username": state.acct, "acct": state.acct,
+                "id": account_id(&state.acct), "username": state.acct, "acct": state.acct,
                 "display_name": "Inn Cats", "url": format!("{base}/@{}", state.acct),
             })),
             Route::Instance => ResponseTemplate::new(200).set_body_json(json!({
@@ -263,7 +287,7 @@ impl Respond for Instance {
                 if let Some(key) = &key
                     && state.keeps_key(key)
                 {
-                    let id = state.keys[key].0.clone();
+                    let id = state.keys[&state.scoped(key)].0.clone();
                     let status = state.statuses.iter().find(|s| s.id == id).cloned();
                     if let Some(status) = status {
                         return ResponseTemplate::new(200)
@@ -298,13 +322,15 @@ impl Respond for Instance {
                 state.next += 1;
                 let status = Status {
                     id: state.next.to_string(),
+                    acct: state.acct.clone(),
                     text,
                     visibility: body["visibility"].as_str().unwrap_or("public").to_owned(),
                     media_ids,
                 };
                 if let Some(key) = key {
                     let now = state.clock();
-                    state.keys.insert(key, (status.id.clone(), now));
+                    let scoped = state.scoped(&key);
+                    state.keys.insert(scoped, (status.id.clone(), now));
                 }
                 let answer =
                     ResponseTemplate::new(200).set_body_json(state.status_json(base, &status));

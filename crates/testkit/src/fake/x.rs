@@ -5,7 +5,8 @@
 //!   expired token).
 //! - `POST /2/oauth2/token` with `grant_type=refresh_token` renews the pair and rotates
 //!   the refresh token: the old one is refused from then on (400 `invalid_request`).
-//! - `GET /2/users/me` names the account.
+//! - `GET /2/users/me` names the account; [`State::other_accounts`] holds tokens of other
+//!   accounts it also accepts (a post made with one is that account's).
 //! - `POST /2/tweets` answers 201 `{"data": {"id", "text"}}`; the same text as a post it
 //!   already has answers 403 "duplicate content", naming no post; a spent budget answers
 //!   429 with `x-rate-limit-*` headers. [`CreateMode`] acts out lost answers.
@@ -48,6 +49,8 @@ pub enum Route {
 pub struct Tweet {
     /// Its id.
     pub id: String,
+    /// The username of the account that made it.
+    pub author: String,
     /// Its text.
     pub text: String,
 }
@@ -61,6 +64,9 @@ pub struct State {
     pub refresh_token: Option<String>,
     /// The account's username.
     pub username: String,
+    /// Access tokens of other accounts it accepts, with their usernames (an operator who
+    /// writes another account's token into the token file).
+    pub other_accounts: Vec<(String, String)>,
     /// The access token expires when this route is first called.
     pub expire_token_at: Option<Route>,
     /// How the create endpoint behaves.
@@ -83,6 +89,7 @@ impl Default for State {
             access_token: CANARY.into(),
             refresh_token: None,
             username: USERNAME.into(),
+            other_accounts: Vec::new(),
             expire_token_at: None,
             create_mode: CreateMode::Normal,
             posts_left: None,
@@ -153,13 +160,21 @@ impl Respond for Api {
             .get("authorization")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if bearer != Some(state.access_token.as_str()) {
+        let (user_id, username) = if bearer == Some(state.access_token.as_str()) {
+            ("1500000000000000000".to_owned(), state.username.clone())
+        } else if let Some((_, name)) = state
+            .other_accounts
+            .iter()
+            .find(|(token, _)| Some(token.as_str()) == bearer)
+        {
+            (format!("17{:017}", name.len()), name.clone())
+        } else {
             return problem(401, "Unauthorized", "Unauthorized");
-        }
+        };
         match self.1 {
             Route::Token => unreachable!("answered above"),
             Route::Identity => ResponseTemplate::new(200).set_body_json(json!({
-                "data": {"id": "1500000000000000000", "name": "Inn Cats", "username": state.username},
+                "data": {"id": user_id, "name": "Inn Cats", "username": username},
             })),
             Route::Create => {
                 if !spend(&mut state.posts_left) {
@@ -175,7 +190,11 @@ impl Respond for Api {
                 let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
                 let text = body["text"].as_str().unwrap_or("").to_owned();
                 if text.trim().is_empty() {
-                    return problem(400, "Invalid Request", "One or more parameters to your request was invalid.");
+                    return problem(
+                        400,
+                        "Invalid Request",
+                        "One or more parameters to your request was invalid.",
+                    );
                 }
                 if state.tweets.iter().any(|t| t.text == text) {
                     return problem(
@@ -188,6 +207,7 @@ impl Respond for Api {
                 let tweet = Tweet {
                     id: state.next.to_string(),
                     text: text.clone(),
+                    author: username,
                 };
                 let answer = ResponseTemplate::new(201)
                     .set_body_json(json!({"data": {"id": tweet.id, "text": text, "edit_history_tweet_ids": [tweet.id]}}));
