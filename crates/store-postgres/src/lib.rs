@@ -43,6 +43,7 @@ use airlock_store::{
 
 mod admin;
 mod bounds;
+mod functions;
 mod ops;
 mod posts;
 mod publish;
@@ -55,15 +56,21 @@ mod wake;
 pub struct PgStore {
     pool: PgPool,
     wake: Arc<wake::Wake>,
+    runtime_role: Arc<str>,
 }
 
+pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};
+
 /// Connection settings beyond the URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgSettings {
     /// Most connections this process opens (besides the wake-up listener).
     pub max_connections: u32,
     /// How long a caller waits for a free connection before the store is unavailable.
     pub acquire_timeout: StdDuration,
+    /// The `NOLOGIN` group role that a migration creates and grants EXECUTE on airlock's
+    /// functions and SELECT on what reads need ([`DEFAULT_RUNTIME_ROLE`] by default).
+    pub runtime_role: String,
 }
 
 impl Default for PgSettings {
@@ -74,6 +81,7 @@ impl Default for PgSettings {
         PgSettings {
             max_connections: 10,
             acquire_timeout: StdDuration::from_secs(30),
+            runtime_role: DEFAULT_RUNTIME_ROLE.to_owned(),
         }
     }
 }
@@ -126,14 +134,46 @@ impl PgStore {
         let store = PgStore {
             pool,
             wake: Arc::new(wake::Wake::new(options)),
+            runtime_role: settings.runtime_role.into(),
         };
-        store.migrate().await?;
+        store.open().await?;
         Ok(store)
     }
 
-    /// Applies pending migrations, holding a session advisory lock on a connection of
-    /// its own so that processes starting at once apply them one after another (the
-    /// later ones find nothing to do).
+    /// Makes sure the ledger is this binary's: nothing to do when its migrations and
+    /// functions are current (the only case a runtime role, which may run no DDL, can
+    /// start in); otherwise the owner migrates, and anyone else is refused.
+    async fn open(&self) -> Result<()> {
+        let status = self.migration_status().await?;
+        let current = status.applied > 0
+            && status.problem().is_none()
+            && functions::installed(&self.pool).await?.as_deref()
+                == Some(functions::version(&self.runtime_role).as_str());
+        if current {
+            return Ok(());
+        }
+        if functions::can_migrate(&self.pool).await? {
+            return self.migrate().await;
+        }
+        let why = match status.problem() {
+            Some(problem) if !status.unknown.is_empty() => problem,
+            _ => "the ledger needs `airlock migrate` run with the owner's URL (this role may \
+                  not change the schema; docs/deploy.md#hardened-postgresql)"
+                .to_owned(),
+        };
+        Err(StoreError::Unavailable(why.into()))
+    }
+
+    /// How this store is connected: owner or runtime role, and whether the functions
+    /// are this binary's (`airlock doctor`).
+    pub async fn mode(&self) -> Result<PgMode> {
+        functions::mode(&self.pool, &self.runtime_role).await
+    }
+
+    /// Applies pending migrations, then installs airlock's functions and the runtime
+    /// role's grants, holding a session advisory lock on a connection of its own so that
+    /// processes starting at once apply them one after another (the later ones find
+    /// nothing to do).
     pub async fn migrate(&self) -> Result<()> {
         let mut lock_conn = PgConnection::connect_with(&self.wake.options())
             .await
@@ -143,11 +183,13 @@ impl PgStore {
             .execute(&mut lock_conn)
             .await
             .map_err(db)?;
-        let applied = MIGRATOR.run(&self.pool).await;
+        let applied = match MIGRATOR.run(&self.pool).await {
+            Ok(()) => functions::install(&mut lock_conn, &self.runtime_role).await,
+            Err(e) => Err(StoreError::Unavailable(Box::new(e))),
+        };
         // Closing the session releases its lock whatever happened.
         lock_conn.close().await.ok();
-        applied.map_err(|e| StoreError::Unavailable(Box::new(e)))?;
-        Ok(())
+        applied
     }
 
     /// The connection pool, for tests and tools that read the ledger directly.
@@ -207,6 +249,84 @@ pub(crate) const QUARANTINED: &str = "AL006";
 
 /// SQLSTATE of the size-limit triggers' refusal (see `0003_authorship_and_limits.sql`).
 pub(crate) const TOO_LARGE: &str = "AL005";
+
+/// Maps a refusal raised by one of airlock's functions (`sql/functions.sql`: SQLSTATE
+/// class AL, values in a JSON DETAIL) about post `id`; anything else as [`db`] does.
+pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
+    let Some(code) = sqlstate(&e) else {
+        return db(e);
+    };
+    let detail: serde_json::Value = e
+        .as_database_error()
+        .and_then(|d| d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>())
+        .and_then(|d| d.detail())
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or_default();
+    let text = |key: &str| detail[key].as_str().map(str::to_owned);
+    let status = |key: &str| text(key).as_deref().map(status_of).transpose();
+    match code.as_str() {
+        ILLEGAL_TRANSITION => match (status("from"), status("to")) {
+            (Ok(Some(from)), Ok(Some(to))) => StoreError::IllegalTransition { id, from, to },
+            (Err(e), _) | (_, Err(e)) => e,
+            _ => db(e),
+        },
+        QUARANTINED => StoreError::Quarantined(id),
+        "AL010" => StoreError::NotFound(id),
+        "AL011" => StoreError::Conflict(id),
+        "AL012" => StoreError::Fenced {
+            id,
+            generation: detail["generation"].as_i64().unwrap_or_default(),
+        },
+        "AL013" => StoreError::Paused {
+            scope: text("scope").unwrap_or_default(),
+            reason: text("reason").unwrap_or_default(),
+        },
+        "AL014" => StoreError::Duplicate(text("what").unwrap_or_default()),
+        "AL015" => StoreError::HasHistory(id),
+        "AL016" => StoreError::IdempotencyMismatch(text("key").unwrap_or_default()),
+        "AL017" => match status("status") {
+            Ok(Some(status)) => StoreError::DuplicateText {
+                earlier: PostId(detail["earlier"].as_i64().unwrap_or_default()),
+                status,
+            },
+            Ok(None) => db(e),
+            Err(e) => e,
+        },
+        "AL018" => match e.as_database_error() {
+            Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
+            None => db(e),
+        },
+        _ => db(e),
+    }
+}
+
+/// A time as the functions read it from JSON: RFC 3339 in microseconds, truncated as
+/// sqlx truncates a bound `DateTime`.
+pub(crate) fn json_time(at: DateTime<Utc>) -> serde_json::Value {
+    serde_json::Value::String(at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+}
+
+/// A duration in microseconds, for the functions' `_us` parameters.
+pub(crate) fn micros(d: chrono::Duration) -> i64 {
+    d.num_microseconds().unwrap_or(i64::MAX)
+}
+
+/// Notifications as `airlock_insert_outbox` reads them.
+pub(crate) fn notify_json(notify: &[NewNotification]) -> sqlx::types::Json<serde_json::Value> {
+    sqlx::types::Json(serde_json::Value::Array(
+        notify
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "sink": n.sink,
+                    "event": n.event,
+                    "post_id": n.post_id.map(|id| id.0),
+                    "payload": n.payload,
+                })
+            })
+            .collect(),
+    ))
+}
 
 /// Whether a database error is a unique violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {

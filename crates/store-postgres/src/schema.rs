@@ -33,6 +33,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             wake: Arc::new(wake::Wake::new(options)),
+            runtime_role: settings.runtime_role.into(),
         })
     }
 
