@@ -770,6 +770,58 @@ BEGIN
     RETURN kept;
 END $$;
 
+------------------------------------------------------------------------------------------
+-- Posts: events and discarding drafts.
+------------------------------------------------------------------------------------------
+
+-- Store::add_event: an event at the post's status as it commits, with its notifications.
+CREATE OR REPLACE FUNCTION airlock_add_event(p_id bigint, p_kind text, p_note text,
+    p_actor text, p_now timestamptz, p_notify jsonb)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    v_status text;
+BEGIN
+    -- FOR SHARE: the status recorded on the event is the one the post has when it commits.
+    SELECT status INTO v_status FROM posts WHERE id = p_id FOR SHARE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        VALUES (p_id, p_now, p_kind, v_status, v_status, p_actor, p_note);
+    PERFORM airlock_insert_outbox(p_notify, p_now);
+END $$;
+
+-- Store::delete_draft: a draft at the version read, with no publish attempt on record,
+-- leaves its event (`p_kind`, `p_note`) and goes with its creation keys.
+CREATE OR REPLACE FUNCTION airlock_delete_draft(p_id bigint, p_version bigint, p_actor text,
+    p_now timestamptz, p_kind text, p_note text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    cur posts;
+BEGIN
+    SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    IF cur.version <> p_version THEN
+        PERFORM airlock_raise('AL011', 'conflict', NULL);
+    END IF;
+    IF cur.status <> 'draft' THEN
+        PERFORM airlock_raise('AL001', 'illegal transition',
+            jsonb_build_object('from', cur.status, 'to', 'draft'));
+    END IF;
+    IF EXISTS (SELECT 1 FROM intents WHERE post_id = p_id)
+       OR EXISTS (SELECT 1 FROM reservations WHERE post_id = p_id) THEN
+        PERFORM airlock_raise('AL015', 'has history', NULL);
+    END IF;
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        VALUES (p_id, p_now, p_kind, 'draft', 'draft', p_actor, p_note);
+    DELETE FROM create_keys WHERE post_id = p_id;
+    DELETE FROM posts WHERE id = p_id;
+END $$;
+
 -- {{posts_functions}}
 
 ------------------------------------------------------------------------------------------

@@ -90,8 +90,9 @@ pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migratio
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
 pub(crate) mod lock {
-    /// Every reservation: the rolling window spans channels.
-    pub const QUOTA: i32 = 1_095_912_449;
+    // +1 (1_095_912_449), every reservation (the rolling window spans channels), and +6
+    // (1_095_912_454), pauses against intents (an intent takes it shared, setting a pause
+    // exclusively), are taken by airlock's functions (sql/functions.sql).
     /// The event feed watermark (shared by every event insert, see the migration).
     pub const EVENTS: i32 = 1_095_912_450;
     /// Applying migrations.
@@ -100,9 +101,6 @@ pub(crate) mod lock {
     pub const CREATE_KEY: i32 = 1_095_912_452;
     /// Compose slots, keyed by a hash of channel and slot.
     pub const SLOT: i32 = 1_095_912_453;
-    /// Pauses against intents: recording an intent holds it shared, setting a pause
-    /// exclusively, so a pause that has returned is seen by every later intent.
-    pub const PAUSES: i32 = 1_095_912_454;
     /// Drafts with the same normalised text on one channel, keyed by a hash of channel
     /// and text key, so two identical drafts at once still find each other.
     pub const TEXT_KEY: i32 = 1_095_912_455;
@@ -342,32 +340,9 @@ pub(crate) async fn begin(pool: &PgPool) -> Result<sqlx::Transaction<'static, sq
     pool.begin().await.map_err(db)
 }
 
-/// Makes this transaction's commit durable — flushed to disk (and to synchronous standbys)
-/// before `COMMIT` returns — whatever `synchronous_commit` the server, database or role
-/// defaults to. Intents and outcomes need it: an intent lost in a crash would let the
-/// reaper think nothing was sent.
-pub(crate) async fn durable_commit(conn: &mut PgConnection) -> Result<()> {
-    sqlx::query("SET LOCAL synchronous_commit = on")
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
 /// Takes a transaction-level advisory lock, held until the transaction ends.
 pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
-        .bind(class)
-        .bind(key)
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Takes a transaction-level advisory lock in shared mode, held until the transaction ends.
-pub(crate) async fn xact_lock_shared(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock_shared($1, $2)")
         .bind(class)
         .bind(key)
         .execute(conn)
@@ -501,10 +476,7 @@ impl Store for PgStore {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
-        let mut tx = begin(&self.pool).await?;
-        let created = admin::insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(created)
+        admin::pause(&self.pool, scope, reason, actor, now, &notify).await
     }
 
     async fn resume(

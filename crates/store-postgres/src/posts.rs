@@ -10,8 +10,7 @@ use serde_json::{Map, Value, json};
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
-use airlock_core::status::is_legal;
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
+use airlock_core::{Post, PostDetail, PostEvent, PostId, PostSummary, Verdict};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFields, PostFilter,
     PostUpdate, Result, Settle, StoreError, VerificationRecord,
@@ -22,8 +21,8 @@ use crate::rows::{
     VERDICT_COLUMNS,
 };
 use crate::{
-    ILLEGAL_TRANSITION, QUARANTINED, admin, begin, db, durable_commit, is_unique_violation,
-    json_time, lock, notify_json, refusal, sqlstate, status_of, xact_lock, xact_lock_text,
+    begin, db, is_unique_violation, json_time, lock, notify_json, refusal, status_of, xact_lock,
+    xact_lock_text,
 };
 
 pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
@@ -172,21 +171,6 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
 pub(crate) async fn get_in(conn: &mut PgConnection, id: PostId) -> Result<Post> {
     let row = sqlx::query(AssertSqlSafe(format!(
         "SELECT {POST_COLUMNS} FROM posts WHERE id = $1"
-    )))
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
-    row.as_ref()
-        .map(rows::post)
-        .transpose()?
-        .ok_or(StoreError::NotFound(id))
-}
-
-/// Reads and locks a post row for the rest of the transaction.
-pub(crate) async fn lock_post(conn: &mut PgConnection, id: PostId) -> Result<Post> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE id = $1 FOR UPDATE"
     )))
     .bind(id.0)
     .fetch_optional(conn)
@@ -469,30 +453,7 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     rows::post(&row)
 }
 
-pub(crate) async fn insert_event(
-    conn: &mut PgConnection,
-    id: PostId,
-    event: &EventNote,
-    status: PostStatus,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
-         VALUES ($1, $2, $3, $4, $4, $5, $6)",
-    )
-    .bind(id.0)
-    .bind(now)
-    .bind(&event.kind)
-    .bind(status.as_str())
-    .bind(actor)
-    .bind(&event.note)
-    .execute(conn)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
+/// Store::delete_draft: `airlock_delete_draft`.
 pub(crate) async fn delete_draft(
     pool: &PgPool,
     id: PostId,
@@ -500,47 +461,20 @@ pub(crate) async fn delete_draft(
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let mut tx = begin(pool).await?;
-    let post = lock_post(&mut tx, id).await?;
-    if post.version != version {
-        return Err(StoreError::Conflict(id));
-    }
-    if post.status != PostStatus::Draft {
-        return Err(StoreError::IllegalTransition {
-            id,
-            from: post.status,
-            to: PostStatus::Draft,
-        });
-    }
-    let history: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM intents WHERE post_id = $1) \
-             OR EXISTS (SELECT 1 FROM reservations WHERE post_id = $1)",
-    )
-    .bind(id.0)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    if history {
-        return Err(StoreError::HasHistory(id));
-    }
-    let event = EventNote {
-        kind: "discarded".into(),
-        note: Some("draft discarded".into()),
-    };
-    insert_event(&mut tx, id, &event, PostStatus::Draft, actor, now).await?;
-    sqlx::query("DELETE FROM create_keys WHERE post_id = $1")
+    sqlx::query("SELECT airlock_delete_draft($1, $2, $3, $4, $5, $6)")
         .bind(id.0)
-        .execute(&mut *tx)
+        .bind(version)
+        .bind(actor)
+        .bind(now)
+        .bind("discarded")
+        .bind("draft discarded")
+        .execute(pool)
         .await
-        .map_err(db)?;
-    sqlx::query("DELETE FROM posts WHERE id = $1")
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)
+        .map_err(|e| refusal(e, id))?;
+    Ok(())
 }
 
+/// Store::add_event: `airlock_add_event`.
 pub(crate) async fn add_event(
     pool: &PgPool,
     id: PostId,
@@ -549,18 +483,17 @@ pub(crate) async fn add_event(
     now: DateTime<Utc>,
     notify: Vec<NewNotification>,
 ) -> Result<()> {
-    let mut tx = begin(pool).await?;
-    // FOR SHARE: the status recorded on the event is the one the post has when it commits.
-    let status: Option<String> =
-        sqlx::query_scalar("SELECT status FROM posts WHERE id = $1 FOR SHARE")
-            .bind(id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-    let status = status_of(&status.ok_or(StoreError::NotFound(id))?)?;
-    insert_event(&mut tx, id, &event, status, actor, now).await?;
-    admin::insert_outbox(&mut tx, &notify, now).await?;
-    tx.commit().await.map_err(db)
+    sqlx::query("SELECT airlock_add_event($1, $2, $3, $4, $5, $6)")
+        .bind(id.0)
+        .bind(&event.kind)
+        .bind(&event.note)
+        .bind(actor)
+        .bind(now)
+        .bind(notify_json(&notify))
+        .execute(pool)
+        .await
+        .map_err(|e| refusal(e, id))?;
+    Ok(())
 }
 
 /// Store::record_verifications: `airlock_record_verifications`, the batch in one round
