@@ -161,6 +161,13 @@ impl From<StoreError> for Error {
                     status.to_string()
                 }
             )),
+            StoreError::DraftLimit { actor, held, max } => Error::Conflict(format!(
+                "{} holds {held} drafts, the most [server] max_drafts_per_token ({max}) allows: approve, discard or have a critic reject some before drafting more",
+                match actor.strip_prefix("token:") {
+                    Some(name) => format!("token {name}"),
+                    None => actor,
+                }
+            )),
             StoreError::Quarantined(id) => Error::Quarantined(format!(
                 "post {id} is quarantined after too many failed reviews: nobody may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
             )),

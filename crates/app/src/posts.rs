@@ -129,15 +129,6 @@ impl App {
             source: origin.source,
         };
         check_content(&content, channel)?;
-        if let airlock_core::Actor::Token(name) = &who.actor {
-            let max = self.settings().max_drafts_per_token;
-            let held = self.store().live_drafts_by(&who.actor.to_string()).await?;
-            if held >= i64::from(max) {
-                return Err(Error::Conflict(format!(
-                    "token {name} holds {held} drafts, the most [server] max_drafts_per_token ({max}) allows: approve, discard or have a critic reject some before drafting more"
-                )));
-            }
-        }
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
             None => now,
@@ -174,6 +165,10 @@ impl App {
                 duplicate_window: (!origin.allow_duplicate
                     && channel.review.duplicate_window > chrono::Duration::zero())
                 .then_some(channel.review.duplicate_window),
+                // Counted by the store inside the creating transaction, so concurrent
+                // creates by one token cannot pass it together.
+                max_live_drafts: matches!(who.actor, airlock_core::Actor::Token(_))
+                    .then(|| self.settings().max_drafts_per_token),
             })
             .await?;
         Ok(created)

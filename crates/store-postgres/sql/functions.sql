@@ -17,8 +17,9 @@
 -- JSON DETAIL where the error needs values: AL001 illegal transition {id, from, to},
 -- AL005 too large (the triggers'), AL006 quarantined, AL010 not found, AL011 conflict,
 -- AL012 fenced {generation}, AL013 paused {scope, reason}, AL014 duplicate {what},
--- AL015 has history, AL016 idempotency mismatch, AL017 duplicate text {earlier,
--- status}, AL018 corrupt quota (the message is the reason).
+-- AL015 has history, AL016 idempotency mismatch {key}, AL017 duplicate text {earlier,
+-- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
+-- held, max}.
 --
 -- Placeholders replaced when the file is applied: {{schema}} (where the ledger lives)
 -- and {{runtime_role}}, both quoted identifiers.
@@ -405,7 +406,7 @@ CREATE OR REPLACE FUNCTION airlock_update_post(
     p_actor text, p_note text, p_now timestamptz, p_set jsonb,
     p_event_kind text, p_event_note text, p_intent_required boolean, p_intent_phase text,
     p_verdict jsonb, p_reservation text, p_stale_note text, p_failures text,
-    p_pause jsonb, p_notify jsonb,
+    p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint,
     OUT outcome text, OUT post posts)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
@@ -470,6 +471,15 @@ BEGIN
     IF new_quarantined IS NOT NULL AND after <> 'draft' THEN
         PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
             'from', cur.status, 'to', after));
+    END IF;
+    -- An edit into a queued duplicate text (airlock_store::decide::edit_duplicate_check;
+    -- the text key before is the one stored with the text).
+    IF p_duplicate_window_us IS NOT NULL AND c IS NOT NULL
+       AND (c->>'text_key') IS DISTINCT FROM cur.text_key THEN
+        PERFORM airlock_refuse_duplicate(cur.channel, c->>'text_key',
+            CASE WHEN s ? 'scheduled_at' THEN (s->>'scheduled_at')::timestamptz
+                 ELSE cur.scheduled_at END,
+            p_duplicate_window_us, p_id);
     END IF;
     IF p_verdict IS NOT NULL THEN
         -- In the round the verdict was given in, before this change may start a new one.
@@ -768,6 +778,109 @@ BEGIN
         ON CONFLICT (name) DO NOTHING;
     SELECT secret INTO kept FROM server_secrets WHERE name = p_name;
     RETURN kept;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Drafts.
+------------------------------------------------------------------------------------------
+
+-- Refuses (AL017) a text key that a post on the channel other than `p_except` holds
+-- while approved, in flight, posted or quarantined, going out within the window of
+-- `p_at` (posted_at when posted, else scheduled_at). Holds the channel's text-key lock
+-- (+7) until the transaction ends, so two drafts (or edits) with one text find each other.
+CREATE OR REPLACE FUNCTION airlock_refuse_duplicate(p_channel text, p_text_key text,
+    p_at timestamptz, p_window_us bigint, p_except bigint)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    win interval := p_window_us * interval '1 microsecond';
+    earlier record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1095912455, hashtext(p_channel || E'\n' || p_text_key));
+    SELECT id, status INTO earlier FROM posts WHERE channel = p_channel AND text_key = p_text_key
+        AND (status IN ('approved', 'posting', 'needs_review', 'posted')
+             OR (status = 'draft' AND quarantined_at IS NOT NULL))
+        AND COALESCE(posted_at, scheduled_at) > p_at - win
+        AND COALESCE(posted_at, scheduled_at) < p_at + win
+        AND (p_except IS NULL OR id <> p_except)
+        ORDER BY id DESC LIMIT 1;
+    IF FOUND THEN
+        PERFORM airlock_raise('AL017', 'duplicate text',
+            jsonb_build_object('earlier', earlier.id, 'status', earlier.status));
+    END IF;
+END $$;
+
+-- Store::create_post: an idempotency key's earlier post, a filled slot's post, or a new
+-- draft (the creator's live drafts counted under its lock, +8; a queued duplicate text
+-- refused) with its creation key. existing: whether the post was there before.
+CREATE OR REPLACE FUNCTION airlock_create_post(
+    p_channel text, p_title text, p_text text, p_media jsonb, p_link text, p_source jsonb,
+    p_source_path text, p_scheduled_at timestamptz, p_content_hash text, p_actor text,
+    p_test boolean, p_slot text, p_now timestamptz, p_text_key text,
+    p_key_scope text, p_key text, p_key_request text, p_key_ttl_us bigint,
+    p_duplicate_window_us bigint, p_max_live_drafts bigint,
+    OUT existing boolean, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    earlier record;
+    taken bigint;
+    held bigint;
+    new_id bigint;
+BEGIN
+    existing := true;
+    IF p_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(1095912452, hashtext(p_key_scope || E'\n' || p_key));
+        DELETE FROM create_keys WHERE created_at < p_now - p_key_ttl_us * interval '1 microsecond';
+        SELECT request_sha256, post_id INTO earlier FROM create_keys
+            WHERE scope = p_key_scope AND key = p_key;
+        IF FOUND THEN
+            IF earlier.request_sha256 <> p_key_request THEN
+                PERFORM airlock_raise('AL016', 'idempotency mismatch',
+                    jsonb_build_object('key', p_key));
+            END IF;
+            SELECT * INTO post FROM posts WHERE id = earlier.post_id;
+            IF NOT FOUND THEN
+                PERFORM airlock_raise('AL010', 'not found',
+                    jsonb_build_object('id', earlier.post_id));
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_slot IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(1095912453, hashtext(p_channel || E'\n' || p_slot));
+        SELECT id INTO taken FROM posts WHERE channel = p_channel AND slot = p_slot;
+        IF FOUND THEN
+            SELECT * INTO post FROM posts WHERE id = taken;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_max_live_drafts IS NOT NULL THEN
+        -- Creates by one actor count one after another (airlock_store::decide::draft_limit).
+        PERFORM pg_advisory_xact_lock(1095912456, hashtext(p_actor));
+        SELECT count(*) INTO held FROM posts WHERE status = 'draft' AND created_by = p_actor;
+        IF held >= p_max_live_drafts THEN
+            PERFORM airlock_raise('AL019', 'draft limit', jsonb_build_object(
+                'actor', p_actor, 'held', held, 'max', p_max_live_drafts));
+        END IF;
+    END IF;
+    IF p_duplicate_window_us IS NOT NULL THEN
+        PERFORM airlock_refuse_duplicate(p_channel, p_text_key, p_scheduled_at,
+                                         p_duplicate_window_us, NULL);
+    END IF;
+    INSERT INTO posts (channel, status, title, text, media, link, source, source_path,
+        scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at,
+        event_actor, event_note, text_key)
+        VALUES (p_channel, 'draft', p_title, p_text, p_media, p_link, p_source, p_source_path,
+            p_scheduled_at, p_content_hash, p_actor, p_actor, p_test, p_slot, p_now, p_now,
+            p_actor, 'created', p_text_key)
+        RETURNING id INTO new_id;
+    IF p_key IS NOT NULL THEN
+        INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at)
+            VALUES (p_key_scope, p_key, p_key_request, new_id, p_now);
+    END IF;
+    SELECT * INTO post FROM posts WHERE id = new_id;
+    existing := false;
 END $$;
 
 ------------------------------------------------------------------------------------------

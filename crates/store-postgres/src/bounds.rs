@@ -32,10 +32,14 @@ pub(crate) async fn list_excerpts(
         .collect()
 }
 
-pub(crate) async fn live_drafts_by(pool: &PgPool, actor: &str) -> Result<i64> {
+/// The live drafts `actor` created, counted on a pool or inside a transaction.
+pub(crate) async fn live_drafts_by<'e>(
+    conn: impl sqlx::PgExecutor<'e>,
+    actor: &str,
+) -> Result<i64> {
     sqlx::query_scalar("SELECT count(*) FROM posts WHERE status = 'draft' AND created_by = $1")
         .bind(actor)
-        .fetch_one(pool)
+        .fetch_one(conn)
         .await
         .map_err(db)
 }

@@ -89,21 +89,17 @@ impl Default for PgSettings {
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
+///
+/// The others are taken by airlock's functions (`sql/functions.sql`): +1 every
+/// reservation (the rolling window spans channels), +4 creation idempotency keys (a hash
+/// of scope and key), +5 compose slots (channel and slot), +6 pauses against intents (an
+/// intent takes it shared, setting a pause exclusively), +7 drafts with one normalised
+/// text on a channel, +8 the live drafts of one creator.
 pub(crate) mod lock {
-    // +1 (1_095_912_449), every reservation (the rolling window spans channels), and +6
-    // (1_095_912_454), pauses against intents (an intent takes it shared, setting a pause
-    // exclusively), are taken by airlock's functions (sql/functions.sql).
     /// The event feed watermark (shared by every event insert, see the migration).
     pub const EVENTS: i32 = 1_095_912_450;
     /// Applying migrations.
     pub const MIGRATE: i32 = 1_095_912_451;
-    /// Creation idempotency keys, keyed by a hash of scope and key.
-    pub const CREATE_KEY: i32 = 1_095_912_452;
-    /// Compose slots, keyed by a hash of channel and slot.
-    pub const SLOT: i32 = 1_095_912_453;
-    /// Drafts with the same normalised text on one channel, keyed by a hash of channel
-    /// and text key, so two identical drafts at once still find each other.
-    pub const TEXT_KEY: i32 = 1_095_912_455;
 }
 
 impl PgStore {
@@ -269,7 +265,7 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
             _ => db(e),
         },
         QUARANTINED => StoreError::Quarantined(id),
-        "AL010" => StoreError::NotFound(id),
+        "AL010" => StoreError::NotFound(detail["id"].as_i64().map_or(id, PostId)),
         "AL011" => StoreError::Conflict(id),
         "AL012" => StoreError::Fenced {
             id,
@@ -289,6 +285,14 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
             },
             Ok(None) => db(e),
             Err(e) => e,
+        },
+        "AL019" => StoreError::DraftLimit {
+            actor: text("actor").unwrap_or_default(),
+            held: detail["held"].as_i64().unwrap_or_default(),
+            max: detail["max"]
+                .as_u64()
+                .and_then(|m| u32::try_from(m).ok())
+                .unwrap_or_default(),
         },
         "AL018" => match e.as_database_error() {
             Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
@@ -345,17 +349,6 @@ pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> 
     sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
         .bind(class)
         .bind(key)
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Takes a transaction-level advisory lock keyed by a hash of `text`.
-pub(crate) async fn xact_lock_text(conn: &mut PgConnection, class: i32, text: &str) -> Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-        .bind(class)
-        .bind(text)
         .execute(conn)
         .await
         .map_err(db)?;

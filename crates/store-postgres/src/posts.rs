@@ -21,103 +21,18 @@ use crate::rows::{
     VERDICT_COLUMNS,
 };
 use crate::{
-    begin, db, is_unique_violation, json_time, lock, notify_json, refusal, status_of, xact_lock,
-    xact_lock_text,
+    begin, db, is_unique_violation, json_time, lock, micros, notify_json, refusal, xact_lock,
 };
 
+/// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
+/// draft count, the duplicate text, the draft and its key) in one round trip.
 pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
-    let mut tx = begin(pool).await?;
-    if let Some(key) = &req.idempotency {
-        xact_lock_text(
-            &mut tx,
-            lock::CREATE_KEY,
-            &format!("{}\n{}", key.scope, key.key),
-        )
-        .await?;
-        sqlx::query("DELETE FROM create_keys WHERE created_at < $1")
-            .bind(req.now - key.ttl)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        let earlier = sqlx::query(
-            "SELECT request_sha256, post_id FROM create_keys WHERE scope = $1 AND key = $2",
-        )
-        .bind(&key.scope)
-        .bind(&key.key)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some(row) = earlier {
-            let request: String = rows::get(&row, "request_sha256")?;
-            if request != key.request_hash {
-                return Err(StoreError::IdempotencyMismatch(key.key.clone()));
-            }
-            let post = get_in(&mut tx, PostId(rows::get(&row, "post_id")?)).await?;
-            return Ok(Created {
-                post,
-                existing: true,
-            });
-        }
-    }
     let new = &req.new;
-    if let Some(slot) = &new.slot {
-        xact_lock_text(
-            &mut tx,
-            lock::SLOT,
-            &format!("{}\n{slot}", new.content.channel.as_str()),
-        )
-        .await?;
-        let taken: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM posts WHERE channel = $1 AND slot = $2")
-                .bind(new.content.channel.as_str())
-                .bind(slot)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db)?;
-        if let Some(id) = taken {
-            let post = get_in(&mut tx, PostId(id)).await?;
-            return Ok(Created {
-                post,
-                existing: true,
-            });
-        }
-    }
     let content = &new.content;
-    let text_key = airlock_core::review::text_key(&content.text);
-    if let Some(window) = req.duplicate_window {
-        xact_lock_text(
-            &mut tx,
-            lock::TEXT_KEY,
-            &format!("{}\n{text_key}", content.channel.as_str()),
-        )
-        .await?;
-        let earlier = sqlx::query(
-            "SELECT id, status FROM posts WHERE channel = $1 AND text_key = $2 \
-             AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
-                  OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
-             AND COALESCE(posted_at, scheduled_at) > $3 AND COALESCE(posted_at, scheduled_at) < $4 \
-             ORDER BY id DESC LIMIT 1",
-        )
-        .bind(content.channel.as_str())
-        .bind(&text_key)
-        .bind(new.scheduled_at - window)
-        .bind(new.scheduled_at + window)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some(row) = earlier {
-            return Err(StoreError::DuplicateText {
-                earlier: PostId(rows::get(&row, "id")?),
-                status: status_of(&rows::get::<String>(&row, "status")?)?,
-            });
-        }
-    }
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
-         scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
-         event_actor, event_note, text_key) \
-         VALUES ($1, 'draft', $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, $12, $13, $13, $10, 'created', $14) \
-         RETURNING id",
+    let key = req.idempotency.as_ref();
+    let row = sqlx::query(
+        "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
+         $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
     )
     .bind(content.channel.as_str())
     .bind(&content.title)
@@ -132,8 +47,14 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
     .bind(new.test)
     .bind(&new.slot)
     .bind(req.now)
-    .bind(&text_key)
-    .fetch_one(&mut *tx)
+    .bind(airlock_core::review::text_key(&content.text))
+    .bind(key.map(|k| k.scope.as_str()))
+    .bind(key.map(|k| k.key.as_str()))
+    .bind(key.map(|k| k.request_hash.as_str()))
+    .bind(key.map(|k| micros(k.ttl)))
+    .bind(req.duplicate_window.map(micros))
+    .bind(req.max_live_drafts.map(i64::from))
+    .fetch_one(pool)
     .await
     .map_err(|e| {
         if is_unique_violation(&e) {
@@ -143,28 +64,12 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
                 content.channel
             ))
         } else {
-            db(e)
+            refusal(e, PostId(0))
         }
     })?;
-    if let Some(key) = &req.idempotency {
-        sqlx::query(
-            "INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(&key.scope)
-        .bind(&key.key)
-        .bind(&key.request_hash)
-        .bind(id)
-        .bind(req.now)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    let post = get_in(&mut tx, PostId(id)).await?;
-    tx.commit().await.map_err(db)?;
     Ok(Created {
-        post,
-        existing: false,
+        existing: rows::get(&row, "existing")?,
+        post: rows::post(&row)?,
     })
 }
 
@@ -413,7 +318,7 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     });
     let row = sqlx::query(
         "SELECT r.outcome, (r.post).* FROM airlock_update_post($1, $2, $3, $4, $5, $6, $7, $8, \
-         $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) r",
+         $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
     )
     .bind(update.id.0)
     .bind(guard_kind)
@@ -440,6 +345,7 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     }))
     .bind(pause)
     .bind(notify_json(&update.notify))
+    .bind(update.duplicate_window.map(micros))
     .fetch_one(pool)
     .await
     .map_err(|e| refusal(e, update.id))?;

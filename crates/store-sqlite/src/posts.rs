@@ -5,7 +5,10 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
 
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
-use airlock_store::decide::{GuardCheck, check_guard, illegal_step, pause_applies, stale_evidence};
+use airlock_store::decide::{
+    GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, pause_applies,
+    stale_evidence,
+};
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
     Result, Settle, StoreError, VerificationRecord,
@@ -61,29 +64,23 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
             });
         }
     }
+    if req.max_live_drafts.is_some() {
+        // Inside the write transaction (BEGIN IMMEDIATE): no other create counts meanwhile.
+        let held = crate::bounds::live_drafts_by(&mut *tx, &req.actor).await?;
+        draft_limit(&req.actor, held, req.max_live_drafts)?;
+    }
     let content = &new.content;
     let text_key = airlock_core::review::text_key(&content.text);
     if let Some(window) = req.duplicate_window {
-        let earlier = sqlx::query(
-            "SELECT id, status FROM posts WHERE channel = ? AND text_key = ? \
-             AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
-                  OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
-             AND COALESCE(posted_at, scheduled_at) > ? AND COALESCE(posted_at, scheduled_at) < ? \
-             ORDER BY id DESC LIMIT 1",
+        refuse_duplicate(
+            &mut tx,
+            content.channel.as_str(),
+            &text_key,
+            new.scheduled_at,
+            window,
+            None,
         )
-        .bind(content.channel.as_str())
-        .bind(&text_key)
-        .bind(ts(new.scheduled_at - window))
-        .bind(ts(new.scheduled_at + window))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some(row) = earlier {
-            return Err(StoreError::DuplicateText {
-                earlier: PostId(row.try_get("id").map_err(db)?),
-                status: status_of(&row.try_get::<String, _>("status").map_err(db)?)?,
-            });
-        }
+        .await?;
     }
     let media = serde_json::to_string(&content.media).expect("media serializes");
     let source = content
@@ -135,6 +132,42 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
         post,
         existing: false,
     })
+}
+
+/// Refuses ([`StoreError::DuplicateText`]) a text key that a post on the channel other
+/// than `except` holds while approved, in flight, posted or quarantined, going out
+/// within `window` of `at` (`posted_at` when posted, else `scheduled_at`).
+async fn refuse_duplicate(
+    conn: &mut SqliteConnection,
+    channel: &str,
+    text_key: &str,
+    at: DateTime<Utc>,
+    window: chrono::Duration,
+    except: Option<PostId>,
+) -> Result<()> {
+    let earlier = sqlx::query(
+        "SELECT id, status FROM posts WHERE channel = ?1 AND text_key = ?2 \
+         AND (status IN ('approved', 'posting', 'needs_review', 'posted') \
+              OR (status = 'draft' AND quarantined_at IS NOT NULL)) \
+         AND COALESCE(posted_at, scheduled_at) > ?3 AND COALESCE(posted_at, scheduled_at) < ?4 \
+         AND (?5 IS NULL OR id <> ?5) \
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(channel)
+    .bind(text_key)
+    .bind(ts(at - window))
+    .bind(ts(at + window))
+    .bind(except.map(|id| id.0))
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    match earlier {
+        Some(row) => Err(StoreError::DuplicateText {
+            earlier: PostId(row.try_get("id").map_err(db)?),
+            status: status_of(&row.try_get::<String, _>("status").map_err(db)?)?,
+        }),
+        None => Ok(()),
+    }
 }
 
 pub(crate) async fn get(pool: &SqlitePool, id: PostId) -> Result<Post> {
@@ -331,6 +364,14 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             from,
             to,
         });
+    }
+    if update.duplicate_window.is_some() && update.set.content.is_some() {
+        let before = get_in(&mut tx, update.id).await?;
+        if let Some((key, at, window)) =
+            edit_duplicate_check(&update, &before.content.text, before.scheduled_at)
+        {
+            refuse_duplicate(&mut tx, &channel, &key, at, window, Some(update.id)).await?;
+        }
     }
     let after = update.to.unwrap_or(status);
     if let Some(verdict) = &update.verdict {

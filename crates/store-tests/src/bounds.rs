@@ -9,8 +9,9 @@ use airlock_core::limits::{
     MAX_ALT_CHARS, MAX_ERROR_CHARS, MAX_EVENT_NOTE_CHARS, MAX_MEDIA, MAX_URL_CHARS,
 };
 use airlock_core::{Media, PostStatus};
-use airlock_store::{EventNote, Guard, PostFilter, PostUpdate, Store, StoreError};
+use airlock_store::{CreateKey, EventNote, Guard, PostFilter, PostUpdate, Store, StoreError};
 
+use crate::Ledger;
 use crate::fixture::*;
 
 fn media(n: usize, url_chars: usize, alt_chars: usize) -> Vec<Media> {
@@ -63,6 +64,97 @@ pub async fn live_drafts_are_counted_per_creator(store: Arc<dyn Store>) {
     assert_eq!(s.live_drafts_by(CRITIC).await.unwrap(), 0);
     approve(s, &first, mins(1)).await;
     assert_eq!(s.live_drafts_by(WRITER).await.unwrap(), 1);
+}
+
+/// A create by an actor already holding `max_live_drafts` live drafts is refused naming
+/// the count and the limit, and writes nothing; other actors are not limited, a repeated
+/// idempotency key still returns its first post, and a draft that stops being live frees
+/// its place.
+pub async fn a_create_past_the_live_draft_limit_is_refused_and_writes_nothing(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let limited = |text: &str, key: Option<&str>| {
+        let mut req = create_request(new_post("threads-main", text, t0()), mins(-60));
+        req.max_live_drafts = Some(2);
+        req.idempotency = key.map(|key| CreateKey {
+            scope: WRITER.to_owned(),
+            key: key.to_owned(),
+            request_hash: format!("hash of {text}"),
+            ttl: chrono::Duration::hours(24),
+        });
+        req
+    };
+    let first = s
+        .create_post(limited("one", Some("k1")))
+        .await
+        .unwrap()
+        .post;
+    s.create_post(limited("two", None)).await.unwrap();
+    let err = s.create_post(limited("three", None)).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::DraftLimit { actor, held: 2, max: 2 } if actor == WRITER),
+        "{err:?}"
+    );
+    assert_eq!(s.live_drafts_by(WRITER).await.unwrap(), 2);
+    assert_eq!(
+        s.list_posts(&PostFilter::default()).await.unwrap().len(),
+        2,
+        "nothing written"
+    );
+    let again = s.create_post(limited("one", Some("k1"))).await.unwrap();
+    assert!(again.existing, "a repeated key returns its first post");
+    assert_eq!(again.post.id, first.id);
+    let mut other = limited("three", None);
+    other.actor = CRITIC.to_owned();
+    s.create_post(other).await.unwrap();
+    approve(s, &first, mins(1)).await;
+    s.create_post(limited("three", None)).await.unwrap();
+}
+
+/// Several handles creating drafts for one actor at once never leave it holding more
+/// live drafts than `max_live_drafts`: the count is taken inside each creating
+/// transaction, so exactly the limit's worth succeed.
+pub async fn concurrent_creates_by_one_actor_never_pass_its_live_draft_limit(ledger: &Ledger) {
+    const HANDLES: usize = 4;
+    const EACH: usize = 4;
+    const MAX: u32 = 5;
+    let mut tasks = tokio::task::JoinSet::new();
+    for handle_idx in 0..HANDLES {
+        let handle = ledger.backend.open().await;
+        tasks.spawn(async move {
+            let mut outcomes = Vec::new();
+            for idx in 0..EACH {
+                let text = format!("draft {handle_idx}-{idx}");
+                let mut req = create_request(new_post("threads-main", &text, t0()), mins(-60));
+                req.max_live_drafts = Some(MAX);
+                outcomes.push(handle.create_post(req).await);
+            }
+            outcomes
+        });
+    }
+    let (mut created, mut refused) = (0, 0);
+    while let Some(outcomes) = tasks.join_next().await {
+        for outcome in outcomes.expect("creating task") {
+            match outcome {
+                Ok(_) => created += 1,
+                Err(StoreError::DraftLimit { held, max, .. }) => {
+                    assert_eq!((held, max), (i64::from(MAX), MAX));
+                    refused += 1;
+                }
+                Err(e) => panic!("unexpected {e:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        created, MAX as usize,
+        "exactly the limit's worth are created"
+    );
+    assert_eq!(refused, HANDLES * EACH - MAX as usize);
+    assert_eq!(
+        ledger.store.live_drafts_by(WRITER).await.unwrap(),
+        i64::from(MAX)
+    );
 }
 
 /// The first secret stored under a name is the one every later caller reads.

@@ -76,6 +76,7 @@ pub fn create_request(new: NewPost, now: DateTime<Utc>) -> CreatePost {
         now,
         idempotency: None,
         duplicate_window: None,
+        max_live_drafts: None,
     }
 }
 

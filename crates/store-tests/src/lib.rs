@@ -151,6 +151,8 @@ macro_rules! __with_cases {
             store security::values_over_the_limits_are_refused_and_nothing_is_written,
             store bounds::excerpt_lists_cut_the_text_and_keep_every_other_field,
             store bounds::live_drafts_are_counted_per_creator,
+            store bounds::a_create_past_the_live_draft_limit_is_refused_and_writes_nothing,
+            ledger bounds::concurrent_creates_by_one_actor_never_pass_its_live_draft_limit,
             store bounds::a_server_secret_is_created_once_and_then_read,
             store bounds::due_posts_are_counted_per_channel,
             store bounds::notes_errors_and_media_are_bounded_as_airlock_bounds_them,
@@ -163,6 +165,7 @@ macro_rules! __with_cases {
             store review::a_quarantined_draft_is_neither_approved_nor_changed_until_released,
             store review::a_draft_repeating_a_queued_text_within_the_window_is_refused,
             store review::an_edit_moves_the_duplicate_key_with_the_text,
+            store review::an_edit_into_a_queued_text_within_the_window_is_refused_and_changes_nothing,
             store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
         }
     };

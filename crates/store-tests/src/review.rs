@@ -325,6 +325,58 @@ pub async fn an_edit_moves_the_duplicate_key_with_the_text(store: Arc<dyn Store>
     ));
 }
 
+/// An edit that turns a draft's text into that of a post on its channel that is
+/// approved, in flight, posted or quarantined, going out within the window of the
+/// draft's schedule, is refused as creating it would be, naming that post, and changes
+/// nothing; an edit that leaves the text alone, moves it out of the window with the
+/// text, or comes without a window (an operator's override) is not refused.
+pub async fn an_edit_into_a_queued_text_within_the_window_is_refused_and_changes_nothing(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let window = Some(Duration::days(7));
+    let queued = approved(s, "threads-main", "Tea at four.", t0()).await;
+    let plain = draft(s, "threads-main", "Coffee at five.", mins(30)).await;
+    let mut edit = edit_text(&plain, " TEA  at\nfour. ", mins(1));
+    edit.duplicate_window = window;
+    let err = s.update_post(edit).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Approved } if earlier == queued.id),
+        "{err:?}"
+    );
+    let unchanged = s.get_post(plain.id).await.unwrap();
+    assert_eq!(unchanged, plain, "a refused edit changes nothing");
+
+    // Moved out of the window together with the text: allowed.
+    let mut edit = edit_text(&plain, "tea at four.", mins(1));
+    edit.set.scheduled_at = Some(t0() + Duration::days(8));
+    edit.duplicate_window = window;
+    let moved = s.update_post(edit).await.unwrap();
+    // Moved back into the window without touching the text: only text edits are checked.
+    let mut back = PostUpdate::new(moved.id, Guard::Version(moved.version), WRITER, mins(2));
+    back.set.scheduled_at = Some(t0());
+    back.duplicate_window = window;
+    let back = s.update_post(back).await.unwrap();
+    // The approved post itself, edited back to a draft with its own text: not a duplicate
+    // of itself.
+    let mut own = edit_text(&queued, "TEA at four.", mins(3));
+    own.to = Some(PostStatus::Draft);
+    own.duplicate_window = window;
+    s.update_post(own).await.unwrap();
+    // A quarantined draft counts, and an edit without a window is not checked.
+    let other = draft(s, "threads-main", "Milk at six.", t0()).await;
+    let quarantined = s.update_post(fail(&other, mins(4), true)).await.unwrap();
+    let mut edit = edit_text(&back, "milk at six.", mins(5));
+    edit.duplicate_window = window;
+    let err = s.update_post(edit).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == quarantined.id),
+        "{err:?}"
+    );
+    let edit = edit_text(&back, "milk at six.", mins(5));
+    s.update_post(edit).await.unwrap();
+}
+
 /// A verdict on a post as large as a post may be (its text full of characters JSON
 /// escapes) is recorded with its snapshot; the size limits are for values no verdict
 /// airlock makes can reach.

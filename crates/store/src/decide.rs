@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::status::is_legal;
 use airlock_core::{Post, PostStatus};
 
-use crate::{EventNote, Guard, PostUpdate};
+use crate::{EventNote, Guard, PostUpdate, Result, StoreError};
 
 /// What a post's guard says about a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +88,36 @@ pub fn fence_holds(
 /// failures after the change (`after_failures`: pause only at that many).
 pub fn pause_applies(after_failures: Option<u32>, failures: i64) -> bool {
     after_failures.is_none_or(|n| failures >= i64::from(n))
+}
+
+/// Whether `actor`, holding `held` live drafts, may create one more under
+/// [`crate::CreatePost::max_live_drafts`].
+pub fn draft_limit(actor: &str, held: i64, max: Option<u32>) -> Result<()> {
+    match max {
+        Some(max) if held >= i64::from(max) => Err(StoreError::DraftLimit {
+            actor: actor.to_owned(),
+            held,
+            max,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The duplicate check an edit asks for ([`PostUpdate::duplicate_window`]), given the
+/// post's text and schedule before it: the new text key, the schedule it is compared at,
+/// and the window; `None` when there is no window or the normalised text does not change.
+pub fn edit_duplicate_check(
+    update: &PostUpdate,
+    text_before: &str,
+    scheduled_before: DateTime<Utc>,
+) -> Option<(String, DateTime<Utc>, Duration)> {
+    let window = update.duplicate_window?;
+    let (content, _) = update.set.content.as_ref()?;
+    let text_key = airlock_core::review::text_key(&content.text);
+    (text_key != airlock_core::review::text_key(text_before)).then(|| {
+        let at = update.set.scheduled_at.unwrap_or(scheduled_before);
+        (text_key, at, window)
+    })
 }
 
 /// The evidence a refused write from a stale generation leaves on the post.
@@ -167,5 +197,52 @@ mod tests {
         assert!(pause_applies(None, 0));
         assert!(!pause_applies(Some(3), 2));
         assert!(pause_applies(Some(3), 3));
+    }
+
+    #[test]
+    fn draft_limits_and_edit_duplicate_checks() {
+        assert!(draft_limit("token:w", 5, None).is_ok());
+        assert!(draft_limit("token:w", 4, Some(5)).is_ok());
+        assert!(matches!(
+            draft_limit("token:w", 5, Some(5)),
+            Err(StoreError::DraftLimit {
+                held: 5,
+                max: 5,
+                ..
+            })
+        ));
+
+        let t = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let content = |text: &str| airlock_core::PostContent {
+            channel: airlock_core::ChannelName::parse("c").unwrap(),
+            title: None,
+            text: text.to_owned(),
+            media: Vec::new(),
+            link: None,
+            source: None,
+        };
+        let mut update = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "w", t);
+        let new = content("Tea  at FOUR.");
+        update.set.content = Some((new.clone(), new.hash()));
+        assert_eq!(edit_duplicate_check(&update, "other", t), None, "no window");
+        update.duplicate_window = Some(Duration::days(7));
+        assert_eq!(
+            edit_duplicate_check(&update, "tea at four.", t),
+            None,
+            "the same normalised text"
+        );
+        let key = airlock_core::review::text_key("tea at four.");
+        assert_eq!(
+            edit_duplicate_check(&update, "other", t),
+            Some((key.clone(), t, Duration::days(7)))
+        );
+        update.set.scheduled_at = Some(t + Duration::days(1));
+        assert_eq!(
+            edit_duplicate_check(&update, "other", t),
+            Some((key, t + Duration::days(1), Duration::days(7))),
+            "at the new schedule"
+        );
     }
 }

@@ -17,7 +17,10 @@
 //!   withdrawn approval starts a new round; a quarantined draft is never approved and its
 //!   content never changes (triggers, so hand-written SQL too);
 //! - a draft repeating a queued text is refused inside the transaction that would create
-//!   it ([`CreatePost::duplicate_window`]).
+//!   it ([`CreatePost::duplicate_window`]) or edit its text into it
+//!   ([`PostUpdate::duplicate_window`]);
+//! - an actor's live drafts are counted inside the transaction that creates one, so
+//!   concurrent creates never pass [`CreatePost::max_live_drafts`].
 //!
 //! This crate holds no SQL and no IO. What a transaction decides that does not depend on
 //! the SQL dialect lives here, in [`decide`] and [`QuotaRows`], so the backends keep only
@@ -89,6 +92,17 @@ pub enum StoreError {
         earlier: PostId,
         /// Its state (`draft` only when it is quarantined).
         status: PostStatus,
+    },
+    /// The creating actor already holds as many live drafts as
+    /// [`CreatePost::max_live_drafts`] allows; nothing was written.
+    #[error("{actor} holds {held} live drafts, the most it may hold ({max})")]
+    DraftLimit {
+        /// Who tried to draft.
+        actor: String,
+        /// The live drafts it holds (`status = draft`, `created_by` the actor).
+        held: i64,
+        /// The limit.
+        max: u32,
     },
     /// The post is quarantined: it may not be approved or changed until released.
     #[error(
@@ -173,6 +187,13 @@ pub struct PostUpdate {
     pub pause: Option<PauseSpec>,
     /// Notifications to queue with the change.
     pub notify: Vec<NewNotification>,
+    /// When [`PostFields::content`] changes the normalised text, refuse the change
+    /// ([`StoreError::DuplicateText`]) as [`CreatePost::duplicate_window`] refuses a new
+    /// draft: another post on the channel with that text that is approved, in flight,
+    /// posted or quarantined, going out within this long of the post's schedule (the new
+    /// one when [`PostFields::scheduled_at`] moves it). Decided inside the transaction
+    /// of the change. `None` checks nothing (an operator's override).
+    pub duplicate_window: Option<Duration>,
 }
 
 impl PostUpdate {
@@ -196,6 +217,7 @@ impl PostUpdate {
             failures: None,
             pause: None,
             notify: Vec::new(),
+            duplicate_window: None,
         }
     }
 }
@@ -413,6 +435,12 @@ pub struct CreatePost {
     /// An earlier request with the same idempotency key, or the post of a filled slot,
     /// is returned before this check.
     pub duplicate_window: Option<Duration>,
+    /// Refuse the draft ([`StoreError::DraftLimit`]) when the actor already holds this
+    /// many live drafts (`status = draft`, created by it), counted inside the creating
+    /// transaction and serialized per actor, so concurrent creates cannot pass the limit
+    /// together. `None` counts nothing. Checked after a repeated idempotency key or a
+    /// filled slot has returned its post.
+    pub max_live_drafts: Option<u32>,
 }
 
 /// An idempotency key for creation, honoured for a limited time.

@@ -97,6 +97,7 @@ impl Harness {
                 now: self.clock.now(),
                 idempotency: None,
                 duplicate_window: None,
+                max_live_drafts: None,
             })
             .await
             .unwrap()
