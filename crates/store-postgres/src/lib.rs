@@ -1,14 +1,18 @@
 //! The PostgreSQL backend of airlock's [`Store`]: for several processes or machines
 //! sharing one queue (docs/stores.md).
 //!
-//! - **Claims** lock the most overdue due row with `FOR UPDATE SKIP LOCKED` and move it
-//!   to `posting` in one short statement, then read the row back and proceed only if
-//!   status, owner and generation are this worker's. No transaction is ever held across
-//!   a platform request: every method is one short transaction.
+//! - **Writes** are PL/pgSQL functions (`sql/functions.sql`), one per write transaction,
+//!   each called in one round trip: `SECURITY DEFINER`, so the same code path serves a
+//!   store connected as the ledger's owner and one connected as a role holding only the
+//!   runtime role (`airlock_runtime`), which may call them and read without secrets but
+//!   write no table (`functions`, docs/stores.md#hardened-postgresql). No transaction
+//!   is ever held across a platform request.
+//! - **Claims** lock the post's row with `FOR UPDATE SKIP LOCKED` (a row another worker
+//!   holds is skipped) and return the row as claimed.
 //! - **Quotas** are exact under any number of processes: every reservation takes one
 //!   transaction-level advisory lock on the global window (the window spans channels)
-//!   before it reads the live rows, decides with `airlock_core::quota::decide` and inserts.
-//!   Rows are checked fail-closed with `QuotaRows::check`.
+//!   before it reads the live rows, checks them fail-closed and decides as
+//!   `airlock_store::decide_reservation` does, in PL/pgSQL.
 //! - **Triggers** in `migrations/0001_ledger.sql` refuse illegal status changes and
 //!   append the event of every status change, whatever SQL statement made it.
 //! - **Wake-ups**: a status change to `approved` and a lifted pause send
@@ -16,12 +20,14 @@
 //!   dedicated connection ([`wake`]). A notification is a hint; a missed one costs the
 //!   caller one poll interval.
 //! - **Migrations** are embedded and applied by [`PgStore::connect`] under an advisory
-//!   lock, so processes starting together do not race.
+//!   lock, so processes starting together do not race, followed by the functions; a
+//!   runtime role applies nothing and starts only on a current ledger.
 //!
 //! Layout: [`posts`] (drafts, guarded updates, events), [`publish`] (claims, reservations,
 //! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`] (export pages,
 //! dashboard sessions, health figures for alerts), [`rows`] (decoding),
-//! [`wake`] (LISTEN/NOTIFY). Row shapes and sqlx types stay inside this crate: errors
+//! [`wake`] (LISTEN/NOTIFY), `functions` (installing `sql/functions.sql`, the mode for
+//! `doctor`). Row shapes and sqlx types stay inside this crate: errors
 //! leave it as [`StoreError`].
 
 use std::str::FromStr;
