@@ -21,6 +21,10 @@
 -- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
 -- held, max}.
 --
+-- CREATE OR REPLACE keeps a function's parameters and result: a release that changes
+-- them must DROP FUNCTION the old signature here first (and keep processes of the
+-- previous release from calling it: stop them before `airlock migrate`).
+--
 -- Placeholders replaced when the file is applied: {{schema}} (where the ledger lives)
 -- and {{runtime_role}}, both quoted identifiers.
 
