@@ -279,6 +279,14 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
             return Err(Failure::failed(format!("{problems} check(s) failed")));
         }
     };
+    match wiring::pg_mode(&config).await {
+        Ok(Some(mode)) => report(
+            mode.functions_current,
+            format!("postgres: {}", mode.describe()),
+        ),
+        Ok(None) => {}
+        Err(e) => report(false, format!("postgres: {}", e.message)),
+    }
     match store.check_invariants(chrono::Utc::now()).await {
         Ok(broken) if broken.is_empty() => report(true, "ledger invariants hold".into()),
         Ok(broken) => {

@@ -20,7 +20,7 @@ use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
 use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::Store;
-use airlock_store_postgres::PgStore;
+use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_sqlite::SqliteStore;
 
 use crate::Failure;
@@ -36,10 +36,34 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
             .map_err(|e| Failure::failed(format!("{e}")))?;
         return Ok(Arc::new(store));
     }
-    let store = PgStore::connect(url)
+    let store = PgStore::connect_with(url, pg_settings(config))
         .await
         .map_err(|e| Failure::failed(format!("{e}")))?;
     Ok(Arc::new(store))
+}
+
+/// How a PostgreSQL ledger is connected (owner or hardened runtime role, functions
+/// current or not), for `doctor`; `None` for SQLite.
+pub async fn pg_mode(config: &Config) -> Result<Option<airlock_store_postgres::PgMode>, Failure> {
+    let url = config.database.as_str();
+    if url.starts_with("sqlite:") {
+        return Ok(None);
+    }
+    let failed = |e: airlock_store::StoreError| Failure::failed(format!("{e}"));
+    let store = PgStore::connect_existing_with(url, pg_settings(config))
+        .await
+        .map_err(failed)?;
+    let mode = store.mode().await.map_err(failed)?;
+    store.close().await;
+    Ok(Some(mode))
+}
+
+/// The PostgreSQL settings of `[postgres]`.
+pub fn pg_settings(config: &Config) -> PgSettings {
+    PgSettings {
+        runtime_role: config.pg_runtime_role.clone(),
+        ..PgSettings::default()
+    }
 }
 
 /// Opens the configured store only if it exists and its migrations are exactly this

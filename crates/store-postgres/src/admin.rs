@@ -5,8 +5,8 @@
 //! post's status.
 
 use chrono::{DateTime, Duration, Utc};
+use sqlx::PgPool;
 use sqlx::types::Json;
-use sqlx::{PgConnection, PgPool};
 
 use airlock_core::{ChannelName, PostId, PostStatus, RoleSet};
 use airlock_store::{
@@ -15,38 +15,31 @@ use airlock_store::{
 };
 
 use crate::rows::get;
-use crate::{begin, db, is_unique_violation, lock, publish, status_of, xact_lock};
+use crate::{db, is_unique_violation, notify_json, publish, status_of};
 
-/// Inserts a pause unless the scope is already paused; queues `notify` only for a new pause.
-pub(crate) async fn insert_pause(
-    conn: &mut PgConnection,
+/// Store::pause: `airlock_pause` (a new pause and its notifications, or nothing when the
+/// scope is paused already).
+pub(crate) async fn pause(
+    pool: &PgPool,
     scope: &PauseScope,
     reason: &str,
     actor: &str,
     now: DateTime<Utc>,
     notify: &[NewNotification],
 ) -> Result<bool> {
-    // Wait for intents being recorded now; every later one sees this pause.
-    xact_lock(&mut *conn, lock::PAUSES, 0).await?;
-    let inserted = sqlx::query(
-        "INSERT INTO pauses (scope, reason, actor, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (scope) WHERE resumed_at IS NULL DO NOTHING",
-    )
-    .bind(scope.as_key())
-    .bind(reason)
-    .bind(actor)
-    .bind(now)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?
-    .rows_affected()
-        > 0;
-    if inserted {
-        insert_outbox(conn, notify, now).await?;
-    }
-    Ok(inserted)
+    sqlx::query_scalar("SELECT airlock_pause($1, $2, $3, $4, $5)")
+        .bind(scope.as_key())
+        .bind(reason)
+        .bind(actor)
+        .bind(now)
+        .bind(notify_json(notify))
+        .fetch_one(pool)
+        .await
+        .map_err(db)
 }
 
+/// Store::resume: `airlock_resume` (the pause lifted, a channel's failures reset, the
+/// notifications queued).
 pub(crate) async fn resume(
     pool: &PgPool,
     scope: &PauseScope,
@@ -54,32 +47,15 @@ pub(crate) async fn resume(
     now: DateTime<Utc>,
     notify: Vec<NewNotification>,
 ) -> Result<bool> {
-    let mut tx = begin(pool).await?;
-    // The trigger on `pauses` sends NOTIFY airlock_due with this transaction.
-    let lifted = sqlx::query(
-        "UPDATE pauses SET resumed_at = $1, resumed_by = $2 \
-         WHERE scope = $3 AND resumed_at IS NULL",
-    )
-    .bind(now)
-    .bind(actor)
-    .bind(scope.as_key())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?
-    .rows_affected()
-        > 0;
-    if lifted {
-        if let PauseScope::Channel(channel) = scope {
-            sqlx::query("DELETE FROM channel_failures WHERE channel = $1")
-                .bind(channel.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
-        insert_outbox(&mut tx, &notify, now).await?;
-    }
-    tx.commit().await.map_err(db)?;
-    Ok(lifted)
+    sqlx::query_scalar("SELECT airlock_resume($1, $2, $3, $4, $5)")
+        .bind(scope.as_key())
+        .bind(matches!(scope, PauseScope::Channel(_)))
+        .bind(actor)
+        .bind(now)
+        .bind(notify_json(&notify))
+        .fetch_one(pool)
+        .await
+        .map_err(db)
 }
 
 pub(crate) async fn pauses(pool: &PgPool) -> Result<Vec<Pause>> {
@@ -101,28 +77,6 @@ pub(crate) async fn pauses(pool: &PgPool) -> Result<Vec<Pause>> {
     .collect()
 }
 
-pub(crate) async fn insert_outbox(
-    conn: &mut PgConnection,
-    notify: &[NewNotification],
-    now: DateTime<Utc>,
-) -> Result<()> {
-    for note in notify {
-        sqlx::query(
-            "INSERT INTO outbox (sink, event, post_id, payload, created_at, next_attempt_at) \
-             VALUES ($1, $2, $3, $4, $5, $5)",
-        )
-        .bind(&note.sink)
-        .bind(&note.event)
-        .bind(note.post_id.map(|id| id.0))
-        .bind(Json(&note.payload))
-        .bind(now)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    }
-    Ok(())
-}
-
 pub(crate) async fn claim_notifications(
     pool: &PgPool,
     now: DateTime<Utc>,
@@ -130,23 +84,14 @@ pub(crate) async fn claim_notifications(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Notification>> {
-    let rows = sqlx::query(
-        "WITH due AS ( \
-           SELECT id FROM outbox \
-           WHERE delivered_at IS NULL AND abandoned_at IS NULL AND next_attempt_at <= $1 \
-             AND (locked_until IS NULL OR locked_until < $1) \
-           ORDER BY id LIMIT $2 \
-           FOR UPDATE SKIP LOCKED) \
-         UPDATE outbox o SET locked_by = $3, locked_until = $4 FROM due WHERE o.id = due.id \
-         RETURNING o.id, o.sink, o.event, o.post_id, o.payload, o.attempts, o.created_at",
-    )
-    .bind(now)
-    .bind(i64::from(limit))
-    .bind(worker)
-    .bind(lease_until)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
+    let rows = sqlx::query("SELECT * FROM airlock_claim_notifications($1, $2, $3, $4)")
+        .bind(now)
+        .bind(worker)
+        .bind(lease_until)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
     let mut claimed = rows
         .iter()
         .map(|row| {
@@ -173,18 +118,13 @@ pub(crate) async fn notification_delivered(
     worker: &str,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox SET delivered_at = $1, locked_by = NULL, locked_until = NULL, \
-         last_error = NULL \
-         WHERE id = $2 AND locked_by = $3 AND delivered_at IS NULL AND abandoned_at IS NULL",
-    )
-    .bind(now)
-    .bind(id)
-    .bind(worker)
-    .execute(pool)
-    .await
-    .map_err(db)?;
-    Ok(done.rows_affected() > 0)
+    sqlx::query_scalar("SELECT airlock_notification_delivered($1, $2, $3)")
+        .bind(id)
+        .bind(worker)
+        .bind(now)
+        .fetch_one(pool)
+        .await
+        .map_err(db)
 }
 
 /// Records a failed delivery while `worker` still holds it.
@@ -196,29 +136,15 @@ pub(crate) async fn notification_failed(
     retry_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let query = match retry_at {
-        Some(at) => sqlx::query(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2, \
-             locked_by = NULL, locked_until = NULL \
-             WHERE id = $3 AND locked_by = $4 AND delivered_at IS NULL AND abandoned_at IS NULL",
-        )
-        .bind(error)
-        .bind(at),
-        None => sqlx::query(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = $1, abandoned_at = $2, \
-             locked_by = NULL, locked_until = NULL \
-             WHERE id = $3 AND locked_by = $4 AND delivered_at IS NULL AND abandoned_at IS NULL",
-        )
-        .bind(error)
-        .bind(now),
-    };
-    let done = query
+    sqlx::query_scalar("SELECT airlock_notification_failed($1, $2, $3, $4, $5)")
         .bind(id)
         .bind(worker)
-        .execute(pool)
+        .bind(error)
+        .bind(retry_at)
+        .bind(now)
+        .fetch_one(pool)
         .await
-        .map_err(db)?;
-    Ok(done.rows_affected() > 0)
+        .map_err(db)
 }
 
 pub(crate) async fn outbox_stats(pool: &PgPool) -> Result<OutboxStats> {
@@ -242,15 +168,13 @@ pub(crate) async fn outbox_stats(pool: &PgPool) -> Result<OutboxStats> {
 }
 
 pub(crate) async fn create_token(pool: &PgPool, token: NewToken) -> Result<()> {
-    let result = sqlx::query(
-        "INSERT INTO tokens (name, roles, secret_sha256, created_at) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(&token.name)
-    .bind(token.roles.to_list())
-    .bind(&token.secret_sha256)
-    .bind(token.now)
-    .execute(pool)
-    .await;
+    let result = sqlx::query("SELECT airlock_create_token($1, $2, $3, $4)")
+        .bind(&token.name)
+        .bind(token.roles.to_list())
+        .bind(&token.secret_sha256)
+        .bind(token.now)
+        .execute(pool)
+        .await;
     match result {
         Ok(_) => Ok(()),
         Err(e) if is_unique_violation(&e) => Err(StoreError::Duplicate(format!(
@@ -285,47 +209,28 @@ pub(crate) async fn tokens(pool: &PgPool) -> Result<Vec<TokenRecord>> {
 }
 
 pub(crate) async fn revoke_token(pool: &PgPool, name: &str, now: DateTime<Utc>) -> Result<bool> {
-    Ok(
-        sqlx::query("UPDATE tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL")
-            .bind(now)
-            .bind(name)
-            .execute(pool)
-            .await
-            .map_err(db)?
-            .rows_affected()
-            > 0,
-    )
+    sqlx::query_scalar("SELECT airlock_revoke_token($1, $2)")
+        .bind(name)
+        .bind(now)
+        .fetch_one(pool)
+        .await
+        .map_err(db)
 }
 
+/// Store::authenticate: `airlock_authenticate` (the live token with this hash, its use
+/// noted at most once a minute); the hashes never leave the database.
 pub(crate) async fn authenticate(
     pool: &PgPool,
     secret_sha256: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<TokenRecord>> {
-    let row = sqlx::query(
-        "SELECT name, roles, created_at, revoked_at, last_used_at FROM tokens \
-         WHERE secret_sha256 = $1 AND revoked_at IS NULL",
-    )
-    .bind(secret_sha256)
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
-    let Some(record) = row.as_ref().map(token_row).transpose()? else {
-        return Ok(None);
-    };
-    // Note use at most once a minute: a write per request is wasted work.
-    if record
-        .last_used_at
-        .is_none_or(|at| now - at > Duration::minutes(1))
-    {
-        sqlx::query("UPDATE tokens SET last_used_at = $1 WHERE name = $2")
-            .bind(now)
-            .bind(&record.name)
-            .execute(pool)
-            .await
-            .map_err(db)?;
-    }
-    Ok(Some(record))
+    let row = sqlx::query("SELECT * FROM airlock_authenticate($1, $2)")
+        .bind(secret_sha256)
+        .bind(now)
+        .fetch_optional(pool)
+        .await
+        .map_err(db)?;
+    row.as_ref().map(token_row).transpose()
 }
 
 pub(crate) async fn status_counts(pool: &PgPool) -> Result<Vec<(PostStatus, i64)>> {

@@ -50,18 +50,10 @@ pub(crate) async fn server_secret(
     candidate: &str,
     now: DateTime<Utc>,
 ) -> Result<String> {
-    sqlx::query(
-        "INSERT INTO server_secrets (name, secret, created_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (name) DO NOTHING",
-    )
-    .bind(name)
-    .bind(candidate)
-    .bind(now)
-    .execute(pool)
-    .await
-    .map_err(db)?;
-    sqlx::query_scalar("SELECT secret FROM server_secrets WHERE name = $1")
+    sqlx::query_scalar("SELECT airlock_server_secret($1, $2, $3)")
         .bind(name)
+        .bind(candidate)
+        .bind(now)
         .fetch_one(pool)
         .await
         .map_err(db)

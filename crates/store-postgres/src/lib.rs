@@ -1,14 +1,18 @@
 //! The PostgreSQL backend of airlock's [`Store`]: for several processes or machines
 //! sharing one queue (docs/stores.md).
 //!
-//! - **Claims** lock the most overdue due row with `FOR UPDATE SKIP LOCKED` and move it
-//!   to `posting` in one short statement, then read the row back and proceed only if
-//!   status, owner and generation are this worker's. No transaction is ever held across
-//!   a platform request: every method is one short transaction.
+//! - **Writes** are PL/pgSQL functions (`sql/functions.sql`), one per write transaction,
+//!   each called in one round trip: `SECURITY DEFINER`, so the same code path serves a
+//!   store connected as the ledger's owner and one connected as a role holding only the
+//!   runtime role (`airlock_runtime`), which may call them and read without secrets but
+//!   write no table (`functions`, docs/stores.md#hardened-postgresql). No transaction
+//!   is ever held across a platform request.
+//! - **Claims** lock the post's row with `FOR UPDATE SKIP LOCKED` (a row another worker
+//!   holds is skipped) and return the row as claimed.
 //! - **Quotas** are exact under any number of processes: every reservation takes one
 //!   transaction-level advisory lock on the global window (the window spans channels)
-//!   before it reads the live rows, decides with `airlock_core::quota::decide` and inserts.
-//!   Rows are checked fail-closed with `QuotaRows::check`.
+//!   before it reads the live rows, checks them fail-closed and decides as
+//!   `airlock_store::decide_reservation` does, in PL/pgSQL.
 //! - **Triggers** in `migrations/0001_ledger.sql` refuse illegal status changes and
 //!   append the event of every status change, whatever SQL statement made it.
 //! - **Wake-ups**: a status change to `approved` and a lifted pause send
@@ -16,12 +20,14 @@
 //!   dedicated connection ([`wake`]). A notification is a hint; a missed one costs the
 //!   caller one poll interval.
 //! - **Migrations** are embedded and applied by [`PgStore::connect`] under an advisory
-//!   lock, so processes starting together do not race.
+//!   lock, so processes starting together do not race, followed by the functions; a
+//!   runtime role applies nothing and starts only on a current ledger.
 //!
 //! Layout: [`posts`] (drafts, guarded updates, events), [`publish`] (claims, reservations,
 //! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`] (export pages,
 //! dashboard sessions, health figures for alerts), [`rows`] (decoding),
-//! [`wake`] (LISTEN/NOTIFY). Row shapes and sqlx types stay inside this crate: errors
+//! [`wake`] (LISTEN/NOTIFY), `functions` (installing `sql/functions.sql`, the mode for
+//! `doctor`). Row shapes and sqlx types stay inside this crate: errors
 //! leave it as [`StoreError`].
 
 use std::str::FromStr;
@@ -43,6 +49,7 @@ use airlock_store::{
 
 mod admin;
 mod bounds;
+mod functions;
 mod ops;
 mod posts;
 mod publish;
@@ -55,15 +62,21 @@ mod wake;
 pub struct PgStore {
     pool: PgPool,
     wake: Arc<wake::Wake>,
+    runtime_role: Arc<str>,
 }
 
+pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};
+
 /// Connection settings beyond the URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgSettings {
     /// Most connections this process opens (besides the wake-up listener).
     pub max_connections: u32,
     /// How long a caller waits for a free connection before the store is unavailable.
     pub acquire_timeout: StdDuration,
+    /// The `NOLOGIN` group role that a migration creates and grants EXECUTE on airlock's
+    /// functions and SELECT on what reads need ([`DEFAULT_RUNTIME_ROLE`] by default).
+    pub runtime_role: String,
 }
 
 impl Default for PgSettings {
@@ -74,6 +87,7 @@ impl Default for PgSettings {
         PgSettings {
             max_connections: 10,
             acquire_timeout: StdDuration::from_secs(30),
+            runtime_role: DEFAULT_RUNTIME_ROLE.to_owned(),
         }
     }
 }
@@ -81,26 +95,17 @@ impl Default for PgSettings {
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
+///
+/// The others are taken by airlock's functions (`sql/functions.sql`): +1 every
+/// reservation (the rolling window spans channels), +4 creation idempotency keys (a hash
+/// of scope and key), +5 compose slots (channel and slot), +6 pauses against intents (an
+/// intent takes it shared, setting a pause exclusively), +7 drafts with one normalised
+/// text on a channel, +8 the live drafts of one creator.
 pub(crate) mod lock {
-    /// Every reservation: the rolling window spans channels.
-    pub const QUOTA: i32 = 1_095_912_449;
     /// The event feed watermark (shared by every event insert, see the migration).
     pub const EVENTS: i32 = 1_095_912_450;
     /// Applying migrations.
     pub const MIGRATE: i32 = 1_095_912_451;
-    /// Creation idempotency keys, keyed by a hash of scope and key.
-    pub const CREATE_KEY: i32 = 1_095_912_452;
-    /// Compose slots, keyed by a hash of channel and slot.
-    pub const SLOT: i32 = 1_095_912_453;
-    /// Pauses against intents: recording an intent holds it shared, setting a pause
-    /// exclusively, so a pause that has returned is seen by every later intent.
-    pub const PAUSES: i32 = 1_095_912_454;
-    /// Drafts with the same normalised text on one channel, keyed by a hash of channel
-    /// and text key, so two identical drafts at once still find each other.
-    pub const TEXT_KEY: i32 = 1_095_912_455;
-    /// The live drafts of one creator, keyed by a hash of the actor, so concurrent
-    /// creates count one after another and never pass `max_live_drafts` together.
-    pub const DRAFTS: i32 = 1_095_912_456;
 }
 
 impl PgStore {
@@ -129,14 +134,46 @@ impl PgStore {
         let store = PgStore {
             pool,
             wake: Arc::new(wake::Wake::new(options)),
+            runtime_role: settings.runtime_role.into(),
         };
-        store.migrate().await?;
+        store.open().await?;
         Ok(store)
     }
 
-    /// Applies pending migrations, holding a session advisory lock on a connection of
-    /// its own so that processes starting at once apply them one after another (the
-    /// later ones find nothing to do).
+    /// Makes sure the ledger is this binary's: nothing to do when its migrations and
+    /// functions are current (the only case a runtime role, which may run no DDL, can
+    /// start in); otherwise the owner migrates, and anyone else is refused.
+    async fn open(&self) -> Result<()> {
+        let status = self.migration_status().await?;
+        let current = status.applied > 0
+            && status.problem().is_none()
+            && functions::installed(&self.pool).await?.as_deref()
+                == Some(functions::version(&self.runtime_role).as_str());
+        if current {
+            return Ok(());
+        }
+        if functions::can_migrate(&self.pool).await? {
+            return self.migrate().await;
+        }
+        let why = match status.problem() {
+            Some(problem) if !status.unknown.is_empty() => problem,
+            _ => "the ledger needs `airlock migrate` run with the owner's URL (this role may \
+                  not change the schema; docs/deploy.md#hardened-postgresql)"
+                .to_owned(),
+        };
+        Err(StoreError::Unavailable(why.into()))
+    }
+
+    /// How this store is connected: owner or runtime role, and whether the functions
+    /// are this binary's (`airlock doctor`).
+    pub async fn mode(&self) -> Result<PgMode> {
+        functions::mode(&self.pool, &self.runtime_role).await
+    }
+
+    /// Applies pending migrations, then installs airlock's functions and the runtime
+    /// role's grants, holding a session advisory lock on a connection of its own so that
+    /// processes starting at once apply them one after another (the later ones find
+    /// nothing to do).
     pub async fn migrate(&self) -> Result<()> {
         let mut lock_conn = PgConnection::connect_with(&self.wake.options())
             .await
@@ -146,11 +183,13 @@ impl PgStore {
             .execute(&mut lock_conn)
             .await
             .map_err(db)?;
-        let applied = MIGRATOR.run(&self.pool).await;
+        let applied = match MIGRATOR.run(&self.pool).await {
+            Ok(()) => functions::install(&mut lock_conn, &self.runtime_role).await,
+            Err(e) => Err(StoreError::Unavailable(Box::new(e))),
+        };
         // Closing the session releases its lock whatever happened.
         lock_conn.close().await.ok();
-        applied.map_err(|e| StoreError::Unavailable(Box::new(e)))?;
-        Ok(())
+        applied
     }
 
     /// The connection pool, for tests and tools that read the ledger directly.
@@ -211,6 +250,92 @@ pub(crate) const QUARANTINED: &str = "AL006";
 /// SQLSTATE of the size-limit triggers' refusal (see `0003_authorship_and_limits.sql`).
 pub(crate) const TOO_LARGE: &str = "AL005";
 
+/// Maps a refusal raised by one of airlock's functions (`sql/functions.sql`: SQLSTATE
+/// class AL, values in a JSON DETAIL) about post `id`; anything else as [`db`] does.
+pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
+    let Some(code) = sqlstate(&e) else {
+        return db(e);
+    };
+    let detail: serde_json::Value = e
+        .as_database_error()
+        .and_then(|d| d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>())
+        .and_then(|d| d.detail())
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or_default();
+    let text = |key: &str| detail[key].as_str().map(str::to_owned);
+    let status = |key: &str| text(key).as_deref().map(status_of).transpose();
+    match code.as_str() {
+        ILLEGAL_TRANSITION => match (status("from"), status("to")) {
+            (Ok(Some(from)), Ok(Some(to))) => StoreError::IllegalTransition { id, from, to },
+            (Err(e), _) | (_, Err(e)) => e,
+            _ => db(e),
+        },
+        QUARANTINED => StoreError::Quarantined(id),
+        "AL010" => StoreError::NotFound(detail["id"].as_i64().map_or(id, PostId)),
+        "AL011" => StoreError::Conflict(id),
+        "AL012" => StoreError::Fenced {
+            id,
+            generation: detail["generation"].as_i64().unwrap_or_default(),
+        },
+        "AL013" => StoreError::Paused {
+            scope: text("scope").unwrap_or_default(),
+            reason: text("reason").unwrap_or_default(),
+        },
+        "AL014" => StoreError::Duplicate(text("what").unwrap_or_default()),
+        "AL015" => StoreError::HasHistory(id),
+        "AL016" => StoreError::IdempotencyMismatch(text("key").unwrap_or_default()),
+        "AL017" => match status("status") {
+            Ok(Some(status)) => StoreError::DuplicateText {
+                earlier: PostId(detail["earlier"].as_i64().unwrap_or_default()),
+                status,
+            },
+            Ok(None) => db(e),
+            Err(e) => e,
+        },
+        "AL019" => StoreError::DraftLimit {
+            actor: text("actor").unwrap_or_default(),
+            held: detail["held"].as_i64().unwrap_or_default(),
+            max: detail["max"]
+                .as_u64()
+                .and_then(|m| u32::try_from(m).ok())
+                .unwrap_or_default(),
+        },
+        "AL018" => match e.as_database_error() {
+            Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
+            None => db(e),
+        },
+        _ => db(e),
+    }
+}
+
+/// A time as the functions read it from JSON: RFC 3339 in microseconds, truncated as
+/// sqlx truncates a bound `DateTime`.
+pub(crate) fn json_time(at: DateTime<Utc>) -> serde_json::Value {
+    serde_json::Value::String(at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+}
+
+/// A duration in microseconds, for the functions' `_us` parameters.
+pub(crate) fn micros(d: chrono::Duration) -> i64 {
+    d.num_microseconds().unwrap_or(i64::MAX)
+}
+
+/// Notifications as `airlock_insert_outbox` reads them.
+pub(crate) fn notify_json(notify: &[NewNotification]) -> sqlx::types::Json<serde_json::Value> {
+    sqlx::types::Json(serde_json::Value::Array(
+        notify
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "sink": n.sink,
+                    "event": n.event,
+                    "post_id": n.post_id.map(|id| id.0),
+                    "payload": n.payload,
+                })
+            })
+            .collect(),
+    ))
+}
+
 /// Whether a database error is a unique violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
@@ -225,45 +350,11 @@ pub(crate) async fn begin(pool: &PgPool) -> Result<sqlx::Transaction<'static, sq
     pool.begin().await.map_err(db)
 }
 
-/// Makes this transaction's commit durable — flushed to disk (and to synchronous standbys)
-/// before `COMMIT` returns — whatever `synchronous_commit` the server, database or role
-/// defaults to. Intents and outcomes need it: an intent lost in a crash would let the
-/// reaper think nothing was sent.
-pub(crate) async fn durable_commit(conn: &mut PgConnection) -> Result<()> {
-    sqlx::query("SET LOCAL synchronous_commit = on")
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
 /// Takes a transaction-level advisory lock, held until the transaction ends.
 pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
         .bind(class)
         .bind(key)
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Takes a transaction-level advisory lock in shared mode, held until the transaction ends.
-pub(crate) async fn xact_lock_shared(conn: &mut PgConnection, class: i32, key: i32) -> Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock_shared($1, $2)")
-        .bind(class)
-        .bind(key)
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Takes a transaction-level advisory lock keyed by a hash of `text`.
-pub(crate) async fn xact_lock_text(conn: &mut PgConnection, class: i32, text: &str) -> Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-        .bind(class)
-        .bind(text)
         .execute(conn)
         .await
         .map_err(db)?;
@@ -384,10 +475,7 @@ impl Store for PgStore {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
-        let mut tx = begin(&self.pool).await?;
-        let created = admin::insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(created)
+        admin::pause(&self.pool, scope, reason, actor, now, &notify).await
     }
 
     async fn resume(

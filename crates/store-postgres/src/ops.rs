@@ -9,10 +9,10 @@ use sqlx::{AssertSqlSafe, PgPool, Postgres, QueryBuilder};
 use airlock_core::{PostDetail, PostId};
 use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session};
 
+use crate::db;
 use crate::rows::{
     self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS, get,
 };
-use crate::{begin, db};
 
 /// Rows of a child table for a page of posts, grouped by post id, in id order.
 async fn children<T>(
@@ -136,43 +136,24 @@ pub(crate) async fn export_page(
 }
 
 pub(crate) async fn open_session(pool: &PgPool, session: NewSession) -> Result<()> {
-    let mut tx = begin(pool).await?;
-    sqlx::query("DELETE FROM dashboard_sessions WHERE expires_at <= $1")
+    sqlx::query("SELECT airlock_open_session($1, $2, $3, $4, $5)")
+        .bind(&session.id_sha256)
+        .bind(&session.token_sha256)
         .bind(session.now)
-        .execute(&mut *tx)
+        .bind(session.expires_at)
+        .bind(i64::from(session.max_sessions.max(1)))
+        .execute(pool)
         .await
         .map_err(db)?;
-    sqlx::query(
-        "INSERT INTO dashboard_sessions (id_sha256, token_sha256, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4)",
-    )
-    .bind(&session.id_sha256)
-    .bind(&session.token_sha256)
-    .bind(session.now)
-    .bind(session.expires_at)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    sqlx::query(
-        "DELETE FROM dashboard_sessions WHERE id_sha256 IN (SELECT id_sha256 FROM \
-         dashboard_sessions ORDER BY created_at, id_sha256 \
-         LIMIT greatest(0, (SELECT count(*) FROM dashboard_sessions) - $1))",
-    )
-    .bind(i64::from(session.max_sessions.max(1)))
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)
+    Ok(())
 }
 
 pub(crate) async fn session(pool: &PgPool, id_sha256: &str) -> Result<Option<Session>> {
-    let row = sqlx::query(
-        "SELECT token_sha256, created_at, expires_at FROM dashboard_sessions WHERE id_sha256 = $1",
-    )
-    .bind(id_sha256)
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
+    let row = sqlx::query("SELECT * FROM airlock_session($1)")
+        .bind(id_sha256)
+        .fetch_optional(pool)
+        .await
+        .map_err(db)?;
     row.map(|row| {
         Ok(Session {
             token_sha256: get(&row, "token_sha256")?,
@@ -184,15 +165,11 @@ pub(crate) async fn session(pool: &PgPool, id_sha256: &str) -> Result<Option<Ses
 }
 
 pub(crate) async fn end_session(pool: &PgPool, id_sha256: &str) -> Result<bool> {
-    Ok(
-        sqlx::query("DELETE FROM dashboard_sessions WHERE id_sha256 = $1")
-            .bind(id_sha256)
-            .execute(pool)
-            .await
-            .map_err(db)?
-            .rows_affected()
-            > 0,
-    )
+    sqlx::query_scalar("SELECT airlock_end_session($1)")
+        .bind(id_sha256)
+        .fetch_one(pool)
+        .await
+        .map_err(db)
 }
 
 pub(crate) async fn health_stats(pool: &PgPool, now: DateTime<Utc>) -> Result<HealthStats> {
@@ -275,15 +252,11 @@ pub(crate) async fn live_sessions(
     pool: &PgPool,
     now: DateTime<Utc>,
 ) -> Result<Vec<airlock_store::LiveSession>> {
-    let rows = sqlx::query(
-        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
-         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
-         WHERE s.expires_at > $1 AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
-    )
-    .bind(now)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
+    let rows = sqlx::query("SELECT * FROM airlock_live_sessions($1)")
+        .bind(now)
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
     rows.iter()
         .map(|row| {
             Ok(airlock_store::LiveSession {

@@ -10,51 +10,18 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
-use airlock_core::quota::Denial;
-use airlock_core::{ChannelName, Intent, Post, PostId, PostStatus};
-use airlock_store::decide::{claimable, lease_outlasts};
+use airlock_core::quota::{Denial, Limit};
+use airlock_core::{ChannelName, Intent, Post, PostId};
 use airlock_store::{
-    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation,
-    Result, ReviewItem, StoreError, Unreadable, decide_reservation, now_after, quota_since,
+    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaRows, RawReservation, Result,
+    ReviewItem, StoreError, Unreadable,
 };
 
-use crate::posts::get_in;
 use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
-use crate::{begin, db, durable_commit, is_unique_violation, lock, xact_lock, xact_lock_shared};
+use crate::{db, micros, refusal};
 
 fn names(channels: &[ChannelName]) -> Vec<String> {
     channels.iter().map(|c| c.as_str().to_owned()).collect()
-}
-
-/// Locks the post and fails with [`StoreError::Fenced`] unless it is `posting` under
-/// `generation` (and, when `lease_valid_at` is given, its lease has not expired by then).
-async fn check_fence(
-    conn: &mut PgConnection,
-    id: PostId,
-    generation: i64,
-    lease_valid_at: Option<DateTime<Utc>>,
-) -> Result<Option<DateTime<Utc>>> {
-    let row = sqlx::query(
-        "SELECT status, generation, lease_expires_at FROM posts WHERE id = $1 FOR UPDATE",
-    )
-    .bind(id.0)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db)?
-    .ok_or(StoreError::NotFound(id))?;
-    let status: String = rows::get(&row, "status")?;
-    let current: i64 = rows::get(&row, "generation")?;
-    let lease: Option<DateTime<Utc>> = rows::get(&row, "lease_expires_at")?;
-    let lease_ok = match (lease_valid_at, lease) {
-        (None, _) => true,
-        (Some(at), Some(lease)) => lease > at,
-        (Some(_), None) => false,
-    };
-    if status == PostStatus::Posting.as_str() && current == generation && lease_ok {
-        Ok(lease)
-    } else {
-        Err(StoreError::Fenced { id, generation })
-    }
 }
 
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
@@ -103,222 +70,141 @@ pub(crate) async fn live_reservations(
     QuotaRows::check(raw, now)
 }
 
+/// Store::record_intent: `airlock_record_intent` (fence, lease, pause, the intent and
+/// the reservation's send time, committed durably) in one round trip.
 pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<Intent> {
-    let started = std::time::Instant::now();
-    let mut tx = begin(pool).await?;
-    // The fence locks the post row; the lease is judged at the time that lock is ours.
-    let lease = check_fence(&mut tx, req.post_id, req.generation, None).await?;
-    let now = now_after(req.now, started);
-    if !lease.is_some_and(|lease| lease_outlasts(lease, now, req.lease_margin)) {
-        return Err(StoreError::Fenced {
-            id: req.post_id,
-            generation: req.generation,
-        });
-    }
-    if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
-        return Err(StoreError::Paused { scope, reason });
-    }
-    let intent = insert_intent(
-        &mut tx,
-        req.post_id,
-        req.generation,
-        &req.idempotency_key,
-        req.platform_ref.as_deref(),
-        now,
-    )
-    .await?;
-    tx.commit().await.map_err(db)?;
-    Ok(intent)
-}
-
-/// The pause that holds a post's channel (or everything), if any. Takes the pauses lock
-/// shared — shared with other intents, exclusive with a pause being set — so a pause
-/// that has returned to its caller is seen here.
-async fn active_pause(conn: &mut PgConnection, id: PostId) -> Result<Option<(String, String)>> {
-    xact_lock_shared(&mut *conn, lock::PAUSES, 0).await?;
-    sqlx::query_as(
-        "SELECT scope, reason FROM pauses WHERE resumed_at IS NULL \
-         AND (scope = '*' OR scope = (SELECT channel FROM posts WHERE id = $1)) \
-         ORDER BY scope = '*' DESC, id LIMIT 1",
-    )
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)
-}
-
-/// Records a `sending` intent, committed durably, and marks the generation's reservation
-/// as sent at `now`.
-async fn insert_intent(
-    conn: &mut PgConnection,
-    post_id: PostId,
-    generation: i64,
-    idempotency_key: &str,
-    platform_ref: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<Intent> {
-    durable_commit(&mut *conn).await?;
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
-         VALUES ($1, $2, $3, 'sending', $4, $5) RETURNING {INTENT_COLUMNS}"
-    )))
-    .bind(post_id.0)
-    .bind(generation)
-    .bind(idempotency_key)
-    .bind(platform_ref)
-    .bind(now)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            StoreError::Duplicate(format!(
-                "an intent for post {post_id} generation {generation}"
-            ))
-        } else {
-            db(e)
-        }
-    })?;
-    let intent = rows::intent(&row)?;
-    sqlx::query(
-        "UPDATE reservations SET sent_at = $1 \
-         WHERE post_id = $2 AND generation = $3 AND state = 'reserved'",
-    )
-    .bind(now)
-    .bind(post_id.0)
-    .bind(generation)
-    .execute(conn)
-    .await
-    .map_err(db)?;
-    Ok(intent)
-}
-
-/// The quota decision for one more publish on `channel`, serialized on the global window:
-/// the rows are read by a statement whose snapshot is taken after the lock, so it sees
-/// every reservation committed by the previous holder (the transaction must be READ
-/// COMMITTED).
-async fn decide_quota(
-    conn: &mut PgConnection,
-    channel: &ChannelName,
-    rules: &QuotaClaim,
-    started: std::time::Instant,
-    now: DateTime<Utc>,
-) -> Result<(DateTime<Utc>, std::result::Result<(), Denial>)> {
-    xact_lock(&mut *conn, lock::QUOTA, 0).await?;
-    let now = now_after(now, started);
-    let live = live_reservations(conn, quota_since(now, rules), now).await?;
-    Ok((now, decide_reservation(now, channel, rules, &live)))
-}
-
-async fn insert_reservation(
-    conn: &mut PgConnection,
-    post_id: PostId,
-    generation: i64,
-    channel: &ChannelName,
-    rules: &QuotaClaim,
-    now: DateTime<Utc>,
-) -> Result<i64> {
-    let cost = rules.budget.map_or(0, |charge| charge.cost);
-    sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros) \
-         VALUES ($1, $2, $3, 'reserved', $4, $5) RETURNING id",
-    )
-    .bind(post_id.0)
-    .bind(generation)
-    .bind(channel.as_str())
-    .bind(now)
-    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
-    .fetch_one(conn)
-    .await
-    .map_err(db)
-}
-
-pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostClaimed> {
-    let started = std::time::Instant::now();
-    let mut tx = pool
-        .begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
+    let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6)")
+        .bind(req.post_id.0)
+        .bind(req.generation)
+        .bind(&req.idempotency_key)
+        .bind(req.platform_ref.as_deref())
+        .bind(req.now)
+        .bind(micros(req.lease_margin))
+        .fetch_one(pool)
         .await
-        .map_err(db)?;
-    // Another worker claiming it now holds the row: this one moves on.
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE id = $1 FOR UPDATE SKIP LOCKED"
-    )))
+        .map_err(|e| match refusal(e, req.post_id) {
+            StoreError::Fenced { id, .. } => StoreError::Fenced {
+                id,
+                generation: req.generation,
+            },
+            other => other,
+        })?;
+    rows::intent(&row)
+}
+
+/// The bounds `airlock_quota_decision` picks from: the local day (month) containing
+/// `now`, and the end of the next one.
+fn bounds(
+    now: DateTime<Utc>,
+    of: impl Fn(DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>),
+) -> Vec<DateTime<Utc>> {
+    let (start, end) = of(now);
+    let (_, next_end) = of(end);
+    vec![start, end, next_end]
+}
+
+/// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
+/// the reservation decided under the quota lock, and the intent when asked) in one round
+/// trip.
+pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostClaimed> {
+    let quota = req.quota.as_ref();
+    let budget = quota.and_then(|q| q.budget);
+    let row = sqlx::query(AssertSqlSafe(
+        "SELECT r.outcome, r.pause_scope, r.pause_reason, r.denial_limit, \
+           r.denial_used::text AS denial_used, r.denial_max::text AS denial_max, \
+           r.denial_next_free_at, r.intent_phase, r.intent_key, r.intent_platform_ref, \
+           r.intent_created_at, r.intent_settled_at, (r.post).* \
+         FROM airlock_claim_post($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+           $14, $15, $16, $17) r"
+            .to_owned(),
+    ))
     .bind(req.id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
-    let Some(row) = row else {
-        return Ok(PostClaimed::Gone(None));
-    };
-    let post = rows::post(&row)?;
-    if !claimable(&post, req.version, req.allow_test) {
-        return Ok(PostClaimed::Gone(Some(Box::new(post))));
-    }
-    if let Some((scope, reason)) = active_pause(&mut tx, req.id).await? {
-        return Ok(PostClaimed::Paused { scope, reason });
-    }
-    let mut now = now_after(req.now, started);
-    if let Some(rules) = &req.quota {
-        let (at, decision) =
-            decide_quota(&mut tx, &post.content.channel, rules, started, req.now).await?;
-        if let Err(denial) = decision {
-            return Ok(PostClaimed::OverQuota(denial));
-        }
-        now = at;
-    }
-    let generation: i64 = sqlx::query_scalar(
-        "UPDATE posts SET status = 'posting', lease_owner = $1, lease_expires_at = $2, \
-         generation = generation + 1, version = version + 1, updated_at = $3, \
-         event_actor = $4, event_note = $5 WHERE id = $6 RETURNING generation",
-    )
+    .bind(req.version)
+    .bind(req.allow_test)
     .bind(&req.worker)
-    .bind(req.lease_until)
-    .bind(now)
     .bind(&req.actor)
+    .bind(req.now)
+    .bind(req.lease_until)
     .bind(format!(
         "claimed, lease until {}",
         airlock_core::time::format_utc(req.lease_until)
     ))
-    .bind(req.id.0)
-    .fetch_one(&mut *tx)
+    .bind(quota.map(|q| micros(q.window.window)))
+    .bind(quota.map(|q| i64::from(q.window.limit)))
+    .bind(quota.map(|q| i64::from(q.daily.limit)))
+    .bind(quota.map(|q| {
+        bounds(req.now, |at| {
+            airlock_core::quota::day_bounds(at, q.daily.tz)
+        })
+    }))
+    .bind(budget.map(|b| i64::try_from(b.rule.monthly).unwrap_or(i64::MAX)))
+    .bind(budget.map(|b| i64::try_from(b.cost).unwrap_or(i64::MAX)))
+    .bind(budget.map(|b| {
+        bounds(req.now, |at| {
+            airlock_core::budget::month_bounds(at, b.rule.tz)
+        })
+    }))
+    .bind(req.intent.as_ref().map(|i| i.idempotency_key.as_str()))
+    .bind(req.intent.as_ref().map(|i| micros(i.lease_margin)))
+    .fetch_one(pool)
     .await
-    .map_err(db)?;
-    if let Some(rules) = &req.quota {
-        insert_reservation(
-            &mut tx,
-            req.id,
-            generation,
-            &post.content.channel,
-            rules,
-            now,
-        )
-        .await?;
-    }
-    let intent = match &req.intent {
-        Some(intent) if !lease_outlasts(req.lease_until, now, intent.lease_margin) => {
-            return Err(StoreError::Fenced {
-                id: req.id,
-                generation,
-            });
+    .map_err(|e| refusal(e, req.id))?;
+    let outcome: String = rows::get(&row, "outcome")?;
+    match outcome.as_str() {
+        "gone" => {
+            let id: Option<i64> = rows::get(&row, "id")?;
+            Ok(PostClaimed::Gone(match id {
+                Some(_) => Some(Box::new(rows::post(&row)?)),
+                None => None,
+            }))
         }
-        Some(intent) => Some(
-            insert_intent(
-                &mut tx,
-                req.id,
-                generation,
-                &intent.idempotency_key,
-                None,
-                now,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    let post = get_in(&mut tx, req.id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(PostClaimed::Claimed {
-        post: Box::new(post),
-        intent,
-    })
+        "paused" => Ok(PostClaimed::Paused {
+            scope: rows::get(&row, "pause_scope")?,
+            reason: rows::get(&row, "pause_reason")?,
+        }),
+        "over_quota" => {
+            let limit: String = rows::get(&row, "denial_limit")?;
+            let number = |column: &str| -> Result<u64> {
+                let text: String = rows::get(&row, column)?;
+                text.parse()
+                    .map_err(|_| StoreError::Corrupt(format!("quota decision {column} {text:?}")))
+            };
+            Ok(PostClaimed::OverQuota(Denial {
+                limit: match limit.as_str() {
+                    "window" => Limit::Window,
+                    "daily" => Limit::Daily,
+                    "budget" => Limit::Budget,
+                    other => {
+                        return Err(StoreError::Corrupt(format!("quota limit {other:?}")));
+                    }
+                },
+                used: number("denial_used")?,
+                max: number("denial_max")?,
+                next_free_at: rows::get(&row, "denial_next_free_at")?,
+            }))
+        }
+        "claimed" => {
+            let post = rows::post(&row)?;
+            let key: Option<String> = rows::get(&row, "intent_key")?;
+            let intent = match key {
+                Some(idempotency_key) => Some(Intent {
+                    post_id: post.id,
+                    generation: post.generation,
+                    idempotency_key,
+                    phase: rows::get(&row, "intent_phase")?,
+                    platform_ref: rows::get(&row, "intent_platform_ref")?,
+                    created_at: rows::get(&row, "intent_created_at")?,
+                    settled_at: rows::get(&row, "intent_settled_at")?,
+                }),
+                None => None,
+            };
+            Ok(PostClaimed::Claimed {
+                post: Box::new(post),
+                intent,
+            })
+        }
+        other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
+    }
 }
 
 pub(crate) async fn due_posts(

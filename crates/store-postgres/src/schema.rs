@@ -15,7 +15,11 @@ use crate::{MIGRATOR, PgSettings, PgStore, db, unavailable_at, wake};
 impl PgStore {
     /// Connects without applying migrations.
     pub async fn connect_existing(url: &str) -> Result<Self> {
-        let settings = PgSettings::default();
+        Self::connect_existing_with(url, PgSettings::default()).await
+    }
+
+    /// Connects with explicit settings without applying migrations.
+    pub async fn connect_existing_with(url: &str, settings: PgSettings) -> Result<Self> {
         let options = PgConnectOptions::from_str(url).map_err(|e| {
             StoreError::Unavailable(
                 format!("cannot read the PostgreSQL URL (postgres://USER@HOST[:PORT]/DB): {e}")
@@ -33,6 +37,7 @@ impl PgStore {
         Ok(PgStore {
             pool,
             wake: Arc::new(wake::Wake::new(options)),
+            runtime_role: settings.runtime_role.into(),
         })
     }
 

@@ -3,8 +3,9 @@
 //! walks through, whether a claim may proceed or a lease still covers a request, when
 //! consecutive failures pause a channel, and what a refused stale write leaves as
 //! evidence. The SQLite backend calls them inside its transactions; the PostgreSQL
-//! backend's stored functions (`migrations/0005_functions.sql`) make the same decisions
-//! in SQL, and the conformance suite (`airlock-store-tests`) holds the two equal.
+//! backend's functions (`crates/store-postgres/sql/functions.sql`) make the same
+//! decisions in PL/pgSQL, and the conformance suite (`airlock-store-tests`) holds the
+//! two equal.
 
 use chrono::{DateTime, Duration, Utc};
 

@@ -62,6 +62,68 @@ pub fn admin_sql(statements: &[&str]) -> Result<(), String> {
     .map_err(|_| "the admin connection thread panicked".to_owned())?
 }
 
+/// `url` with its user replaced by `user` (any password dropped).
+pub fn with_user(url: &str, user: &str) -> String {
+    let scheme_end = url.find("://").map(|i| i + 3).unwrap_or(0);
+    let rest = &url[scheme_end..];
+    let host_start = match (rest.find('@'), rest.find('/')) {
+        (Some(at), Some(slash)) if at < slash => at + 1,
+        (Some(at), None) => at + 1,
+        _ => 0,
+    };
+    format!("{}{user}@{}", &url[..scheme_end], &rest[host_start..])
+}
+
+/// A `LOGIN` role that exists for one test, a member of the roles it was given (such as
+/// `airlock_runtime`), dropped when the handle goes. Roles are the server's, not a
+/// database's: the name is unique per test like a [`TestDb`]'s.
+pub struct TestRole {
+    /// Its name.
+    pub name: String,
+}
+
+impl TestRole {
+    /// Creates a role that may log in and holds only `member_of` (created `NOLOGIN` if
+    /// missing, as `airlock migrate` would).
+    pub fn create(member_of: &str) -> TestRole {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let mut bytes = [0u8; 6];
+        getrandom::fill(&mut bytes).expect("the OS random source works");
+        let name = format!(
+            "airlock_test_app_{}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst),
+            hex::encode(bytes)
+        );
+        let group = format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{member_of}') \
+             THEN CREATE ROLE {member_of} NOLOGIN; END IF; \
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+        );
+        admin_sql(&[
+            &group,
+            &format!("CREATE ROLE {name} LOGIN"),
+            &format!("GRANT {member_of} TO {name}"),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        TestRole { name }
+    }
+
+    /// `url` (a database's) as this role.
+    pub fn url(&self, url: &str) -> String {
+        with_user(url, &self.name)
+    }
+}
+
+impl Drop for TestRole {
+    fn drop(&mut self) {
+        let dropped = admin_sql(&[&format!("DROP ROLE IF EXISTS {}", self.name)]);
+        if let Err(e) = dropped {
+            eprintln!("could not drop test role {}: {e}", self.name);
+        }
+    }
+}
+
 /// A database that exists for one test.
 pub struct TestDb {
     name: String,
@@ -114,7 +176,24 @@ impl Drop for TestDb {
 
 #[cfg(test)]
 mod tests {
-    use super::with_database;
+    use super::{with_database, with_user};
+
+    #[test]
+    fn urls_get_their_user_replaced() {
+        assert_eq!(
+            with_user("postgres://root@127.0.0.1:5432/db", "app"),
+            "postgres://app@127.0.0.1:5432/db"
+        );
+        assert_eq!(
+            with_user("postgres://u:pw@h/db", "app"),
+            "postgres://app@h/db"
+        );
+        assert_eq!(
+            with_user("postgres://h:5432/db", "app"),
+            "postgres://app@h:5432/db"
+        );
+        assert_eq!(with_user("postgres://h/a@b", "app"), "postgres://app@h/a@b");
+    }
 
     #[test]
     fn urls_get_their_database_replaced() {

@@ -59,7 +59,15 @@ struct RawConfig {
     #[serde(default)]
     cli: RawCli,
     #[serde(default)]
+    postgres: RawPostgres,
+    #[serde(default)]
     review: channel::RawReview,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPostgres {
+    runtime_role: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,6 +142,10 @@ pub struct Config {
     /// `[cli] require_token`: state-changing commands need an operator token in
     /// `AIRLOCK_TOKEN` and act as that token (no exemption from separation of duties).
     pub require_token: bool,
+    /// `[postgres] runtime_role`: the `NOLOGIN` group role `airlock migrate` grants
+    /// EXECUTE on airlock's functions and SELECT on what reads need (default
+    /// `airlock_runtime`; docs/deploy.md#hardened-postgresql).
+    pub pg_runtime_role: String,
     /// Lease length.
     pub stale_after: Span,
     /// Idle dispatcher backstop; also the shortest wait a platform's "not now" is read as.
@@ -292,8 +304,23 @@ impl Config {
                 "server.max_drafts_per_token must be at least 1 (it bounds the live drafts one token may hold)".into(),
             ));
         }
+        let pg_runtime_role = raw
+            .postgres
+            .runtime_role
+            .unwrap_or_else(|| airlock_store_postgres::DEFAULT_RUNTIME_ROLE.to_owned());
+        let role_ok = pg_runtime_role.len() <= 63
+            && pg_runtime_role.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && pg_runtime_role
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !role_ok {
+            return Err(fail(format!(
+                "postgres.runtime_role = {pg_runtime_role:?}: use 1-63 lowercase letters, digits or '_', starting with a letter or '_'"
+            )));
+        }
         Ok(Config {
             path: path.to_path_buf(),
+            pg_runtime_role,
             max_drafts_per_token,
             metrics_token_required: raw.server.metrics_token_required.unwrap_or(false),
             timezone,

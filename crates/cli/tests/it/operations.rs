@@ -429,10 +429,12 @@ fn sql_as(url: &str, statements: &[&str]) -> Result<(), String> {
         })
 }
 
-/// The hardened PostgreSQL setup of docs/deploy.md, step by step: the owner migrates,
-/// the processes' role publishes, and that role cannot rewrite or drop history.
+/// The hardened PostgreSQL mode of docs/deploy.md, step by step: the owner migrates
+/// (creating the runtime role, airlock's functions and the grants), a login role holding
+/// only the runtime role publishes through those functions, and that role can neither
+/// write a table by hand nor read a secret.
 #[test]
-fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_history() {
+fn the_hardened_postgres_mode_publishes_through_functions_and_refuses_hand_written_writes() {
     let suffix = format!(
         "{}_{}",
         std::process::id(),
@@ -441,18 +443,19 @@ fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_hi
             .unwrap()
             .subsec_nanos()
     );
-    let (owner, app) = (
+    let (owner, app, runtime) = (
         format!("airlock_owner_{suffix}"),
         format!("airlock_app_{suffix}"),
+        format!("airlock_rt_{suffix}"),
     );
-    let _roles = TestRoles(vec![app.clone(), owner.clone()]);
-    // Passwords, so that the test also works against a server without trust auth.
-    for role in [&owner, &app] {
-        airlock_testkit::pg::admin_sql(&[&format!(
-            "CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'"
-        )])
-        .unwrap();
-    }
+    let _roles = TestRoles(vec![app.clone(), runtime.clone(), owner.clone()]);
+    // Passwords, so that the test also works against a server without trust auth. The
+    // owner may create roles: `migrate` creates the runtime role when it is missing.
+    airlock_testkit::pg::admin_sql(&[
+        &format!("CREATE ROLE {owner} LOGIN CREATEROLE PASSWORD 'pw-{owner}'"),
+        &format!("CREATE ROLE {app} LOGIN PASSWORD 'pw-{app}'"),
+    ])
+    .unwrap();
     let db = airlock_testkit::pg::TestDb::create();
     airlock_testkit::pg::admin_sql(&[&format!("ALTER DATABASE {} OWNER TO {owner}", db.name())])
         .unwrap();
@@ -475,46 +478,27 @@ fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_hi
     .unwrap();
     let config = |user: &str| {
         format!(
-            "database = \"{}\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n",
+            "database = \"{}\"\n\n[postgres]\nruntime_role = \"{runtime}\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n",
             as_user(user)
         )
     };
-    sql_as(
-        &as_user(&owner),
-        &[
-            &format!(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {app}"
-            ),
-            &format!(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT USAGE ON SEQUENCES TO {app}"
-            ),
-        ],
-    )
-    .unwrap();
+    let ws = Workspace::new(&config(&app));
+    // Before the owner migrates, the app role cannot, and says who must.
+    let early = ws.run(&["post", "list"]);
+    assert_eq!(early.code, 1, "{}{}", early.stdout, early.stderr);
+    assert!(
+        early
+            .stderr
+            .contains("needs `airlock migrate` run with the owner's URL"),
+        "{}",
+        early.stderr
+    );
+
     let owner_ws = Workspace::new(&config(&owner));
     owner_ws.ok(&["migrate"]);
-    sql_as(
-        &as_user(&owner),
-        &[
-            &format!("GRANT USAGE, CREATE ON SCHEMA public TO {app}"),
-            &format!("REVOKE UPDATE, DELETE, TRUNCATE ON post_events FROM {app}"),
-            &format!("REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON _sqlx_migrations FROM {app}"),
-        ],
-    )
-    .unwrap();
-    // A later release's migration adds a table: the processes use it without a GRANT.
-    sql_as(
-        &as_user(&owner),
-        &["CREATE TABLE added_by_a_later_release (id bigserial PRIMARY KEY, note text)"],
-    )
-    .unwrap();
-    sql_as(
-        &as_user(&app),
-        &["INSERT INTO added_by_a_later_release (note) VALUES ('no hand GRANT needed')"],
-    )
-    .unwrap();
+    // The DBA's one line: the app's login role gets the runtime role, nothing else.
+    airlock_testkit::pg::admin_sql(&[&format!("GRANT {runtime} TO {app}")]).unwrap();
 
-    let ws = Workspace::new(&config(&app));
     let id = ws
         .ok(&[
             "post",
@@ -529,14 +513,43 @@ fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_hi
         .to_string();
     ws.ok(&["post", "approve", &id]);
     ws.ok(&["post", "publish", &id]);
-    ws.ok(&["doctor"]);
+    ws.ok(&[
+        "token", "create", "--name", "agent", "--role", "writer", "--json",
+    ]);
+    ws.ok(&["pause", "sandbox", "--reason", "maintenance"]);
+    ws.ok(&["resume", "sandbox"]);
+    ws.ok(&["dispatch", "--once"]);
+    let doctor = ws.ok(&["doctor"]);
+    assert!(doctor.stdout.contains("hardened"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("functions current"),
+        "{}",
+        doctor.stdout
+    );
+    let doctor = owner_ws.ok(&["doctor"]);
+    assert!(doctor.stdout.contains("owner"), "{}", doctor.stdout);
+
     let app_url = as_user(&app);
     for forbidden in [
+        "UPDATE posts SET text = 'rewritten'",
+        "UPDATE posts SET status = 'approved' WHERE status = 'posted'",
         "DELETE FROM post_events",
         "UPDATE post_events SET note = 'rewritten'",
         "TRUNCATE post_events",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
+         SELECT id, 99, channel, 'committed', now() FROM posts",
+        "INSERT INTO pauses (scope, reason, actor, created_at) VALUES ('x', 'y', 'z', now())",
+        "DELETE FROM outbox",
+        "SELECT * FROM tokens",
+        "SELECT secret_sha256 FROM tokens",
+        "SELECT * FROM dashboard_sessions",
+        "SELECT * FROM server_secrets",
+        "SELECT nextval('post_events_id_seq')",
+        "CREATE TABLE sneaky (id int)",
         "DROP TABLE post_events",
         "ALTER TABLE posts DISABLE TRIGGER USER",
+        // Helpers are for airlock's functions only.
+        "SELECT airlock_insert_outbox('[]', now())",
     ] {
         let refused = sql_as(&app_url, &[forbidden]).unwrap_err();
         assert!(
@@ -544,6 +557,15 @@ fn the_hardened_postgres_roles_of_the_deploy_guide_publish_and_cannot_rewrite_hi
             "{forbidden}: {refused}"
         );
     }
+    sql_as(
+        &app_url,
+        &[
+            "SELECT id, status FROM posts",
+            "SELECT name, roles, revoked_at FROM tokens",
+            "SELECT kind FROM post_events",
+        ],
+    )
+    .unwrap();
     let shown = ws.ok(&["post", "show", &id, "--json"]).json();
     assert_eq!(shown["status"], "posted");
     assert!(shown["events"].as_array().unwrap().len() >= 4);

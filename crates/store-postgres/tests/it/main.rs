@@ -4,6 +4,7 @@
 
 mod conformance;
 mod durability;
+mod hardened;
 mod migrate;
 mod processes;
 mod support;

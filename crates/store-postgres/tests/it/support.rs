@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use airlock_store::Store;
 use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_tests::{Backend, Ledger};
-pub use airlock_testkit::pg::TestDb;
+pub use airlock_testkit::pg::{TestDb, TestRole};
 
 /// A store on `db` with a small pool (many tests run at once).
 pub async fn store(db: &TestDb) -> PgStore {
@@ -38,6 +38,43 @@ pub async fn fresh() -> Ledger {
     let backend = Arc::new(PgBackend {
         db: TestDb::create(),
     });
+    Ledger {
+        store: backend.open().await,
+        backend,
+    }
+}
+
+/// A ledger migrated by its owner and used through a login role that holds only the
+/// runtime role (docs/deploy.md#hardened-postgresql).
+pub struct HardenedBackend {
+    /// The database (dropped first, with the role's connections, then the role).
+    pub db: TestDb,
+    /// The login role.
+    pub role: TestRole,
+}
+
+#[async_trait]
+impl Backend for HardenedBackend {
+    async fn open(&self) -> Arc<dyn Store> {
+        let settings = PgSettings {
+            max_connections: 4,
+            ..PgSettings::default()
+        };
+        Arc::new(
+            PgStore::connect_with(&self.role.url(&self.db.url), settings)
+                .await
+                .expect("connect as the runtime role"),
+        )
+    }
+}
+
+/// A fresh ledger for a conformance case, migrated as the owner and served as a role
+/// with only `airlock_runtime`.
+pub async fn fresh_hardened() -> Ledger {
+    let db = TestDb::create();
+    store(&db).await.close().await;
+    let role = TestRole::create(airlock_store_postgres::DEFAULT_RUNTIME_ROLE);
+    let backend = Arc::new(HardenedBackend { db, role });
     Ledger {
         store: backend.open().await,
         backend,

@@ -1,0 +1,999 @@
+-- airlock's write transactions on PostgreSQL, one function per `Store` write
+-- (docs/stores.md#hardened-postgresql). `airlock migrate` (or any store opened with the
+-- owner's URL) applies this file after the migrations, with CREATE OR REPLACE: the
+-- functions are code, not schema history, so a new binary replaces them.
+--
+-- Every function is SECURITY DEFINER with a fixed search_path, so it writes as the
+-- ledger's owner; the runtime role (`{{runtime_role}}`, NOLOGIN) holds EXECUTE on the
+-- public ones and column-level SELECT on what reads need, and nothing else. The same
+-- functions serve a store opened as the owner: one code path in both modes.
+--
+-- The decisions the SQLite backend makes in Rust (crates/store/src/decide.rs,
+-- crates/store/src/quota_rows.rs, airlock_core::quota and ::budget) are made here in
+-- PL/pgSQL; the conformance suite (crates/store-tests) holds the two equal. Time-zone
+-- bounds (local days and months) are computed by the caller and passed in.
+--
+-- Refusals carry SQLSTATEs of class AL that the backend maps to StoreError, with a
+-- JSON DETAIL where the error needs values: AL001 illegal transition {id, from, to},
+-- AL005 too large (the triggers'), AL006 quarantined, AL010 not found, AL011 conflict,
+-- AL012 fenced {generation}, AL013 paused {scope, reason}, AL014 duplicate {what},
+-- AL015 has history, AL016 idempotency mismatch {key}, AL017 duplicate text {earlier,
+-- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
+-- held, max}.
+--
+-- CREATE OR REPLACE keeps a function's parameters and result: a release that changes
+-- them must DROP FUNCTION the old signature here first (and keep processes of the
+-- previous release from calling it: stop them before `airlock migrate`).
+--
+-- Placeholders replaced when the file is applied: {{schema}} (where the ledger lives)
+-- and {{runtime_role}}, both quoted identifiers.
+
+-- The runtime role, created once per cluster (several databases may share it).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {{runtime_role_literal}}) THEN
+        BEGIN
+            CREATE ROLE {{runtime_role}} NOLOGIN;
+        EXCEPTION WHEN duplicate_object OR unique_violation THEN
+            NULL; -- created meanwhile by a migration of another database
+        END;
+    END IF;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Helpers (no EXECUTE for the runtime role: only the functions below call them).
+------------------------------------------------------------------------------------------
+
+-- `now` advanced by the time waited since `started` when that is 100 ms or more
+-- (airlock_store::now_after).
+CREATE OR REPLACE FUNCTION airlock_now_after(p_now timestamptz, p_started timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql VOLATILE
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    waited interval := clock_timestamp() - p_started;
+BEGIN
+    IF waited < interval '100 milliseconds' THEN
+        RETURN p_now;
+    END IF;
+    RETURN p_now + waited;
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_raise(p_code text, p_message text, p_detail jsonb)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = p_code, MESSAGE = p_message,
+        DETAIL = COALESCE(p_detail, '{}'::jsonb)::text;
+END $$;
+
+-- Notifications [{sink, event, post_id, payload}] in order, written with their change.
+CREATE OR REPLACE FUNCTION airlock_insert_outbox(p_notify jsonb, p_now timestamptz)
+RETURNS void LANGUAGE sql
+SET search_path = {{schema}}, pg_temp AS $$
+    INSERT INTO outbox (sink, event, post_id, payload, created_at, next_attempt_at)
+    SELECT n.value->>'sink', n.value->>'event', (n.value->>'post_id')::bigint,
+           n.value->'payload', p_now, p_now
+    FROM jsonb_array_elements(COALESCE(p_notify, '[]'::jsonb)) WITH ORDINALITY AS n(value, i)
+    ORDER BY n.i;
+$$;
+
+-- The pause that holds a post's channel (or everything), if any. Takes the pauses lock
+-- shared (exclusive while a pause is set), so a pause that has returned is seen here.
+CREATE OR REPLACE FUNCTION airlock_active_pause(p_post bigint, OUT scope text, OUT reason text)
+LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1095912454, 0);
+    SELECT p.scope, p.reason INTO scope, reason FROM pauses p WHERE p.resumed_at IS NULL
+        AND (p.scope = '*' OR p.scope = (SELECT channel FROM posts WHERE id = p_post))
+        ORDER BY p.scope = '*' DESC, p.id LIMIT 1;
+END $$;
+
+-- Inserts a pause unless the scope is already paused; queues `notify` only for a new one.
+CREATE OR REPLACE FUNCTION airlock_insert_pause(p_scope text, p_reason text, p_actor text,
+    p_now timestamptz, p_notify jsonb)
+RETURNS boolean LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    inserted integer;
+BEGIN
+    -- Wait for intents being recorded now; every later one sees this pause.
+    PERFORM pg_advisory_xact_lock(1095912454, 0);
+    INSERT INTO pauses (scope, reason, actor, created_at) VALUES (p_scope, p_reason, p_actor, p_now)
+        ON CONFLICT (scope) WHERE resumed_at IS NULL DO NOTHING;
+    GET DIAGNOSTICS inserted = ROW_COUNT;
+    IF inserted > 0 THEN
+        PERFORM airlock_insert_outbox(p_notify, p_now);
+    END IF;
+    RETURN inserted > 0;
+END $$;
+
+-- Records a `sending` intent, committed durably, and marks the generation's reservation
+-- as sent at `now`.
+CREATE OR REPLACE FUNCTION airlock_insert_intent(p_post bigint, p_generation bigint, p_key text,
+    p_platform_ref text, p_now timestamptz)
+RETURNS intents LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    written intents;
+BEGIN
+    PERFORM set_config('synchronous_commit', 'on', true);
+    IF EXISTS (SELECT 1 FROM intents WHERE post_id = p_post AND generation = p_generation) THEN
+        PERFORM airlock_raise('AL014', 'duplicate intent', jsonb_build_object('what',
+            format('an intent for post %s generation %s', p_post, p_generation)));
+    END IF;
+    INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at)
+        VALUES (p_post, p_generation, p_key, 'sending', p_platform_ref, p_now)
+        RETURNING * INTO written;
+    UPDATE reservations SET sent_at = p_now
+        WHERE post_id = p_post AND generation = p_generation AND state = 'reserved';
+    RETURN written;
+END $$;
+
+-- A time as chrono displays a DateTime<Utc> (`2026-12-01 09:00:00 UTC`), for messages.
+CREATE OR REPLACE FUNCTION airlock_show_time(p_at timestamptz)
+RETURNS text LANGUAGE sql IMMUTABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT CASE WHEN extract(microseconds FROM p_at)::bigint % 1000000 = 0
+        THEN to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
+        ELSE to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') END || ' UTC';
+$$;
+
+-- The quota decision for one more publish on `p_channel` at `p_now`
+-- (airlock_store::decide_reservation over QuotaRows::check): the live reservations are
+-- read and checked fail-closed (AL018), then the rolling window across channels, the
+-- channel's local day and, with a budget, its local month decide. `p_day` and `p_month`
+-- are the bounds of the day (month) containing the caller's `now` and the end of the
+-- next one, so a decision moved past midnight by a lock wait still has its bounds.
+-- No row: allowed. One row: the denial that frees last.
+CREATE OR REPLACE FUNCTION airlock_quota_decision(p_channel text, p_now timestamptz,
+    p_window_us bigint, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[],
+    p_budget_monthly bigint, p_budget_cost bigint, p_month timestamptz[],
+    OUT denied boolean, OUT limit_kind text, OUT used numeric, OUT max_value numeric,
+    OUT next_free_at timestamptz)
+LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    skew constant interval := interval '5 minutes';
+    win interval := p_window_us * interval '1 microsecond';
+    day_start timestamptz;
+    day_end timestamptz;
+    month_start timestamptz;
+    month_end timestamptz;
+    since timestamptz;
+    r record;
+    bad text;
+    q_channel text[] := '{}';
+    q_made timestamptz[] := '{}';
+    q_counted timestamptz[] := '{}';
+    q_cost bigint[] := '{}';
+    w_used bigint;
+    w_next timestamptz;
+    d_used bigint;
+    b_used numeric;
+    denials_kind text[] := '{}';
+    denials_used numeric[] := '{}';
+    denials_max numeric[] := '{}';
+    denials_next timestamptz[] := '{}';
+    i integer;
+BEGIN
+    denied := false;
+    IF p_now >= p_day[2] THEN
+        day_start := p_day[2]; day_end := p_day[3];
+    ELSE
+        day_start := p_day[1]; day_end := p_day[2];
+    END IF;
+    since := least(day_start, p_now - win);
+    IF p_budget_monthly IS NOT NULL THEN
+        IF p_now >= p_month[2] THEN
+            month_start := p_month[2]; month_end := p_month[3];
+        ELSE
+            month_start := p_month[1]; month_end := p_month[2];
+        END IF;
+        since := least(since, month_start - interval '1 day');
+    END IF;
+
+    FOR r IN
+        WITH live AS (
+            SELECT * FROM reservations WHERE state <> 'released' AND sent_at >= since
+            UNION ALL
+            SELECT * FROM reservations WHERE state <> 'released' AND sent_at IS NULL
+            UNION ALL
+            SELECT * FROM reservations WHERE state <> 'released' AND sent_at = '-infinity')
+        SELECT * FROM live
+    LOOP
+        bad := NULL;
+        IF r.state NOT IN ('reserved', 'committed') THEN
+            bad := format('has unknown state %s', to_jsonb(r.state)::text);
+        ELSIF NOT isfinite(r.created_at) THEN
+            bad := format('has unreadable created_at %s', to_jsonb(r.created_at::text)::text);
+        ELSIF r.sent_at IS NOT NULL AND NOT isfinite(r.sent_at) THEN
+            bad := format('has unreadable sent_at %s', to_jsonb(r.sent_at::text)::text);
+        ELSIF r.created_at > p_now + skew THEN
+            bad := format('was created in the future (%s)', airlock_show_time(r.created_at));
+        ELSIF r.sent_at IS NOT NULL AND r.sent_at > p_now + skew THEN
+            bad := format('was sent in the future (%s)', airlock_show_time(r.sent_at));
+        ELSIF r.sent_at IS NOT NULL AND r.sent_at + skew < r.created_at THEN
+            bad := format('was sent (%s) before it was created (%s)',
+                airlock_show_time(r.sent_at), airlock_show_time(r.created_at));
+        ELSIF r.channel !~ '^[a-z0-9][a-z0-9._-]{0,63}$' OR octet_length(r.channel) > 64 THEN
+            bad := format('names no valid channel (%s)', to_jsonb(r.channel)::text);
+        ELSIF r.cost_usd_micros < 0 THEN
+            bad := format('has a negative cost (%s)', r.cost_usd_micros);
+        END IF;
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'AL018', MESSAGE = format(
+                'reservation %s %s; inspect the reservations table, fix or release the row, then resume',
+                r.id, bad);
+        END IF;
+        q_channel := q_channel || r.channel;
+        q_made := q_made || r.created_at;
+        q_counted := q_counted || COALESCE(r.sent_at, p_now);
+        q_cost := q_cost || r.cost_usd_micros;
+    END LOOP;
+
+    -- The rolling window, across channels (airlock_core::quota::window_usage).
+    SELECT count(*) INTO w_used FROM unnest(q_counted) AS q(counted_at) WHERE q.counted_at > p_now - win;
+    IF w_used >= p_window_limit THEN
+        SELECT q.counted_at + win INTO w_next FROM unnest(q_channel, q_made, q_counted, q_cost) AS q(channel, created_at, counted_at, cost)
+            WHERE q.counted_at > p_now - win ORDER BY q.counted_at
+            OFFSET (w_used - p_window_limit) LIMIT 1;
+        denials_kind := denials_kind || 'window'::text;
+        denials_used := denials_used || w_used::numeric;
+        denials_max := denials_max || p_window_limit::numeric;
+        denials_next := denials_next || COALESCE(w_next, p_now + win);
+    END IF;
+    -- The channel's local day, by decision time (daily_usage).
+    SELECT count(*) INTO d_used FROM unnest(q_channel, q_made, q_counted, q_cost) AS q(channel, created_at, counted_at, cost)
+        WHERE q.channel = p_channel AND q.created_at >= day_start AND q.created_at < day_end;
+    IF d_used >= p_daily_limit THEN
+        denials_kind := denials_kind || 'daily'::text;
+        denials_used := denials_used || d_used::numeric;
+        denials_max := denials_max || p_daily_limit::numeric;
+        denials_next := denials_next || day_end;
+    END IF;
+    -- quota::decide names the denial that frees last (the later one on a tie).
+    FOR i IN 1 .. coalesce(array_length(denials_kind, 1), 0) LOOP
+        IF NOT denied OR denials_next[i] >= next_free_at THEN
+            denied := true;
+            limit_kind := denials_kind[i]; used := denials_used[i];
+            max_value := denials_max[i]; next_free_at := denials_next[i];
+        END IF;
+    END LOOP;
+    -- The money budget of the local month (airlock_core::budget::decide).
+    IF p_budget_monthly IS NOT NULL THEN
+        SELECT COALESCE(sum(q.cost), 0) INTO b_used FROM unnest(q_channel, q_made, q_counted, q_cost) AS q(channel, created_at, counted_at, cost)
+            WHERE q.channel = p_channel AND q.cost > 0
+              AND q.created_at >= month_start AND q.created_at < month_end;
+        b_used := least(b_used, 18446744073709551615::numeric);
+        IF b_used >= p_budget_monthly AND (NOT denied OR month_end > next_free_at) THEN
+            denied := true;
+            limit_kind := 'budget'; used := b_used; max_value := p_budget_monthly;
+            next_free_at := month_end;
+        END IF;
+    END IF;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- The guarded path.
+------------------------------------------------------------------------------------------
+
+-- Store::claim_post: the post unchanged and not paused, the claim, the reservation with
+-- the post quota and money budget, and (with p_intent_key) the intent, in one
+-- transaction. outcome: claimed | gone | paused | over_quota.
+CREATE OR REPLACE FUNCTION airlock_claim_post(
+    p_id bigint, p_version bigint, p_allow_test boolean, p_worker text, p_actor text,
+    p_now timestamptz, p_lease_until timestamptz, p_note text,
+    p_window_us bigint, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[],
+    p_budget_monthly bigint, p_budget_cost bigint, p_month timestamptz[],
+    p_intent_key text, p_intent_margin_us bigint,
+    OUT outcome text, OUT pause_scope text, OUT pause_reason text,
+    OUT denial_limit text, OUT denial_used numeric, OUT denial_max numeric,
+    OUT denial_next_free_at timestamptz,
+    OUT intent_phase text, OUT intent_key text, OUT intent_platform_ref text,
+    OUT intent_created_at timestamptz, OUT intent_settled_at timestamptz,
+    OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+    v_now timestamptz;
+    cur posts;
+    decision record;
+    v_generation bigint;
+    written intents;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'airlock: claims need READ COMMITTED transactions (the server or role default is %)',
+            current_setting('transaction_isolation');
+    END IF;
+    -- Another worker claiming it now holds the row: this one moves on.
+    SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    IF NOT (cur.status = 'approved' AND cur.posted_at IS NULL
+            AND cur.version = p_version AND (NOT cur.test OR p_allow_test)) THEN
+        outcome := 'gone';
+        post := cur;
+        RETURN;
+    END IF;
+    SELECT * INTO pause_scope, pause_reason FROM airlock_active_pause(p_id);
+    IF pause_scope IS NOT NULL THEN
+        outcome := 'paused';
+        RETURN;
+    END IF;
+    v_now := airlock_now_after(p_now, started);
+    IF p_window_limit IS NOT NULL THEN
+        -- Every reservation serializes on the global window; the rows are read by a
+        -- statement whose snapshot is taken after the lock (READ COMMITTED).
+        PERFORM pg_advisory_xact_lock(1095912449, 0);
+        v_now := airlock_now_after(p_now, started);
+        SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
+            p_window_us, p_window_limit, p_daily_limit, p_day,
+            p_budget_monthly, p_budget_cost, p_month);
+        IF decision.denied THEN
+            outcome := 'over_quota';
+            denial_limit := decision.limit_kind;
+            denial_used := decision.used;
+            denial_max := decision.max_value;
+            denial_next_free_at := decision.next_free_at;
+            RETURN;
+        END IF;
+    END IF;
+    UPDATE posts SET status = 'posting', lease_owner = p_worker, lease_expires_at = p_lease_until,
+        generation = generation + 1, version = version + 1, updated_at = v_now,
+        event_actor = p_actor, event_note = p_note
+        WHERE id = p_id RETURNING generation INTO v_generation;
+    IF p_window_limit IS NOT NULL THEN
+        INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros)
+            VALUES (p_id, v_generation, cur.channel, 'reserved', v_now,
+                    COALESCE(p_budget_cost, 0));
+    END IF;
+    IF p_intent_key IS NOT NULL THEN
+        IF NOT (p_lease_until > v_now + p_intent_margin_us * interval '1 microsecond') THEN
+            PERFORM airlock_raise('AL012', 'fenced',
+                jsonb_build_object('generation', v_generation));
+        END IF;
+        written := airlock_insert_intent(p_id, v_generation, p_intent_key, NULL, v_now);
+        intent_phase := written.phase;
+        intent_key := written.idempotency_key;
+        intent_platform_ref := written.platform_ref;
+        intent_created_at := written.created_at;
+        intent_settled_at := written.settled_at;
+    END IF;
+    SELECT * INTO post FROM posts WHERE id = p_id;
+    outcome := 'claimed';
+END $$;
+
+-- Store::record_intent: fenced by the claim's generation and a lease that outlasts the
+-- request, refused while paused, committed durably.
+CREATE OR REPLACE FUNCTION airlock_record_intent(p_id bigint, p_generation bigint, p_key text,
+    p_platform_ref text, p_now timestamptz, p_margin_us bigint)
+RETURNS intents LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+    cur posts;
+    v_now timestamptz;
+    pause record;
+BEGIN
+    -- The fence locks the post row; the lease is judged when that lock is ours.
+    SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    IF cur.status <> 'posting' OR cur.generation <> p_generation THEN
+        PERFORM airlock_raise('AL012', 'fenced', jsonb_build_object('generation', p_generation));
+    END IF;
+    v_now := airlock_now_after(p_now, started);
+    IF cur.lease_expires_at IS NULL
+       OR NOT (cur.lease_expires_at > v_now + p_margin_us * interval '1 microsecond') THEN
+        PERFORM airlock_raise('AL012', 'fenced', jsonb_build_object('generation', p_generation));
+    END IF;
+    SELECT * INTO pause FROM airlock_active_pause(p_id);
+    IF pause.scope IS NOT NULL THEN
+        PERFORM airlock_raise('AL013', 'paused',
+            jsonb_build_object('scope', pause.scope, 'reason', pause.reason));
+    END IF;
+    RETURN airlock_insert_intent(p_id, p_generation, p_key, p_platform_ref, v_now);
+END $$;
+
+-- Store::update_post: a guarded change of one post with its verdict, events, intent phase,
+-- reservation, failure counter, pause and notifications. `p_set` holds the fields to set
+-- (a key present with null clears the column). outcome: updated, or fenced when a stale
+-- generation's write was refused (its evidence recorded when p_stale_note is given).
+CREATE OR REPLACE FUNCTION airlock_update_post(
+    p_id bigint, p_guard_kind text, p_guard bigint, p_to text, p_via text,
+    p_actor text, p_note text, p_now timestamptz, p_set jsonb,
+    p_event_kind text, p_event_note text, p_intent_required boolean, p_intent_phase text,
+    p_verdict jsonb, p_reservation text, p_stale_note text, p_failures text,
+    p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint,
+    OUT outcome text, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    cur posts;
+    after text;
+    new_quarantined timestamptz;
+    at_status text;
+    step text;
+    failures bigint := 0;
+    s jsonb := COALESCE(p_set, '{}'::jsonb);
+    c jsonb := p_set->'content';
+BEGIN
+    IF p_guard_kind = 'generation' THEN
+        -- An outcome of the guarded path: it must survive a crash like the intent did.
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    IF p_guard_kind = 'version' AND p_guard <> cur.version THEN
+        PERFORM airlock_raise('AL011', 'conflict', NULL);
+    END IF;
+    IF p_guard_kind = 'generation'
+       AND (cur.status <> 'posting' OR p_guard <> cur.generation) THEN
+        -- Nothing of the stale write applies; only the evidence is recorded.
+        IF p_stale_note IS NOT NULL THEN
+            INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+                VALUES (p_id, p_now, 'stale_outcome', cur.status, cur.status, p_actor,
+                        p_stale_note);
+            UPDATE posts SET version = version + 1 WHERE id = p_id;
+        END IF;
+        outcome := 'fenced';
+        RETURN;
+    END IF;
+    IF p_intent_required IS NOT NULL
+       AND EXISTS (SELECT 1 FROM intents WHERE post_id = p_id
+                   AND generation = cur.generation) <> p_intent_required THEN
+        PERFORM airlock_raise('AL011', 'conflict', NULL);
+    END IF;
+    -- The status edges the change walks (airlock_store::decide::illegal_step), and the
+    -- quarantine: a quarantined post stays a draft.
+    at_status := cur.status;
+    FOREACH step IN ARRAY array_remove(ARRAY[p_via, p_to], NULL) LOOP
+        IF step <> at_status AND (at_status || '>' || step) NOT IN (
+            'draft>approved', 'approved>draft', 'approved>posting', 'posting>approved',
+            'posting>posted', 'posting>failed', 'posting>needs_review', 'needs_review>posted',
+            'needs_review>failed', 'needs_review>approved', 'failed>approved') THEN
+            PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
+                'from', at_status, 'to', step));
+        END IF;
+        at_status := step;
+    END LOOP;
+    after := COALESCE(p_to, cur.status);
+    new_quarantined := CASE WHEN s ? 'quarantined_at' THEN (s->>'quarantined_at')::timestamptz
+                            ELSE cur.quarantined_at END;
+    -- airlock_store::decide::leaves_quarantine: a quarantined post stays a draft until
+    -- released.
+    IF cur.quarantined_at IS NOT NULL
+       AND NOT (s ? 'quarantined_at' AND s->'quarantined_at' = 'null'::jsonb)
+       AND EXISTS (SELECT 1 FROM unnest(array_remove(ARRAY[p_via, p_to], NULL)) st
+                   WHERE st <> 'draft') THEN
+        PERFORM airlock_raise('AL006', 'quarantined', NULL);
+    END IF;
+    IF new_quarantined IS NOT NULL AND after <> 'draft' THEN
+        PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
+            'from', cur.status, 'to', after));
+    END IF;
+    -- Approving, a text change or a schedule move into a queued duplicate text
+    -- (airlock_store::decide::edit_duplicate_check; the text key before is the one stored
+    -- with the text).
+    IF p_duplicate_window_us IS NOT NULL AND (
+           (cur.status = 'draft' AND p_to = 'approved')
+        OR (c IS NOT NULL AND (c->>'text_key') IS DISTINCT FROM cur.text_key)
+        OR (s ? 'scheduled_at' AND (s->>'scheduled_at')::timestamptz <> cur.scheduled_at)) THEN
+        PERFORM airlock_refuse_duplicate(cur.channel,
+            CASE WHEN c IS NOT NULL THEN c->>'text_key' ELSE cur.text_key END,
+            CASE WHEN s ? 'scheduled_at' THEN (s->>'scheduled_at')::timestamptz
+                 ELSE cur.scheduled_at END,
+            p_duplicate_window_us, p_id);
+    END IF;
+    IF p_verdict IS NOT NULL THEN
+        -- In the round the verdict was given in, before this change may start a new one.
+        INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash,
+                              review_round, content, at)
+            VALUES (p_id, p_verdict->>'verdict', p_verdict->'reasons', p_actor,
+                    p_verdict->>'content_hash', p_verdict->>'rubric_hash',
+                    cur.review_round, p_verdict->'content', p_now);
+    END IF;
+    IF p_via IS NOT NULL THEN
+        -- The intermediate step is its own statement so the trigger checks and records it.
+        UPDATE posts SET status = p_via, version = version + 1, updated_at = p_now,
+            event_actor = p_actor, event_note = p_note WHERE id = p_id;
+    END IF;
+    UPDATE posts SET version = version + 1, updated_at = p_now,
+        event_actor = p_actor, event_note = p_note,
+        status = COALESCE(p_to, status),
+        lease_owner = CASE WHEN p_to IS NOT NULL AND p_to <> 'posting' THEN NULL
+                           ELSE lease_owner END,
+        lease_expires_at = CASE WHEN p_to IS NOT NULL AND p_to <> 'posting' THEN NULL
+                                ELSE lease_expires_at END,
+        title = CASE WHEN c IS NOT NULL THEN c->>'title' ELSE title END,
+        text = CASE WHEN c IS NOT NULL THEN c->>'text' ELSE text END,
+        media = CASE WHEN c IS NOT NULL THEN c->'media' ELSE media END,
+        link = CASE WHEN c IS NOT NULL THEN c->>'link' ELSE link END,
+        content_hash = CASE WHEN c IS NOT NULL THEN c->>'content_hash' ELSE content_hash END,
+        text_key = CASE WHEN c IS NOT NULL THEN c->>'text_key' ELSE text_key END,
+        scheduled_at = CASE WHEN s ? 'scheduled_at' THEN (s->>'scheduled_at')::timestamptz
+                            ELSE scheduled_at END,
+        approved_hash = CASE WHEN s ? 'approved_hash' THEN s->>'approved_hash'
+                             ELSE approved_hash END,
+        approved_by = CASE WHEN s ? 'approved_by' THEN s->>'approved_by' ELSE approved_by END,
+        edited_by = CASE WHEN s ? 'edited_by' THEN s->>'edited_by' ELSE edited_by END,
+        attempts = CASE WHEN (s->>'reset_attempts')::boolean THEN 0
+                        WHEN (s->>'count_attempt')::boolean THEN attempts + 1
+                        ELSE attempts END,
+        waits = CASE WHEN (s->>'reset_attempts')::boolean THEN 0
+                     WHEN (s->>'count_wait')::boolean THEN waits + 1
+                     ELSE waits END,
+        not_before = CASE WHEN s ? 'not_before' THEN (s->>'not_before')::timestamptz
+                          ELSE not_before END,
+        platform_post_id = CASE WHEN s ? 'platform_post_id' THEN s->>'platform_post_id'
+                                ELSE platform_post_id END,
+        permalink = CASE WHEN s ? 'permalink' THEN s->>'permalink' ELSE permalink END,
+        posted_at = CASE WHEN s ? 'posted_at' THEN (s->>'posted_at')::timestamptz
+                         ELSE posted_at END,
+        verified_at = CASE WHEN s ? 'verified_at' THEN (s->>'verified_at')::timestamptz
+                           ELSE verified_at END,
+        error = CASE WHEN s ? 'error' THEN s->>'error' ELSE error END,
+        revisions = CASE WHEN (s->>'reset_revisions')::boolean THEN 0
+                         WHEN (s->>'count_revision')::boolean THEN revisions + 1
+                         ELSE revisions END,
+        quarantined_at = new_quarantined
+        WHERE id = p_id RETURNING * INTO post;
+    IF p_event_kind IS NOT NULL THEN
+        INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+            VALUES (p_id, p_now, p_event_kind, after, after, p_actor, p_event_note);
+    END IF;
+    IF p_intent_phase IS NOT NULL THEN
+        UPDATE intents SET phase = p_intent_phase, settled_at = p_now WHERE id = (
+            SELECT max(id) FROM intents WHERE post_id = p_id
+            AND (p_guard_kind <> 'generation' OR generation = p_guard));
+    END IF;
+    IF p_reservation IS NOT NULL THEN
+        UPDATE reservations SET state = p_reservation, settled_at = p_now
+            WHERE post_id = p_id AND state = 'reserved';
+    END IF;
+    IF p_failures = 'reset' THEN
+        DELETE FROM channel_failures WHERE channel = cur.channel;
+    ELSIF p_failures = 'increment' THEN
+        INSERT INTO channel_failures (channel, consecutive) VALUES (cur.channel, 1)
+            ON CONFLICT (channel) DO UPDATE SET consecutive = channel_failures.consecutive + 1
+            RETURNING consecutive INTO failures;
+    END IF;
+    -- airlock_store::decide::pause_applies
+    IF p_pause IS NOT NULL AND (p_pause->'after_failures' IS NULL
+            OR jsonb_typeof(p_pause->'after_failures') = 'null'
+            OR failures >= (p_pause->>'after_failures')::bigint) THEN
+        PERFORM airlock_insert_pause(p_pause->>'scope', p_pause->>'reason', p_actor, p_now,
+                                     p_pause->'notify');
+    END IF;
+    PERFORM airlock_insert_outbox(p_notify, p_now);
+    outcome := 'updated';
+END $$;
+
+-- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
+-- kind, note, notify}], each recorded (its event `kind` and `note`) only while its post
+-- is still `posted`.
+CREATE OR REPLACE FUNCTION airlock_record_verifications(p_records jsonb)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    rec jsonb;
+    v_id bigint;
+    v_at timestamptz;
+    v_status text;
+BEGIN
+    FOR rec IN SELECT value FROM jsonb_array_elements(p_records) WITH ORDINALITY AS r(value, i)
+               ORDER BY i LOOP
+        v_id := (rec->>'id')::bigint;
+        v_at := (rec->>'at')::timestamptz;
+        -- FOR SHARE: the post stays `posted` until this commits.
+        SELECT status INTO v_status FROM posts WHERE id = v_id FOR SHARE;
+        CONTINUE WHEN v_status IS DISTINCT FROM 'posted';
+        IF (rec->>'ok')::boolean THEN
+            UPDATE posts SET verified_at = v_at, permalink = coalesce(permalink, rec->>'permalink'),
+                version = version + 1 WHERE id = v_id;
+        ELSE
+            PERFORM airlock_insert_outbox(rec->'notify', v_at);
+        END IF;
+        INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+            VALUES (v_id, v_at, rec->>'kind', 'posted', 'posted', rec->>'actor', rec->>'note');
+    END LOOP;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Pauses, the outbox, tokens, dashboard sessions, server secrets.
+------------------------------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION airlock_pause(p_scope text, p_reason text, p_actor text,
+    p_now timestamptz, p_notify jsonb)
+RETURNS boolean LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_insert_pause(p_scope, p_reason, p_actor, p_now, p_notify);
+$$;
+
+-- Lifting a channel's pause also resets its consecutive failures. The trigger on
+-- `pauses` sends NOTIFY airlock_due with this transaction.
+CREATE OR REPLACE FUNCTION airlock_resume(p_scope text, p_is_channel boolean, p_actor text,
+    p_now timestamptz, p_notify jsonb)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    lifted integer;
+BEGIN
+    UPDATE pauses SET resumed_at = p_now, resumed_by = p_actor
+        WHERE scope = p_scope AND resumed_at IS NULL;
+    GET DIAGNOSTICS lifted = ROW_COUNT;
+    IF lifted > 0 THEN
+        IF p_is_channel THEN
+            DELETE FROM channel_failures WHERE channel = p_scope;
+        END IF;
+        PERFORM airlock_insert_outbox(p_notify, p_now);
+    END IF;
+    RETURN lifted > 0;
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_claim_notifications(p_now timestamptz, p_worker text,
+    p_lease_until timestamptz, p_limit bigint)
+RETURNS TABLE (id bigint, sink text, event text, post_id bigint, payload jsonb,
+               attempts bigint, created_at timestamptz)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    WITH due AS (
+        SELECT o.id FROM outbox o
+        WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL AND o.next_attempt_at <= p_now
+          AND (o.locked_until IS NULL OR o.locked_until < p_now)
+        ORDER BY o.id LIMIT p_limit
+        FOR UPDATE SKIP LOCKED)
+    UPDATE outbox o SET locked_by = p_worker, locked_until = p_lease_until
+    FROM due WHERE o.id = due.id
+    RETURNING o.id, o.sink, o.event, o.post_id, o.payload, o.attempts, o.created_at;
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_notification_delivered(p_id bigint, p_worker text,
+    p_now timestamptz)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    done integer;
+BEGIN
+    UPDATE outbox SET delivered_at = p_now, locked_by = NULL, locked_until = NULL,
+        last_error = NULL
+        WHERE id = p_id AND locked_by = p_worker AND delivered_at IS NULL
+          AND abandoned_at IS NULL;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN done > 0;
+END $$;
+
+-- A failed delivery: retried at p_retry_at, or abandoned when it is null.
+CREATE OR REPLACE FUNCTION airlock_notification_failed(p_id bigint, p_worker text,
+    p_error text, p_retry_at timestamptz, p_now timestamptz)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    done integer;
+BEGIN
+    UPDATE outbox SET attempts = attempts + 1, last_error = p_error,
+        next_attempt_at = COALESCE(p_retry_at, next_attempt_at),
+        abandoned_at = CASE WHEN p_retry_at IS NULL THEN p_now ELSE abandoned_at END,
+        locked_by = NULL, locked_until = NULL
+        WHERE id = p_id AND locked_by = p_worker AND delivered_at IS NULL
+          AND abandoned_at IS NULL;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN done > 0;
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_create_token(p_name text, p_roles text, p_secret_sha256 text,
+    p_now timestamptz)
+RETURNS void LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    INSERT INTO tokens (name, roles, secret_sha256, created_at)
+        VALUES (p_name, p_roles, p_secret_sha256, p_now);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_revoke_token(p_name text, p_now timestamptz)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    done integer;
+BEGIN
+    UPDATE tokens SET revoked_at = p_now WHERE name = p_name AND revoked_at IS NULL;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN done > 0;
+END $$;
+
+-- The live token with this secret hash, as it was read; its use is noted at most once a
+-- minute (a write per request is wasted work).
+CREATE OR REPLACE FUNCTION airlock_authenticate(p_secret_sha256 text, p_now timestamptz)
+RETURNS TABLE (name text, roles text, created_at timestamptz, revoked_at timestamptz,
+               last_used_at timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    found_token tokens;
+BEGIN
+    SELECT * INTO found_token FROM tokens t
+        WHERE t.secret_sha256 = p_secret_sha256 AND t.revoked_at IS NULL;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF found_token.last_used_at IS NULL
+       OR p_now - found_token.last_used_at > interval '1 minute' THEN
+        UPDATE tokens t SET last_used_at = p_now WHERE t.name = found_token.name;
+    END IF;
+    name := found_token.name;
+    roles := found_token.roles;
+    created_at := found_token.created_at;
+    revoked_at := found_token.revoked_at;
+    last_used_at := found_token.last_used_at;
+    RETURN NEXT;
+END $$;
+
+-- A dashboard sign-in: expired sessions go, and the oldest beyond p_max.
+CREATE OR REPLACE FUNCTION airlock_open_session(p_id_sha256 text, p_token_sha256 text,
+    p_now timestamptz, p_expires_at timestamptz, p_max bigint)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    DELETE FROM dashboard_sessions WHERE expires_at <= p_now;
+    INSERT INTO dashboard_sessions (id_sha256, token_sha256, created_at, expires_at)
+        VALUES (p_id_sha256, p_token_sha256, p_now, p_expires_at);
+    DELETE FROM dashboard_sessions WHERE id_sha256 IN (SELECT id_sha256 FROM
+        dashboard_sessions ORDER BY created_at, id_sha256
+        LIMIT greatest(0, (SELECT count(*) FROM dashboard_sessions) - p_max));
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_session(p_id_sha256 text)
+RETURNS TABLE (token_sha256 text, created_at timestamptz, expires_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT s.token_sha256, s.created_at, s.expires_at FROM dashboard_sessions s
+    WHERE s.id_sha256 = p_id_sha256;
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_end_session(p_id_sha256 text)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    done integer;
+BEGIN
+    DELETE FROM dashboard_sessions WHERE id_sha256 = p_id_sha256;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN done > 0;
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_live_sessions(p_now timestamptz)
+RETURNS TABLE (name text, created_at timestamptz, expires_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s
+    JOIN tokens t ON t.secret_sha256 = s.token_sha256
+    WHERE s.expires_at > p_now AND t.revoked_at IS NULL ORDER BY s.created_at, t.name;
+$$;
+
+-- The named server secret: the candidate when this call creates it, else the one kept.
+CREATE OR REPLACE FUNCTION airlock_server_secret(p_name text, p_candidate text,
+    p_now timestamptz)
+RETURNS text LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    kept text;
+BEGIN
+    INSERT INTO server_secrets (name, secret, created_at) VALUES (p_name, p_candidate, p_now)
+        ON CONFLICT (name) DO NOTHING;
+    SELECT secret INTO kept FROM server_secrets WHERE name = p_name;
+    RETURN kept;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Drafts.
+------------------------------------------------------------------------------------------
+
+-- Refuses (AL017) a text key that a post on the channel other than `p_except` holds
+-- while quarantined (whatever the window), or approved, in flight or posted and going
+-- out within the window of `p_at` (posted_at when posted, else scheduled_at). Holds the channel's text-key lock
+-- (+7) until the transaction ends, so two drafts (or edits) with one text find each other.
+CREATE OR REPLACE FUNCTION airlock_refuse_duplicate(p_channel text, p_text_key text,
+    p_at timestamptz, p_window_us bigint, p_except bigint)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    win interval := p_window_us * interval '1 microsecond';
+    earlier record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1095912455, hashtext(p_channel || E'\n' || p_text_key));
+    SELECT id, status INTO earlier FROM posts WHERE channel = p_channel AND text_key = p_text_key
+        AND ((status = 'draft' AND quarantined_at IS NOT NULL)
+             OR (status IN ('approved', 'posting', 'needs_review', 'posted')
+                 AND COALESCE(posted_at, scheduled_at) > p_at - win
+                 AND COALESCE(posted_at, scheduled_at) < p_at + win))
+        AND (p_except IS NULL OR id <> p_except)
+        ORDER BY id DESC LIMIT 1;
+    IF FOUND THEN
+        PERFORM airlock_raise('AL017', 'duplicate text',
+            jsonb_build_object('earlier', earlier.id, 'status', earlier.status));
+    END IF;
+END $$;
+
+-- Store::create_post: an idempotency key's earlier post, a filled slot's post, or a new
+-- draft (the creator's live drafts counted under its lock, +8; a queued duplicate text
+-- refused) with its creation key. existing: whether the post was there before.
+CREATE OR REPLACE FUNCTION airlock_create_post(
+    p_channel text, p_title text, p_text text, p_media jsonb, p_link text, p_source jsonb,
+    p_source_path text, p_scheduled_at timestamptz, p_content_hash text, p_actor text,
+    p_test boolean, p_slot text, p_now timestamptz, p_text_key text,
+    p_key_scope text, p_key text, p_key_request text, p_key_ttl_us bigint,
+    p_duplicate_window_us bigint, p_max_live_drafts bigint,
+    OUT existing boolean, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    earlier record;
+    taken bigint;
+    held bigint;
+    new_id bigint;
+BEGIN
+    existing := true;
+    IF p_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(1095912452, hashtext(p_key_scope || E'\n' || p_key));
+        DELETE FROM create_keys WHERE created_at < p_now - p_key_ttl_us * interval '1 microsecond';
+        SELECT request_sha256, post_id INTO earlier FROM create_keys
+            WHERE scope = p_key_scope AND key = p_key;
+        IF FOUND THEN
+            IF earlier.request_sha256 <> p_key_request THEN
+                PERFORM airlock_raise('AL016', 'idempotency mismatch',
+                    jsonb_build_object('key', p_key));
+            END IF;
+            SELECT * INTO post FROM posts WHERE id = earlier.post_id;
+            IF NOT FOUND THEN
+                PERFORM airlock_raise('AL010', 'not found',
+                    jsonb_build_object('id', earlier.post_id));
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_slot IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(1095912453, hashtext(p_channel || E'\n' || p_slot));
+        SELECT id INTO taken FROM posts WHERE channel = p_channel AND slot = p_slot;
+        IF FOUND THEN
+            SELECT * INTO post FROM posts WHERE id = taken;
+            RETURN;
+        END IF;
+    END IF;
+    IF p_max_live_drafts IS NOT NULL THEN
+        -- Creates by one actor count one after another (airlock_store::decide::draft_limit).
+        PERFORM pg_advisory_xact_lock(1095912456, hashtext(p_actor));
+        SELECT count(*) INTO held FROM posts WHERE status = 'draft' AND created_by = p_actor;
+        IF held >= p_max_live_drafts THEN
+            PERFORM airlock_raise('AL019', 'draft limit', jsonb_build_object(
+                'actor', p_actor, 'held', held, 'max', p_max_live_drafts));
+        END IF;
+    END IF;
+    IF p_duplicate_window_us IS NOT NULL THEN
+        PERFORM airlock_refuse_duplicate(p_channel, p_text_key, p_scheduled_at,
+                                         p_duplicate_window_us, NULL);
+    END IF;
+    INSERT INTO posts (channel, status, title, text, media, link, source, source_path,
+        scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at,
+        event_actor, event_note, text_key)
+        VALUES (p_channel, 'draft', p_title, p_text, p_media, p_link, p_source, p_source_path,
+            p_scheduled_at, p_content_hash, p_actor, p_actor, p_test, p_slot, p_now, p_now,
+            p_actor, 'created', p_text_key)
+        RETURNING id INTO new_id;
+    IF p_key IS NOT NULL THEN
+        INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at)
+            VALUES (p_key_scope, p_key, p_key_request, new_id, p_now);
+    END IF;
+    SELECT * INTO post FROM posts WHERE id = new_id;
+    existing := false;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Posts: events and discarding drafts.
+------------------------------------------------------------------------------------------
+
+-- Store::add_event: an event at the post's status as it commits, with its notifications.
+CREATE OR REPLACE FUNCTION airlock_add_event(p_id bigint, p_kind text, p_note text,
+    p_actor text, p_now timestamptz, p_notify jsonb)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    v_status text;
+BEGIN
+    -- FOR SHARE: the status recorded on the event is the one the post has when it commits.
+    SELECT status INTO v_status FROM posts WHERE id = p_id FOR SHARE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        VALUES (p_id, p_now, p_kind, v_status, v_status, p_actor, p_note);
+    PERFORM airlock_insert_outbox(p_notify, p_now);
+END $$;
+
+-- Store::delete_draft: a draft at the version read, with no publish attempt on record,
+-- leaves its event (`p_kind`, `p_note`) and goes with its creation keys.
+CREATE OR REPLACE FUNCTION airlock_delete_draft(p_id bigint, p_version bigint, p_actor text,
+    p_now timestamptz, p_kind text, p_note text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    cur posts;
+BEGIN
+    SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM airlock_raise('AL010', 'not found', NULL);
+    END IF;
+    IF cur.version <> p_version THEN
+        PERFORM airlock_raise('AL011', 'conflict', NULL);
+    END IF;
+    IF cur.status <> 'draft' THEN
+        PERFORM airlock_raise('AL001', 'illegal transition',
+            jsonb_build_object('from', cur.status, 'to', 'draft'));
+    END IF;
+    IF EXISTS (SELECT 1 FROM intents WHERE post_id = p_id)
+       OR EXISTS (SELECT 1 FROM reservations WHERE post_id = p_id) THEN
+        PERFORM airlock_raise('AL015', 'has history', NULL);
+    END IF;
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        VALUES (p_id, p_now, p_kind, 'draft', 'draft', p_actor, p_note);
+    DELETE FROM create_keys WHERE post_id = p_id;
+    DELETE FROM posts WHERE id = p_id;
+END $$;
+
+-- {{posts_functions}}
+
+------------------------------------------------------------------------------------------
+-- Privileges: the runtime role may call the functions above and read what reads need,
+-- without secrets (token hashes, dashboard session hashes, server secrets), and nothing
+-- else: no INSERT, UPDATE, DELETE or TRUNCATE on any table, no sequence, no CREATE.
+------------------------------------------------------------------------------------------
+
+-- Which version of this file is installed, for this runtime role (checked on open).
+CREATE OR REPLACE FUNCTION airlock_functions_version()
+RETURNS text LANGUAGE sql IMMUTABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT {{version_literal}}::text;
+$$;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA {{schema}} FROM {{runtime_role}};
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM {{runtime_role}};
+GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
+GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
+    channel_failures, _sqlx_migrations TO {{runtime_role}};
+GRANT SELECT (name, roles, created_at, revoked_at, last_used_at) ON tokens TO {{runtime_role}};
+GRANT SELECT (created_at, expires_at) ON dashboard_sessions TO {{runtime_role}};
+
+DO $$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN SELECT p.oid::regprocedure AS signature, p.proname AS name FROM pg_proc p
+             WHERE p.pronamespace = {{schema_literal}}::regnamespace
+               AND p.proname LIKE 'airlock\_%'
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.signature);
+        IF f.name = ANY (ARRAY[
+            'airlock_functions_version',
+            'airlock_claim_post', 'airlock_record_intent', 'airlock_update_post',
+            'airlock_record_verifications', 'airlock_pause', 'airlock_resume',
+            'airlock_claim_notifications', 'airlock_notification_delivered',
+            'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',
+            'airlock_authenticate', 'airlock_open_session', 'airlock_session',
+            'airlock_end_session', 'airlock_live_sessions', 'airlock_server_secret',
+            'airlock_create_post', 'airlock_delete_draft', 'airlock_add_event'])
+        THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f.signature,
+                           {{runtime_role_literal}}::text);
+        ELSE
+            EXECUTE format('REVOKE ALL ON FUNCTION %s FROM %I', f.signature,
+                           {{runtime_role_literal}}::text);
+        END IF;
+    END LOOP;
+END $$;
