@@ -491,7 +491,8 @@ async fn a_bluesky_create_whose_answer_never_comes_ends_posted_with_one_record()
 async fn a_mastodon_create_whose_answer_never_comes_ends_posted_with_one_status() {
     let canary = canary();
     let expect = mastodon::Expect {
-        identity: 1,
+        // The publish's account check, and the re-send's.
+        identity: 2,
         instance: 1,
         create: 2,
         ..mastodon::Expect::NONE
