@@ -109,6 +109,9 @@ cargo fmt --all -- --check
 log "every document the code cites is in the repository"
 scripts/check-docs.sh
 
+log "cargo check without dev-dependencies (App::store stays private to front ends)"
+cargo check --workspace
+
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
