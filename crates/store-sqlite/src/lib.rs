@@ -9,10 +9,12 @@
 //! - Triggers in `migrations/0001_ledger.sql` refuse illegal status changes and append
 //!   the event row of every status change, whatever SQL statement made it.
 //!
-//! Layout: [`posts`] (drafts, edits, guarded updates, events), [`publish`] (claims,
-//! reservations, intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`]
-//! (export pages, dashboard sessions, health figures for alerts), [`backup`] (online,
-//! checked copies for `airlock backup`).
+//! Layout: the reads are shared with PostgreSQL (`airlock_store_sql::reads`, over
+//! [`dialect`]: times as canonical text, lists through `json_each`); here are the writes:
+//! [`posts`] (drafts, guarded updates, events, verification records), [`publish`]
+//! (claims, reservations, intents, the fail-closed quota read), [`admin`] (pauses,
+//! outbox, tokens, durability settings), [`ops`] (dashboard sessions, server secrets),
+//! [`backup`] (online, checked copies for `airlock backup`).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -26,21 +28,25 @@ use sqlx::sqlite::{
 };
 
 use airlock_core::time::format_utc;
-use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
-use airlock_store::{
-    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
-    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
-    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store, StoreError,
-    TokenRecord, Unreadable, VerificationRecord,
+use airlock_core::{
+    ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
 };
+use airlock_store::{
+    ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
+    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification,
+    OutboxStats, Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows,
+    Result, ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
+};
+use airlock_store_sql::reads;
+
+use crate::dialect::Lite;
 
 mod admin;
 mod backup;
-mod bounds;
+mod dialect;
 mod ops;
 mod posts;
 mod publish;
-mod rows;
 mod schema;
 
 /// The SQLite store.
@@ -215,45 +221,151 @@ pub(crate) fn status_of(text: &str) -> Result<PostStatus> {
 
 #[async_trait]
 impl Store for SqliteStore {
+    // Reads: written once for both backends in `airlock_store_sql::reads`.
+
+    async fn get_post(&self, id: PostId) -> Result<Post> {
+        reads::get_post::<Lite>(&self.pool, id).await
+    }
+
+    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
+        reads::post_detail::<Lite>(&self.pool, id).await
+    }
+
+    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>> {
+        reads::verdicts::<Lite>(&self.pool, id).await
+    }
+
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
+        reads::list_posts::<Lite>(&self.pool, filter).await
+    }
+
+    async fn list_summaries(&self, filter: &PostFilter, chars: u32) -> Result<Vec<PostSummary>> {
+        reads::list_summaries::<Lite>(&self.pool, filter, chars).await
+    }
+
+    async fn list_excerpts(&self, filter: &PostFilter, chars: u32) -> Result<Vec<Post>> {
+        reads::list_excerpts::<Lite>(&self.pool, filter, chars).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        reads::live_drafts::<Lite>(&self.pool, actor).await
+    }
+
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>> {
+        reads::due_posts::<Lite>(&self.pool, channels, test_channels, now, limit).await
+    }
+
+    async fn next_due_at(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>> {
+        reads::next_due_at::<Lite>(&self.pool, channels, test_channels).await
+    }
+
+    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Scanned<ExpiredLease>>> {
+        reads::expired_leases::<Lite>(&self.pool, now).await
+    }
+
+    async fn review_queue(&self) -> Result<Vec<Scanned<ReviewItem>>> {
+        reads::review_queue::<Lite>(&self.pool).await
+    }
+
+    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
+        reads::quota_rows::<Lite>(&self.pool, since, now).await
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>> {
+        reads::pauses::<Lite>(&self.pool).await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        reads::outbox_stats::<Lite>(&self.pool).await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        reads::tokens::<Lite>(&self.pool).await
+    }
+
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
+        reads::status_counts::<Lite>(&self.pool).await
+    }
+
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
+        reads::check_invariants::<Lite>(&self.pool, now).await
+    }
+
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        reads::sources_used::<Lite>(&self.pool, channel, since).await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        reads::export_page::<Lite>(&self.pool, filter, after, limit).await
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        reads::health_stats::<Lite>(&self.pool, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
+        reads::due_by_channel::<Lite>(&self.pool, now).await
+    }
+
+    // SQLite's own: the event feed, sessions, durability, wake-ups.
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        // A committed SQLite write is final in id order: one writer at a time.
+        reads::events_after::<Lite>(&self.pool, after, None, limit).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        ops::session(self, id_sha256).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
+        ops::live_sessions(self, now).await
+    }
+
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        admin::durability_warnings(self).await
+    }
+
+    async fn due_signals(&self) -> u64 {
+        0
+    }
+
+    async fn wait_for_due(&self, _seen: u64, timeout: StdDuration) -> u64 {
+        // SQLite has no cross-process signal; in-process wake-ups come from the app.
+        tokio::time::sleep(timeout).await;
+        0
+    }
+
+    // Writes: each one `BEGIN IMMEDIATE` transaction.
+
     async fn create_post(&self, req: CreatePost) -> Result<Created> {
         posts::create(self, req).await
     }
 
-    async fn get_post(&self, id: PostId) -> Result<airlock_core::Post> {
-        posts::get(&self.pool, id).await
-    }
-
-    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
-        posts::detail(&self.pool, id).await
-    }
-
-    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
-        posts::verdicts(&self.pool, id).await
-    }
-
-    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
-        posts::list(&self.pool, filter).await
-    }
-
-    async fn list_summaries(
-        &self,
-        filter: &PostFilter,
-        excerpt_chars: u32,
-    ) -> Result<Vec<airlock_core::PostSummary>> {
-        posts::list_summaries(&self.pool, filter, excerpt_chars).await
-    }
-
-    async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {
+    async fn update_post(&self, update: PostUpdate) -> Result<Post> {
         posts::update(self, update).await
     }
 
-    async fn delete_draft(
-        &self,
-        id: PostId,
-        version: i64,
-        actor: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
+    async fn delete_draft(&self, id: PostId, version: i64, actor: &str, now: DateTime<Utc>) -> Result<()> {
         posts::delete_draft(self, id, version, actor, now).await
     }
 
@@ -268,54 +380,16 @@ impl Store for SqliteStore {
         posts::add_event(self, id, event, actor, now, notify).await
     }
 
-    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-        posts::events_after(&self.pool, after, limit).await
-    }
-
-    async fn due_posts(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Post>> {
-        publish::due_posts(&self.pool, channels, test_channels, now, limit).await
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        posts::record_verifications(self, records).await
     }
 
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
         publish::claim_post(self, req).await
     }
 
-    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
-        posts::record_verifications(self, records).await
-    }
-
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
         publish::record_intent(self, req).await
-    }
-
-    async fn expired_leases(
-        &self,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
-        publish::expired_leases(&self.pool, now).await
-    }
-
-    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
-        publish::review_queue(&self.pool).await
-    }
-
-    async fn next_due_at(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-    ) -> Result<Option<DateTime<Utc>>> {
-        publish::next_due_at(&self.pool, channels, test_channels).await
-    }
-
-    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
-        let mut conn = self.pool.acquire().await.map_err(db)?;
-        publish::live_reservations(&mut conn, since, now).await
     }
 
     async fn pause(
@@ -326,10 +400,7 @@ impl Store for SqliteStore {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        let created = admin::insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(created)
+        admin::pause(self, scope, reason, actor, now, &notify).await
     }
 
     async fn resume(
@@ -342,10 +413,6 @@ impl Store for SqliteStore {
         admin::resume(self, scope, actor, now, notify).await
     }
 
-    async fn pauses(&self) -> Result<Vec<Pause>> {
-        admin::pauses(&self.pool).await
-    }
-
     async fn claim_notifications(
         &self,
         now: DateTime<Utc>,
@@ -356,13 +423,8 @@ impl Store for SqliteStore {
         admin::claim_notifications(self, now, worker, lease_until, limit).await
     }
 
-    async fn notification_delivered(
-        &self,
-        id: i64,
-        worker: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_delivered(&self.pool, id, worker, now).await
+    async fn notification_delivered(&self, id: i64, worker: &str, now: DateTime<Utc>) -> Result<bool> {
+        admin::notification_delivered(self, id, worker, now).await
     }
 
     async fn notification_failed(
@@ -373,114 +435,30 @@ impl Store for SqliteStore {
         retry_at: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
     ) -> Result<bool> {
-        admin::notification_failed(&self.pool, id, worker, error, retry_at, now).await
-    }
-
-    async fn outbox_stats(&self) -> Result<OutboxStats> {
-        admin::outbox_stats(&self.pool).await
+        admin::notification_failed(self, id, worker, error, retry_at, now).await
     }
 
     async fn create_token(&self, token: NewToken) -> Result<()> {
-        admin::create_token(&self.pool, token).await
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
-        admin::tokens(&self.pool).await
+        admin::create_token(self, token).await
     }
 
     async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        admin::revoke_token(&self.pool, name, now).await
+        admin::revoke_token(self, name, now).await
     }
 
-    async fn authenticate(
-        &self,
-        secret_sha256: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<TokenRecord>> {
-        admin::authenticate(&self.pool, secret_sha256, now).await
-    }
-
-    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
-        admin::status_counts(&self.pool).await
-    }
-
-    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
-        admin::check_invariants(&self.pool, now).await
-    }
-
-    async fn durability_warnings(&self) -> Result<Vec<String>> {
-        admin::durability_warnings(&self.pool).await
-    }
-
-    async fn due_signals(&self) -> u64 {
-        0
-    }
-
-    async fn wait_for_due(&self, _seen: u64, timeout: StdDuration) -> u64 {
-        // SQLite has no cross-process signal; in-process wake-ups come from the app.
-        tokio::time::sleep(timeout).await;
-        0
-    }
-
-    async fn sources_used(
-        &self,
-        channel: &ChannelName,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        admin::sources_used(&self.pool, channel, since).await
-    }
-
-    async fn export_page(
-        &self,
-        filter: &ExportFilter,
-        after: Option<PostId>,
-        limit: u32,
-    ) -> Result<Vec<PostDetail>> {
-        ops::export_page(&self.pool, filter, after, limit).await
+    async fn authenticate(&self, secret_sha256: &str, now: DateTime<Utc>) -> Result<Option<TokenRecord>> {
+        admin::authenticate(self, secret_sha256, now).await
     }
 
     async fn open_session(&self, session: NewSession) -> Result<()> {
         ops::open_session(self, session).await
     }
 
-    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        ops::session(&self.pool, id_sha256).await
-    }
-
     async fn end_session(&self, id_sha256: &str) -> Result<bool> {
-        ops::end_session(&self.pool, id_sha256).await
+        ops::end_session(self, id_sha256).await
     }
 
-    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
-        ops::health_stats(&self.pool, now).await
-    }
-
-    async fn list_excerpts(
-        &self,
-        filter: &PostFilter,
-        excerpt_chars: u32,
-    ) -> Result<Vec<airlock_core::Post>> {
-        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
-    }
-
-    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        bounds::live_drafts_by(&self.pool, actor).await
-    }
-
-    async fn server_secret(
-        &self,
-        name: &str,
-        candidate: &str,
-        now: DateTime<Utc>,
-    ) -> Result<String> {
-        bounds::server_secret(self, name, candidate, now).await
-    }
-
-    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
-        ops::live_sessions(&self.pool, now).await
-    }
-
-    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
-        ops::due_by_channel(&self.pool, now).await
+    async fn server_secret(&self, name: &str, candidate: &str, now: DateTime<Utc>) -> Result<String> {
+        ops::server_secret(self, name, candidate, now).await
     }
 }

@@ -1,144 +1,15 @@
-//! Export pages, dashboard sessions and health figures (see `airlock_store::ops`).
-
-use std::collections::BTreeMap;
+//! Dashboard sessions and the server secrets kept in the ledger (see
+//! `airlock_store::ops`); export pages and health figures are shared reads
+//! (`airlock_store_sql::reads`).
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqlitePool};
 
-use airlock_core::{PostDetail, PostId};
-use airlock_store::{ExportFilter, HealthStats, NewSession, Result, Session, StoreError};
 
-use crate::rows::{
-    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, VERDICT_COLUMNS,
-};
-use crate::{SqliteStore, db, parse_ts, ts};
+use airlock_store::{NewSession, Result, Session};
+use airlock_store_sql::rows;
 
-fn time(text: &str) -> Result<DateTime<Utc>> {
-    parse_ts(text).map_err(|t| StoreError::Corrupt(format!("{t:?} is not a time")))
-}
-
-fn opt_time(text: Option<String>) -> Result<Option<DateTime<Utc>>> {
-    text.as_deref().map(time).transpose()
-}
-
-/// Rows of a child table for a page of posts, grouped by post id, in id order.
-async fn children<T>(
-    conn: &mut sqlx::SqliteConnection,
-    columns: &str,
-    table: &str,
-    ids: &[i64],
-    decode: fn(&SqliteRow) -> Result<T>,
-    post_id: fn(&T) -> PostId,
-) -> Result<BTreeMap<PostId, Vec<T>>> {
-    let mut query =
-        QueryBuilder::<Sqlite>::new(format!("SELECT {columns} FROM {table} WHERE post_id IN ("));
-    let mut list = query.separated(", ");
-    for id in ids {
-        list.push_bind(*id);
-    }
-    query.push(") ORDER BY post_id, id");
-    let mut grouped: BTreeMap<PostId, Vec<T>> = BTreeMap::new();
-    for row in query.build().fetch_all(&mut *conn).await.map_err(db)? {
-        let item = decode(&row)?;
-        grouped.entry(post_id(&item)).or_default().push(item);
-    }
-    Ok(grouped)
-}
-
-pub(crate) async fn export_page(
-    pool: &SqlitePool,
-    filter: &ExportFilter,
-    after: Option<PostId>,
-    limit: u32,
-) -> Result<Vec<PostDetail>> {
-    // One deferred transaction: every read of the page sees one snapshot.
-    let mut tx = pool.begin().await.map_err(db)?;
-    let mut query =
-        QueryBuilder::<Sqlite>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE id > "));
-    query.push_bind(after.map_or(0, |id| id.0));
-    if let Some(status) = filter.status {
-        query.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(channel) = &filter.channel {
-        query
-            .push(" AND channel = ")
-            .push_bind(channel.as_str().to_owned());
-    }
-    if let Some(since) = filter.since {
-        // updated_at covers creation and every change of the row; events cover notes
-        // and verification results, which leave the row alone.
-        query
-            .push(" AND (updated_at >= ")
-            .push_bind(ts(since))
-            .push(" OR EXISTS (SELECT 1 FROM post_events e WHERE e.post_id = posts.id AND e.at >= ")
-            .push_bind(ts(since))
-            .push("))");
-    }
-    query
-        .push(" ORDER BY id LIMIT ")
-        .push_bind(i64::from(limit.max(1)));
-    let posts = query
-        .build()
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect::<Result<Vec<_>>>()?;
-    if posts.is_empty() {
-        tx.commit().await.map_err(db)?;
-        return Ok(Vec::new());
-    }
-    let ids: Vec<i64> = posts.iter().map(|p| p.id.0).collect();
-    let mut events = children(
-        &mut tx,
-        EVENT_COLUMNS,
-        "post_events",
-        &ids,
-        rows::event,
-        |e| e.post_id,
-    )
-    .await?;
-    let mut intents = children(
-        &mut tx,
-        INTENT_COLUMNS,
-        "intents",
-        &ids,
-        rows::intent,
-        |i| i.post_id,
-    )
-    .await?;
-    let mut reservations = children(
-        &mut tx,
-        RESERVATION_COLUMNS,
-        "reservations",
-        &ids,
-        rows::reservation,
-        |r| r.post_id,
-    )
-    .await?;
-    let mut verdicts = children(
-        &mut tx,
-        VERDICT_COLUMNS,
-        "verdicts",
-        &ids,
-        rows::verdict,
-        |v| v.post_id,
-    )
-    .await?;
-    tx.commit().await.map_err(db)?;
-    Ok(posts
-        .into_iter()
-        .map(|post| PostDetail {
-            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
-            events: events.remove(&post.id).unwrap_or_default(),
-            intents: intents.remove(&post.id).unwrap_or_default(),
-            reservations: reservations.remove(&post.id).unwrap_or_default(),
-            post,
-        })
-        .collect())
-}
+use crate::dialect::Lite;
+use crate::{SqliteStore, db, ts};
 
 pub(crate) async fn open_session(store: &SqliteStore, session: NewSession) -> Result<()> {
     let mut tx = store.begin_write().await?;
@@ -170,31 +41,22 @@ pub(crate) async fn open_session(store: &SqliteStore, session: NewSession) -> Re
     tx.commit().await.map_err(db)
 }
 
-pub(crate) async fn session(pool: &SqlitePool, id_sha256: &str) -> Result<Option<Session>> {
+pub(crate) async fn session(store: &SqliteStore, id_sha256: &str) -> Result<Option<Session>> {
     let row = sqlx::query(
         "SELECT token_sha256, created_at, expires_at FROM dashboard_sessions WHERE id_sha256 = ?",
     )
     .bind(id_sha256)
-    .fetch_optional(pool)
+    .fetch_optional(&store.pool)
     .await
     .map_err(db)?;
-    row.map(|row| {
-        let created: String = row.try_get("created_at").map_err(db)?;
-        let expires: String = row.try_get("expires_at").map_err(db)?;
-        Ok(Session {
-            token_sha256: row.try_get("token_sha256").map_err(db)?,
-            created_at: time(&created)?,
-            expires_at: time(&expires)?,
-        })
-    })
-    .transpose()
+    row.as_ref().map(rows::session::<Lite>).transpose()
 }
 
-pub(crate) async fn end_session(pool: &SqlitePool, id_sha256: &str) -> Result<bool> {
+pub(crate) async fn end_session(store: &SqliteStore, id_sha256: &str) -> Result<bool> {
     Ok(
         sqlx::query("DELETE FROM dashboard_sessions WHERE id_sha256 = ?")
             .bind(id_sha256)
-            .execute(pool)
+            .execute(&store.pool)
             .await
             .map_err(db)?
             .rows_affected()
@@ -202,85 +64,8 @@ pub(crate) async fn end_session(pool: &SqlitePool, id_sha256: &str) -> Result<bo
     )
 }
 
-pub(crate) async fn health_stats(pool: &SqlitePool, now: DateTime<Utc>) -> Result<HealthStats> {
-    let mut tx = pool.begin().await.map_err(db)?;
-    let due = sqlx::query(
-        "SELECT count(*) AS n, min(CASE WHEN not_before > scheduled_at THEN not_before \
-         ELSE scheduled_at END) AS oldest \
-         FROM posts WHERE status = 'approved' AND posted_at IS NULL AND test = 0 \
-         AND scheduled_at <= ?1 AND (not_before IS NULL OR not_before <= ?1) \
-         AND channel NOT IN (SELECT scope FROM pauses WHERE resumed_at IS NULL) \
-         AND NOT EXISTS (SELECT 1 FROM pauses WHERE scope = '*' AND resumed_at IS NULL)",
-    )
-    .bind(ts(now))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    let review: Option<String> =
-        sqlx::query_scalar("SELECT min(updated_at) FROM posts WHERE status = 'needs_review'")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-    let verify_failed: i64 = sqlx::query_scalar(AssertSqlSafe(
-        "SELECT count(*) FROM posts p WHERE status = 'posted' AND verified_at IS NULL \
-         AND test = 0 AND EXISTS (SELECT 1 FROM post_events e \
-         WHERE e.post_id = p.id AND e.kind = 'verify_failed')",
-    ))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    let verify_failed_recent: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM posts p WHERE status = 'posted' AND verified_at IS NULL \
-         AND test = 0 AND EXISTS (SELECT 1 FROM post_events e \
-         WHERE e.post_id = p.id AND e.kind = 'verify_failed' AND e.at >= ?)",
-    )
-    .bind(ts(now - chrono::Duration::hours(24)))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)?;
-    Ok(HealthStats {
-        due: due.try_get("n").map_err(db)?,
-        oldest_due_at: opt_time(due.try_get("oldest").map_err(db)?)?,
-        oldest_needs_review_at: opt_time(review)?,
-        verify_failed,
-        verify_failed_recent,
-    })
-}
-
-pub(crate) async fn due_by_channel(
-    pool: &SqlitePool,
-    now: DateTime<Utc>,
-) -> Result<Vec<airlock_store::ChannelDue>> {
-    let rows = sqlx::query(
-        "SELECT channel, count(*) AS n, min(CASE WHEN not_before > scheduled_at THEN not_before \
-         ELSE scheduled_at END) AS oldest \
-         FROM posts WHERE status = 'approved' AND posted_at IS NULL AND test = 0 \
-         AND scheduled_at <= ?1 AND (not_before IS NULL OR not_before <= ?1) \
-         AND channel NOT IN (SELECT scope FROM pauses WHERE resumed_at IS NULL) \
-         AND NOT EXISTS (SELECT 1 FROM pauses WHERE scope = '*' AND resumed_at IS NULL) \
-         GROUP BY channel ORDER BY channel",
-    )
-    .bind(ts(now))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    rows.iter()
-        .map(|row| {
-            let oldest: String = row.try_get("oldest").map_err(db)?;
-            Ok(airlock_store::ChannelDue {
-                channel: row.try_get("channel").map_err(db)?,
-                due: row.try_get("n").map_err(db)?,
-                oldest_due_at: parse_ts(&oldest).map_err(|t| {
-                    airlock_store::StoreError::Corrupt(format!("due time {t:?} is not a time"))
-                })?,
-            })
-        })
-        .collect()
-}
-
 pub(crate) async fn live_sessions(
-    pool: &SqlitePool,
+    store: &SqliteStore,
     now: DateTime<Utc>,
 ) -> Result<Vec<airlock_store::LiveSession>> {
     let rows = sqlx::query(
@@ -289,18 +74,34 @@ pub(crate) async fn live_sessions(
          WHERE s.expires_at > ? AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
     )
     .bind(ts(now))
-    .fetch_all(pool)
+    .fetch_all(&store.pool)
     .await
     .map_err(db)?;
-    rows.iter()
-        .map(|row| {
-            let created: String = row.try_get("created_at").map_err(db)?;
-            let expires: String = row.try_get("expires_at").map_err(db)?;
-            Ok(airlock_store::LiveSession {
-                token: row.try_get("name").map_err(db)?,
-                created_at: time(&created)?,
-                expires_at: time(&expires)?,
-            })
-        })
-        .collect()
+    rows.iter().map(rows::live_session::<Lite>).collect()
+}
+
+pub(crate) async fn server_secret(
+    store: &SqliteStore,
+    name: &str,
+    candidate: &str,
+    now: DateTime<Utc>,
+) -> Result<String> {
+    let mut tx = store.begin_write().await?;
+    sqlx::query(
+        "INSERT INTO server_secrets (name, secret, created_at) VALUES (?, ?, ?) \
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(name)
+    .bind(candidate)
+    .bind(ts(now))
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    let secret: String = sqlx::query_scalar("SELECT secret FROM server_secrets WHERE name = ?")
+        .bind(name)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(secret)
 }

@@ -1,24 +1,26 @@
-//! Drafts, guarded post updates, discarding, and the event log.
+//! Drafts, guarded post updates, discarding, events and verification records (the
+//! reads are shared: `airlock_store_sql::reads`).
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
+use airlock_core::{Post, PostId, PostStatus};
 use airlock_store::decide::{
     GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, leaves_quarantine,
     pause_applies, stale_evidence,
 };
 use airlock_store::{
-    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFilter, PostUpdate,
-    Result, Settle, StoreError, VerificationRecord,
+    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostUpdate, Result,
+    Settle, StoreError, VerificationRecord,
 };
+use airlock_store_sql::reads;
 
-use crate::rows::{
-    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
-    VERDICT_COLUMNS,
-};
+use crate::dialect::Lite;
 use crate::{SqliteStore, admin, db, is_trigger_refusal, status_of, ts};
+
+async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
+    reads::get_in::<Lite>(conn, id).await
+}
 
 pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Created> {
     let mut tx = store.begin_write().await?;
@@ -66,7 +68,7 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
     }
     if req.max_live_drafts.is_some() {
         // Inside the write transaction (BEGIN IMMEDIATE): no other create counts meanwhile.
-        let held = crate::bounds::live_drafts_by(&mut *tx, &req.actor).await?;
+        let held = reads::live_drafts_by::<Lite>(&mut tx, &req.actor).await?;
         draft_limit(&req.actor, held, req.max_live_drafts)?;
     }
     let content = &new.content;
@@ -169,151 +171,6 @@ async fn refuse_duplicate(
         }),
         None => Ok(()),
     }
-}
-
-pub(crate) async fn get(pool: &SqlitePool, id: PostId) -> Result<Post> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    get_in(&mut conn, id).await
-}
-
-pub(crate) async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE id = ?"
-    )))
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
-    row.as_ref()
-        .map(rows::post)
-        .transpose()?
-        .ok_or(StoreError::NotFound(id))
-}
-
-pub(crate) async fn detail(pool: &SqlitePool, id: PostId) -> Result<PostDetail> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    let post = get_in(&mut conn, id).await?;
-    let events = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {EVENT_COLUMNS} FROM post_events WHERE post_id = ? ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::event)
-    .collect::<Result<_>>()?;
-    let intents = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = ? ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::intent)
-    .collect::<Result<_>>()?;
-    let reservations = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {RESERVATION_COLUMNS} FROM reservations WHERE post_id = ? ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::reservation)
-    .collect::<Result<_>>()?;
-    let verdicts = verdicts_in(&mut conn, id).await?;
-    Ok(PostDetail {
-        post,
-        events,
-        intents,
-        reservations,
-        verdicts,
-    })
-}
-
-pub(crate) async fn verdicts(pool: &SqlitePool, id: PostId) -> Result<Vec<Verdict>> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    verdicts_in(&mut conn, id).await
-}
-
-async fn verdicts_in(conn: &mut SqliteConnection, id: PostId) -> Result<Vec<Verdict>> {
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT {VERDICT_COLUMNS} FROM verdicts WHERE post_id = ? ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(conn)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::verdict)
-    .collect()
-}
-
-pub(crate) async fn list(pool: &SqlitePool, filter: &PostFilter) -> Result<Vec<Post>> {
-    let mut query =
-        QueryBuilder::<Sqlite>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
-    push_filter(&mut query, filter);
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect()
-}
-
-pub(crate) async fn list_summaries(
-    pool: &SqlitePool,
-    filter: &PostFilter,
-    excerpt_chars: u32,
-) -> Result<Vec<PostSummary>> {
-    // substr counts characters: only the excerpt leaves the database.
-    let mut query = QueryBuilder::<Sqlite>::new("SELECT substr(text, 1, ");
-    query.push_bind(i64::from(excerpt_chars) + 1);
-    query.push(format!(
-        ") AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"
-    ));
-    push_filter(&mut query, filter);
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::summary)
-        .collect()
-}
-
-/// The `WHERE` conditions (after `WHERE 1 = 1`), order and limit of a post list.
-pub(crate) fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &PostFilter) {
-    if let Some(status) = filter.status {
-        query.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(channel) = &filter.channel {
-        query
-            .push(" AND channel = ")
-            .push_bind(channel.as_str().to_owned());
-    }
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before.0);
-    }
-    if let Some(slot) = &filter.slot {
-        query.push(" AND slot = ").push_bind(slot.clone());
-    }
-    if let Some(id) = &filter.platform_post_id {
-        query.push(" AND platform_post_id = ").push_bind(id.clone());
-    }
-    match filter.quarantined {
-        Some(true) => query.push(" AND quarantined_at IS NOT NULL"),
-        Some(false) => query.push(" AND quarantined_at IS NULL"),
-        None => query,
-    };
-    query
-        .push(" ORDER BY id DESC LIMIT ")
-        .push_bind(i64::from(filter.limit.unwrap_or(100)));
 }
 
 pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
@@ -708,24 +565,6 @@ pub(crate) async fn add_event(
     insert_event(&mut tx, id, &event, status, actor, now).await?;
     admin::insert_outbox(&mut tx, &notify, now).await?;
     tx.commit().await.map_err(db)
-}
-
-pub(crate) async fn events_after(
-    pool: &SqlitePool,
-    after: i64,
-    limit: u32,
-) -> Result<Vec<PostEvent>> {
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT {EVENT_COLUMNS} FROM post_events WHERE id > ? ORDER BY id LIMIT ?"
-    )))
-    .bind(after)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(|row: &SqliteRow| rows::event(row))
-    .collect()
 }
 
 pub(crate) async fn record_verifications(

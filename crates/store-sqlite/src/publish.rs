@@ -1,41 +1,20 @@
-//! The store's side of the guarded publish path: claims, reservations, intents,
-//! expired leases and the review queue.
+//! The store's side of the guarded publish path: claims, reservations and intents
+//! (what is due, expired leases and the review queue are shared reads).
 
 use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use airlock_core::quota::Denial;
 use airlock_core::{ChannelName, Intent, Post, PostId};
 use airlock_store::decide::{claimable, fence_holds, lease_outlasts};
 use airlock_store::{
-    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation,
-    Result, ReviewItem, StoreError, Unreadable, decide_reservation, now_after, quota_since,
+    IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation, Result,
+    StoreError, decide_reservation, now_after, quota_since,
 };
+use airlock_store_sql::rows::{self, POST_COLUMNS};
 
-use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
+use crate::dialect::Lite;
 use crate::{SqliteStore, db, parse_ts, status_of, ts};
-
-fn push_channel_filter(
-    query: &mut QueryBuilder<Sqlite>,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-) {
-    query.push(" AND channel IN (");
-    let mut list = query.separated(", ");
-    for channel in channels {
-        list.push_bind(channel.as_str().to_owned());
-    }
-    query.push(") AND (test = 0");
-    if !test_channels.is_empty() {
-        query.push(" OR channel IN (");
-        let mut list = query.separated(", ");
-        for channel in test_channels {
-            list.push_bind(channel.as_str().to_owned());
-        }
-        query.push(")");
-    }
-    query.push(")");
-}
 
 /// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
 /// (and, when `lease_valid_at` is given, its lease has not expired by then).
@@ -169,7 +148,7 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     else {
         return Ok(PostClaimed::Gone(None));
     };
-    let post = rows::post(&row)?;
+    let post = rows::post::<Lite>(&row)?;
     if !claimable(&post, req.version, req.allow_test) {
         return Ok(PostClaimed::Gone(Some(Box::new(post))));
     }
@@ -198,7 +177,7 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     .await
     .map_err(db)?;
     // Nothing below changes the post row: the row as written is the answer.
-    let post = rows::post(&row)?;
+    let post = rows::post::<Lite>(&row)?;
     if let Some(intent) = &req.intent
         && !lease_outlasts(req.lease_until, now, intent.lease_margin)
     {
@@ -231,42 +210,6 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
         post: Box::new(post),
         intent,
     })
-}
-
-pub(crate) async fn due_posts(
-    pool: &SqlitePool,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-    now: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<Post>> {
-    if channels.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut query = QueryBuilder::<Sqlite>::new(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= "
-    ));
-    query.push_bind(ts(now));
-    query
-        .push(" AND (not_before IS NULL OR not_before <= ")
-        .push_bind(ts(now));
-    query.push(")");
-    push_channel_filter(&mut query, channels, test_channels);
-    query.push(
-        " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
-         AND (scope = '*' OR scope = posts.channel))",
-    );
-    query
-        .push(" ORDER BY scheduled_at, id LIMIT ")
-        .push_bind(i64::from(limit));
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect()
 }
 
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
@@ -349,94 +292,4 @@ pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> R
     .map_err(db)?;
     tx.commit().await.map_err(db)?;
     Ok(intent)
-}
-
-async fn intent_for(
-    conn: &mut SqliteConnection,
-    id: PostId,
-    generation: Option<i64>,
-) -> Result<Option<Intent>> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?) \
-         ORDER BY id DESC LIMIT 1"
-    )))
-    .bind(id.0)
-    .bind(generation)
-    .bind(generation)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
-    row.as_ref().map(rows::intent).transpose()
-}
-
-pub(crate) async fn expired_leases(
-    pool: &SqlitePool,
-    now: DateTime<Utc>,
-) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    let rows = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'posting' AND lease_expires_at < ? ORDER BY id"
-    )))
-    .bind(ts(now))
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?;
-    let mut expired = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let lease = match rows::post(row) {
-            Ok(post) => match intent_for(&mut conn, post.id, Some(post.generation)).await {
-                Ok(intent) => Ok(ExpiredLease { post, intent }),
-                Err(e) => Err(rows::unreadable(row, e)),
-            },
-            Err(e) => Err(rows::unreadable(row, e)),
-        };
-        expired.push(lease);
-    }
-    Ok(expired)
-}
-
-pub(crate) async fn review_queue(
-    pool: &SqlitePool,
-) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    let rows = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
-    )))
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?;
-    let mut items = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let item = match rows::post(row) {
-            Ok(post) => match intent_for(&mut conn, post.id, None).await {
-                Ok(intent) => Ok(ReviewItem { post, intent }),
-                Err(e) => Err(rows::unreadable(row, e)),
-            },
-            Err(e) => Err(rows::unreadable(row, e)),
-        };
-        items.push(item);
-    }
-    Ok(items)
-}
-
-pub(crate) async fn next_due_at(
-    pool: &SqlitePool,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-) -> Result<Option<DateTime<Utc>>> {
-    if channels.is_empty() {
-        return Ok(None);
-    }
-    let mut query = QueryBuilder::<Sqlite>::new(
-        "SELECT min(max(scheduled_at, coalesce(not_before, scheduled_at))) FROM posts \
-         WHERE status = 'approved' AND posted_at IS NULL",
-    );
-    push_channel_filter(&mut query, channels, test_channels);
-    let next: Option<String> = query
-        .build_query_scalar()
-        .fetch_one(pool)
-        .await
-        .map_err(db)?;
-    next.map(|t| parse_ts(&t).map_err(|t| StoreError::Corrupt(format!("due time {t:?}"))))
-        .transpose()
 }

@@ -630,6 +630,9 @@ pub struct ExpiredLease {
     pub intent: Option<Intent>,
 }
 
+/// One item of a scan that goes on past rows it cannot read.
+pub type Scanned<T> = std::result::Result<T, Unreadable>;
+
 /// A post row a scan could not decode: reported, and skipped so the rest of the scan goes
 /// on (`doctor` names it too).
 #[derive(Debug, Clone, PartialEq, Eq)]

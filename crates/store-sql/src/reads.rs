@@ -1,0 +1,630 @@
+//! The ledger's read queries, for both dialects: posts and their timelines, lists and
+//! filters, what is due, expired leases and the review queue, pauses, tokens, the
+//! outbox's figures, invariants, export pages and health figures.
+//!
+//! Reads that must agree with each other (a post and its timeline, an export page, the
+//! health figures, posts and their intents) run in one [`Dialect::snapshot`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
+use airlock_store::{
+    ChannelDue, ExpiredLease, ExportFilter, HealthStats, OutboxStats, Pause, PostFilter, QuotaRows,
+    Result, ReviewItem, StoreError, TokenRecord, Unreadable,
+};
+
+use crate::rows::{
+    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
+    TOKEN_COLUMNS, VERDICT_COLUMNS,
+};
+use crate::{Cols, Conn, Dialect, Pool, Row, Sql};
+
+async fn acquire<D: Dialect>(pool: &Pool<D>) -> Result<sqlx::pool::PoolConnection<D::Db>> {
+    pool.acquire()
+        .await
+        .map_err(|e| StoreError::Unavailable(Box::new(e)))
+}
+
+async fn commit<D: Dialect>(tx: sqlx::Transaction<'static, D::Db>) -> Result<()> {
+    tx.commit()
+        .await
+        .map_err(|e| StoreError::Unavailable(Box::new(e)))
+}
+
+async fn all<D: Dialect, T>(
+    conn: &mut Conn<D>,
+    sql: &Sql,
+    decode: fn(&Row<D>) -> Result<T>,
+) -> Result<Vec<T>> {
+    D::fetch_all(conn, sql).await?.iter().map(decode).collect()
+}
+
+/// The post `id`, on a connection (inside a transaction too).
+pub async fn get_in<D: Dialect>(conn: &mut Conn<D>, id: PostId) -> Result<Post> {
+    let sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE id = $1")).arg(id.0);
+    D::fetch_optional(conn, &sql)
+        .await?
+        .as_ref()
+        .map(rows::post::<D>)
+        .transpose()?
+        .ok_or(StoreError::NotFound(id))
+}
+
+/// Store::get_post.
+pub async fn get_post<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Post> {
+    get_in::<D>(&mut *acquire::<D>(pool).await?, id).await
+}
+
+/// The rows of one child table of post `id`, in id order.
+async fn children_of<D: Dialect, T>(
+    conn: &mut Conn<D>,
+    columns: &str,
+    table: &str,
+    id: PostId,
+    decode: fn(&Row<D>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let sql = Sql::new(format!(
+        "SELECT {columns} FROM {table} WHERE post_id = $1 ORDER BY id"
+    ))
+    .arg(id.0);
+    all::<D, T>(conn, &sql, decode).await
+}
+
+/// Store::post_detail: the post and its timeline, from one snapshot.
+pub async fn post_detail<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<PostDetail> {
+    let mut tx = D::snapshot(pool).await?;
+    let post = get_in::<D>(&mut tx, id).await?;
+    let events = children_of::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", id, rows::event::<D>)
+        .await?;
+    let intents =
+        children_of::<D, _>(&mut tx, INTENT_COLUMNS, "intents", id, rows::intent::<D>).await?;
+    let reservations = children_of::<D, _>(
+        &mut tx,
+        RESERVATION_COLUMNS,
+        "reservations",
+        id,
+        rows::reservation::<D>,
+    )
+    .await?;
+    let verdicts =
+        children_of::<D, _>(&mut tx, VERDICT_COLUMNS, "verdicts", id, rows::verdict::<D>).await?;
+    commit::<D>(tx).await?;
+    Ok(PostDetail {
+        post,
+        events,
+        intents,
+        reservations,
+        verdicts,
+    })
+}
+
+/// Store::verdicts.
+pub async fn verdicts<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Vec<Verdict>> {
+    let mut conn = acquire::<D>(pool).await?;
+    children_of::<D, _>(&mut conn, VERDICT_COLUMNS, "verdicts", id, rows::verdict::<D>).await
+}
+
+/// Appends the conditions (after a `WHERE`), order and limit of a post list.
+fn push_filter(sql: &mut Sql, filter: &PostFilter) {
+    if let Some(status) = filter.status {
+        sql.push(" AND status = ").bind(status.as_str());
+    }
+    if let Some(channel) = &filter.channel {
+        sql.push(" AND channel = ").bind(channel.as_str());
+    }
+    if let Some(before) = filter.before {
+        sql.push(" AND id < ").bind(before.0);
+    }
+    if let Some(slot) = &filter.slot {
+        sql.push(" AND slot = ").bind(slot.clone());
+    }
+    if let Some(id) = &filter.platform_post_id {
+        sql.push(" AND platform_post_id = ").bind(id.clone());
+    }
+    match filter.quarantined {
+        Some(true) => sql.push(" AND quarantined_at IS NOT NULL"),
+        Some(false) => sql.push(" AND quarantined_at IS NULL"),
+        None => sql,
+    };
+    sql.push(" ORDER BY id DESC LIMIT ")
+        .bind(i64::from(filter.limit.unwrap_or(100)));
+}
+
+/// `substr(text, 1, n)`, n bound: both databases count characters, so only the excerpt
+/// leaves the database.
+fn excerpt(sql: &mut Sql, excerpt_chars: u32) {
+    sql.push("substr(text, 1, CAST(")
+        .bind(i64::from(excerpt_chars) + 1)
+        .push(" AS INTEGER))");
+}
+
+/// Store::list_posts.
+pub async fn list_posts<D: Dialect>(pool: &Pool<D>, filter: &PostFilter) -> Result<Vec<Post>> {
+    let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
+    push_filter(&mut sql, filter);
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
+}
+
+/// Store::list_summaries: summaries with the text cut to `excerpt_chars` (+1, so a
+/// caller sees it was cut) by the database.
+pub async fn list_summaries<D: Dialect>(
+    pool: &Pool<D>,
+    filter: &PostFilter,
+    excerpt_chars: u32,
+) -> Result<Vec<PostSummary>> {
+    let mut sql = Sql::new("SELECT ");
+    excerpt(&mut sql, excerpt_chars);
+    sql.push(&format!(" AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"));
+    push_filter(&mut sql, filter);
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::summary::<D>).await
+}
+
+/// Store::list_excerpts: whole posts but for the text, cut as in [`list_summaries`].
+pub async fn list_excerpts<D: Dialect>(
+    pool: &Pool<D>,
+    filter: &PostFilter,
+    excerpt_chars: u32,
+) -> Result<Vec<Post>> {
+    let (before, after) = POST_COLUMNS
+        .split_once(" text,")
+        .expect("POST_COLUMNS names text");
+    let mut sql = Sql::new(format!("SELECT {before} "));
+    excerpt(&mut sql, excerpt_chars);
+    sql.push(&format!(" AS text,{after} FROM posts WHERE 1 = 1"));
+    push_filter(&mut sql, filter);
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
+}
+
+/// The live drafts `actor` created, on a connection (inside a transaction too).
+pub async fn live_drafts_by<D: Dialect>(conn: &mut Conn<D>, actor: &str) -> Result<i64> {
+    let sql = Sql::new("SELECT count(*) AS n FROM posts WHERE status = 'draft' AND created_by = $1")
+        .arg(actor);
+    count::<D>(conn, &sql).await
+}
+
+async fn count<D: Dialect>(conn: &mut Conn<D>, sql: &Sql) -> Result<i64> {
+    match D::fetch_optional(conn, sql).await? {
+        Some(row) => Cols::<D>(&row).int("n"),
+        None => Ok(0),
+    }
+}
+
+/// Store::live_drafts_by.
+pub async fn live_drafts<D: Dialect>(pool: &Pool<D>, actor: &str) -> Result<i64> {
+    live_drafts_by::<D>(&mut *acquire::<D>(pool).await?, actor).await
+}
+
+/// Appends "on one of `channels`, and a test post only on one of `test_channels`".
+fn push_channels<D: Dialect>(sql: &mut Sql, channels: &[ChannelName], test: &[ChannelName]) {
+    let names = |list: &[ChannelName]| -> Vec<String> {
+        list.iter().map(|c| c.as_str().to_owned()).collect()
+    };
+    sql.push(" AND ").bind_in::<D>("channel", names(channels));
+    sql.push(" AND (NOT test OR ")
+        .bind_in::<D>("channel", names(test))
+        .push(")");
+}
+
+/// The time a post becomes due: its schedule, or `not_before` when that is later.
+const DUE_AT: &str =
+    "CASE WHEN not_before > scheduled_at THEN not_before ELSE scheduled_at END";
+
+/// Posts due now, approved, never posted, not on a paused channel.
+const DUE_NOW: &str = "status = 'approved' AND posted_at IS NULL \
+    AND scheduled_at <= $1 AND (not_before IS NULL OR not_before <= $1)";
+
+/// Store::due_posts: the earliest due posts on open channels, for claims.
+pub async fn due_posts<D: Dialect>(
+    pool: &Pool<D>,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<Post>> {
+    if channels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE {DUE_NOW}")).arg(now);
+    push_channels::<D>(&mut sql, channels, test_channels);
+    sql.push(
+        " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+         AND (scope = '*' OR scope = posts.channel)) ORDER BY scheduled_at, id LIMIT ",
+    )
+    .bind(i64::from(limit));
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
+}
+
+/// Store::next_due_at: when the next approved post on these channels becomes due.
+pub async fn next_due_at<D: Dialect>(
+    pool: &Pool<D>,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+) -> Result<Option<DateTime<Utc>>> {
+    if channels.is_empty() {
+        return Ok(None);
+    }
+    let mut sql = Sql::new(format!(
+        "SELECT min({DUE_AT}) AS next FROM posts WHERE status = 'approved' AND posted_at IS NULL"
+    ));
+    push_channels::<D>(&mut sql, channels, test_channels);
+    let row = D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql).await?;
+    row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
+}
+
+/// The latest intent of post `id` (of `generation`, when given).
+async fn intent_for<D: Dialect>(
+    conn: &mut Conn<D>,
+    id: PostId,
+    generation: Option<i64>,
+) -> Result<Option<Intent>> {
+    let sql = Sql::new(format!(
+        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = $1 \
+         AND ($2 IS NULL OR generation = $2) ORDER BY id DESC LIMIT 1"
+    ))
+    .arg(id.0)
+    .arg(generation);
+    D::fetch_optional(conn, &sql)
+        .await?
+        .as_ref()
+        .map(rows::intent::<D>)
+        .transpose()
+}
+
+/// Posts `sql` selects, each with its intent (`latest_of_generation`: the intent of
+/// the post's own generation, else its latest), from one snapshot; a row that does not
+/// read is reported, not dropped.
+async fn with_intents<D: Dialect>(
+    pool: &Pool<D>,
+    sql: &Sql,
+    latest_of_generation: bool,
+) -> Result<Vec<std::result::Result<(Post, Option<Intent>), Unreadable>>> {
+    let mut tx = D::snapshot(pool).await?;
+    let found = D::fetch_all(&mut tx, sql).await?;
+    let mut items = Vec::with_capacity(found.len());
+    for row in &found {
+        let item = match rows::post::<D>(row) {
+            Ok(post) => {
+                let generation = latest_of_generation.then_some(post.generation);
+                match intent_for::<D>(&mut tx, post.id, generation).await {
+                    Ok(intent) => Ok((post, intent)),
+                    Err(e) => Err(rows::unreadable::<D>(row, e)),
+                }
+            }
+            Err(e) => Err(rows::unreadable::<D>(row, e)),
+        };
+        items.push(item);
+    }
+    commit::<D>(tx).await?;
+    Ok(items)
+}
+
+/// Store::expired_leases: `posting` posts whose lease ran out, with their intent.
+pub async fn expired_leases<D: Dialect>(
+    pool: &Pool<D>,
+    now: DateTime<Utc>,
+) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
+    let sql = Sql::new(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'posting' AND lease_expires_at < $1 \
+         ORDER BY id"
+    ))
+    .arg(now);
+    let found = with_intents::<D>(pool, &sql, true).await?;
+    Ok(found
+        .into_iter()
+        .map(|item| item.map(|(post, intent)| ExpiredLease { post, intent }))
+        .collect())
+}
+
+/// Store::review_queue: `needs_review` posts, longest waiting first, with their intent.
+pub async fn review_queue<D: Dialect>(
+    pool: &Pool<D>,
+) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
+    let sql = Sql::new(format!(
+        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
+    ));
+    let found = with_intents::<D>(pool, &sql, false).await?;
+    Ok(found
+        .into_iter()
+        .map(|item| item.map(|(post, intent)| ReviewItem { post, intent }))
+        .collect())
+}
+
+/// Store::quota_rows.
+pub async fn quota_rows<D: Dialect>(
+    pool: &Pool<D>,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<QuotaRows> {
+    D::live_reservations(&mut *acquire::<D>(pool).await?, since, now).await
+}
+
+/// Events with ids above `after` (and at most `upto`), oldest first.
+pub async fn events_after<D: Dialect>(
+    pool: &Pool<D>,
+    after: i64,
+    upto: Option<i64>,
+    limit: u32,
+) -> Result<Vec<PostEvent>> {
+    let sql = Sql::new(format!(
+        "SELECT {EVENT_COLUMNS} FROM post_events WHERE id > $1 AND ($2 IS NULL OR id <= $2) \
+         ORDER BY id LIMIT $3"
+    ))
+    .arg(after)
+    .arg(upto)
+    .arg(i64::from(limit));
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::event::<D>).await
+}
+
+/// Store::pauses: the pauses in force, oldest first.
+pub async fn pauses<D: Dialect>(pool: &Pool<D>) -> Result<Vec<Pause>> {
+    let sql = Sql::new(
+        "SELECT scope, reason, actor, created_at FROM pauses WHERE resumed_at IS NULL ORDER BY id",
+    );
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::pause::<D>).await
+}
+
+/// Store::outbox_stats.
+pub async fn outbox_stats<D: Dialect>(pool: &Pool<D>) -> Result<OutboxStats> {
+    const PENDING: &str = "delivered_at IS NULL AND abandoned_at IS NULL";
+    let sql = Sql::new(format!(
+        "SELECT \
+           (SELECT count(*) FROM outbox WHERE {PENDING}) AS pending, \
+           (SELECT count(*) FROM outbox WHERE abandoned_at IS NOT NULL) AS abandoned, \
+           (SELECT count(*) FROM outbox WHERE delivered_at IS NOT NULL) AS delivered, \
+           (SELECT min(created_at) FROM outbox WHERE {PENDING}) AS oldest"
+    ));
+    let row = D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("the outbox figures returned no row".into()))?;
+    let r = Cols::<D>(&row);
+    Ok(OutboxStats {
+        pending: r.int("pending")?,
+        abandoned: r.int("abandoned")?,
+        delivered: r.int("delivered")?,
+        oldest_pending_at: r.opt_time("oldest")?,
+    })
+}
+
+/// Store::tokens: every token by name, without its secret's hash.
+pub async fn tokens<D: Dialect>(pool: &Pool<D>) -> Result<Vec<TokenRecord>> {
+    let sql = Sql::new(format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY name"));
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::token::<D>).await
+}
+
+/// Store::status_counts.
+pub async fn status_counts<D: Dialect>(pool: &Pool<D>) -> Result<Vec<(PostStatus, i64)>> {
+    let sql = Sql::new("SELECT status, count(*) AS n FROM posts GROUP BY status ORDER BY status");
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
+        let r = Cols::<D>(row);
+        Ok((rows::status_of(&r.text("status")?)?, r.int("n")?))
+    })
+    .await
+}
+
+/// Each check is a query returning offending post ids (as `id`), and the sentence that
+/// explains them.
+const INVARIANTS: &[(&str, &str)] = &[
+    (
+        "SELECT id FROM posts WHERE status = 'posted' AND posted_at IS NULL LIMIT 20",
+        "posted without posted_at",
+    ),
+    (
+        "SELECT id FROM posts WHERE posted_at IS NOT NULL AND status <> 'posted' LIMIT 20",
+        "have posted_at but are not posted",
+    ),
+    (
+        "SELECT id FROM posts WHERE status = 'posting' \
+         AND (lease_owner IS NULL OR lease_expires_at IS NULL) LIMIT 20",
+        "are posting without a lease",
+    ),
+    (
+        "SELECT id FROM posts WHERE status IN ('approved', 'posting', 'posted') \
+         AND approved_hash IS NULL LIMIT 20",
+        "passed approval without an approved_hash",
+    ),
+    (
+        "SELECT r.post_id AS id FROM reservations r JOIN posts p ON p.id = r.post_id \
+         WHERE r.state = 'reserved' AND p.status NOT IN ('posting', 'needs_review') LIMIT 20",
+        "hold a reserved quota slot but are neither posting nor waiting for review",
+    ),
+    (
+        "SELECT i.post_id AS id FROM intents i JOIN posts p ON p.id = i.post_id \
+         WHERE i.phase = 'sending' AND NOT (p.status = 'posting' AND p.generation = i.generation) \
+         LIMIT 20",
+        "have a 'sending' intent that no live claim owns",
+    ),
+    (
+        "SELECT p.id FROM posts p WHERE NOT EXISTS \
+         (SELECT 1 FROM post_events e WHERE e.post_id = p.id AND e.from_status IS NULL) LIMIT 20",
+        "have no creation event",
+    ),
+];
+
+/// Store::check_invariants: sentences naming the posts that break an invariant, and a
+/// quota ledger that does not read.
+pub async fn check_invariants<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<Vec<String>> {
+    let mut conn = acquire::<D>(pool).await?;
+    let mut problems = Vec::new();
+    for (query, sentence) in INVARIANTS {
+        let ids = all::<D, _>(&mut conn, &Sql::new(*query), |row| Cols::<D>(row).int("id")).await?;
+        if !ids.is_empty() {
+            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+            problems.push(format!("posts {} {sentence}", ids.join(", ")));
+        }
+    }
+    match D::live_reservations(&mut conn, now - Duration::days(2), now).await {
+        Err(StoreError::CorruptQuota(reason)) => problems.push(reason),
+        other => {
+            other?;
+        }
+    }
+    Ok(problems)
+}
+
+/// Store::sources_used: each source file drafted on `channel` since `since`, with its
+/// latest draft's time.
+pub async fn sources_used<D: Dialect>(
+    pool: &Pool<D>,
+    channel: &ChannelName,
+    since: DateTime<Utc>,
+) -> Result<Vec<(String, DateTime<Utc>)>> {
+    let sql = Sql::new(
+        "SELECT source_path, max(created_at) AS last FROM posts \
+         WHERE channel = $1 AND source_path IS NOT NULL AND created_at >= $2 \
+         GROUP BY source_path ORDER BY source_path",
+    )
+    .arg(channel.as_str())
+    .arg(since);
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
+        let r = Cols::<D>(row);
+        Ok((r.text("source_path")?, r.time("last")?))
+    })
+    .await
+}
+
+/// Rows of a child table for a page of posts, grouped by post id, in id order.
+async fn children<D: Dialect, T>(
+    conn: &mut Conn<D>,
+    columns: &str,
+    table: &str,
+    ids: &[i64],
+    decode: fn(&Row<D>) -> Result<T>,
+    post_id: fn(&T) -> PostId,
+) -> Result<BTreeMap<PostId, Vec<T>>> {
+    let sql = Sql::new(format!(
+        "SELECT {columns} FROM {table} WHERE {} ORDER BY post_id, id",
+        D::in_list("post_id", "$1")
+    ))
+    .arg(ids.to_vec());
+    let mut grouped: BTreeMap<PostId, Vec<T>> = BTreeMap::new();
+    for item in all::<D, T>(conn, &sql, decode).await? {
+        grouped.entry(post_id(&item)).or_default().push(item);
+    }
+    Ok(grouped)
+}
+
+/// Store::export_page: up to `limit` posts after `after` in id order, each with its
+/// timeline, from one snapshot.
+pub async fn export_page<D: Dialect>(
+    pool: &Pool<D>,
+    filter: &ExportFilter,
+    after: Option<PostId>,
+    limit: u32,
+) -> Result<Vec<PostDetail>> {
+    let mut tx = D::snapshot(pool).await?;
+    let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE id > $1"))
+        .arg(after.map_or(0, |id| id.0));
+    if let Some(status) = filter.status {
+        sql.push(" AND status = ").bind(status.as_str());
+    }
+    if let Some(channel) = &filter.channel {
+        sql.push(" AND channel = ").bind(channel.as_str());
+    }
+    if let Some(since) = filter.since {
+        // updated_at covers creation and every change of the row; events cover notes
+        // and verification results, which leave the row alone.
+        sql.push(" AND (updated_at >= ")
+            .bind(since)
+            .push(" OR EXISTS (SELECT 1 FROM post_events e WHERE e.post_id = posts.id AND e.at >= ")
+            .bind(since)
+            .push("))");
+    }
+    sql.push(" ORDER BY id LIMIT ").bind(i64::from(limit.max(1)));
+    let posts = all::<D, _>(&mut tx, &sql, rows::post::<D>).await?;
+    if posts.is_empty() {
+        commit::<D>(tx).await?;
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = posts.iter().map(|p| p.id.0).collect();
+    let mut events =
+        children::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", &ids, rows::event::<D>, |e| e.post_id)
+            .await?;
+    let mut intents =
+        children::<D, _>(&mut tx, INTENT_COLUMNS, "intents", &ids, rows::intent::<D>, |i| i.post_id)
+            .await?;
+    let mut reservations = children::<D, _>(
+        &mut tx,
+        RESERVATION_COLUMNS,
+        "reservations",
+        &ids,
+        rows::reservation::<D>,
+        |r| r.post_id,
+    )
+    .await?;
+    let mut verdicts =
+        children::<D, _>(&mut tx, VERDICT_COLUMNS, "verdicts", &ids, rows::verdict::<D>, |v| v.post_id)
+            .await?;
+    commit::<D>(tx).await?;
+    Ok(posts
+        .into_iter()
+        .map(|post| PostDetail {
+            verdicts: verdicts.remove(&post.id).unwrap_or_default(),
+            events: events.remove(&post.id).unwrap_or_default(),
+            intents: intents.remove(&post.id).unwrap_or_default(),
+            reservations: reservations.remove(&post.id).unwrap_or_default(),
+            post,
+        })
+        .collect())
+}
+
+/// Approved posts due at `$1`, not test posts, on channels with no pause, no global pause.
+const DUE_OPEN: &str = "status = 'approved' AND posted_at IS NULL AND NOT test \
+    AND scheduled_at <= $1 AND (not_before IS NULL OR not_before <= $1) \
+    AND channel NOT IN (SELECT scope FROM pauses WHERE resumed_at IS NULL) \
+    AND NOT EXISTS (SELECT 1 FROM pauses WHERE scope = '*' AND resumed_at IS NULL)";
+
+/// Posted, never verified, with a failed verification (the subquery left open for a
+/// time bound).
+const VERIFY_FAILED: &str = "SELECT count(*) AS n FROM posts p WHERE status = 'posted' \
+    AND verified_at IS NULL AND NOT test AND EXISTS (SELECT 1 FROM post_events e \
+    WHERE e.post_id = p.id AND e.kind = 'verify_failed'";
+
+/// Store::health_stats: the figures for alerts, from one snapshot.
+pub async fn health_stats<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<HealthStats> {
+    let mut tx = D::snapshot(pool).await?;
+    let due = Sql::new(format!(
+        "SELECT count(*) AS n, min({DUE_AT}) AS oldest FROM posts WHERE {DUE_OPEN}"
+    ))
+    .arg(now);
+    let due = D::fetch_optional(&mut tx, &due)
+        .await?
+        .ok_or_else(|| StoreError::Corrupt("the due count returned no row".into()))?;
+    let review = Sql::new("SELECT min(updated_at) AS oldest FROM posts WHERE status = 'needs_review'");
+    let review = match D::fetch_optional(&mut tx, &review).await? {
+        Some(row) => Cols::<D>(&row).opt_time("oldest")?,
+        None => None,
+    };
+    let ever = Sql::new(format!("{VERIFY_FAILED})"));
+    let verify_failed = count::<D>(&mut tx, &ever).await?;
+    let recent = Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
+    let verify_failed_recent = count::<D>(&mut tx, &recent).await?;
+    commit::<D>(tx).await?;
+    let due = Cols::<D>(&due);
+    Ok(HealthStats {
+        due: due.int("n")?,
+        oldest_due_at: due.opt_time("oldest")?,
+        oldest_needs_review_at: review,
+        verify_failed,
+        verify_failed_recent,
+    })
+}
+
+/// Store::due_by_channel: the due figures of [`health_stats`] per channel.
+pub async fn due_by_channel<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
+    let sql = Sql::new(format!(
+        "SELECT channel, count(*) AS n, min({DUE_AT}) AS oldest FROM posts WHERE {DUE_OPEN} \
+         GROUP BY channel ORDER BY channel"
+    ))
+    .arg(now);
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
+        let r = Cols::<D>(row);
+        Ok(ChannelDue {
+            channel: r.text("channel")?,
+            due: r.int("n")?,
+            oldest_due_at: r.time("oldest")?,
+        })
+    })
+    .await
+}

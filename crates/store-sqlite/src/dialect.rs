@@ -1,0 +1,97 @@
+//! The SQLite side of the shared reads (`airlock_store_sql`): times stored as canonical
+//! RFC 3339 text (compared as text), booleans as 0/1, JSON and lists as text (lists read
+//! back with `json_each`).
+
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{AssertSqlSafe, Row, Sqlite, SqliteConnection};
+
+use airlock_store::{QuotaRows, Result};
+use airlock_store_sql::{Arg, Dialect, Pool, Sql, column_error, corrupt};
+
+use crate::{db, parse_ts, publish, ts};
+
+/// The SQLite dialect.
+pub(crate) struct Lite;
+
+fn query(sql: &Sql) -> sqlx::query::Query<'_, Sqlite, SqliteArguments> {
+    let list = |json: serde_json::Result<String>| json.expect("a list of values serializes");
+    sql.args()
+        .iter()
+        .fold(sqlx::query(AssertSqlSafe(sql.text())), |q, arg| match arg {
+            Arg::Int(v) => q.bind(*v),
+            Arg::Text(v) => q.bind(v.clone()),
+            Arg::Time(v) => q.bind(v.map(ts)),
+            Arg::Bool(v) => q.bind(*v),
+            Arg::Ints(v) => q.bind(list(serde_json::to_string(v))),
+            Arg::Texts(v) => q.bind(list(serde_json::to_string(v))),
+        })
+}
+
+impl Dialect for Lite {
+    type Db = Sqlite;
+
+    fn in_list(column: &str, param: &str) -> String {
+        format!("{column} IN (SELECT value FROM json_each({param}))")
+    }
+
+    fn fetch_all<'a>(
+        conn: &'a mut SqliteConnection,
+        sql: &'a Sql,
+    ) -> impl Future<Output = Result<Vec<SqliteRow>>> + Send + 'a {
+        async move { query(sql).fetch_all(conn).await.map_err(db) }
+    }
+
+    fn fetch_optional<'a>(
+        conn: &'a mut SqliteConnection,
+        sql: &'a Sql,
+    ) -> impl Future<Output = Result<Option<SqliteRow>>> + Send + 'a {
+        async move { query(sql).fetch_optional(conn).await.map_err(db) }
+    }
+
+    fn snapshot(
+        pool: &Pool<Self>,
+    ) -> impl Future<Output = Result<sqlx::Transaction<'static, Sqlite>>> + Send + '_ {
+        // A deferred transaction: in WAL mode its reads all see the snapshot of its first.
+        async move { pool.begin().await.map_err(db) }
+    }
+
+    fn live_reservations<'a>(
+        conn: &'a mut SqliteConnection,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<QuotaRows>> + Send + 'a {
+        publish::live_reservations(conn, since, now)
+    }
+
+    fn text(row: &SqliteRow, column: &str) -> Result<Option<String>> {
+        row.try_get(column).map_err(column_error)
+    }
+
+    fn int(row: &SqliteRow, column: &str) -> Result<Option<i64>> {
+        row.try_get(column).map_err(column_error)
+    }
+
+    fn flag(row: &SqliteRow, column: &str) -> Result<bool> {
+        Ok(row.try_get::<i64, _>(column).map_err(column_error)? != 0)
+    }
+
+    fn time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>> {
+        Self::text(row, column)?
+            .map(|t| parse_ts(&t).map_err(|t| corrupt(format!("{column} {t:?} is not a time"))))
+            .transpose()
+    }
+
+    fn json(row: &SqliteRow, column: &str) -> Result<Option<serde_json::Value>> {
+        Self::text(row, column)?
+            .map(|t| serde_json::from_str(&t).map_err(|e| corrupt(format!("{column}: {e}"))))
+            .transpose()
+    }
+
+    fn texts(row: &SqliteRow, column: &str) -> Result<Vec<String>> {
+        let list = Self::text(row, column)?.unwrap_or_else(|| "[]".into());
+        serde_json::from_str(&list).map_err(|e| corrupt(format!("{column}: {e}")))
+    }
+}
