@@ -23,12 +23,13 @@
 //!   lock, so processes starting together do not race, followed by the functions; a
 //!   runtime role applies nothing and starts only on a current ledger.
 //!
-//! Layout: [`posts`] (drafts, guarded updates, events), [`publish`] (claims, reservations,
-//! intents, leases), [`admin`] (pauses, outbox, tokens, health), [`ops`] (export pages,
-//! dashboard sessions, health figures for alerts), [`rows`] (decoding),
-//! [`wake`] (LISTEN/NOTIFY), `functions` (installing `sql/functions.sql`, the mode for
-//! `doctor`). Row shapes and sqlx types stay inside this crate: errors
-//! leave it as [`StoreError`].
+//! Layout: the reads are shared with SQLite (`airlock_store_sql::reads`, over
+//! [`dialect`]); here are the writes, each a call of one function: [`posts`] (drafts,
+//! guarded updates, events, verification records), [`publish`] (claims, reservations,
+//! intents, the fail-closed quota read), [`admin`] (pauses, outbox, tokens, durability
+//! settings), [`ops`] (dashboard sessions, server secrets); [`wake`] (LISTEN/NOTIFY),
+//! `functions` (installing `sql/functions.sql`, the mode for `doctor`). Row shapes and
+//! sqlx types stay inside the store crates: errors leave them as [`StoreError`].
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -39,21 +40,25 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, PgConnection};
 
-use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus};
-use airlock_store::{
-    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
-    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
-    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store, StoreError,
-    TokenRecord, Unreadable, VerificationRecord,
+use airlock_core::{
+    ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
 };
+use airlock_store::{
+    ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
+    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification, OutboxStats,
+    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, Result,
+    ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
+};
+use airlock_store_sql::reads;
+
+use crate::dialect::Pg;
 
 mod admin;
-mod bounds;
+mod dialect;
 mod functions;
 mod ops;
 mod posts;
 mod publish;
-mod rows;
 mod schema;
 mod wake;
 
@@ -363,66 +368,34 @@ pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> 
 
 #[async_trait]
 impl Store for PgStore {
-    async fn create_post(&self, req: CreatePost) -> Result<Created> {
-        posts::create(&self.pool, req).await
-    }
+    // Reads: written once for both backends in `airlock_store_sql::reads`.
 
-    async fn get_post(&self, id: PostId) -> Result<airlock_core::Post> {
-        let mut conn = self.pool.acquire().await.map_err(db)?;
-        posts::get_in(&mut conn, id).await
+    async fn get_post(&self, id: PostId) -> Result<Post> {
+        reads::get_post::<Pg>(&self.pool, id).await
     }
 
     async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
-        posts::detail(&self.pool, id).await
+        reads::post_detail::<Pg>(&self.pool, id).await
     }
 
-    async fn verdicts(&self, id: PostId) -> Result<Vec<airlock_core::Verdict>> {
-        posts::verdicts(&self.pool, id).await
+    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>> {
+        reads::verdicts::<Pg>(&self.pool, id).await
     }
 
-    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<airlock_core::Post>> {
-        posts::list(&self.pool, filter).await
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
+        reads::list_posts::<Pg>(&self.pool, filter).await
     }
 
-    async fn list_summaries(
-        &self,
-        filter: &PostFilter,
-        excerpt_chars: u32,
-    ) -> Result<Vec<airlock_core::PostSummary>> {
-        posts::list_summaries(&self.pool, filter, excerpt_chars).await
+    async fn list_summaries(&self, filter: &PostFilter, chars: u32) -> Result<Vec<PostSummary>> {
+        reads::list_summaries::<Pg>(&self.pool, filter, chars).await
     }
 
-    async fn update_post(&self, update: PostUpdate) -> Result<airlock_core::Post> {
-        posts::update(&self.pool, update).await
+    async fn list_excerpts(&self, filter: &PostFilter, chars: u32) -> Result<Vec<Post>> {
+        reads::list_excerpts::<Pg>(&self.pool, filter, chars).await
     }
 
-    async fn delete_draft(
-        &self,
-        id: PostId,
-        version: i64,
-        actor: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        posts::delete_draft(&self.pool, id, version, actor, now).await
-    }
-
-    async fn add_event(
-        &self,
-        id: PostId,
-        event: EventNote,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<()> {
-        posts::add_event(&self.pool, id, event, actor, now, notify).await
-    }
-
-    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-        posts::events_after(&self.pool, after, limit).await
-    }
-
-    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
-        publish::record_intent(&self.pool, req).await
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        reads::live_drafts::<Pg>(&self.pool, actor).await
     }
 
     async fn due_posts(
@@ -432,26 +405,7 @@ impl Store for PgStore {
         now: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Post>> {
-        publish::due_posts(&self.pool, channels, test_channels, now, limit).await
-    }
-
-    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
-        publish::claim_post(&self.pool, req).await
-    }
-
-    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
-        posts::record_verifications(&self.pool, records).await
-    }
-
-    async fn expired_leases(
-        &self,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
-        publish::expired_leases(&self.pool, now).await
-    }
-
-    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
-        publish::review_queue(&self.pool).await
+        reads::due_posts::<Pg>(&self.pool, channels, test_channels, now, limit).await
     }
 
     async fn next_due_at(
@@ -459,103 +413,82 @@ impl Store for PgStore {
         channels: &[ChannelName],
         test_channels: &[ChannelName],
     ) -> Result<Option<DateTime<Utc>>> {
-        publish::next_due_at(&self.pool, channels, test_channels).await
+        reads::next_due_at::<Pg>(&self.pool, channels, test_channels).await
+    }
+
+    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Scanned<ExpiredLease>>> {
+        reads::expired_leases::<Pg>(&self.pool, now).await
+    }
+
+    async fn review_queue(&self) -> Result<Vec<Scanned<ReviewItem>>> {
+        reads::review_queue::<Pg>(&self.pool).await
     }
 
     async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
-        let mut conn = self.pool.acquire().await.map_err(db)?;
-        publish::live_reservations(&mut conn, since, now).await
-    }
-
-    async fn pause(
-        &self,
-        scope: &PauseScope,
-        reason: &str,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::pause(&self.pool, scope, reason, actor, now, &notify).await
-    }
-
-    async fn resume(
-        &self,
-        scope: &PauseScope,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::resume(&self.pool, scope, actor, now, notify).await
+        reads::quota_rows::<Pg>(&self.pool, since, now).await
     }
 
     async fn pauses(&self) -> Result<Vec<Pause>> {
-        admin::pauses(&self.pool).await
-    }
-
-    async fn claim_notifications(
-        &self,
-        now: DateTime<Utc>,
-        worker: &str,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Notification>> {
-        admin::claim_notifications(&self.pool, now, worker, lease_until, limit).await
-    }
-
-    async fn notification_delivered(
-        &self,
-        id: i64,
-        worker: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_delivered(&self.pool, id, worker, now).await
-    }
-
-    async fn notification_failed(
-        &self,
-        id: i64,
-        worker: &str,
-        error: &str,
-        retry_at: Option<DateTime<Utc>>,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_failed(&self.pool, id, worker, error, retry_at, now).await
+        reads::pauses::<Pg>(&self.pool).await
     }
 
     async fn outbox_stats(&self) -> Result<OutboxStats> {
-        admin::outbox_stats(&self.pool).await
-    }
-
-    async fn create_token(&self, token: NewToken) -> Result<()> {
-        admin::create_token(&self.pool, token).await
+        reads::outbox_stats::<Pg>(&self.pool).await
     }
 
     async fn tokens(&self) -> Result<Vec<TokenRecord>> {
-        admin::tokens(&self.pool).await
-    }
-
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        admin::revoke_token(&self.pool, name, now).await
-    }
-
-    async fn authenticate(
-        &self,
-        secret_sha256: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<TokenRecord>> {
-        admin::authenticate(&self.pool, secret_sha256, now).await
+        reads::tokens::<Pg>(&self.pool).await
     }
 
     async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
-        admin::status_counts(&self.pool).await
+        reads::status_counts::<Pg>(&self.pool).await
     }
 
     async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
-        admin::check_invariants(&self.pool, now).await
+        reads::check_invariants::<Pg>(&self.pool, now).await
+    }
+
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        reads::sources_used::<Pg>(&self.pool, channel, since).await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        reads::export_page::<Pg>(&self.pool, filter, after, limit).await
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        reads::health_stats::<Pg>(&self.pool, now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
+        reads::due_by_channel::<Pg>(&self.pool, now).await
+    }
+
+    // PostgreSQL's own: the event feed, sessions, durability, wake-ups.
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        posts::events_after(self, after, limit).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        ops::session(self, id_sha256).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
+        ops::live_sessions(self, now).await
     }
 
     async fn durability_warnings(&self) -> Result<Vec<String>> {
-        admin::durability_warnings(&self.pool).await
+        admin::durability_warnings(self).await
     }
 
     async fn due_signals(&self) -> u64 {
@@ -566,49 +499,122 @@ impl Store for PgStore {
         self.wake.wait(seen, timeout).await
     }
 
-    async fn sources_used(
-        &self,
-        channel: &ChannelName,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        admin::sources_used(&self.pool, channel, since).await
+    // Writes: each one call of airlock's functions, one round trip.
+
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        posts::create(self, req).await
     }
 
-    async fn export_page(
+    async fn update_post(&self, update: PostUpdate) -> Result<Post> {
+        posts::update(self, update).await
+    }
+
+    async fn delete_draft(
         &self,
-        filter: &ExportFilter,
-        after: Option<PostId>,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        posts::delete_draft(self, id, version, actor, now).await
+    }
+
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        posts::add_event(self, id, event, actor, now, notify).await
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        posts::record_verifications(self, records).await
+    }
+
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        publish::claim_post(self, req).await
+    }
+
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        publish::record_intent(self, req).await
+    }
+
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        admin::pause(self, scope, reason, actor, now, &notify).await
+    }
+
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        admin::resume(self, scope, actor, now, notify).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
         limit: u32,
-    ) -> Result<Vec<PostDetail>> {
-        ops::export_page(&self.pool, filter, after, limit).await
+    ) -> Result<Vec<Notification>> {
+        admin::claim_notifications(self, now, worker, lease_until, limit).await
+    }
+
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        admin::notification_delivered(self, id, worker, now).await
+    }
+
+    async fn notification_failed(
+        &self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        admin::notification_failed(self, id, worker, error, retry_at, now).await
+    }
+
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        admin::create_token(self, token).await
+    }
+
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        admin::revoke_token(self, name, now).await
+    }
+
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
+        admin::authenticate(self, secret_sha256, now).await
     }
 
     async fn open_session(&self, session: NewSession) -> Result<()> {
-        ops::open_session(&self.pool, session).await
-    }
-
-    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        ops::session(&self.pool, id_sha256).await
+        ops::open_session(self, session).await
     }
 
     async fn end_session(&self, id_sha256: &str) -> Result<bool> {
-        ops::end_session(&self.pool, id_sha256).await
-    }
-
-    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
-        ops::health_stats(&self.pool, now).await
-    }
-
-    async fn list_excerpts(
-        &self,
-        filter: &PostFilter,
-        excerpt_chars: u32,
-    ) -> Result<Vec<airlock_core::Post>> {
-        bounds::list_excerpts(&self.pool, filter, excerpt_chars).await
-    }
-
-    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        bounds::live_drafts_by(&self.pool, actor).await
+        ops::end_session(self, id_sha256).await
     }
 
     async fn server_secret(
@@ -617,14 +623,6 @@ impl Store for PgStore {
         candidate: &str,
         now: DateTime<Utc>,
     ) -> Result<String> {
-        bounds::server_secret(&self.pool, name, candidate, now).await
-    }
-
-    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
-        ops::live_sessions(&self.pool, now).await
-    }
-
-    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
-        ops::due_by_channel(&self.pool, now).await
+        ops::server_secret(self, name, candidate, now).await
     }
 }

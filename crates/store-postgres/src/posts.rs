@@ -1,4 +1,5 @@
-//! Drafts, guarded post updates, discarding, and the event log.
+//! Drafts, guarded post updates, discarding, events and verification records, each one
+//! call of airlock's functions (the reads are shared: `airlock_store_sql::reads`).
 //!
 //! Each write locks the post row (`FOR UPDATE`) before it checks its guard, so the check
 //! and the write see the same row; the status edge itself is checked once more by the
@@ -8,25 +9,24 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Postgres, QueryBuilder};
 
-use airlock_core::{Post, PostDetail, PostEvent, PostId, PostSummary, Verdict};
+use airlock_core::{Post, PostEvent, PostId};
 use airlock_store::{
-    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFields, PostFilter,
-    PostUpdate, Result, Settle, StoreError, VerificationRecord,
+    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFields, PostUpdate,
+    Result, Settle, StoreError, VerificationRecord,
 };
 
-use crate::rows::{
-    self, EVENT_COLUMNS, INTENT_COLUMNS, POST_COLUMNS, RESERVATION_COLUMNS, SUMMARY_COLUMNS,
-    VERDICT_COLUMNS,
-};
+use airlock_store_sql::{reads, rows};
+
+use crate::dialect::{Pg, get};
 use crate::{
-    begin, db, is_unique_violation, json_time, lock, micros, notify_json, refusal, xact_lock,
+    PgStore, begin, db, is_unique_violation, json_time, lock, micros, notify_json, refusal,
+    xact_lock,
 };
 
 /// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
 /// draft count, the duplicate text, the draft and its key) in one round trip.
-pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
+pub(crate) async fn create(store: &PgStore, req: CreatePost) -> Result<Created> {
     let new = &req.new;
     let content = &new.content;
     let key = req.idempotency.as_ref();
@@ -54,7 +54,7 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
     .bind(key.map(|k| micros(k.ttl)))
     .bind(req.duplicate_window.map(micros))
     .bind(req.max_live_drafts.map(i64::from))
-    .fetch_one(pool)
+    .fetch_one(&store.pool)
     .await
     .map_err(|e| {
         if is_unique_violation(&e) {
@@ -68,154 +68,9 @@ pub(crate) async fn create(pool: &PgPool, req: CreatePost) -> Result<Created> {
         }
     })?;
     Ok(Created {
-        existing: rows::get(&row, "existing")?,
-        post: rows::post(&row)?,
+        existing: get(&row, "existing")?,
+        post: rows::post::<Pg>(&row)?,
     })
-}
-
-pub(crate) async fn get_in(conn: &mut PgConnection, id: PostId) -> Result<Post> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE id = $1"
-    )))
-    .bind(id.0)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
-    row.as_ref()
-        .map(rows::post)
-        .transpose()?
-        .ok_or(StoreError::NotFound(id))
-}
-
-pub(crate) async fn detail(pool: &PgPool, id: PostId) -> Result<PostDetail> {
-    // One snapshot for the post and its timeline.
-    let mut tx = pool
-        .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .await
-        .map_err(db)?;
-    let post = get_in(&mut tx, id).await?;
-    let events = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {EVENT_COLUMNS} FROM post_events WHERE post_id = $1 ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::event)
-    .collect::<Result<_>>()?;
-    let intents = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {INTENT_COLUMNS} FROM intents WHERE post_id = $1 ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::intent)
-    .collect::<Result<_>>()?;
-    let reservations = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {RESERVATION_COLUMNS} FROM reservations WHERE post_id = $1 ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::reservation)
-    .collect::<Result<_>>()?;
-    let verdicts = verdicts_in(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(PostDetail {
-        post,
-        events,
-        intents,
-        reservations,
-        verdicts,
-    })
-}
-
-pub(crate) async fn verdicts(pool: &PgPool, id: PostId) -> Result<Vec<Verdict>> {
-    let mut conn = pool.acquire().await.map_err(db)?;
-    verdicts_in(&mut conn, id).await
-}
-
-async fn verdicts_in(conn: &mut PgConnection, id: PostId) -> Result<Vec<Verdict>> {
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT {VERDICT_COLUMNS} FROM verdicts WHERE post_id = $1 ORDER BY id"
-    )))
-    .bind(id.0)
-    .fetch_all(conn)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::verdict)
-    .collect()
-}
-
-pub(crate) async fn list(pool: &PgPool, filter: &PostFilter) -> Result<Vec<Post>> {
-    let mut query =
-        QueryBuilder::<Postgres>::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE TRUE"));
-    push_filter(&mut query, filter);
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::post)
-        .collect()
-}
-
-pub(crate) async fn list_summaries(
-    pool: &PgPool,
-    filter: &PostFilter,
-    excerpt_chars: u32,
-) -> Result<Vec<PostSummary>> {
-    // left() counts characters: only the excerpt leaves the database.
-    let mut query = QueryBuilder::<Postgres>::new("SELECT left(text, ");
-    query.push_bind(i32::try_from(excerpt_chars).unwrap_or(i32::MAX - 1) + 1);
-    query.push(format!(
-        ") AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE TRUE"
-    ));
-    push_filter(&mut query, filter);
-    query
-        .build()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?
-        .iter()
-        .map(rows::summary)
-        .collect()
-}
-
-/// The `WHERE` conditions (after `WHERE TRUE`), order and limit of a post list.
-pub(crate) fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &PostFilter) {
-    if let Some(status) = filter.status {
-        query.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(channel) = &filter.channel {
-        query
-            .push(" AND channel = ")
-            .push_bind(channel.as_str().to_owned());
-    }
-    if let Some(before) = filter.before {
-        query.push(" AND id < ").push_bind(before.0);
-    }
-    if let Some(slot) = &filter.slot {
-        query.push(" AND slot = ").push_bind(slot.clone());
-    }
-    if let Some(id) = &filter.platform_post_id {
-        query.push(" AND platform_post_id = ").push_bind(id.clone());
-    }
-    match filter.quarantined {
-        Some(true) => query.push(" AND quarantined_at IS NOT NULL"),
-        Some(false) => query.push(" AND quarantined_at IS NULL"),
-        None => query,
-    };
-    query
-        .push(" ORDER BY id DESC LIMIT ")
-        .push_bind(i64::from(filter.limit.unwrap_or(100)));
 }
 
 /// The fields a post update sets, as `airlock_update_post` reads them: a key present
@@ -288,7 +143,7 @@ fn set_json(set: &PostFields) -> Value {
 /// Store::update_post: `airlock_update_post` (guard, walk, verdict, the change, its
 /// event, intent phase, reservation, failure counter, pause and notifications) in one
 /// round trip.
-pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
+pub(crate) async fn update(store: &PgStore, update: PostUpdate) -> Result<Post> {
     let (guard_kind, guard) = match update.guard {
         Guard::Version(v) => ("version", v),
         Guard::Generation(g) => ("generation", g),
@@ -346,22 +201,22 @@ pub(crate) async fn update(pool: &PgPool, update: PostUpdate) -> Result<Post> {
     .bind(pause)
     .bind(notify_json(&update.notify))
     .bind(update.duplicate_window.map(micros))
-    .fetch_one(pool)
+    .fetch_one(&store.pool)
     .await
     .map_err(|e| refusal(e, update.id))?;
-    let outcome: String = rows::get(&row, "outcome")?;
+    let outcome: String = get(&row, "outcome")?;
     if outcome == "fenced" {
         return Err(StoreError::Fenced {
             id: update.id,
             generation: guard,
         });
     }
-    rows::post(&row)
+    rows::post::<Pg>(&row)
 }
 
 /// Store::delete_draft: `airlock_delete_draft`.
 pub(crate) async fn delete_draft(
-    pool: &PgPool,
+    store: &PgStore,
     id: PostId,
     version: i64,
     actor: &str,
@@ -374,7 +229,7 @@ pub(crate) async fn delete_draft(
         .bind(now)
         .bind("discarded")
         .bind("draft discarded")
-        .execute(pool)
+        .execute(&store.pool)
         .await
         .map_err(|e| refusal(e, id))?;
     Ok(())
@@ -382,7 +237,7 @@ pub(crate) async fn delete_draft(
 
 /// Store::add_event: `airlock_add_event`.
 pub(crate) async fn add_event(
-    pool: &PgPool,
+    store: &PgStore,
     id: PostId,
     event: EventNote,
     actor: &str,
@@ -396,7 +251,7 @@ pub(crate) async fn add_event(
         .bind(actor)
         .bind(now)
         .bind(notify_json(&notify))
-        .execute(pool)
+        .execute(&store.pool)
         .await
         .map_err(|e| refusal(e, id))?;
     Ok(())
@@ -405,7 +260,7 @@ pub(crate) async fn add_event(
 /// Store::record_verifications: `airlock_record_verifications`, the batch in one round
 /// trip.
 pub(crate) async fn record_verifications(
-    pool: &PgPool,
+    store: &PgStore,
     records: &[VerificationRecord],
 ) -> Result<()> {
     if records.is_empty() {
@@ -432,7 +287,7 @@ pub(crate) async fn record_verifications(
         .collect();
     sqlx::query("SELECT airlock_record_verifications($1)")
         .bind(Json(Value::Array(batch)))
-        .execute(pool)
+        .execute(&store.pool)
         .await
         .map_err(db)?;
     Ok(())
@@ -446,8 +301,12 @@ pub(crate) async fn record_verifications(
 /// event-feed lock shared until it commits (see the migration); taking it exclusively
 /// for an instant waits out the inserts in flight, after which every id up to the
 /// highest visible one is final. Only ids up to that watermark are returned.
-pub(crate) async fn events_after(pool: &PgPool, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-    let mut tx = begin(pool).await?;
+pub(crate) async fn events_after(
+    store: &PgStore,
+    after: i64,
+    limit: u32,
+) -> Result<Vec<PostEvent>> {
+    let mut tx = begin(&store.pool).await?;
     xact_lock(&mut tx, lock::EVENTS, 0).await?;
     let watermark: Option<i64> = sqlx::query_scalar("SELECT max(id) FROM post_events")
         .fetch_one(&mut *tx)
@@ -457,16 +316,5 @@ pub(crate) async fn events_after(pool: &PgPool, after: i64, limit: u32) -> Resul
     let Some(watermark) = watermark else {
         return Ok(Vec::new());
     };
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT {EVENT_COLUMNS} FROM post_events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3"
-    )))
-    .bind(after)
-    .bind(watermark)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::event)
-    .collect()
+    reads::events_after::<Pg>(&store.pool, after, Some(watermark), limit).await
 }

@@ -1,5 +1,5 @@
-//! The store's side of the guarded publish path: claims, reservations, intents,
-//! expired leases and the review queue.
+//! The store's side of the guarded publish path: claims, reservations and intents
+//! (what is due, expired leases and the review queue are shared reads).
 //!
 //! Claims and reservations are short transactions and never wait for a platform.
 //! A claim skips rows other claimers hold (`FOR UPDATE SKIP LOCKED`) and reads its
@@ -8,21 +8,18 @@
 //! from any process.
 
 use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
+use sqlx::{AssertSqlSafe, PgConnection, Row};
 
+use airlock_core::Intent;
 use airlock_core::quota::{Denial, Limit};
-use airlock_core::{ChannelName, Intent, Post, PostId};
 use airlock_store::{
-    ExpiredLease, IntentRequest, PostClaim, PostClaimed, QuotaRows, RawReservation, Result,
-    ReviewItem, StoreError, Unreadable,
+    IntentRequest, PostClaim, PostClaimed, QuotaRows, RawReservation, Result, StoreError,
 };
 
-use crate::rows::{self, INTENT_COLUMNS, POST_COLUMNS};
-use crate::{db, micros, refusal};
+use airlock_store_sql::rows;
 
-fn names(channels: &[ChannelName]) -> Vec<String> {
-    channels.iter().map(|c| c.as_str().to_owned()).collect()
-}
+use crate::dialect::{Pg, get};
+use crate::{PgStore, db, micros, refusal};
 
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
 /// A time PostgreSQL holds but chrono cannot (`±infinity`) is handed to the check as
@@ -54,10 +51,10 @@ pub(crate) async fn live_reservations(
     .map_err(db)?;
     let mut raw = Vec::with_capacity(rows.len());
     for row in rows {
-        let created_at: Option<DateTime<Utc>> = rows::get(&row, "created_at")?;
-        let created_text: String = rows::get(&row, "created_text")?;
-        let sent_at: Option<DateTime<Utc>> = rows::get(&row, "sent_at")?;
-        let sent_text: Option<String> = rows::get(&row, "sent_text")?;
+        let created_at: Option<DateTime<Utc>> = get(&row, "created_at")?;
+        let created_text: String = get(&row, "created_text")?;
+        let sent_at: Option<DateTime<Utc>> = get(&row, "sent_at")?;
+        let sent_text: Option<String> = get(&row, "sent_text")?;
         raw.push(RawReservation {
             id: row.try_get("id").map_err(db)?,
             channel: row.try_get("channel").map_err(db)?,
@@ -72,7 +69,7 @@ pub(crate) async fn live_reservations(
 
 /// Store::record_intent: `airlock_record_intent` (fence, lease, pause, the intent and
 /// the reservation's send time, committed durably) in one round trip.
-pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<Intent> {
+pub(crate) async fn record_intent(store: &PgStore, req: &IntentRequest) -> Result<Intent> {
     let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6)")
         .bind(req.post_id.0)
         .bind(req.generation)
@@ -80,7 +77,7 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
         .bind(req.platform_ref.as_deref())
         .bind(req.now)
         .bind(micros(req.lease_margin))
-        .fetch_one(pool)
+        .fetch_one(&store.pool)
         .await
         .map_err(|e| match refusal(e, req.post_id) {
             StoreError::Fenced { id, .. } => StoreError::Fenced {
@@ -89,7 +86,7 @@ pub(crate) async fn record_intent(pool: &PgPool, req: &IntentRequest) -> Result<
             },
             other => other,
         })?;
-    rows::intent(&row)
+    rows::intent::<Pg>(&row)
 }
 
 /// The bounds `airlock_quota_decision` picks from: the local day (month) containing
@@ -106,7 +103,7 @@ fn bounds(
 /// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
 /// the reservation decided under the quota lock, and the intent when asked) in one round
 /// trip.
-pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostClaimed> {
+pub(crate) async fn claim_post(store: &PgStore, req: &PostClaim) -> Result<PostClaimed> {
     let quota = req.quota.as_ref();
     let budget = quota.and_then(|q| q.budget);
     let row = sqlx::query(AssertSqlSafe(
@@ -146,26 +143,26 @@ pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostCla
     }))
     .bind(req.intent.as_ref().map(|i| i.idempotency_key.as_str()))
     .bind(req.intent.as_ref().map(|i| micros(i.lease_margin)))
-    .fetch_one(pool)
+    .fetch_one(&store.pool)
     .await
     .map_err(|e| refusal(e, req.id))?;
-    let outcome: String = rows::get(&row, "outcome")?;
+    let outcome: String = get(&row, "outcome")?;
     match outcome.as_str() {
         "gone" => {
-            let id: Option<i64> = rows::get(&row, "id")?;
+            let id: Option<i64> = get(&row, "id")?;
             Ok(PostClaimed::Gone(match id {
-                Some(_) => Some(Box::new(rows::post(&row)?)),
+                Some(_) => Some(Box::new(rows::post::<Pg>(&row)?)),
                 None => None,
             }))
         }
         "paused" => Ok(PostClaimed::Paused {
-            scope: rows::get(&row, "pause_scope")?,
-            reason: rows::get(&row, "pause_reason")?,
+            scope: get(&row, "pause_scope")?,
+            reason: get(&row, "pause_reason")?,
         }),
         "over_quota" => {
-            let limit: String = rows::get(&row, "denial_limit")?;
+            let limit: String = get(&row, "denial_limit")?;
             let number = |column: &str| -> Result<u64> {
-                let text: String = rows::get(&row, column)?;
+                let text: String = get(&row, column)?;
                 text.parse()
                     .map_err(|_| StoreError::Corrupt(format!("quota decision {column} {text:?}")))
             };
@@ -180,21 +177,21 @@ pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostCla
                 },
                 used: number("denial_used")?,
                 max: number("denial_max")?,
-                next_free_at: rows::get(&row, "denial_next_free_at")?,
+                next_free_at: get(&row, "denial_next_free_at")?,
             }))
         }
         "claimed" => {
-            let post = rows::post(&row)?;
-            let key: Option<String> = rows::get(&row, "intent_key")?;
+            let post = rows::post::<Pg>(&row)?;
+            let key: Option<String> = get(&row, "intent_key")?;
             let intent = match key {
                 Some(idempotency_key) => Some(Intent {
                     post_id: post.id,
                     generation: post.generation,
                     idempotency_key,
-                    phase: rows::get(&row, "intent_phase")?,
-                    platform_ref: rows::get(&row, "intent_platform_ref")?,
-                    created_at: rows::get(&row, "intent_created_at")?,
-                    settled_at: rows::get(&row, "intent_settled_at")?,
+                    phase: get(&row, "intent_phase")?,
+                    platform_ref: get(&row, "intent_platform_ref")?,
+                    created_at: get(&row, "intent_created_at")?,
+                    settled_at: get(&row, "intent_settled_at")?,
                 }),
                 None => None,
             };
@@ -205,133 +202,4 @@ pub(crate) async fn claim_post(pool: &PgPool, req: &PostClaim) -> Result<PostCla
         }
         other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
     }
-}
-
-pub(crate) async fn due_posts(
-    pool: &PgPool,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-    now: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<Post>> {
-    if channels.is_empty() {
-        return Ok(Vec::new());
-    }
-    sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts \
-         WHERE status = 'approved' AND posted_at IS NULL AND scheduled_at <= $1 \
-           AND (not_before IS NULL OR not_before <= $1) \
-           AND channel = ANY($2) AND (NOT test OR channel = ANY($3)) \
-           AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
-                           AND (scope = '*' OR scope = posts.channel)) \
-         ORDER BY scheduled_at, id LIMIT $4"
-    )))
-    .bind(now)
-    .bind(names(channels))
-    .bind(names(test_channels))
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?
-    .iter()
-    .map(rows::post)
-    .collect()
-}
-
-async fn intent_for(
-    conn: &mut PgConnection,
-    id: PostId,
-    generation: Option<i64>,
-) -> Result<Option<Intent>> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {INTENT_COLUMNS} FROM intents \
-         WHERE post_id = $1 AND ($2::bigint IS NULL OR generation = $2) \
-         ORDER BY id DESC LIMIT 1"
-    )))
-    .bind(id.0)
-    .bind(generation)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
-    row.as_ref().map(rows::intent).transpose()
-}
-
-/// A read-only transaction with one snapshot, so posts and their intents agree.
-async fn snapshot(pool: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-    pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .await
-        .map_err(db)
-}
-
-pub(crate) async fn expired_leases(
-    pool: &PgPool,
-    now: DateTime<Utc>,
-) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
-    let mut tx = snapshot(pool).await?;
-    let rows = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts \
-         WHERE status = 'posting' AND lease_expires_at < $1 ORDER BY id"
-    )))
-    .bind(now)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    let mut expired = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let lease = match rows::post(row) {
-            Ok(post) => match intent_for(&mut tx, post.id, Some(post.generation)).await {
-                Ok(intent) => Ok(ExpiredLease { post, intent }),
-                Err(e) => Err(rows::unreadable(row, e)),
-            },
-            Err(e) => Err(rows::unreadable(row, e)),
-        };
-        expired.push(lease);
-    }
-    tx.commit().await.map_err(db)?;
-    Ok(expired)
-}
-
-pub(crate) async fn review_queue(
-    pool: &PgPool,
-) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
-    let mut tx = snapshot(pool).await?;
-    let rows = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS} FROM posts WHERE status = 'needs_review' ORDER BY updated_at, id"
-    )))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    let mut items = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let item = match rows::post(row) {
-            Ok(post) => match intent_for(&mut tx, post.id, None).await {
-                Ok(intent) => Ok(ReviewItem { post, intent }),
-                Err(e) => Err(rows::unreadable(row, e)),
-            },
-            Err(e) => Err(rows::unreadable(row, e)),
-        };
-        items.push(item);
-    }
-    tx.commit().await.map_err(db)?;
-    Ok(items)
-}
-
-pub(crate) async fn next_due_at(
-    pool: &PgPool,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-) -> Result<Option<DateTime<Utc>>> {
-    if channels.is_empty() {
-        return Ok(None);
-    }
-    sqlx::query_scalar(
-        "SELECT min(GREATEST(scheduled_at, COALESCE(not_before, scheduled_at))) FROM posts \
-         WHERE status = 'approved' AND posted_at IS NULL \
-           AND channel = ANY($1) AND (NOT test OR channel = ANY($2))",
-    )
-    .bind(names(channels))
-    .bind(names(test_channels))
-    .fetch_one(pool)
-    .await
-    .map_err(db)
 }

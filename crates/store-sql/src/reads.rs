@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 
-use airlock_core::{ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict};
+use airlock_core::{
+    ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
+};
 use airlock_store::{
     ChannelDue, ExpiredLease, ExportFilter, HealthStats, OutboxStats, Pause, PostFilter, QuotaRows,
     Result, ReviewItem, StoreError, TokenRecord, Unreadable,
@@ -76,8 +78,8 @@ async fn children_of<D: Dialect, T>(
 pub async fn post_detail<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<PostDetail> {
     let mut tx = D::snapshot(pool).await?;
     let post = get_in::<D>(&mut tx, id).await?;
-    let events = children_of::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", id, rows::event::<D>)
-        .await?;
+    let events =
+        children_of::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", id, rows::event::<D>).await?;
     let intents =
         children_of::<D, _>(&mut tx, INTENT_COLUMNS, "intents", id, rows::intent::<D>).await?;
     let reservations = children_of::<D, _>(
@@ -103,7 +105,14 @@ pub async fn post_detail<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<PostD
 /// Store::verdicts.
 pub async fn verdicts<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Vec<Verdict>> {
     let mut conn = acquire::<D>(pool).await?;
-    children_of::<D, _>(&mut conn, VERDICT_COLUMNS, "verdicts", id, rows::verdict::<D>).await
+    children_of::<D, _>(
+        &mut conn,
+        VERDICT_COLUMNS,
+        "verdicts",
+        id,
+        rows::verdict::<D>,
+    )
+    .await
 }
 
 /// Appends the conditions (after a `WHERE`), order and limit of a post list.
@@ -156,7 +165,9 @@ pub async fn list_summaries<D: Dialect>(
 ) -> Result<Vec<PostSummary>> {
     let mut sql = Sql::new("SELECT ");
     excerpt(&mut sql, excerpt_chars);
-    sql.push(&format!(" AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"));
+    sql.push(&format!(
+        " AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"
+    ));
     push_filter(&mut sql, filter);
     all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::summary::<D>).await
 }
@@ -179,8 +190,9 @@ pub async fn list_excerpts<D: Dialect>(
 
 /// The live drafts `actor` created, on a connection (inside a transaction too).
 pub async fn live_drafts_by<D: Dialect>(conn: &mut Conn<D>, actor: &str) -> Result<i64> {
-    let sql = Sql::new("SELECT count(*) AS n FROM posts WHERE status = 'draft' AND created_by = $1")
-        .arg(actor);
+    let sql =
+        Sql::new("SELECT count(*) AS n FROM posts WHERE status = 'draft' AND created_by = $1")
+            .arg(actor);
     count::<D>(conn, &sql).await
 }
 
@@ -208,8 +220,7 @@ fn push_channels<D: Dialect>(sql: &mut Sql, channels: &[ChannelName], test: &[Ch
 }
 
 /// The time a post becomes due: its schedule, or `not_before` when that is later.
-const DUE_AT: &str =
-    "CASE WHEN not_before > scheduled_at THEN not_before ELSE scheduled_at END";
+const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE scheduled_at END";
 
 /// Posts due now, approved, never posted, not on a paused channel.
 const DUE_NOW: &str = "status = 'approved' AND posted_at IS NULL \
@@ -444,7 +455,10 @@ const INVARIANTS: &[(&str, &str)] = &[
 
 /// Store::check_invariants: sentences naming the posts that break an invariant, and a
 /// quota ledger that does not read.
-pub async fn check_invariants<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<Vec<String>> {
+pub async fn check_invariants<D: Dialect>(
+    pool: &Pool<D>,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>> {
     let mut conn = acquire::<D>(pool).await?;
     let mut problems = Vec::new();
     for (query, sentence) in INVARIANTS {
@@ -531,19 +545,32 @@ pub async fn export_page<D: Dialect>(
             .bind(since)
             .push("))");
     }
-    sql.push(" ORDER BY id LIMIT ").bind(i64::from(limit.max(1)));
+    sql.push(" ORDER BY id LIMIT ")
+        .bind(i64::from(limit.max(1)));
     let posts = all::<D, _>(&mut tx, &sql, rows::post::<D>).await?;
     if posts.is_empty() {
         commit::<D>(tx).await?;
         return Ok(Vec::new());
     }
     let ids: Vec<i64> = posts.iter().map(|p| p.id.0).collect();
-    let mut events =
-        children::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", &ids, rows::event::<D>, |e| e.post_id)
-            .await?;
-    let mut intents =
-        children::<D, _>(&mut tx, INTENT_COLUMNS, "intents", &ids, rows::intent::<D>, |i| i.post_id)
-            .await?;
+    let mut events = children::<D, _>(
+        &mut tx,
+        EVENT_COLUMNS,
+        "post_events",
+        &ids,
+        rows::event::<D>,
+        |e| e.post_id,
+    )
+    .await?;
+    let mut intents = children::<D, _>(
+        &mut tx,
+        INTENT_COLUMNS,
+        "intents",
+        &ids,
+        rows::intent::<D>,
+        |i| i.post_id,
+    )
+    .await?;
     let mut reservations = children::<D, _>(
         &mut tx,
         RESERVATION_COLUMNS,
@@ -553,9 +580,15 @@ pub async fn export_page<D: Dialect>(
         |r| r.post_id,
     )
     .await?;
-    let mut verdicts =
-        children::<D, _>(&mut tx, VERDICT_COLUMNS, "verdicts", &ids, rows::verdict::<D>, |v| v.post_id)
-            .await?;
+    let mut verdicts = children::<D, _>(
+        &mut tx,
+        VERDICT_COLUMNS,
+        "verdicts",
+        &ids,
+        rows::verdict::<D>,
+        |v| v.post_id,
+    )
+    .await?;
     commit::<D>(tx).await?;
     Ok(posts
         .into_iter()
@@ -591,14 +624,16 @@ pub async fn health_stats<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Res
     let due = D::fetch_optional(&mut tx, &due)
         .await?
         .ok_or_else(|| StoreError::Corrupt("the due count returned no row".into()))?;
-    let review = Sql::new("SELECT min(updated_at) AS oldest FROM posts WHERE status = 'needs_review'");
+    let review =
+        Sql::new("SELECT min(updated_at) AS oldest FROM posts WHERE status = 'needs_review'");
     let review = match D::fetch_optional(&mut tx, &review).await? {
         Some(row) => Cols::<D>(&row).opt_time("oldest")?,
         None => None,
     };
     let ever = Sql::new(format!("{VERIFY_FAILED})"));
     let verify_failed = count::<D>(&mut tx, &ever).await?;
-    let recent = Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
+    let recent =
+        Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
     let verify_failed_recent = count::<D>(&mut tx, &recent).await?;
     commit::<D>(tx).await?;
     let due = Cols::<D>(&due);
@@ -612,7 +647,10 @@ pub async fn health_stats<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Res
 }
 
 /// Store::due_by_channel: the due figures of [`health_stats`] per channel.
-pub async fn due_by_channel<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
+pub async fn due_by_channel<D: Dialect>(
+    pool: &Pool<D>,
+    now: DateTime<Utc>,
+) -> Result<Vec<ChannelDue>> {
     let sql = Sql::new(format!(
         "SELECT channel, count(*) AS n, min({DUE_AT}) AS oldest FROM posts WHERE {DUE_OPEN} \
          GROUP BY channel ORDER BY channel"

@@ -138,7 +138,11 @@ pub fn event<D: Dialect>(row: &Row<D>) -> Result<PostEvent> {
         post_id: PostId(r.int("post_id")?),
         at: r.time("at")?,
         kind: r.text("kind")?,
-        from: r.opt_text("from_status")?.as_deref().map(status_of).transpose()?,
+        from: r
+            .opt_text("from_status")?
+            .as_deref()
+            .map(status_of)
+            .transpose()?,
         to: status_of(&r.text("to_status")?)?,
         actor: r.text("actor")?,
         note: r.opt_text("note")?,

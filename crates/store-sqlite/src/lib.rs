@@ -33,9 +33,9 @@ use airlock_core::{
 };
 use airlock_store::{
     ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification,
-    OutboxStats, Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows,
-    Result, ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
+    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification, OutboxStats,
+    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, Result,
+    ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
 };
 use airlock_store_sql::reads;
 
@@ -365,7 +365,13 @@ impl Store for SqliteStore {
         posts::update(self, update).await
     }
 
-    async fn delete_draft(&self, id: PostId, version: i64, actor: &str, now: DateTime<Utc>) -> Result<()> {
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
         posts::delete_draft(self, id, version, actor, now).await
     }
 
@@ -423,7 +429,12 @@ impl Store for SqliteStore {
         admin::claim_notifications(self, now, worker, lease_until, limit).await
     }
 
-    async fn notification_delivered(&self, id: i64, worker: &str, now: DateTime<Utc>) -> Result<bool> {
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
         admin::notification_delivered(self, id, worker, now).await
     }
 
@@ -446,7 +457,11 @@ impl Store for SqliteStore {
         admin::revoke_token(self, name, now).await
     }
 
-    async fn authenticate(&self, secret_sha256: &str, now: DateTime<Utc>) -> Result<Option<TokenRecord>> {
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
         admin::authenticate(self, secret_sha256, now).await
     }
 
@@ -458,7 +473,12 @@ impl Store for SqliteStore {
         ops::end_session(self, id_sha256).await
     }
 
-    async fn server_secret(&self, name: &str, candidate: &str, now: DateTime<Utc>) -> Result<String> {
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
         ops::server_secret(self, name, candidate, now).await
     }
 }

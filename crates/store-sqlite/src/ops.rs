@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 
-
 use airlock_store::{NewSession, Result, Session};
 use airlock_store_sql::rows;
 
