@@ -71,12 +71,7 @@ pub(crate) async fn claim_notifications(
         .fetch_all(&store.pool)
         .await
         .map_err(db)?;
-    let mut claimed = rows
-        .iter()
-        .map(rows::notification::<Pg>)
-        .collect::<Result<Vec<_>>>()?;
-    claimed.sort_by_key(|n| n.id);
-    Ok(claimed)
+    rows::notifications::<Pg>(&rows)
 }
 
 /// Marks a notification delivered while `worker` still holds it.

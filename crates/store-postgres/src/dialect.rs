@@ -42,32 +42,25 @@ fn query(sql: &Sql) -> sqlx::query::Query<'_, Postgres, PgArguments> {
 impl Dialect for Pg {
     type Db = Postgres;
 
+    const MIGRATIONS_TABLE: &'static str =
+        "SELECT count(*) AS n FROM pg_class WHERE oid = to_regclass('_sqlx_migrations')";
+
+    const SESSION: &'static str = "SELECT * FROM airlock_session($1)";
+
+    const LIVE_SESSIONS: &'static str = "SELECT * FROM airlock_live_sessions($1)";
+
     fn in_list(column: &str, param: &str) -> String {
         format!("{column} = ANY({param})")
     }
 
-    fn fetch_all<'a>(
-        conn: &'a mut PgConnection,
-        sql: &'a Sql,
-    ) -> impl Future<Output = Result<Vec<PgRow>>> + Send + 'a {
-        async move { query(sql).fetch_all(conn).await.map_err(db) }
+    async fn fetch_all(conn: &mut PgConnection, sql: &Sql) -> Result<Vec<PgRow>> {
+        query(sql).fetch_all(conn).await.map_err(db)
     }
 
-    fn fetch_optional<'a>(
-        conn: &'a mut PgConnection,
-        sql: &'a Sql,
-    ) -> impl Future<Output = Result<Option<PgRow>>> + Send + 'a {
-        async move { query(sql).fetch_optional(conn).await.map_err(db) }
-    }
-
-    fn snapshot(
-        pool: &Pool<Self>,
-    ) -> impl Future<Output = Result<sqlx::Transaction<'static, Postgres>>> + Send + '_ {
-        async move {
-            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                .await
-                .map_err(db)
-        }
+    async fn snapshot(pool: &Pool<Self>) -> Result<sqlx::Transaction<'static, Postgres>> {
+        pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await
+            .map_err(db)
     }
 
     fn live_reservations<'a>(
@@ -99,6 +92,10 @@ impl Dialect for Pg {
     }
 
     fn texts(row: &PgRow, column: &str) -> Result<Vec<String>> {
+        get(row, column)
+    }
+
+    fn bytes(row: &PgRow, column: &str) -> Result<Vec<u8>> {
         get(row, column)
     }
 }

@@ -37,7 +37,7 @@ use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::{Connection, PgConnection};
 
 use airlock_core::{
@@ -122,25 +122,7 @@ impl PgStore {
 
     /// Connects with explicit settings and applies pending migrations.
     pub async fn connect_with(url: &str, settings: PgSettings) -> Result<Self> {
-        let options = PgConnectOptions::from_str(url).map_err(|e| {
-            StoreError::Unavailable(
-                format!("cannot read the PostgreSQL URL (postgres://USER@HOST[:PORT]/DB): {e}")
-                    .into(),
-            )
-        })?;
-        let options = options.application_name("airlock");
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.max_connections)
-            .min_connections(0)
-            .acquire_timeout(settings.acquire_timeout)
-            .connect_with(options.clone())
-            .await
-            .map_err(|e| unavailable_at(&options, e))?;
-        let store = PgStore {
-            pool,
-            wake: Arc::new(wake::Wake::new(options)),
-            runtime_role: settings.runtime_role.into(),
-        };
+        let store = Self::connect_existing_with(url, settings).await?;
         store.open().await?;
         Ok(store)
     }
@@ -473,30 +455,16 @@ impl Store for PgStore {
         reads::due_by_channel::<Pg>(&self.pool, now).await
     }
 
-    // PostgreSQL's own: the event feed, sessions, durability, wake-ups.
-
-    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-        posts::events_after(self, after, limit).await
-    }
-
     async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        ops::session(self, id_sha256).await
+        reads::session::<Pg>(&self.pool, id_sha256).await
     }
 
     async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
-        ops::live_sessions(self, now).await
+        reads::live_sessions::<Pg>(&self.pool, now).await
     }
 
     async fn durability_warnings(&self) -> Result<Vec<String>> {
         admin::durability_warnings(self).await
-    }
-
-    async fn due_signals(&self) -> u64 {
-        self.wake.signals()
-    }
-
-    async fn wait_for_due(&self, seen: u64, timeout: StdDuration) -> u64 {
-        self.wake.wait(seen, timeout).await
     }
 
     // Writes: each one call of airlock's functions, one round trip.
@@ -624,5 +592,19 @@ impl Store for PgStore {
         now: DateTime<Utc>,
     ) -> Result<String> {
         ops::server_secret(self, name, candidate, now).await
+    }
+
+    // PostgreSQL's own: the event feed and wake-ups.
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        posts::events_after(self, after, limit).await
+    }
+
+    async fn due_signals(&self) -> u64 {
+        self.wake.signals()
+    }
+
+    async fn wait_for_due(&self, seen: u64, timeout: StdDuration) -> u64 {
+        self.wake.wait(seen, timeout).await
     }
 }

@@ -4,10 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use airlock_store::{NewSession, Result, Session};
-use airlock_store_sql::rows;
+use airlock_store::{NewSession, Result};
 
-use crate::dialect::Pg;
 use crate::{PgStore, db};
 
 pub(crate) async fn open_session(store: &PgStore, session: NewSession) -> Result<()> {
@@ -23,33 +21,12 @@ pub(crate) async fn open_session(store: &PgStore, session: NewSession) -> Result
     Ok(())
 }
 
-pub(crate) async fn session(store: &PgStore, id_sha256: &str) -> Result<Option<Session>> {
-    let row = sqlx::query("SELECT * FROM airlock_session($1)")
-        .bind(id_sha256)
-        .fetch_optional(&store.pool)
-        .await
-        .map_err(db)?;
-    row.as_ref().map(rows::session::<Pg>).transpose()
-}
-
 pub(crate) async fn end_session(store: &PgStore, id_sha256: &str) -> Result<bool> {
     sqlx::query_scalar("SELECT airlock_end_session($1)")
         .bind(id_sha256)
         .fetch_one(&store.pool)
         .await
         .map_err(db)
-}
-
-pub(crate) async fn live_sessions(
-    store: &PgStore,
-    now: DateTime<Utc>,
-) -> Result<Vec<airlock_store::LiveSession>> {
-    let rows = sqlx::query("SELECT * FROM airlock_live_sessions($1)")
-        .bind(now)
-        .fetch_all(&store.pool)
-        .await
-        .map_err(db)?;
-    rows.iter().map(rows::live_session::<Pg>).collect()
 }
 
 pub(crate) async fn server_secret(

@@ -5,12 +5,11 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use airlock_store::{MigrationStatus, Result, StoreError};
 
-use crate::{MIGRATOR, PgSettings, PgStore, db, unavailable_at, wake};
+use crate::{MIGRATOR, PgSettings, PgStore, unavailable_at, wake};
 
 impl PgStore {
     /// Connects without applying migrations.
@@ -43,30 +42,7 @@ impl PgStore {
 
     /// How the ledger's applied migrations compare with this binary's.
     pub async fn migration_status(&self) -> Result<MigrationStatus> {
-        let known: Vec<(i64, Vec<u8>)> = MIGRATOR
-            .iter()
-            .filter(|m| m.migration_type.is_up_migration())
-            .map(|m| (m.version, m.checksum.to_vec()))
-            .collect();
-        let has_table: bool =
-            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db)?;
-        let applied = if has_table {
-            sqlx::query(
-                "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
-            )
-            .fetch_all(&self.pool)
+        airlock_store_sql::reads::migration_status::<crate::dialect::Pg>(&self.pool, &MIGRATOR)
             .await
-            .map_err(db)?
-            .iter()
-            .map(|row| Ok((row.try_get("version")?, row.try_get("checksum")?)))
-            .collect::<std::result::Result<Vec<(i64, Vec<u8>)>, sqlx::Error>>()
-            .map_err(db)?
-        } else {
-            Vec::new()
-        };
-        Ok(MigrationStatus::compare(&known, &applied))
     }
 }

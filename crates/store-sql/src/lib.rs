@@ -39,11 +39,24 @@ pub trait Dialect: Send + Sync + 'static {
         sql: &'a Sql,
     ) -> impl Future<Output = Result<Vec<Row<Self>>>> + Send + 'a;
 
-    /// The first row `sql` returns, if any.
+    /// The first row `sql` returns, if any (for queries of one row at most).
     fn fetch_optional<'a>(
         conn: &'a mut Conn<Self>,
         sql: &'a Sql,
-    ) -> impl Future<Output = Result<Option<Row<Self>>>> + Send + 'a;
+    ) -> impl Future<Output = Result<Option<Row<Self>>>> + Send + 'a {
+        async move { Ok(Self::fetch_all(conn, sql).await?.into_iter().next()) }
+    }
+
+    /// A query whose one row's `n` is 1 when sqlx's migrations table exists, else 0.
+    const MIGRATIONS_TABLE: &'static str;
+
+    /// The query of the dashboard session whose id hashes to `$1`: `token_sha256,
+    /// created_at, expires_at` (PostgreSQL's runtime role reads it through a function).
+    const SESSION: &'static str;
+
+    /// The query of the live dashboard sessions at `$1` of tokens not revoked, oldest
+    /// first: `name, created_at, expires_at`.
+    const LIVE_SESSIONS: &'static str;
 
     /// A read-only transaction whose reads all see one snapshot.
     fn snapshot(
@@ -70,6 +83,8 @@ pub trait Dialect: Send + Sync + 'static {
     fn json(row: &Row<Self>, column: &str) -> Result<Option<serde_json::Value>>;
     /// A list of texts (JSON text in SQLite, `text[]` in PostgreSQL).
     fn texts(row: &Row<Self>, column: &str) -> Result<Vec<String>>;
+    /// A byte string column.
+    fn bytes(row: &Row<Self>, column: &str) -> Result<Vec<u8>>;
 }
 
 /// One bound value, as a backend binds it (times as canonical text in SQLite, lists as

@@ -13,8 +13,8 @@ use airlock_core::{
     ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
 };
 use airlock_store::{
-    ChannelDue, ExpiredLease, ExportFilter, HealthStats, OutboxStats, Pause, PostFilter, QuotaRows,
-    Result, ReviewItem, StoreError, TokenRecord, Unreadable,
+    ChannelDue, ExpiredLease, ExportFilter, HealthStats, LiveSession, MigrationStatus, OutboxStats,
+    Pause, PostFilter, QuotaRows, Result, ReviewItem, Session, StoreError, TokenRecord, Unreadable,
 };
 
 use crate::rows::{
@@ -664,5 +664,54 @@ pub async fn due_by_channel<D: Dialect>(
             oldest_due_at: r.time("oldest")?,
         })
     })
+    .await
+}
+
+/// How the ledger's applied migrations compare with `migrator`'s (this binary's).
+pub async fn migration_status<D: Dialect>(
+    pool: &Pool<D>,
+    migrator: &sqlx::migrate::Migrator,
+) -> Result<MigrationStatus> {
+    let known: Vec<(i64, Vec<u8>)> = migrator
+        .iter()
+        .filter(|m| m.migration_type.is_up_migration())
+        .map(|m| (m.version, m.checksum.to_vec()))
+        .collect();
+    let mut conn = acquire::<D>(pool).await?;
+    let applied = if count::<D>(&mut conn, &Sql::new(D::MIGRATIONS_TABLE)).await? == 0 {
+        Vec::new()
+    } else {
+        let sql = Sql::new(
+            "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
+        );
+        all::<D, _>(&mut conn, &sql, |row| {
+            Ok((Cols::<D>(row).int("version")?, D::bytes(row, "checksum")?))
+        })
+        .await?
+    };
+    Ok(MigrationStatus::compare(&known, &applied))
+}
+
+/// Store::session.
+pub async fn session<D: Dialect>(pool: &Pool<D>, id_sha256: &str) -> Result<Option<Session>> {
+    let sql = Sql::new(D::SESSION).arg(id_sha256);
+    D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql)
+        .await?
+        .as_ref()
+        .map(rows::session::<D>)
+        .transpose()
+}
+
+/// Store::live_sessions.
+pub async fn live_sessions<D: Dialect>(
+    pool: &Pool<D>,
+    now: DateTime<Utc>,
+) -> Result<Vec<LiveSession>> {
+    let sql = Sql::new(D::LIVE_SESSIONS).arg(now);
+    all::<D, _>(
+        &mut *acquire::<D>(pool).await?,
+        &sql,
+        rows::live_session::<D>,
+    )
     .await
 }

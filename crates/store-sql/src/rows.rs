@@ -239,6 +239,16 @@ pub fn notification<D: Dialect>(row: &Row<D>) -> Result<Notification> {
     })
 }
 
+/// Claimed notifications, in id order.
+pub fn notifications<D: Dialect>(found: &[Row<D>]) -> Result<Vec<Notification>> {
+    let mut claimed = found
+        .iter()
+        .map(notification::<D>)
+        .collect::<Result<Vec<_>>>()?;
+    claimed.sort_by_key(|n| n.id);
+    Ok(claimed)
+}
+
 /// A dashboard session, from `token_sha256, created_at, expires_at`.
 pub fn session<D: Dialect>(row: &Row<D>) -> Result<Session> {
     let r = Cols::<D>(row);

@@ -135,12 +135,7 @@ pub(crate) async fn claim_notifications(
     .await
     .map_err(db)?;
     tx.commit().await.map_err(db)?;
-    let mut claimed = rows
-        .iter()
-        .map(rows::notification::<Lite>)
-        .collect::<Result<Vec<_>>>()?;
-    claimed.sort_by_key(|n| n.id);
-    Ok(claimed)
+    rows::notifications::<Lite>(&rows)
 }
 
 /// Marks a notification delivered while `worker` still holds it.

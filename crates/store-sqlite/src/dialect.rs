@@ -33,29 +33,27 @@ fn query(sql: &Sql) -> sqlx::query::Query<'_, Sqlite, SqliteArguments> {
 impl Dialect for Lite {
     type Db = Sqlite;
 
+    const MIGRATIONS_TABLE: &'static str = "SELECT count(*) AS n FROM sqlite_master \
+        WHERE type = 'table' AND name = '_sqlx_migrations'";
+
+    const SESSION: &'static str = "SELECT token_sha256, created_at, expires_at \
+        FROM dashboard_sessions WHERE id_sha256 = $1";
+
+    const LIVE_SESSIONS: &'static str = "SELECT t.name, s.created_at, s.expires_at \
+        FROM dashboard_sessions s JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
+        WHERE s.expires_at > $1 AND t.revoked_at IS NULL ORDER BY s.created_at, t.name";
+
     fn in_list(column: &str, param: &str) -> String {
         format!("{column} IN (SELECT value FROM json_each({param}))")
     }
 
-    fn fetch_all<'a>(
-        conn: &'a mut SqliteConnection,
-        sql: &'a Sql,
-    ) -> impl Future<Output = Result<Vec<SqliteRow>>> + Send + 'a {
-        async move { query(sql).fetch_all(conn).await.map_err(db) }
+    async fn fetch_all(conn: &mut SqliteConnection, sql: &Sql) -> Result<Vec<SqliteRow>> {
+        query(sql).fetch_all(conn).await.map_err(db)
     }
 
-    fn fetch_optional<'a>(
-        conn: &'a mut SqliteConnection,
-        sql: &'a Sql,
-    ) -> impl Future<Output = Result<Option<SqliteRow>>> + Send + 'a {
-        async move { query(sql).fetch_optional(conn).await.map_err(db) }
-    }
-
-    fn snapshot(
-        pool: &Pool<Self>,
-    ) -> impl Future<Output = Result<sqlx::Transaction<'static, Sqlite>>> + Send + '_ {
+    async fn snapshot(pool: &Pool<Self>) -> Result<sqlx::Transaction<'static, Sqlite>> {
         // A deferred transaction: in WAL mode its reads all see the snapshot of its first.
-        async move { pool.begin().await.map_err(db) }
+        pool.begin().await.map_err(db)
     }
 
     fn live_reservations<'a>(
@@ -88,6 +86,10 @@ impl Dialect for Lite {
         Self::text(row, column)?
             .map(|t| serde_json::from_str(&t).map_err(|e| corrupt(format!("{column}: {e}"))))
             .transpose()
+    }
+
+    fn bytes(row: &SqliteRow, column: &str) -> Result<Vec<u8>> {
+        row.try_get(column).map_err(column_error)
     }
 
     fn texts(row: &SqliteRow, column: &str) -> Result<Vec<String>> {

@@ -326,33 +326,16 @@ impl Store for SqliteStore {
         reads::due_by_channel::<Lite>(&self.pool, now).await
     }
 
-    // SQLite's own: the event feed, sessions, durability, wake-ups.
-
-    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-        // A committed SQLite write is final in id order: one writer at a time.
-        reads::events_after::<Lite>(&self.pool, after, None, limit).await
-    }
-
     async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        ops::session(self, id_sha256).await
+        reads::session::<Lite>(&self.pool, id_sha256).await
     }
 
     async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
-        ops::live_sessions(self, now).await
+        reads::live_sessions::<Lite>(&self.pool, now).await
     }
 
     async fn durability_warnings(&self) -> Result<Vec<String>> {
         admin::durability_warnings(self).await
-    }
-
-    async fn due_signals(&self) -> u64 {
-        0
-    }
-
-    async fn wait_for_due(&self, _seen: u64, timeout: StdDuration) -> u64 {
-        // SQLite has no cross-process signal; in-process wake-ups come from the app.
-        tokio::time::sleep(timeout).await;
-        0
     }
 
     // Writes: each one `BEGIN IMMEDIATE` transaction.
@@ -480,5 +463,22 @@ impl Store for SqliteStore {
         now: DateTime<Utc>,
     ) -> Result<String> {
         ops::server_secret(self, name, candidate, now).await
+    }
+
+    // SQLite's own: the event feed and wake-ups.
+
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        // A committed SQLite write is final in id order: one writer at a time.
+        reads::events_after::<Lite>(&self.pool, after, None, limit).await
+    }
+
+    async fn due_signals(&self) -> u64 {
+        0
+    }
+
+    async fn wait_for_due(&self, _seen: u64, timeout: StdDuration) -> u64 {
+        // SQLite has no cross-process signal; in-process wake-ups come from the app.
+        tokio::time::sleep(timeout).await;
+        0
     }
 }

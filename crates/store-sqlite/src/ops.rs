@@ -4,10 +4,8 @@
 
 use chrono::{DateTime, Utc};
 
-use airlock_store::{NewSession, Result, Session};
-use airlock_store_sql::rows;
+use airlock_store::{NewSession, Result};
 
-use crate::dialect::Lite;
 use crate::{SqliteStore, db, ts};
 
 pub(crate) async fn open_session(store: &SqliteStore, session: NewSession) -> Result<()> {
@@ -40,17 +38,6 @@ pub(crate) async fn open_session(store: &SqliteStore, session: NewSession) -> Re
     tx.commit().await.map_err(db)
 }
 
-pub(crate) async fn session(store: &SqliteStore, id_sha256: &str) -> Result<Option<Session>> {
-    let row = sqlx::query(
-        "SELECT token_sha256, created_at, expires_at FROM dashboard_sessions WHERE id_sha256 = ?",
-    )
-    .bind(id_sha256)
-    .fetch_optional(&store.pool)
-    .await
-    .map_err(db)?;
-    row.as_ref().map(rows::session::<Lite>).transpose()
-}
-
 pub(crate) async fn end_session(store: &SqliteStore, id_sha256: &str) -> Result<bool> {
     Ok(
         sqlx::query("DELETE FROM dashboard_sessions WHERE id_sha256 = ?")
@@ -61,22 +48,6 @@ pub(crate) async fn end_session(store: &SqliteStore, id_sha256: &str) -> Result<
             .rows_affected()
             > 0,
     )
-}
-
-pub(crate) async fn live_sessions(
-    store: &SqliteStore,
-    now: DateTime<Utc>,
-) -> Result<Vec<airlock_store::LiveSession>> {
-    let rows = sqlx::query(
-        "SELECT t.name, s.created_at, s.expires_at FROM dashboard_sessions s \
-         JOIN tokens t ON t.secret_sha256 = s.token_sha256 \
-         WHERE s.expires_at > ? AND t.revoked_at IS NULL ORDER BY s.created_at, t.name",
-    )
-    .bind(ts(now))
-    .fetch_all(&store.pool)
-    .await
-    .map_err(db)?;
-    rows.iter().map(rows::live_session::<Lite>).collect()
 }
 
 pub(crate) async fn server_secret(

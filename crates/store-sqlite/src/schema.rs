@@ -6,12 +6,11 @@
 use std::path::Path;
 use std::time::Duration as StdDuration;
 
-use sqlx::Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions, SqliteSynchronous};
 
 use airlock_store::{MigrationStatus, Result, StoreError};
 
-use crate::{MIGRATOR, SqliteStore, db, unavailable_at};
+use crate::{MIGRATOR, SqliteStore, unavailable_at};
 
 impl SqliteStore {
     /// Opens the ledger at `path` without creating it and without applying migrations.
@@ -51,31 +50,7 @@ impl SqliteStore {
 
     /// How the ledger's applied migrations compare with this binary's.
     pub async fn migration_status(&self) -> Result<MigrationStatus> {
-        let known: Vec<(i64, Vec<u8>)> = MIGRATOR
-            .iter()
-            .filter(|m| m.migration_type.is_up_migration())
-            .map(|m| (m.version, m.checksum.to_vec()))
-            .collect();
-        let has_table: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db)?;
-        let applied = if has_table == 0 {
-            Vec::new()
-        } else {
-            sqlx::query(
-                "SELECT version, checksum FROM _sqlx_migrations WHERE success ORDER BY version",
-            )
-            .fetch_all(&self.pool)
+        airlock_store_sql::reads::migration_status::<crate::dialect::Lite>(&self.pool, &MIGRATOR)
             .await
-            .map_err(db)?
-            .iter()
-            .map(|row| Ok((row.try_get("version")?, row.try_get("checksum")?)))
-            .collect::<std::result::Result<Vec<(i64, Vec<u8>)>, sqlx::Error>>()
-            .map_err(db)?
-        };
-        Ok(MigrationStatus::compare(&known, &applied))
     }
 }
