@@ -215,9 +215,9 @@ impl From<StoreError> for Error {
             StoreError::Quarantined(id) => Error::Quarantined(format!(
                 "post {id} is quarantined after too many failed reviews: nobody may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
             )),
-            StoreError::HasHistory(_) | StoreError::IllegalTransition { .. } => {
-                Error::IllegalTransition(e.to_string())
-            }
+            StoreError::HasHistory(_)
+            | StoreError::IllegalTransition { .. }
+            | StoreError::Refused { .. } => Error::IllegalTransition(e.to_string()),
             StoreError::Fenced { .. } => Error::Conflict(e.to_string()),
             StoreError::TooLarge(message) => Error::Invalid(message),
             StoreError::CorruptQuota(reason) => {

@@ -19,7 +19,7 @@
 -- AL012 fenced {generation}, AL013 paused {scope, reason}, AL014 duplicate {what},
 -- AL015 has history, AL016 idempotency mismatch {key}, AL017 duplicate text {earlier,
 -- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
--- held, max}.
+-- held, max}, AL020 a write breaking a rule every write keeps {rule}.
 --
 -- CREATE OR REPLACE keeps a function's parameters and result: a release that changes
 -- them must DROP FUNCTION the old signature here first (and keep processes of the
@@ -424,6 +424,10 @@ DECLARE
     s jsonb := COALESCE(p_set, '{}'::jsonb);
     c jsonb := p_set->'content';
 BEGIN
+    IF p_guard_kind IS DISTINCT FROM 'version' AND p_guard_kind IS DISTINCT FROM 'generation' THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a write names its guard: version or generation'));
+    END IF;
     IF p_guard_kind = 'generation' THEN
         -- An outcome of the guarded path: it must survive a crash like the intent did.
         PERFORM set_config('synchronous_commit', 'on', true);
@@ -466,6 +470,17 @@ BEGIN
         at_status := step;
     END LOOP;
     after := COALESCE(p_to, cur.status);
+    -- airlock_store::decide::write_refusal: content changes only into a draft, and an
+    -- approval names the content the post holds, on approval.
+    IF c IS NOT NULL AND after <> 'draft' THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'content changes only into a draft (the approval withdrawn)'));
+    END IF;
+    IF jsonb_typeof(s->'approved_hash') = 'string' AND (after <> 'approved'
+            OR s->>'approved_hash' <> COALESCE(c->>'content_hash', cur.content_hash)) THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'an approval names the content the post holds, on approval'));
+    END IF;
     new_quarantined := CASE WHEN s ? 'quarantined_at' THEN (s->>'quarantined_at')::timestamptz
                             ELSE cur.quarantined_at END;
     -- airlock_store::decide::leaves_quarantine: a quarantined post stays a draft until
@@ -962,8 +977,14 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT {{version_literal}}::text;
 $$;
 
-REVOKE ALL ON ALL TABLES IN SCHEMA {{schema}} FROM {{runtime_role}};
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM {{runtime_role}};
+REVOKE ALL ON ALL TABLES IN SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
+-- A role that may create objects in the schema could define a function or operator that
+-- airlock's functions (running as the owner, with this schema on their search_path)
+-- would pick over the built-in one. PostgreSQL 15 gives PUBLIC no CREATE on `public`,
+-- but a cluster upgraded from an older release keeps it: take it back where the owner
+-- may (doctor reports a schema still open, docs/deploy.md#hardened-postgresql).
+REVOKE CREATE ON SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
 GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
 GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
     channel_failures, _sqlx_migrations TO {{runtime_role}};

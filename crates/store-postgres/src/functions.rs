@@ -100,6 +100,9 @@ pub struct PgMode {
     pub functions_current: bool,
     /// The installed functions' version, if any.
     pub functions_version: Option<String>,
+    /// Whether the runtime role (or PUBLIC) may create objects in the ledger's schema,
+    /// which would let it replace what airlock's functions call.
+    pub schema_open: bool,
 }
 
 impl PgMode {
@@ -113,6 +116,11 @@ impl PgMode {
         } else if self.writes_tables {
             format!(
                 "connected as {:?}, not the owner but allowed to write the ledger's tables directly: grant it only the runtime role (docs/deploy.md#hardened-postgresql)",
+                self.user
+            )
+        } else if self.schema_open {
+            format!(
+                "not hardened: connected as {:?}, which writes only through airlock's functions but (as the runtime role or PUBLIC) may create objects in the ledger's schema, and so replace what those functions call: run `REVOKE CREATE ON SCHEMA <schema> FROM PUBLIC` as the schema's owner, then `airlock migrate` (docs/deploy.md#hardened-postgresql)",
                 self.user
             )
         } else {
@@ -135,11 +143,14 @@ impl PgMode {
 }
 
 pub(crate) async fn mode(pool: &PgPool, role: &str) -> Result<PgMode> {
-    let (user, writes_tables): (String, bool) = sqlx::query_as(
+    let (user, writes_tables, schema_open): (String, bool, bool) = sqlx::query_as(
         "SELECT current_user::text, to_regclass('posts') IS NOT NULL AND \
          (has_table_privilege('posts', 'UPDATE') OR has_table_privilege('post_events', 'DELETE') \
-          OR has_table_privilege('reservations', 'INSERT'))",
+          OR has_table_privilege('reservations', 'INSERT')), \
+         EXISTS (SELECT FROM pg_roles WHERE rolname = $1) \
+         AND has_schema_privilege($1, current_schema(), 'CREATE')",
     )
+    .bind(role)
     .fetch_one(pool)
     .await
     .map_err(db)?;
@@ -151,5 +162,6 @@ pub(crate) async fn mode(pool: &PgPool, role: &str) -> Result<PgMode> {
         writes_tables,
         functions_current: installed.as_deref() == Some(version(role).as_str()),
         functions_version: installed,
+        schema_open,
     })
 }

@@ -287,6 +287,10 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
                 .and_then(|m| u32::try_from(m).ok())
                 .unwrap_or_default(),
         },
+        "AL020" => StoreError::Refused {
+            id,
+            rule: text("rule").unwrap_or_default(),
+        },
         "AL018" => match e.as_database_error() {
             Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
             None => db(e),

@@ -6,8 +6,8 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use airlock_core::{Post, PostId, PostStatus};
 use airlock_store::decide::{
-    GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, leaves_quarantine,
-    pause_applies, stale_evidence,
+    GuardCheck, StoredPost, check_guard, draft_limit, edit_duplicate_check, illegal_step,
+    leaves_quarantine, pause_applies, stale_evidence, write_refusal,
 };
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostUpdate, Result,
@@ -176,8 +176,10 @@ async fn refuse_duplicate(
 pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
     let mut tx = store.begin_write().await?;
     let current = sqlx::query(
-        "SELECT status, version, generation, channel, review_round, \
-         quarantined_at IS NOT NULL AS quarantined FROM posts WHERE id = ?",
+        "SELECT status, version, generation, channel, review_round, content_hash, \
+         quarantined_at IS NOT NULL AS quarantined, \
+         (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
+          ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
     )
     .bind(update.id.0)
     .fetch_optional(&mut *tx)
@@ -190,6 +192,8 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     let channel: String = current.try_get("channel").map_err(db)?;
     let review_round: i64 = current.try_get("review_round").map_err(db)?;
     let quarantined: bool = current.try_get("quarantined").map_err(db)?;
+    let content_hash: String = current.try_get("content_hash").map_err(db)?;
+    let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
     match check_guard(update.guard, status, version, generation) {
         GuardCheck::Holds => {}
         GuardCheck::Conflict => return Err(StoreError::Conflict(update.id)),
@@ -205,24 +209,27 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             });
         }
     }
-    if let Some(required) = update.intent_required {
-        let exists: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM intents WHERE post_id = ? AND generation = ?)",
-        )
-        .bind(update.id.0)
-        .bind(generation)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-        if exists != required {
-            return Err(StoreError::Conflict(update.id));
-        }
+    if update
+        .intent_required
+        .is_some_and(|required| required != claim_intent.is_some())
+    {
+        return Err(StoreError::Conflict(update.id));
     }
     if let Some((from, to)) = illegal_step(status, update.via, update.to) {
         return Err(StoreError::IllegalTransition {
             id: update.id,
             from,
             to,
+        });
+    }
+    let stored = StoredPost {
+        status,
+        content_hash: &content_hash,
+    };
+    if let Some(rule) = write_refusal(&update, &stored) {
+        return Err(StoreError::Refused {
+            id: update.id,
+            rule: rule.to_owned(),
         });
     }
     if leaves_quarantine(&update, quarantined) {

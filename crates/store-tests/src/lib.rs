@@ -90,6 +90,7 @@ macro_rules! __with_cases {
             store posts::events_after_pages_through_the_ledger_in_order,
             store posts::sources_used_reports_the_last_use_of_each_source,
             store lifecycle::every_status_pair_follows_is_legal,
+            store review::content_changes_only_into_a_draft_and_an_approval_names_its_content,
             store lifecycle::a_status_change_with_an_event_appends_both,
             store lifecycle::a_via_step_records_both_transitions_in_order,
             store lifecycle::an_illegal_via_step_changes_nothing,

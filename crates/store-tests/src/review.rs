@@ -464,3 +464,60 @@ pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_
         "{err:?}"
     );
 }
+
+/// Content changes only into a draft, so rewriting an approved post always shows in its
+/// timeline as the approval withdrawn; and an approval names the content the post holds,
+/// on approval. Whoever calls the store (PostgreSQL's runtime role may call the write
+/// function with any arguments) is refused otherwise, and nothing changes.
+pub async fn content_changes_only_into_a_draft_and_an_approval_names_its_content(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let approved = approved(s, "threads-main", "Approved text.", t0()).await;
+    let rewrite = edit_text(&approved, "Rewritten after approval.", mins(1));
+    let err = s.update_post(rewrite).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::Refused { id, .. } if id == approved.id),
+        "{err:?}"
+    );
+    // A hash naming the new content does not make it an approval either.
+    let mut forged = edit_text(&approved, "Rewritten after approval.", mins(1));
+    let hash = forged.set.content.as_ref().unwrap().1.clone();
+    forged.set.approved_hash = Some(Some(hash));
+    let err = s.update_post(forged).await.unwrap_err();
+    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
+    assert_eq!(
+        s.get_post(approved.id).await.unwrap(),
+        approved,
+        "nothing changed"
+    );
+
+    // An approval naming other content than the draft holds is refused.
+    let draft = draft(s, "threads-main", "A draft.", t0()).await;
+    let mut approval = approval(&draft, mins(2));
+    approval.set.approved_hash = Some(Some(approved.content_hash.clone()));
+    let err = s.update_post(approval).await.unwrap_err();
+    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
+    // So is naming the draft's own hash without approving it.
+    let mut quiet = PostUpdate::new(draft.id, Guard::Version(draft.version), CRITIC, mins(2));
+    quiet.set.approved_hash = Some(Some(draft.content_hash.clone()));
+    let err = s.update_post(quiet).await.unwrap_err();
+    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
+    assert_eq!(
+        s.get_post(draft.id).await.unwrap(),
+        draft,
+        "nothing changed"
+    );
+
+    // The honest edit withdraws the approval in the same write, and shows it.
+    let mut edit = edit_text(&approved, "Rewritten after approval.", mins(3));
+    edit.to = Some(PostStatus::Draft);
+    edit.set.approved_hash = Some(None);
+    let edited = s.update_post(edit).await.unwrap();
+    assert_eq!(edited.status, PostStatus::Draft);
+    let last = events(s, edited.id).await.pop().unwrap();
+    assert_eq!(
+        (last.from, last.to),
+        (Some(PostStatus::Approved), PostStatus::Draft)
+    );
+}

@@ -53,6 +53,39 @@ pub fn illegal_step(
     None
 }
 
+/// The post as stored, as far as [`write_refusal`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredPost<'a> {
+    /// Its status.
+    pub status: PostStatus,
+    /// Its content's hash.
+    pub content_hash: &'a str,
+}
+
+/// The rules of content and approval every write keeps, whoever sends it (in
+/// PostgreSQL's hardened mode a role may call the write function with any arguments, so
+/// the store holds them, not its caller): content changes only into a draft, so a change
+/// of an approved post's content always shows in its timeline as the approval withdrawn;
+/// and an approval names the content the post holds, on approval. `None` when `update`
+/// keeps them, else the rule it breaks ([`StoreError::Refused`]).
+pub fn write_refusal(update: &PostUpdate, stored: &StoredPost<'_>) -> Option<&'static str> {
+    let after = update.to.unwrap_or(stored.status);
+    if update.set.content.is_some() && after != PostStatus::Draft {
+        return Some("content changes only into a draft (the approval withdrawn)");
+    }
+    let content_after = update
+        .set
+        .content
+        .as_ref()
+        .map_or(stored.content_hash, |(_, hash)| hash.as_str());
+    if let Some(Some(hash)) = &update.set.approved_hash
+        && (after != PostStatus::Approved || hash.as_str() != content_after)
+    {
+        return Some("an approval names the content the post holds, on approval");
+    }
+    None
+}
+
 /// Whether a post a worker checked may still be claimed: `approved`, never published,
 /// unchanged since the check, and a test post only on a channel that publishes them.
 pub fn claimable(post: &Post, checked_version: i64, allow_test: bool) -> bool {
@@ -188,6 +221,52 @@ mod tests {
             check_guard(Guard::Generation(1), Posted, 9, 1),
             GuardCheck::Fenced
         );
+    }
+
+    #[test]
+    fn content_changes_only_into_a_draft_and_an_approval_binds_its_content() {
+        let new = airlock_core::PostContent {
+            channel: airlock_core::ChannelName::parse("c").unwrap(),
+            title: None,
+            text: "new".into(),
+            media: vec![],
+            link: None,
+            source: None,
+        };
+        let hash = new.hash();
+        let stored = |status| StoredPost {
+            status,
+            content_hash: "aa",
+        };
+        let mut edit = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "w", Utc::now());
+        edit.set.content = Some((new.clone(), hash.clone()));
+        assert_eq!(write_refusal(&edit, &stored(Draft)), None);
+        // An approved post's content changes only with its approval withdrawn.
+        assert!(write_refusal(&edit, &stored(Approved)).is_some());
+        assert!(write_refusal(&edit, &stored(Posted)).is_some());
+        edit.to = Some(Draft);
+        assert_eq!(write_refusal(&edit, &stored(Approved)), None);
+        // An approval names the content the post holds, and only on approval.
+        let mut approve =
+            PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
+        approve.to = Some(Approved);
+        let other = airlock_core::ContentHash::parse(&"b".repeat(64)).unwrap();
+        approve.set.approved_hash = Some(Some(other));
+        assert!(write_refusal(&approve, &stored(Draft)).is_some());
+        approve.set.approved_hash = Some(Some(hash.clone()));
+        let draft = StoredPost {
+            status: Draft,
+            content_hash: hash.as_str(),
+        };
+        assert_eq!(write_refusal(&approve, &draft), None);
+        approve.to = None;
+        assert!(write_refusal(&approve, &draft).is_some());
+        // Withdrawing an approval names none.
+        let mut withdraw =
+            PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
+        withdraw.to = Some(Draft);
+        withdraw.set.approved_hash = Some(None);
+        assert_eq!(write_refusal(&withdraw, &stored(Approved)), None);
     }
 
     #[test]

@@ -104,6 +104,15 @@ pub enum StoreError {
         /// The limit.
         max: u32,
     },
+    /// A write that breaks one of the rules every write keeps, whoever sends it
+    /// ([`decide::write_refusal`]); nothing was written.
+    #[error("post {id}: the store refused the change: {rule}")]
+    Refused {
+        /// The post.
+        id: PostId,
+        /// The rule the write breaks.
+        rule: String,
+    },
     /// The post is quarantined: it may not be approved or changed until released.
     #[error(
         "post {0} is quarantined: an operator releases it (`airlock post release {0}`) before it may change"

@@ -130,3 +130,117 @@ async fn the_runtime_role_reads_without_secrets_and_writes_only_through_function
     }
     conn.close().await.ok();
 }
+
+/// The runtime role may not create objects in the ledger's schema: a function or
+/// operator of its own there could be picked by airlock's functions, which run as the
+/// owner. A cluster upgraded from before PostgreSQL 15 keeps CREATE on `public` for
+/// PUBLIC, and grants to PUBLIC on tables reach the runtime role too: `migrate` takes
+/// both back, and `doctor` tells a schema still open.
+#[tokio::test]
+async fn migrate_closes_a_schema_and_tables_open_to_public_and_doctor_tells_an_open_one() {
+    let db = TestDb::create();
+    let mut owner_conn = db.conn().await;
+    sqlx::query("GRANT CREATE ON SCHEMA public TO PUBLIC")
+        .execute(&mut owner_conn)
+        .await
+        .unwrap();
+    let owner = store(&db).await;
+    sqlx::query("GRANT SELECT ON tokens, server_secrets TO PUBLIC")
+        .execute(&mut owner_conn)
+        .await
+        .unwrap();
+    owner.migrate().await.unwrap();
+
+    let role = TestRole::create(DEFAULT_RUNTIME_ROLE);
+    let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
+        .await
+        .unwrap();
+    for forbidden in [
+        // What the review found airlock_update_post would have picked over pg_catalog's.
+        "CREATE FUNCTION public.array_remove(a text[], b text) RETURNS text[] \
+         LANGUAGE sql AS 'SELECT a'",
+        "CREATE OPERATOR public.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq)",
+        "SELECT secret_sha256 FROM tokens",
+        "SELECT secret FROM server_secrets",
+    ] {
+        let refused = sqlx::query(sqlx::AssertSqlSafe(forbidden))
+            .execute(&mut conn)
+            .await
+            .expect_err(forbidden);
+        assert_eq!(
+            refused
+                .as_database_error()
+                .and_then(|d| d.code())
+                .as_deref(),
+            Some("42501"),
+            "{forbidden}: {refused}"
+        );
+    }
+    let runtime = PgStore::connect(&role.url(&db.url)).await.unwrap();
+    let mode = runtime.mode().await.unwrap();
+    assert!(!mode.schema_open, "{mode:?}");
+    assert!(
+        mode.describe().starts_with("hardened"),
+        "{}",
+        mode.describe()
+    );
+
+    // Opened again behind airlock's back: doctor says so.
+    sqlx::query("GRANT CREATE ON SCHEMA public TO PUBLIC")
+        .execute(&mut owner_conn)
+        .await
+        .unwrap();
+    let mode = runtime.mode().await.unwrap();
+    assert!(mode.schema_open, "{mode:?}");
+    assert!(
+        mode.describe().starts_with("not hardened"),
+        "{}",
+        mode.describe()
+    );
+    runtime.close().await;
+    owner.close().await;
+    conn.close().await.ok();
+    owner_conn.close().await.ok();
+}
+
+/// `airlock_update_post` names its guard: a call with any other guard kind (which would
+/// skip both the version and the generation check) is refused, and nothing changes.
+#[tokio::test]
+async fn the_update_function_refuses_a_write_without_a_guard() {
+    let db = TestDb::create();
+    let owner = store(&db).await;
+    let draft = airlock_store_tests::fixture::draft(
+        &owner,
+        "threads-main",
+        "A draft.",
+        airlock_store_tests::fixture::t0(),
+    )
+    .await;
+    let role = TestRole::create(DEFAULT_RUNTIME_ROLE);
+    let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
+        .await
+        .unwrap();
+    for kind in ["none", ""] {
+        let refused = sqlx::query(
+            "SELECT * FROM airlock_update_post($1, $2, NULL, 'approved', NULL, 'token:critic', \
+             NULL, now(), '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', NULL)",
+        )
+        .bind(draft.id.0)
+        .bind(kind)
+        .execute(&mut conn)
+        .await
+        .expect_err(kind);
+        assert_eq!(
+            refused
+                .as_database_error()
+                .and_then(|d| d.code())
+                .as_deref(),
+            Some("AL020"),
+            "{kind}: {refused}"
+        );
+    }
+    use airlock_store::Store;
+    assert_eq!(owner.get_post(draft.id).await.unwrap(), draft);
+    owner.close().await;
+    conn.close().await.ok();
+}
