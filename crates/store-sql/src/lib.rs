@@ -33,6 +33,11 @@ pub trait Dialect: Send + Sync + 'static {
     /// The condition "`column` is one of the list bound at `param`" (`$n`).
     fn in_list(column: &str, param: &str) -> String;
 
+    /// `posts` in a `FROM`, read through its partial `index` where the dialect's planner
+    /// must be told: the claim path's reads stay the size of the backlog, never of the
+    /// history, whatever statistics the database has.
+    fn posts_by(index: &str) -> String;
+
     /// Every row `sql` returns.
     fn fetch_all<'a>(
         conn: &'a mut Conn<Self>,
