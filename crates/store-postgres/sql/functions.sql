@@ -318,8 +318,8 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
-    IF NOT (cur.status = 'approved' AND cur.posted_at IS NULL
-            AND cur.version = p_version AND (NOT cur.test OR p_allow_test)) THEN
+    IF NOT COALESCE(cur.status = 'approved' AND cur.posted_at IS NULL
+            AND cur.version = p_version AND (NOT cur.test OR p_allow_test), false) THEN
         outcome := 'gone';
         post := cur;
         RETURN;
@@ -428,9 +428,14 @@ DECLARE
     s jsonb := COALESCE(p_set, '{}'::jsonb);
     c jsonb := p_set->'content';
 BEGIN
-    IF p_guard_kind IS DISTINCT FROM 'version' AND p_guard_kind IS DISTINCT FROM 'generation' THEN
+    IF p_guard IS NULL OR (p_guard_kind IS DISTINCT FROM 'version'
+                           AND p_guard_kind IS DISTINCT FROM 'generation') THEN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
-            'rule', 'a write names its guard: version or generation'));
+            'rule', 'a write names its guard: a version or a generation'));
+    END IF;
+    IF p_via IS NOT NULL AND p_to IS NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a walk through a status names where it ends'));
     END IF;
     IF p_guard_kind = 'generation' THEN
         -- An outcome of the guarded path: it must survive a crash like the intent did.
@@ -479,6 +484,11 @@ BEGIN
     IF c IS NOT NULL AND after <> 'draft' THEN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'content changes only into a draft (the approval withdrawn)'));
+    END IF;
+    IF (s ? 'approved_hash' AND jsonb_typeof(s->'approved_hash') NOT IN ('string', 'null'))
+       OR (c IS NOT NULL AND COALESCE(c->>'content_hash', '') !~ '^[0-9a-f]{64}$') THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a content hash is a SHA-256 in lowercase hex'));
     END IF;
     IF jsonb_typeof(s->'approved_hash') = 'string' AND (after <> 'approved'
             OR s->>'approved_hash' <> COALESCE(c->>'content_hash', cur.content_hash)) THEN
@@ -981,14 +991,38 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT {{version_literal}}::text;
 $$;
 
-REVOKE ALL ON ALL TABLES IN SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
+REVOKE ALL ON ALL TABLES IN SCHEMA {{schema}} FROM {{runtime_role}};
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM {{runtime_role}};
+-- What PUBLIC holds the runtime role holds too: airlock's own tables and sequences keep
+-- nothing for PUBLIC (other applications' objects in a shared schema are left alone).
+DO $$
+DECLARE
+    t record;
+BEGIN
+    FOR t IN SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
+             WHERE c.relnamespace = {{schema_literal}}::regnamespace
+               AND c.relkind IN ('r', 'S')
+               AND (c.relname IN ('posts', 'post_events', 'intents', 'reservations',
+                        'verdicts', 'pauses', 'outbox', 'channel_failures', 'tokens',
+                        'dashboard_sessions', 'server_secrets', 'create_keys',
+                        '_sqlx_migrations')
+                    OR (c.relkind = 'S' AND EXISTS (
+                        SELECT FROM pg_depend d JOIN pg_class o ON o.oid = d.refobjid
+                        WHERE d.objid = c.oid AND o.relname IN ('posts', 'post_events',
+                            'intents', 'reservations', 'verdicts', 'pauses', 'outbox',
+                            'tokens', 'dashboard_sessions', 'server_secrets',
+                            'create_keys'))))
+    LOOP
+        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC', t.name);
+    END LOOP;
+END $$;
 -- A role that may create objects in the schema could define a function or operator that
 -- airlock's functions (running as the owner, with this schema on their search_path)
--- would pick over the built-in one. PostgreSQL 15 gives PUBLIC no CREATE on `public`,
--- but a cluster upgraded from an older release keeps it: take it back where the owner
--- may (doctor reports a schema still open, docs/deploy.md#hardened-postgresql).
-REVOKE CREATE ON SCHEMA {{schema}} FROM PUBLIC, {{runtime_role}};
+-- would pick over the built-in one: the runtime role never may. PUBLIC's CREATE
+-- (PostgreSQL 15 gives it none on `public`; a cluster upgraded from an older release
+-- keeps it) is the DBA's to take back: doctor says "not hardened" while it stands
+-- (docs/deploy.md#hardened-postgresql).
+REVOKE CREATE ON SCHEMA {{schema}} FROM {{runtime_role}};
 GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
 GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
     channel_failures, _sqlx_migrations TO {{runtime_role}};

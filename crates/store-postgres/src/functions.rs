@@ -100,8 +100,9 @@ pub struct PgMode {
     pub functions_current: bool,
     /// The installed functions' version, if any.
     pub functions_version: Option<String>,
-    /// Whether the runtime role (or PUBLIC) may create objects in the ledger's schema,
-    /// which would let it replace what airlock's functions call.
+    /// Whether the runtime role (or PUBLIC), or the connected role when it is not the
+    /// owner, may create objects in the ledger's schema, which would let it replace what
+    /// airlock's functions call.
     pub schema_open: bool,
 }
 
@@ -147,8 +148,11 @@ pub(crate) async fn mode(pool: &PgPool, role: &str) -> Result<PgMode> {
         "SELECT current_user::text, to_regclass('posts') IS NOT NULL AND \
          (has_table_privilege('posts', 'UPDATE') OR has_table_privilege('post_events', 'DELETE') \
           OR has_table_privilege('reservations', 'INSERT')), \
-         EXISTS (SELECT FROM pg_roles WHERE rolname = $1) \
-         AND has_schema_privilege($1, current_schema(), 'CREATE')",
+         COALESCE((SELECT (EXISTS (SELECT FROM pg_roles WHERE rolname = $1) \
+                   AND has_schema_privilege($1, c.relnamespace, 'CREATE')) \
+                  OR (NOT pg_has_role(c.relowner, 'USAGE') \
+                   AND has_schema_privilege(c.relnamespace, 'CREATE')) \
+                  FROM pg_class c WHERE c.oid = to_regclass('posts')), false)",
     )
     .bind(role)
     .fetch_one(pool)

@@ -509,6 +509,18 @@ pub async fn content_changes_only_into_a_draft_and_an_approval_names_its_content
         "nothing changed"
     );
 
+    // A walk through `approved` that names no end would leave the post approved with the
+    // new content and no event of it.
+    let mut walk = edit_text(&draft, "Swapped in on the way.", mins(2));
+    walk.via = Some(PostStatus::Approved);
+    let err = s.update_post(walk).await.unwrap_err();
+    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
+    assert_eq!(
+        s.get_post(draft.id).await.unwrap(),
+        draft,
+        "nothing changed"
+    );
+
     // The honest edit withdraws the approval in the same write, and shows it.
     let mut edit = edit_text(&approved, "Rewritten after approval.", mins(3));
     edit.to = Some(PostStatus::Draft);

@@ -64,11 +64,15 @@ pub struct StoredPost<'a> {
 
 /// The rules of content and approval every write keeps, whoever sends it (in
 /// PostgreSQL's hardened mode a role may call the write function with any arguments, so
-/// the store holds them, not its caller): content changes only into a draft, so a change
-/// of an approved post's content always shows in its timeline as the approval withdrawn;
-/// and an approval names the content the post holds, on approval. `None` when `update`
+/// the store holds them, not its caller): a walk through a status (`via`) names where it
+/// ends (`to`); content changes only into a draft, so a change of an approved post's
+/// content always shows in its timeline as the approval withdrawn; and an approval names
+/// the content the post holds, on approval. `None` when `update`
 /// keeps them, else the rule it breaks ([`StoreError::Refused`]).
 pub fn write_refusal(update: &PostUpdate, stored: &StoredPost<'_>) -> Option<&'static str> {
+    if update.via.is_some() && update.to.is_none() {
+        return Some("a walk through a status names where it ends");
+    }
     let after = update.to.unwrap_or(stored.status);
     if update.set.content.is_some() && after != PostStatus::Draft {
         return Some("content changes only into a draft (the approval withdrawn)");
@@ -261,6 +265,11 @@ mod tests {
         assert_eq!(write_refusal(&approve, &draft), None);
         approve.to = None;
         assert!(write_refusal(&approve, &draft).is_some());
+        // A walk names where it ends: `via` alone would end there unchecked.
+        let mut walk = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
+        walk.via = Some(Approved);
+        walk.set.content = Some((new.clone(), hash.clone()));
+        assert!(write_refusal(&walk, &stored(Draft)).is_some());
         // Withdrawing an approval names none.
         let mut withdraw =
             PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());

@@ -131,13 +131,15 @@ async fn the_runtime_role_reads_without_secrets_and_writes_only_through_function
     conn.close().await.ok();
 }
 
-/// The runtime role may not create objects in the ledger's schema: a function or
-/// operator of its own there could be picked by airlock's functions, which run as the
-/// owner. A cluster upgraded from before PostgreSQL 15 keeps CREATE on `public` for
-/// PUBLIC, and grants to PUBLIC on tables reach the runtime role too: `migrate` takes
-/// both back, and `doctor` tells a schema still open.
+/// Whoever may create objects in the ledger's schema could define a function or
+/// operator that airlock's functions, which run as the owner, would pick. A cluster
+/// upgraded from before PostgreSQL 15 keeps CREATE on `public` for PUBLIC, which the
+/// runtime role inherits, as it does PUBLIC's table grants: `migrate` takes PUBLIC's grants
+/// on airlock's tables back, and `doctor` says "not hardened" while the runtime role or
+/// the login role may still create in the schema.
 #[tokio::test]
-async fn migrate_closes_a_schema_and_tables_open_to_public_and_doctor_tells_an_open_one() {
+async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_grants_are_taken_back()
+{
     let db = TestDb::create();
     let mut owner_conn = db.conn().await;
     sqlx::query("GRANT CREATE ON SCHEMA public TO PUBLIC")
@@ -155,28 +157,47 @@ async fn migrate_closes_a_schema_and_tables_open_to_public_and_doctor_tells_an_o
     let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
         .await
         .unwrap();
-    for forbidden in [
-        // What the review found airlock_update_post would have picked over pg_catalog's.
-        "CREATE FUNCTION public.array_remove(a text[], b text) RETURNS text[] \
-         LANGUAGE sql AS 'SELECT a'",
-        "CREATE OPERATOR public.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq)",
+    let code = |e: sqlx::Error| {
+        e.as_database_error()
+            .and_then(|d| d.code())
+            .map(|c| c.into_owned())
+    };
+    for secret in [
         "SELECT secret_sha256 FROM tokens",
         "SELECT secret FROM server_secrets",
     ] {
-        let refused = sqlx::query(sqlx::AssertSqlSafe(forbidden))
+        let refused = sqlx::query(sqlx::AssertSqlSafe(secret))
             .execute(&mut conn)
             .await
-            .expect_err(forbidden);
-        assert_eq!(
-            refused
-                .as_database_error()
-                .and_then(|d| d.code())
-                .as_deref(),
-            Some("42501"),
-            "{forbidden}: {refused}"
-        );
+            .expect_err(secret);
+        assert_eq!(code(refused).as_deref(), Some("42501"), "{secret}");
     }
     let runtime = PgStore::connect(&role.url(&db.url)).await.unwrap();
+    let mode = runtime.mode().await.unwrap();
+    assert!(mode.schema_open, "{mode:?}");
+    assert!(
+        mode.describe().starts_with("not hardened"),
+        "{}",
+        mode.describe()
+    );
+
+    // The DBA closes the schema: what the review found airlock_update_post would have
+    // picked over pg_catalog's can no longer be made, and doctor says hardened.
+    sqlx::query("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        .execute(&mut owner_conn)
+        .await
+        .unwrap();
+    for shadow in [
+        "CREATE FUNCTION public.array_remove(a text[], b text) RETURNS text[] \
+         LANGUAGE sql AS 'SELECT a'",
+        "CREATE OPERATOR public.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq)",
+    ] {
+        let refused = sqlx::query(sqlx::AssertSqlSafe(shadow))
+            .execute(&mut conn)
+            .await
+            .expect_err(shadow);
+        assert_eq!(code(refused).as_deref(), Some("42501"), "{shadow}");
+    }
     let mode = runtime.mode().await.unwrap();
     assert!(!mode.schema_open, "{mode:?}");
     assert!(
@@ -185,26 +206,32 @@ async fn migrate_closes_a_schema_and_tables_open_to_public_and_doctor_tells_an_o
         mode.describe()
     );
 
-    // Opened again behind airlock's back: doctor says so.
-    sqlx::query("GRANT CREATE ON SCHEMA public TO PUBLIC")
-        .execute(&mut owner_conn)
-        .await
-        .unwrap();
+    // CREATE granted to the login role itself is as open.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "GRANT CREATE ON SCHEMA public TO {}",
+        role.name
+    )))
+    .execute(&mut owner_conn)
+    .await
+    .unwrap();
     let mode = runtime.mode().await.unwrap();
     assert!(mode.schema_open, "{mode:?}");
-    assert!(
-        mode.describe().starts_with("not hardened"),
-        "{}",
-        mode.describe()
-    );
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "REVOKE CREATE ON SCHEMA public FROM {}",
+        role.name
+    )))
+    .execute(&mut owner_conn)
+    .await
+    .unwrap();
     runtime.close().await;
     owner.close().await;
     conn.close().await.ok();
     owner_conn.close().await.ok();
 }
 
-/// `airlock_update_post` names its guard: a call with any other guard kind (which would
-/// skip both the version and the generation check) is refused, and nothing changes.
+/// `airlock_update_post` names its guard: a call with another guard kind or no guard
+/// value (which would skip both the version and the generation check), or with a walk
+/// that names no end, is refused, and nothing changes.
 #[tokio::test]
 async fn the_update_function_refuses_a_write_without_a_guard() {
     let db = TestDb::create();
@@ -220,13 +247,22 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
     let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
         .await
         .unwrap();
-    for kind in ["none", ""] {
+    // Another kind, no guard value, or a walk through `approved` that names no end.
+    for (kind, guard, to, via) in [
+        ("none", Some(draft.version), Some("approved"), None),
+        ("", Some(draft.version), Some("approved"), None),
+        ("version", None, Some("approved"), None),
+        ("version", Some(draft.version), None, Some("approved")),
+    ] {
         let refused = sqlx::query(
-            "SELECT * FROM airlock_update_post($1, $2, NULL, 'approved', NULL, 'token:critic', \
+            "SELECT * FROM airlock_update_post($1, $2, $3, $4, $5, 'token:critic', \
              NULL, now(), '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', NULL)",
         )
         .bind(draft.id.0)
         .bind(kind)
+        .bind(guard)
+        .bind(to)
+        .bind(via)
         .execute(&mut conn)
         .await
         .expect_err(kind);
@@ -237,6 +273,33 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
                 .as_deref(),
             Some("AL020"),
             "{kind}: {refused}"
+        );
+    }
+    // Fields the function writes as given must be what the store reads back.
+    for set in [
+        r#"{"approved_hash": 12345}"#,
+        r#"{"approved_hash": {"forged": true}}"#,
+        r#"{"content": {"title": null, "text": "x", "media": [], "link": null,
+            "content_hash": "not a hash", "text_key": "x"}}"#,
+    ] {
+        let refused = sqlx::query(
+            "SELECT * FROM airlock_update_post($1, 'version', $2, NULL, NULL, 'token:writer', \
+             NULL, now(), $3::jsonb, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', \
+             NULL)",
+        )
+        .bind(draft.id.0)
+        .bind(draft.version)
+        .bind(set)
+        .execute(&mut conn)
+        .await
+        .expect_err(set);
+        assert_eq!(
+            refused
+                .as_database_error()
+                .and_then(|d| d.code())
+                .as_deref(),
+            Some("AL020"),
+            "{set}: {refused}"
         );
     }
     use airlock_store::Store;
