@@ -7,6 +7,19 @@ use sqlx::Connection;
 
 use crate::support::{TestDb, TestRole, store};
 
+/// The SQLSTATE `query` was refused with (it must be refused).
+async fn refused(
+    conn: &mut sqlx::PgConnection,
+    query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    what: &str,
+) -> String {
+    let e = query.execute(conn).await.expect_err(what);
+    e.as_database_error()
+        .and_then(|d| d.code())
+        .map(|c| c.into_owned())
+        .unwrap_or_else(|| panic!("{what}: {e}"))
+}
+
 fn needs_migrate(result: airlock_store::Result<PgStore>) -> String {
     match result {
         Err(e) => {
@@ -102,17 +115,11 @@ async fn the_runtime_role_reads_without_secrets_and_writes_only_through_function
         "SELECT airlock_insert_pause('*', 'r', 'a', now(), '[]')",
         "SELECT * FROM airlock_quota_decision('c', now(), 1, 1, 1, '{}', NULL, NULL, NULL)",
     ] {
-        let refused = sqlx::query(sqlx::AssertSqlSafe(forbidden))
-            .execute(&mut conn)
-            .await
-            .expect_err(forbidden);
+        let query = sqlx::query(sqlx::AssertSqlSafe(forbidden));
         assert_eq!(
-            refused
-                .as_database_error()
-                .and_then(|d| d.code())
-                .as_deref(),
-            Some("42501"),
-            "{forbidden}: {refused}"
+            refused(&mut conn, query, forbidden).await,
+            "42501",
+            "{forbidden}"
         );
     }
     for allowed in [
@@ -157,20 +164,12 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
     let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
         .await
         .unwrap();
-    let code = |e: sqlx::Error| {
-        e.as_database_error()
-            .and_then(|d| d.code())
-            .map(|c| c.into_owned())
-    };
     for secret in [
         "SELECT secret_sha256 FROM tokens",
         "SELECT secret FROM server_secrets",
     ] {
-        let refused = sqlx::query(sqlx::AssertSqlSafe(secret))
-            .execute(&mut conn)
-            .await
-            .expect_err(secret);
-        assert_eq!(code(refused).as_deref(), Some("42501"), "{secret}");
+        let query = sqlx::query(sqlx::AssertSqlSafe(secret));
+        assert_eq!(refused(&mut conn, query, secret).await, "42501", "{secret}");
     }
     let runtime = PgStore::connect(&role.url(&db.url)).await.unwrap();
     let mode = runtime.mode().await.unwrap();
@@ -192,11 +191,8 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
          LANGUAGE sql AS 'SELECT a'",
         "CREATE OPERATOR public.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq)",
     ] {
-        let refused = sqlx::query(sqlx::AssertSqlSafe(shadow))
-            .execute(&mut conn)
-            .await
-            .expect_err(shadow);
-        assert_eq!(code(refused).as_deref(), Some("42501"), "{shadow}");
+        let query = sqlx::query(sqlx::AssertSqlSafe(shadow));
+        assert_eq!(refused(&mut conn, query, shadow).await, "42501", "{shadow}");
     }
     let mode = runtime.mode().await.unwrap();
     assert!(!mode.schema_open, "{mode:?}");
@@ -254,7 +250,7 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
         ("version", None, Some("approved"), None),
         ("version", Some(draft.version), None, Some("approved")),
     ] {
-        let refused = sqlx::query(
+        let query = sqlx::query(
             "SELECT * FROM airlock_update_post($1, $2, $3, $4, $5, 'token:critic', \
              NULL, now(), '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', NULL)",
         )
@@ -262,17 +258,11 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
         .bind(kind)
         .bind(guard)
         .bind(to)
-        .bind(via)
-        .execute(&mut conn)
-        .await
-        .expect_err(kind);
+        .bind(via);
         assert_eq!(
-            refused
-                .as_database_error()
-                .and_then(|d| d.code())
-                .as_deref(),
-            Some("AL020"),
-            "{kind}: {refused}"
+            refused(&mut conn, query, kind).await,
+            "AL020",
+            "{kind:?} {guard:?}"
         );
     }
     // Fields the function writes as given must be what the store reads back.
@@ -282,25 +272,15 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
         r#"{"content": {"title": null, "text": "x", "media": [], "link": null,
             "content_hash": "not a hash", "text_key": "x"}}"#,
     ] {
-        let refused = sqlx::query(
+        let query = sqlx::query(
             "SELECT * FROM airlock_update_post($1, 'version', $2, NULL, NULL, 'token:writer', \
              NULL, now(), $3::jsonb, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', \
              NULL)",
         )
         .bind(draft.id.0)
         .bind(draft.version)
-        .bind(set)
-        .execute(&mut conn)
-        .await
-        .expect_err(set);
-        assert_eq!(
-            refused
-                .as_database_error()
-                .and_then(|d| d.code())
-                .as_deref(),
-            Some("AL020"),
-            "{set}: {refused}"
-        );
+        .bind(set);
+        assert_eq!(refused(&mut conn, query, set).await, "AL020", "{set}");
     }
     use airlock_store::Store;
     assert_eq!(owner.get_post(draft.id).await.unwrap(), draft);
