@@ -381,7 +381,7 @@ impl Store for PgStore {
     }
 
     async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        reads::live_drafts::<Pg>(&self.pool, actor).await
+        reads::live_drafts_by::<Pg>(&self.pool, actor).await
     }
 
     async fn due_posts(

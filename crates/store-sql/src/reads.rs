@@ -1,6 +1,8 @@
 //! The ledger's read queries, for both dialects: posts and their timelines, lists and
 //! filters, what is due, expired leases and the review queue, pauses, tokens, the
-//! outbox's figures, invariants, export pages and health figures.
+//! outbox's figures, invariants, export pages, health figures, dashboard sessions and
+//! the migration status. A function named after a `Store` method is that method; one
+//! ending in `_in` reads on a connection the caller holds (a write transaction too).
 //!
 //! Reads that must agree with each other (a post and its timeline, an export page, the
 //! health figures, posts and their intents) run in one [`Dialect::snapshot`].
@@ -190,7 +192,7 @@ pub async fn list_excerpts<D: Dialect>(
 }
 
 /// The live drafts `actor` created, on a connection (inside a transaction too).
-pub async fn live_drafts_by<D: Dialect>(conn: &mut Conn<D>, actor: &str) -> Result<i64> {
+pub async fn live_drafts_in<D: Dialect>(conn: &mut Conn<D>, actor: &str) -> Result<i64> {
     let sql =
         Sql::new("SELECT count(*) AS n FROM posts WHERE status = 'draft' AND created_by = $1")
             .arg(actor);
@@ -205,8 +207,8 @@ async fn count<D: Dialect>(conn: &mut Conn<D>, sql: &Sql) -> Result<i64> {
 }
 
 /// Store::live_drafts_by.
-pub async fn live_drafts<D: Dialect>(pool: &Pool<D>, actor: &str) -> Result<i64> {
-    live_drafts_by::<D>(&mut *acquire::<D>(pool).await?, actor).await
+pub async fn live_drafts_by<D: Dialect>(pool: &Pool<D>, actor: &str) -> Result<i64> {
+    live_drafts_in::<D>(&mut *acquire::<D>(pool).await?, actor).await
 }
 
 /// Appends "on one of `channels`, and a test post only on one of `test_channels`".

@@ -17,7 +17,6 @@ use crate::{db, parse_ts, publish, ts};
 pub(crate) struct Lite;
 
 fn query(sql: &Sql) -> sqlx::query::Query<'_, Sqlite, SqliteArguments> {
-    let list = |json: serde_json::Result<String>| json.expect("a list of values serializes");
     sql.args()
         .iter()
         .fold(sqlx::query(AssertSqlSafe(sql.text())), |q, arg| match arg {
@@ -25,8 +24,8 @@ fn query(sql: &Sql) -> sqlx::query::Query<'_, Sqlite, SqliteArguments> {
             Arg::Text(v) => q.bind(v.clone()),
             Arg::Time(v) => q.bind(v.map(ts)),
             Arg::Bool(v) => q.bind(*v),
-            Arg::Ints(v) => q.bind(list(serde_json::to_string(v))),
-            Arg::Texts(v) => q.bind(list(serde_json::to_string(v))),
+            Arg::Ints(v) => q.bind(serde_json::json!(v).to_string()),
+            Arg::Texts(v) => q.bind(serde_json::json!(v).to_string()),
         })
 }
 

@@ -248,7 +248,7 @@ impl Store for SqliteStore {
     }
 
     async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        reads::live_drafts::<Lite>(&self.pool, actor).await
+        reads::live_drafts_by::<Lite>(&self.pool, actor).await
     }
 
     async fn due_posts(

@@ -68,7 +68,7 @@ pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Creat
     }
     if req.max_live_drafts.is_some() {
         // Inside the write transaction (BEGIN IMMEDIATE): no other create counts meanwhile.
-        let held = reads::live_drafts_by::<Lite>(&mut tx, &req.actor).await?;
+        let held = reads::live_drafts_in::<Lite>(&mut tx, &req.actor).await?;
         draft_limit(&req.actor, held, req.max_live_drafts)?;
     }
     let content = &new.content;
