@@ -997,23 +997,22 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA {{schema}} FROM {{runtime_role}};
 -- nothing for PUBLIC (other applications' objects in a shared schema are left alone).
 DO $$
 DECLARE
-    t record;
+    tables text[] := ARRAY['posts', 'post_events', 'intents', 'reservations', 'verdicts',
+        'pauses', 'outbox', 'channel_failures', 'tokens', 'dashboard_sessions',
+        'server_secrets', 'create_keys', '_sqlx_migrations'];
+    t regclass;
 BEGIN
-    FOR t IN SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
-             WHERE c.relnamespace = {{schema_literal}}::regnamespace
-               AND c.relkind IN ('r', 'S')
-               AND (c.relname IN ('posts', 'post_events', 'intents', 'reservations',
-                        'verdicts', 'pauses', 'outbox', 'channel_failures', 'tokens',
-                        'dashboard_sessions', 'server_secrets', 'create_keys',
-                        '_sqlx_migrations')
-                    OR (c.relkind = 'S' AND EXISTS (
-                        SELECT FROM pg_depend d JOIN pg_class o ON o.oid = d.refobjid
-                        WHERE d.objid = c.oid AND o.relname IN ('posts', 'post_events',
-                            'intents', 'reservations', 'verdicts', 'pauses', 'outbox',
-                            'tokens', 'dashboard_sessions', 'server_secrets',
-                            'create_keys'))))
+    -- The tables, and the sequences they own.
+    FOR t IN SELECT c.oid::regclass FROM pg_class c
+             WHERE c.relnamespace = {{schema_literal}}::regnamespace AND c.relkind = 'r'
+               AND c.relname = ANY (tables)
+             UNION
+             SELECT d.objid::regclass FROM pg_depend d JOIN pg_class o ON o.oid = d.refobjid
+             WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+               AND o.relnamespace = {{schema_literal}}::regnamespace AND o.relname = ANY (tables)
+               AND (SELECT relkind FROM pg_class WHERE oid = d.objid) = 'S'
     LOOP
-        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC', t.name);
+        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC', t);
     END LOOP;
 END $$;
 -- A role that may create objects in the schema could define a function or operator that

@@ -31,7 +31,6 @@
 //! `functions` (installing `sql/functions.sql`, the mode for `doctor`). Row shapes and
 //! sqlx types stay inside the store crates: errors leave them as [`StoreError`].
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
@@ -49,7 +48,7 @@ use airlock_store::{
     Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, Result,
     ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
 };
-use airlock_store_sql::reads;
+use airlock_store_sql::{reads, rows};
 
 use crate::dialect::Pg;
 
@@ -212,12 +211,7 @@ pub(crate) fn db(e: sqlx::Error) -> StoreError {
     {
         return StoreError::TooLarge(d.message().trim_start_matches("airlock: ").to_owned());
     }
-    match e {
-        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
-            StoreError::Corrupt(e.to_string())
-        }
-        e => StoreError::Unavailable(Box::new(e)),
-    }
+    airlock_store_sql::column_error(e)
 }
 
 /// The SQLSTATE of a database error, if it is one.
@@ -250,7 +244,7 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
         .and_then(|d| serde_json::from_str(d).ok())
         .unwrap_or_default();
     let text = |key: &str| detail[key].as_str().map(str::to_owned);
-    let status = |key: &str| text(key).as_deref().map(status_of).transpose();
+    let status = |key: &str| text(key).as_deref().map(rows::status_of).transpose();
     match code.as_str() {
         ILLEGAL_TRANSITION => match (status("from"), status("to")) {
             (Ok(Some(from)), Ok(Some(to))) => StoreError::IllegalTransition { id, from, to },
@@ -330,10 +324,6 @@ pub(crate) fn notify_json(notify: &[NewNotification]) -> sqlx::types::Json<serde
 /// Whether a database error is a unique violation.
 pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
-}
-
-pub(crate) fn status_of(text: &str) -> Result<PostStatus> {
-    PostStatus::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// Begins a transaction on a pooled connection.

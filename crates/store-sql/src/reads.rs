@@ -61,60 +61,28 @@ pub async fn get_post<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Post> {
     get_in::<D>(&mut *acquire::<D>(pool).await?, id).await
 }
 
-/// The rows of one child table of post `id`, in id order.
-async fn children_of<D: Dialect, T>(
-    conn: &mut Conn<D>,
-    columns: &str,
-    table: &str,
-    id: PostId,
-    decode: fn(&Row<D>) -> Result<T>,
-) -> Result<Vec<T>> {
-    let sql = Sql::new(format!(
-        "SELECT {columns} FROM {table} WHERE post_id = $1 ORDER BY id"
-    ))
-    .arg(id.0);
-    all::<D, T>(conn, &sql, decode).await
-}
-
 /// Store::post_detail: the post and its timeline, from one snapshot.
 pub async fn post_detail<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<PostDetail> {
     let mut tx = D::snapshot(pool).await?;
     let post = get_in::<D>(&mut tx, id).await?;
-    let events =
-        children_of::<D, _>(&mut tx, EVENT_COLUMNS, "post_events", id, rows::event::<D>).await?;
-    let intents =
-        children_of::<D, _>(&mut tx, INTENT_COLUMNS, "intents", id, rows::intent::<D>).await?;
-    let reservations = children_of::<D, _>(
-        &mut tx,
-        RESERVATION_COLUMNS,
-        "reservations",
-        id,
-        rows::reservation::<D>,
-    )
-    .await?;
-    let verdicts =
-        children_of::<D, _>(&mut tx, VERDICT_COLUMNS, "verdicts", id, rows::verdict::<D>).await?;
+    let detail = details::<D>(&mut tx, vec![post]).await?.pop();
     commit::<D>(tx).await?;
-    Ok(PostDetail {
-        post,
-        events,
-        intents,
-        reservations,
-        verdicts,
-    })
+    Ok(detail.expect("one post, one detail"))
 }
 
 /// Store::verdicts.
 pub async fn verdicts<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Vec<Verdict>> {
     let mut conn = acquire::<D>(pool).await?;
-    children_of::<D, _>(
+    let mut verdicts = children::<D, _>(
         &mut conn,
         VERDICT_COLUMNS,
         "verdicts",
-        id,
+        &[id.0],
         rows::verdict::<D>,
+        |v| v.post_id,
     )
-    .await
+    .await?;
+    Ok(verdicts.remove(&id).unwrap_or_default())
 }
 
 /// Appends the conditions (after a `WHERE`), order and limit of a post list.
@@ -558,13 +526,21 @@ pub async fn export_page<D: Dialect>(
     sql.push(" ORDER BY id LIMIT ")
         .bind(i64::from(limit.max(1)));
     let posts = all::<D, _>(&mut tx, &sql, rows::post::<D>).await?;
-    if posts.is_empty() {
-        commit::<D>(tx).await?;
-        return Ok(Vec::new());
-    }
+    let page = if posts.is_empty() {
+        Vec::new()
+    } else {
+        details::<D>(&mut tx, posts).await?
+    };
+    commit::<D>(tx).await?;
+    Ok(page)
+}
+
+/// `posts` with their timelines (events, intents, reservations, verdicts), read on the
+/// caller's connection: four queries whatever the number of posts.
+async fn details<D: Dialect>(conn: &mut Conn<D>, posts: Vec<Post>) -> Result<Vec<PostDetail>> {
     let ids: Vec<i64> = posts.iter().map(|p| p.id.0).collect();
     let mut events = children::<D, _>(
-        &mut tx,
+        conn,
         EVENT_COLUMNS,
         "post_events",
         &ids,
@@ -573,7 +549,7 @@ pub async fn export_page<D: Dialect>(
     )
     .await?;
     let mut intents = children::<D, _>(
-        &mut tx,
+        conn,
         INTENT_COLUMNS,
         "intents",
         &ids,
@@ -582,7 +558,7 @@ pub async fn export_page<D: Dialect>(
     )
     .await?;
     let mut reservations = children::<D, _>(
-        &mut tx,
+        conn,
         RESERVATION_COLUMNS,
         "reservations",
         &ids,
@@ -591,7 +567,7 @@ pub async fn export_page<D: Dialect>(
     )
     .await?;
     let mut verdicts = children::<D, _>(
-        &mut tx,
+        conn,
         VERDICT_COLUMNS,
         "verdicts",
         &ids,
@@ -599,7 +575,6 @@ pub async fn export_page<D: Dialect>(
         |v| v.post_id,
     )
     .await?;
-    commit::<D>(tx).await?;
     Ok(posts
         .into_iter()
         .map(|post| PostDetail {

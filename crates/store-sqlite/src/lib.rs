@@ -17,7 +17,6 @@
 //! [`backup`] (online, checked copies for `airlock backup`).
 
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
@@ -213,10 +212,6 @@ pub(crate) fn parse_ts(text: &str) -> std::result::Result<DateTime<Utc>, String>
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| text.to_owned())
-}
-
-pub(crate) fn status_of(text: &str) -> Result<PostStatus> {
-    PostStatus::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 #[async_trait]

@@ -6,17 +6,18 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use airlock_core::{Post, PostId, PostStatus};
 use airlock_store::decide::{
-    GuardCheck, StoredPost, check_guard, draft_limit, edit_duplicate_check, illegal_step,
-    leaves_quarantine, pause_applies, stale_evidence, write_refusal,
+    GuardCheck, check_guard, draft_limit, edit_duplicate_check, illegal_step, leaves_quarantine,
+    pause_applies, stale_evidence, write_refusal,
 };
 use airlock_store::{
     CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostUpdate, Result,
     Settle, StoreError, VerificationRecord,
 };
 use airlock_store_sql::reads;
+use airlock_store_sql::rows::status_of;
 
 use crate::dialect::Lite;
-use crate::{SqliteStore, admin, db, is_trigger_refusal, status_of, ts};
+use crate::{SqliteStore, admin, db, is_trigger_refusal, ts};
 
 async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
     reads::get_in::<Lite>(conn, id).await
@@ -222,11 +223,7 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             to,
         });
     }
-    let stored = StoredPost {
-        status,
-        content_hash: &content_hash,
-    };
-    if let Some(rule) = write_refusal(&update, &stored) {
+    if let Some(rule) = write_refusal(&update, status, &content_hash) {
         return Err(StoreError::Refused {
             id: update.id,
             rule: rule.to_owned(),

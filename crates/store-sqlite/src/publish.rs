@@ -11,10 +11,10 @@ use airlock_store::{
     IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation, Result,
     StoreError, decide_reservation, now_after, quota_since,
 };
-use airlock_store_sql::rows::{self, POST_COLUMNS};
+use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
-use crate::{SqliteStore, db, parse_ts, status_of, ts};
+use crate::{SqliteStore, db, parse_ts, ts};
 
 /// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
 /// (and, when `lease_valid_at` is given, its lease has not expired by then).
