@@ -180,12 +180,14 @@ fn unavailable_at(path: &Path, e: sqlx::Error) -> StoreError {
     StoreError::Unavailable(format!("cannot open SQLite database {}: {e}", path.display()).into())
 }
 
-/// Maps a database error; trigger refusals become domain errors where the caller knows the post.
+/// Maps a database error: the size triggers' refusal, a value that does not decode
+/// (corrupt, as on PostgreSQL), or the store being unavailable. Other trigger refusals
+/// become domain errors where the caller knows the post.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
     if let Some(message) = too_large(&e) {
         return StoreError::TooLarge(message);
     }
-    StoreError::Unavailable(Box::new(e))
+    airlock_store_sql::column_error(e)
 }
 
 /// The size-limit triggers' refusal (`airlock: value too large: ...`), as its message.
