@@ -1,13 +1,14 @@
-//! Pauses, quota status and channel status.
+//! Pauses, quota status and deferrals, and channel status.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
 use airlock_core::budget::{BudgetRule, Spend, month_bounds, spend};
-use airlock_core::quota::{Usage, daily_usage, day_bounds, window_usage};
-use airlock_core::{Action, ChannelKind, ChannelName, Span};
-use airlock_store::{Pause, PauseScope};
+use airlock_core::quota::{CLOCK_ALLOWANCE, Usage, daily_usage, day_bounds, window_usage};
+use airlock_core::time::format_utc;
+use airlock_core::{Action, Actor, ChannelKind, ChannelName, Span};
+use airlock_store::{EventNote, Guard, Pause, PauseScope, PostUpdate, StoreError};
 
 use crate::{App, Error, Principal, Result};
 
@@ -148,24 +149,110 @@ impl App {
     /// Quota use: the window, and each channel's day, with when slots free.
     pub async fn quota_status(&self, who: &Principal) -> Result<QuotaStatus> {
         who.require(Action::Read)?;
+        self.quota_now().await
+    }
+
+    /// Re-decides every quota deferral (each pass of the dispatcher and the reaper): a post
+    /// whose channel has a slot free now is due again at once (as many per channel as it has
+    /// free slots, the earliest deferred first), one whose slot now frees sooner waits for
+    /// that instead. A raised limit or a freed slot so never leaves a post waiting for a slot
+    /// decided under the old figures. Returns how many posts it released.
+    pub async fn recheck_deferrals(&self) -> Result<usize> {
+        let deferred = self.store().deferred_posts().await?;
+        if deferred.is_empty() {
+            return Ok(0);
+        }
+        let quota = self.quota_now().await?;
+        let mut window_free = quota.window.usage.remaining;
+        let mut free: std::collections::HashMap<&ChannelName, u32> = quota
+            .channels
+            .iter()
+            .filter(|c| c.next_slot_at.is_none())
+            .map(|c| {
+                // A money budget says only that one more may start.
+                let slots = if c.budget.is_some() {
+                    1
+                } else {
+                    c.usage.remaining
+                };
+                (&c.channel, slots)
+            })
+            .collect();
+        let mut released = 0;
+        for post in &deferred {
+            let next = match free.get_mut(&post.channel) {
+                Some(slots) if *slots > 0 && window_free > 0 => {
+                    *slots -= 1;
+                    window_free -= 1;
+                    None
+                }
+                _ => match quota.channels.iter().find(|c| c.channel == post.channel) {
+                    Some(c) => match c.next_slot_at {
+                        Some(at) if at < post.until => Some(at),
+                        _ => continue,
+                    },
+                    // A channel no longer configured: its posts stay as they are.
+                    None => continue,
+                },
+            };
+            let mut update = PostUpdate::new(
+                post.id,
+                Guard::Version(post.version),
+                Actor::Dispatcher(self.worker().to_owned()).to_string(),
+                quota.now,
+            );
+            update.set.not_before = Some(next);
+            update.set.deferred_until = Some(next);
+            update.event = Some(EventNote {
+                kind: "deferral_lifted".into(),
+                note: Some(match next {
+                    None => "a quota slot is free now (one freed, or a limit was raised)".into(),
+                    Some(at) => format!("the next quota slot frees sooner, at {}", format_utc(at)),
+                }),
+            });
+            match self.store().update_post(update).await {
+                Ok(_) => released += usize::from(next.is_none()),
+                // Claimed, edited or deferred again meanwhile: that write decided.
+                Err(StoreError::Conflict(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if released > 0 {
+            self.wake_dispatcher();
+        }
+        Ok(released)
+    }
+
+    /// Posts waiting on quota: how many, and the soonest a slot frees for one.
+    pub async fn waiting_on_quota(&self) -> Result<Option<(usize, DateTime<Utc>)>> {
+        let deferred = self.store().deferred_posts().await?;
+        Ok(deferred
+            .first()
+            .map(|soonest| (deferred.len(), soonest.until)))
+    }
+
+    async fn quota_now(&self) -> Result<QuotaStatus> {
         let now = self.now();
         let settings = self.settings();
+        // As airlock_store::quota_since reads for a decision, for every channel at once.
+        let earliest = now - CLOCK_ALLOWANCE;
         let earliest_day = settings
             .channels
             .values()
-            .map(|c| day_bounds(now, c.timezone).0)
+            .map(|c| day_bounds(earliest, c.timezone).0)
             .min()
             .unwrap_or(now);
         let earliest_month = settings
             .channels
             .values()
             .filter(|c| c.budget.is_some())
-            .map(|c| month_bounds(now, c.timezone).0 - chrono::Duration::days(1))
+            .map(|c| month_bounds(earliest, c.timezone).0)
             .min()
             .unwrap_or(now);
         let since = earliest_day
             .min(now - settings.window.window)
-            .min(earliest_month);
+            .min(earliest_month)
+            - CLOCK_ALLOWANCE * 2;
         let rows = self.store().quota_rows(since, now).await?;
         let all = rows.window_counted(now);
         let window = window_usage(now, settings.window, &all);

@@ -13,7 +13,8 @@
 //! adds `dispatcher::worker` at the top of each worker's loop. Two more make a store
 //! write fail: `publish::outcome_write` and `publish::verify_write`. A process takes its
 //! configuration from the `FAILPOINTS` environment variable in the `fail` crate's syntax,
-//! e.g. `FAILPOINTS='publish::after_intent=sleep(4000)'`.
+//! e.g. `FAILPOINTS='publish::after_intent=sleep(4000)'`, and a clock moved from the
+//! machine's from `AIRLOCK_DRILL_CLOCK_SKEW` ([`clock_skew`]).
 
 /// Reads `FAILPOINTS` once at start-up (a no-op without the `failpoints` feature).
 pub fn from_env() {
@@ -38,4 +39,18 @@ pub fn injected(name: &str) -> Option<airlock_store::StoreError> {
     )));
     let _ = name;
     None
+}
+
+/// How far a drill moves this process's clock (`AIRLOCK_DRILL_CLOCK_SKEW`, whole seconds,
+/// negative for a clock behind), to act out machines whose clocks disagree; zero without
+/// the `failpoints` feature.
+pub fn clock_skew() -> chrono::Duration {
+    #[cfg(feature = "failpoints")]
+    if let Some(seconds) = std::env::var("AIRLOCK_DRILL_CLOCK_SKEW")
+        .ok()
+        .and_then(|s| s.trim().parse::<i64>().ok())
+    {
+        return chrono::Duration::seconds(seconds);
+    }
+    chrono::Duration::zero()
 }

@@ -227,7 +227,7 @@ impl From<StoreError> for Error {
                 scope: crate::publish::scope_arg(&scope),
                 reason,
             },
-            StoreError::Corrupt(_) | StoreError::Unavailable(_) => {
+            StoreError::Corrupt(_) | StoreError::Unavailable(_) | StoreError::ClockSkew { .. } => {
                 Error::Unavailable(e.to_string())
             }
         }

@@ -118,6 +118,8 @@ struct Inner {
     settings: AppSettings,
     platforms: BTreeMap<ChannelName, Arc<dyn Platform>>,
     clock: Clock,
+    /// The ledger's clock minus this machine's, in microseconds ([`App::follow_ledger_clock`]).
+    clock_offset_us: std::sync::atomic::AtomicI64,
     worker: String,
     wake: tokio::sync::Notify,
     accounts_checked: Mutex<HashSet<ChannelName>>,
@@ -153,6 +155,7 @@ impl App {
                 settings,
                 platforms,
                 clock,
+                clock_offset_us: std::sync::atomic::AtomicI64::new(0),
                 worker: worker_id(),
                 wake: tokio::sync::Notify::new(),
                 accounts_checked: Mutex::new(HashSet::new()),
@@ -164,14 +167,36 @@ impl App {
         }
     }
 
-    /// The real clock.
+    /// The real clock (in test builds, moved by a drill's `AIRLOCK_DRILL_CLOCK_SKEW`).
     pub fn system_clock() -> Clock {
-        Arc::new(Utc::now)
+        let skew = drill::clock_skew();
+        Arc::new(move || Utc::now() + skew)
     }
 
-    /// Now, by the app's clock.
+    /// Now, by the app's clock, following the ledger's where it decides by its own.
     pub fn now(&self) -> DateTime<Utc> {
-        (self.inner.clock)()
+        let offset = self
+            .inner
+            .clock_offset_us
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (self.inner.clock)() + chrono::Duration::microseconds(offset)
+    }
+
+    /// Measures how far the ledger's clock is from this machine's and follows it from now
+    /// on (docs/quotas.md#one-clock): a PostgreSQL ledger decides by the database's clock,
+    /// so this process's leases, schedules and reads agree with it, and with every other
+    /// installation's. A ledger that decides by its callers' clocks (SQLite) leaves the
+    /// app's clock as it is. `serve` measures again every minute. Returns the offset.
+    pub async fn follow_ledger_clock(&self) -> Result<chrono::Duration> {
+        let offset = match self.store().ledger_clock().await? {
+            airlock_store::LedgerClock::Caller => chrono::Duration::zero(),
+            airlock_store::LedgerClock::Database { offset } => offset,
+        };
+        self.inner.clock_offset_us.store(
+            offset.num_microseconds().unwrap_or(0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(offset)
     }
 
     /// The settings.

@@ -508,7 +508,7 @@ impl App {
                     // nothing is sent.
                     tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
                     return self
-                        .write_outcome(post, &channel, found_earlier(proof))
+                        .found_earlier(post, &channel, proof, request.earlier.last())
                         .await
                         .map(Some);
                 }
@@ -908,8 +908,24 @@ impl App {
             "over quota ({limit}); next slot at {}",
             format_utc(denial.next_free_at)
         );
+        let result = PublishResult::Deferred {
+            limit: denial.limit,
+            used: denial.used,
+            max: denial.max,
+            next_free_at: denial.next_free_at,
+        };
+        // Deferred to this slot already: one notice per post and slot, however often a
+        // publish is asked for meanwhile.
+        if post.deferred_until == Some(denial.next_free_at) {
+            return Ok(PublishReport {
+                post,
+                result,
+                sent_at: None,
+            });
+        }
         let mut update = self.unclaimed(&post);
         update.set.not_before = Some(Some(denial.next_free_at));
+        update.set.deferred_until = Some(Some(denial.next_free_at));
         update.event = Some(EventNote {
             kind: "quota_deferred".into(),
             note: Some(note.clone()),
@@ -923,17 +939,7 @@ impl App {
             ),
             json!({"channel": post.content.channel, "next_free_at": denial.next_free_at}),
         );
-        self.write_unclaimed(
-            post,
-            update,
-            PublishResult::Deferred {
-                limit: denial.limit,
-                used: denial.used,
-                max: denial.max,
-                next_free_at: denial.next_free_at,
-            },
-        )
-        .await
+        self.write_unclaimed(post, update, result).await
     }
 
     /// Quota rows that cannot be read as expected stop all publishing (fail closed).
@@ -1090,6 +1096,30 @@ impl App {
             .await
     }
 
+    /// The platform shows the post published by an earlier attempt (this one sent
+    /// nothing): published as of that attempt's send, which is what the quota counts
+    /// ([`Settle::CommitAttempt`]: the latest earlier attempt, the one whose request the
+    /// platform received last).
+    async fn found_earlier(
+        &self,
+        post: Post,
+        channel: &ChannelSettings,
+        proof: Proof,
+        sender: Option<&EarlierAttempt>,
+    ) -> Result<PublishReport> {
+        let published = airlock_core::Published {
+            platform_post_id: proof.platform_post_id,
+            permalink: proof.permalink,
+            pause: None,
+            existing: Some(proof.note),
+        };
+        let mut report = self
+            .write_published(post, channel, published, sender)
+            .await?;
+        report.sent_at = sender.map(|a| a.sent_at);
+        Ok(report)
+    }
+
     async fn write_outcome(
         &self,
         post: Post,
@@ -1098,66 +1128,7 @@ impl App {
     ) -> Result<PublishReport> {
         match outcome {
             Outcome::Published(published) => {
-                if let Some(reason) = self.claimed_by_another_post(&post, &published).await {
-                    return self
-                        .rejected(
-                            post,
-                            reason,
-                            false,
-                            Some(Settle::Release),
-                            Some(IntentPhase::Rejected),
-                            false,
-                        )
-                        .await;
-                }
-                let mut update = self.update(&post);
-                update.to = Some(PostStatus::Posted);
-                update.set.posted_at = Some(self.now());
-                update.set.platform_post_id = Some(published.platform_post_id.clone());
-                update.set.permalink = Some(published.permalink.clone());
-                update.set.not_before = Some(None);
-                update.reservation = Some(Settle::Commit);
-                update.intent_phase = Some(IntentPhase::Succeeded);
-                update.failures = Some(FailureStep::Reset);
-                if published.platform_post_id.is_none() {
-                    let flag =
-                        "the platform answered 2xx without a readable post id: check it by hand";
-                    update.note = Some(format!("published; {flag}"));
-                    update.set.error = Some(Some(flag.into()));
-                } else {
-                    update.note = Some(format!(
-                        "published as {}",
-                        published
-                            .permalink
-                            .as_deref()
-                            .or(published.platform_post_id.as_deref())
-                            .unwrap_or("?")
-                    ));
-                    update.set.error = Some(None);
-                }
-                if let Some(existing) = &published.existing {
-                    let note = update.note.take().unwrap_or_default();
-                    update.note = Some(format!("{note}; the platform already had it: {existing}"));
-                }
-                // Out, but the platform's answer makes a retry unsafe: the channel stops
-                // for a person, in the transaction that records the publish.
-                if let Some(reason) = &published.pause {
-                    let note = update.note.take().unwrap_or_default();
-                    update.note = Some(format!("{note}; the channel pauses: {reason}"));
-                    update.pause = Some(self.pause_spec(&channel.name, reason.clone(), None));
-                }
-                update.notify = self.notifications(
-                    "published",
-                    Some(post.id),
-                    format!(
-                        "post {} published on {}: {}",
-                        post.id,
-                        channel.name,
-                        published.permalink.as_deref().unwrap_or("(no permalink)")
-                    ),
-                    json!({"channel": channel.name, "platform_post_id": published.platform_post_id, "permalink": published.permalink}),
-                );
-                self.finish(post, update, PublishResult::Posted).await
+                self.write_published(post, channel, published, None).await
             }
             Outcome::NotSent {
                 reason,
@@ -1189,6 +1160,78 @@ impl App {
                     .await
             }
         }
+    }
+
+    /// Records a publish: by this attempt's request, or found made by `sender`'s.
+    async fn write_published(
+        &self,
+        post: Post,
+        channel: &ChannelSettings,
+        published: airlock_core::Published,
+        sender: Option<&EarlierAttempt>,
+    ) -> Result<PublishReport> {
+        if let Some(reason) = self.claimed_by_another_post(&post, &published).await {
+            return self
+                .rejected(
+                    post,
+                    reason,
+                    false,
+                    Some(Settle::Release),
+                    Some(IntentPhase::Rejected),
+                    false,
+                )
+                .await;
+        }
+        let mut update = self.update(&post);
+        update.to = Some(PostStatus::Posted);
+        update.set.posted_at = Some(sender.map_or_else(|| self.now(), |a| a.sent_at));
+        update.set.platform_post_id = Some(published.platform_post_id.clone());
+        update.set.permalink = Some(published.permalink.clone());
+        update.set.not_before = Some(None);
+        update.reservation = Some(match sender {
+            Some(attempt) => Settle::CommitAttempt(attempt.generation),
+            None => Settle::Commit,
+        });
+        update.intent_phase = Some(IntentPhase::Succeeded);
+        update.failures = Some(FailureStep::Reset);
+        if published.platform_post_id.is_none() {
+            let flag = "the platform answered 2xx without a readable post id: check it by hand";
+            update.note = Some(format!("published; {flag}"));
+            update.set.error = Some(Some(flag.into()));
+        } else {
+            update.note = Some(format!(
+                "published as {}",
+                published
+                    .permalink
+                    .as_deref()
+                    .or(published.platform_post_id.as_deref())
+                    .unwrap_or("?")
+            ));
+            update.set.error = Some(None);
+        }
+        if let Some(existing) = &published.existing {
+            let note = update.note.take().unwrap_or_default();
+            update.note = Some(format!("{note}; the platform already had it: {existing}"));
+        }
+        // Out, but the platform's answer makes a retry unsafe: the channel stops
+        // for a person, in the transaction that records the publish.
+        if let Some(reason) = &published.pause {
+            let note = update.note.take().unwrap_or_default();
+            update.note = Some(format!("{note}; the channel pauses: {reason}"));
+            update.pause = Some(self.pause_spec(&channel.name, reason.clone(), None));
+        }
+        update.notify = self.notifications(
+            "published",
+            Some(post.id),
+            format!(
+                "post {} published on {}: {}",
+                post.id,
+                channel.name,
+                published.permalink.as_deref().unwrap_or("(no permalink)")
+            ),
+            json!({"channel": channel.name, "platform_post_id": published.platform_post_id, "permalink": published.permalink}),
+        );
+        self.finish(post, update, PublishResult::Posted).await
     }
 
     /// `posting -> needs_review`: the reservation stays counted and the channel pauses.
@@ -1450,16 +1493,6 @@ pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
         now: post.updated_at,
         earlier: Vec::new(),
     }
-}
-
-/// The outcome of finding the post already published by an earlier attempt.
-fn found_earlier(proof: Proof) -> Outcome {
-    Outcome::Published(airlock_core::Published {
-        platform_post_id: proof.platform_post_id,
-        permalink: proof.permalink,
-        pause: None,
-        existing: Some(proof.note),
-    })
 }
 
 fn outcome_name(outcome: &Outcome) -> &'static str {

@@ -40,6 +40,7 @@ pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> 
             "reconciled": report.reconciled.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "evidence": r.evidence})).collect::<Vec<_>>(),
             "published": report.published.iter().map(|r| json!({"id": r.post.id, "status": r.post.status, "result": r.result.name(), "permalink": r.post.permalink, "error": r.post.error})).collect::<Vec<_>>(),
             "notifications_delivered": delivered,
+            "waiting_on_quota": report.waiting_on_quota.map(|(posts, until)| json!({"posts": posts, "next_free_at": until})),
         }));
     } else {
         for reaped in &report.reaped {
@@ -68,6 +69,12 @@ pub async fn dispatch_once(config: &Config, channels: &[String], json: bool) -> 
         }
         if report.published.is_empty() && report.reaped.is_empty() && report.reconciled.is_empty() {
             println!("nothing due");
+        }
+        if let Some((posts, until)) = report.waiting_on_quota {
+            println!(
+                "{posts} post(s) wait on quota; the next slot frees at {} (`airlock quota`)",
+                airlock_core::time::format_utc(until)
+            );
         }
     }
     if bad > 0 {

@@ -277,16 +277,25 @@ pub fn build_deliverer(config: &Config, app: &App) -> Result<Deliverer, Failure>
         .map_err(|e| Failure::refused(format!("{}: notify: {e}", config.path.display())))
 }
 
+/// `app` once it follows the ledger's clock (docs/quotas.md#one-clock).
+async fn following_ledger_clock(app: App) -> Result<App, Failure> {
+    app.follow_ledger_clock()
+        .await
+        .map_err(|e| Failure::failed(format!("reading the ledger's clock: {e}")))?;
+    Ok(app)
+}
+
 /// [`app_for_ledger`] over [`open_store_current`]: for commands that must not create or
 /// migrate the ledger.
 pub async fn app_for_current_ledger(config: &Config) -> Result<App, Failure> {
     let store = open_store_current(config).await?;
-    Ok(App::new(
+    following_ledger_clock(App::new(
         store,
         config.app_settings(),
         BTreeMap::new(),
         App::system_clock(),
     ))
+    .await
 }
 
 /// The app over the existing ledger as it is, without creating or migrating it; `None`
@@ -315,23 +324,26 @@ pub async fn app_unmigrated(config: &Config) -> Result<Option<App>, Failure> {
         }
         Arc::new(store)
     };
-    Ok(Some(App::new(
-        store,
-        config.app_settings(),
-        BTreeMap::new(),
-        App::system_clock(),
-    )))
-}
-
-/// The app without adapters: enough for commands that never publish.
-pub async fn app_for_ledger(config: &Config) -> Result<App, Failure> {
-    let store = open_store(config).await?;
-    Ok(App::new(
+    following_ledger_clock(App::new(
         store,
         config.app_settings(),
         BTreeMap::new(),
         App::system_clock(),
     ))
+    .await
+    .map(Some)
+}
+
+/// The app without adapters: enough for commands that never publish.
+pub async fn app_for_ledger(config: &Config) -> Result<App, Failure> {
+    let store = open_store(config).await?;
+    following_ledger_clock(App::new(
+        store,
+        config.app_settings(),
+        BTreeMap::new(),
+        App::system_clock(),
+    ))
+    .await
 }
 
 /// The app with every channel's adapter, for commands that publish.
@@ -345,12 +357,13 @@ pub async fn app_for_publishing(config: &Config) -> Result<App, Failure> {
 pub async fn publishing_ledger(config: &Config) -> Result<(App, Arc<dyn Store>), Failure> {
     let platforms = build_platforms(config)?;
     let store = open_store(config).await?;
-    let app = App::new(
+    let app = following_ledger_clock(App::new(
         store.clone(),
         config.app_settings(),
         platforms,
         App::system_clock(),
-    );
+    ))
+    .await?;
     Ok((app, store))
 }
 

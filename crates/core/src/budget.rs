@@ -9,13 +9,16 @@
 //! the month can end above the budget by at most the cost of the last post that started
 //! below it (with `monthly_budget_usd = 0.04` and $0.015 posts, three go out and the
 //! fourth is held). The stores call [`decide`] in the transaction that inserts the
-//! reservation, together with the post quota of [`crate::quota`].
+//! reservation, together with the post quota of [`crate::quota`]. Like a day there, a
+//! reservation counts on every month any of its stamps could fall in
+//! ([`Stamps::could_fall_in`]), so clocks that disagree near the turn of a month cannot
+//! spend a budget twice.
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-use crate::quota::{Denial, Limit, local_day_start};
+use crate::quota::{Denial, Limit, Stamps, earliest_free, local_day_start};
 
 /// One US dollar in micro-dollars.
 pub const MICROS_PER_USD: u64 = 1_000_000;
@@ -50,10 +53,11 @@ impl Costs {
 }
 
 /// Whether X might count `text` as carrying a URL: any `http://` or `https://`
-/// anywhere (in any case, glued to other text or not), or a bare domain — labels of
-/// ASCII letters, digits and hyphens joined by dots, ending in a top-level domain of 2 to
-/// 63 letters (`inn.example.com`, `宿inn-cats.jp`). Generous on purpose: a sentence like
-/// `Mr.Smith` counts too, which costs the URL price rather than a bill over the budget.
+/// anywhere (in any case, glued to other text or not), or any token that could be a
+/// domain — labels of ASCII letters, digits and hyphens joined by dots, the last of 2 to
+/// 63 characters with a letter in it (`inn.example.com`, `宿inn-cats.jp`,
+/// `inn.xn--p1ai`). Generous on purpose: a sentence like `Mr.Smith` counts too, which
+/// costs the URL price rather than a bill over the budget; numbers like `1.2` do not.
 pub fn may_carry_url(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     if lower.contains("http://") || lower.contains("https://") {
@@ -67,7 +71,7 @@ pub fn may_carry_url(text: &str) -> bool {
             labels.len() >= 2
                 && labels.iter().all(|l| !l.is_empty())
                 && (2..=63).contains(&tld.len())
-                && tld.bytes().all(|b| b.is_ascii_alphabetic())
+                && tld.bytes().any(|b| b.is_ascii_alphabetic())
         })
 }
 
@@ -118,47 +122,57 @@ pub fn month_bounds(now: DateTime<Utc>, tz: Tz) -> (DateTime<Utc>, DateTime<Utc>
     (local_day_start(first, tz), local_day_start(next, tz))
 }
 
-/// Micro-dollars spent this month, from `(made_at, cost)` of the channel's live
-/// reservations: those made inside the local month containing `now`.
-pub fn used(now: DateTime<Utc>, tz: Tz, charges: &[(DateTime<Utc>, u64)]) -> u64 {
+/// Micro-dollars spent this month, from the stamps and costs of the channel's live
+/// reservations: those that could fall in the local month containing `now`.
+pub fn used(now: DateTime<Utc>, tz: Tz, charges: &[(Stamps, u64)]) -> u64 {
     let (start, end) = month_bounds(now, tz);
+    used_in(charges, start, end)
+}
+
+fn used_in(charges: &[(Stamps, u64)], start: DateTime<Utc>, end: DateTime<Utc>) -> u64 {
     charges
         .iter()
-        .filter(|(at, _)| *at >= start && *at < end)
+        .filter(|(stamps, _)| stamps.could_fall_in(start, end))
         .map(|(_, cost)| *cost)
         .fold(0u64, u64::saturating_add)
 }
 
 /// The month's spending against the budget.
-pub fn spend(now: DateTime<Utc>, rule: BudgetRule, charges: &[(DateTime<Utc>, u64)]) -> Spend {
+pub fn spend(now: DateTime<Utc>, rule: BudgetRule, charges: &[(Stamps, u64)]) -> Spend {
     let used = used(now, rule.tz, charges);
-    let (start, end) = month_bounds(now, rule.tz);
+    let (start, _) = month_bounds(now, rule.tz);
     Spend {
         used_usd: to_usd(used),
         budget_usd: to_usd(rule.monthly),
         remaining_usd: to_usd(rule.monthly.saturating_sub(used)),
         month_start: start,
-        next_free_at: (used >= rule.monthly).then_some(end),
+        next_free_at: decide(now, rule, charges).err().map(|d| d.next_free_at),
     }
 }
 
-/// Whether one more post fits the budget at `now`: yes while the month's spending is below
-/// it. A refusal names the spending and budget in micro-dollars and when the month turns.
+/// Whether one more post fits the budget at `now`: yes while the spending of every month
+/// its stamp could fall in is below it. A refusal names the spending and budget in
+/// micro-dollars and when a post may start again (the month's turn, past the clock
+/// allowance).
 pub fn decide(
     now: DateTime<Utc>,
     rule: BudgetRule,
-    charges: &[(DateTime<Utc>, u64)],
+    charges: &[(Stamps, u64)],
 ) -> Result<(), Denial> {
-    let used = used(now, rule.tz, charges);
-    if used < rule.monthly {
-        return Ok(());
+    let full = |at: DateTime<Utc>| {
+        let (start, end) = month_bounds(at, rule.tz);
+        let used = used_in(charges, start, end);
+        (used >= rule.monthly).then_some((used, end))
+    };
+    match earliest_free(now, full) {
+        None => Ok(()),
+        Some((used, next_free_at)) => Err(Denial {
+            limit: Limit::Budget,
+            used,
+            max: rule.monthly,
+            next_free_at,
+        }),
     }
-    Err(Denial {
-        limit: Limit::Budget,
-        used,
-        max: rule.monthly,
-        next_free_at: month_bounds(now, rule.tz).1,
-    })
 }
 
 /// Micro-dollars as dollars.
@@ -203,6 +217,7 @@ pub fn parse_usd(value: f64) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quota::CLOCK_ALLOWANCE;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -219,6 +234,9 @@ mod tests {
             "Book now:https://inn.example/rooms",
             "宿inn-cats.jp",
             "Read HTTPS://INN.EXAMPLE/A",
+            "Мы на inn.xn--p1ai",
+            "cats.co2 and more",
+            "see inn.example-1",
             "Mochi at https://inn.example/a.",
         ] {
             assert_eq!(costs.of(text, None), costs.url_post, "{text}");
@@ -249,16 +267,17 @@ mod tests {
         let mut charges = Vec::new();
         for n in 1..=3 {
             assert!(decide(now, rule, &charges).is_ok(), "post {n}");
-            charges.push((now, Costs::X_DEFAULT.post));
+            charges.push((Stamps::made(now), Costs::X_DEFAULT.post));
         }
         let denial = decide(now, rule, &charges).unwrap_err();
         assert_eq!(denial.limit, Limit::Budget);
         assert_eq!((denial.used, denial.max), (45_000, 40_000));
-        assert_eq!(denial.next_free_at, at("2027-01-01T00:00:00Z"));
+        let turn = at("2027-01-01T00:00:00Z") + CLOCK_ALLOWANCE;
+        assert_eq!(denial.next_free_at, turn);
         let spend = spend(now, rule, &charges);
         assert_eq!(spend.remaining_usd, 0.0);
         assert!((spend.used_usd - 0.045).abs() < 1e-12);
-        assert_eq!(spend.next_free_at, Some(at("2027-01-01T00:00:00Z")));
+        assert_eq!(spend.next_free_at, Some(turn));
     }
 
     #[test]
@@ -280,12 +299,18 @@ mod tests {
             tz,
         };
         // Spent at 23:30 Tokyo on November 30: last month's, whatever UTC says.
-        let november = [(at("2026-11-30T14:30:00Z"), 15_000)];
+        let november = [(Stamps::made(at("2026-11-30T14:30:00Z")), 15_000)];
         assert!(decide(at("2026-11-30T14:45:00Z"), rule, &november).is_ok());
-        let both = [november[0], (at("2026-11-30T14:50:00Z"), 15_000)];
-        assert!(decide(at("2026-11-30T14:55:00Z"), rule, &both).is_err());
-        // Ten minutes later it is December in Tokyo: the budget starts again.
+        let both = [
+            november[0],
+            (Stamps::made(at("2026-11-30T14:50:00Z")), 15_000),
+        ];
+        assert!(decide(at("2026-11-30T14:53:00Z"), rule, &both).is_err());
+        // Minutes later it is December in Tokyo by any clock: the budget starts again.
         assert!(decide(at("2026-11-30T15:05:00Z"), rule, &both).is_ok());
+        // Spent just before the turn by a clock that may be slow: December's too.
+        let late = [(Stamps::made(at("2026-11-30T14:57:00Z")), 20_000)];
+        assert!(decide(at("2026-11-30T15:30:00Z"), rule, &late).is_err());
         let (start, end) = month_bounds(at("2026-12-31T16:00:00Z"), tz);
         assert_eq!(start, at("2026-12-31T15:00:00Z"));
         assert_eq!(end, at("2027-01-31T15:00:00Z"));

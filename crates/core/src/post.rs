@@ -341,6 +341,9 @@ pub struct Post {
     /// is. A quarantined post is a draft that nobody may edit, approve or publish until
     /// an operator releases it (back to a plain draft) or discards it.
     pub quarantined_at: Option<DateTime<Utc>>,
+    /// When the quota slot it waits for frees (it was over quota; `not_before` holds the
+    /// same time); `null` unless it waits on quota. Each dispatcher pass decides it again.
+    pub deferred_until: Option<DateTime<Utc>>,
 }
 
 impl Post {

@@ -1,8 +1,8 @@
 //! The publish loop and the reaper around `airlock-app`'s guarded path.
 //!
 //! - [`run_once`] is one pass for cron (`airlock dispatch --once`): reap expired
-//!   leases, reconcile unknown outcomes from platform evidence, then publish every due
-//!   post. Several passes at once (overlapping cron runs, several processes) are safe:
+//!   leases, reconcile unknown outcomes from platform evidence, decide quota deferrals
+//!   again, then publish every due post. Several passes at once (overlapping cron runs, several processes) are safe:
 //!   claims are exclusive and quota reservations serialized in the store.
 //! - [`Dispatcher::run`] is the long-running form inside `serve`: worker tasks that
 //!   publish as soon as a post is due (sleeping until the next due time, woken early
@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::time::Duration as StdDuration;
 
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use airlock_app::publish::{PublishReport, PublishResult};
@@ -30,6 +31,8 @@ pub struct DispatchReport {
     pub reconciled: Vec<Reconciled>,
     /// Posts taken through the guarded path.
     pub published: Vec<PublishReport>,
+    /// After the pass, the posts still waiting on quota and when the soonest slot frees.
+    pub waiting_on_quota: Option<(usize, DateTime<Utc>)>,
 }
 
 impl DispatchReport {
@@ -46,6 +49,7 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
         reconciled: app.reconcile().await?,
         ..DispatchReport::default()
     };
+    app.recheck_deferrals().await?;
     // A post handled twice in one pass would mean it came straight back (it should be
     // deferred or backed off); stop rather than spin.
     let mut seen = HashSet::new();
@@ -58,6 +62,7 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
     }
     // Read-backs run in tasks of their own: record them before answering.
     app.drain().await;
+    report.waiting_on_quota = app.waiting_on_quota().await?;
     Ok(report)
 }
 
@@ -176,6 +181,10 @@ impl Dispatcher {
 
     async fn reaper(&self, shutdown: CancellationToken) {
         while !shutdown.is_cancelled() {
+            // Clocks drift: follow the ledger's as measured now.
+            if let Err(e) = self.app.follow_ledger_clock().await {
+                tracing::warn!(error = %e, "measuring the ledger's clock failed");
+            }
             match self.app.reap().await {
                 Ok(reaped) if !reaped.is_empty() => {
                     tracing::warn!(n = reaped.len(), "reaped expired leases")
@@ -189,6 +198,11 @@ impl Dispatcher {
                 }
                 Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "reconcile failed"),
+            }
+            match self.app.recheck_deferrals().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(n, "quota slots freed for deferred posts"),
+                Err(e) => tracing::error!(error = %e, "rechecking quota deferrals failed"),
             }
             if sleep_or_shutdown(self.settings.reap_interval, &shutdown).await {
                 break;

@@ -19,7 +19,13 @@
 -- AL012 fenced {generation}, AL013 paused {scope, reason}, AL014 duplicate {what},
 -- AL015 has history, AL016 idempotency mismatch {key}, AL017 duplicate text {earlier,
 -- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
--- held, max}, AL020 a write breaking a rule every write keeps {rule}.
+-- held, max}, AL020 a write breaking a rule every write keeps {rule}, AL021 a caller's
+-- clock too far from the database's {caller, database}.
+--
+-- Times are the database's clock (airlock_time): a function takes the caller's `p_now`
+-- only on a ledger the owner set to decide by its callers' clocks (`ledger_clock`, for
+-- tests), and otherwise uses it only to refuse a claim or an intent from a process whose
+-- clock is too far off.
 --
 -- CREATE OR REPLACE keeps a function's parameters and result: a release that changes
 -- them must DROP FUNCTION the old signature here first (and keep processes of the
@@ -44,7 +50,38 @@ END $$;
 -- Helpers (no EXECUTE for the runtime role: only the functions below call them).
 ------------------------------------------------------------------------------------------
 
--- `now` advanced by the time waited since `started` when that is 100 ms or more
+-- Whether the ledger decides by its callers' clocks (`ledger_clock`, a setting for tests
+-- only the owner writes) rather than the database's own.
+CREATE OR REPLACE FUNCTION airlock_caller_clock()
+RETURNS boolean LANGUAGE sql STABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT COALESCE((SELECT source = 'caller' FROM ledger_clock), false);
+$$;
+
+-- The time a write happens at (docs/quotas.md#one-clock): the database's clock, so
+-- installations on several machines agree by construction; on a ledger set to decide by
+-- its callers' clocks, the caller's `p_now`. With `p_strict` (a decision: a claim, an
+-- intent) a caller whose clock is further than the allowance from the database's is
+-- refused (AL021), naming both times: its own arithmetic (leases, schedules) would be off.
+CREATE OR REPLACE FUNCTION airlock_time(p_now timestamptz, p_strict boolean)
+RETURNS timestamptz LANGUAGE plpgsql VOLATILE
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    db timestamptz := clock_timestamp();
+BEGIN
+    IF airlock_caller_clock() THEN
+        RETURN p_now;
+    END IF;
+    IF p_strict AND p_now IS NOT NULL
+       AND abs(extract(epoch FROM p_now - db)) > extract(epoch FROM interval '5 minutes') THEN
+        PERFORM airlock_raise('AL021', 'clock skew',
+            jsonb_build_object('caller', p_now, 'database', db));
+    END IF;
+    RETURN db;
+END $$;
+
+-- After waiting for a lock since `started`: on the database's clock, the time now; on
+-- the callers', `now` advanced by the wait when that is 100 ms or more
 -- (airlock_store::now_after).
 CREATE OR REPLACE FUNCTION airlock_now_after(p_now timestamptz, p_started timestamptz)
 RETURNS timestamptz LANGUAGE plpgsql VOLATILE
@@ -52,6 +89,9 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     waited interval := clock_timestamp() - p_started;
 BEGIN
+    IF NOT airlock_caller_clock() THEN
+        RETURN clock_timestamp();
+    END IF;
     IF waited < interval '100 milliseconds' THEN
         RETURN p_now;
     END IF;
@@ -98,6 +138,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     inserted integer;
 BEGIN
+    p_now := airlock_time(p_now, false);
     -- Wait for intents being recorded now; every later one sees this pause.
     PERFORM pg_advisory_xact_lock(1095912454, 0);
     INSERT INTO pauses (scope, reason, actor, created_at) VALUES (p_scope, p_reason, p_actor, p_now)
@@ -154,12 +195,66 @@ RETURNS SETOF {{schema}}.reservations LANGUAGE sql STABLE AS $$
     SELECT * FROM {{schema}}.reservations WHERE state <> 'released' AND sent_at = '-infinity'
 $$;
 
+-- Whether a stamp, widened by the clock allowance either way, meets [p_start, p_end)
+-- (airlock_core::quota::Stamps::could_fall_in).
+CREATE OR REPLACE FUNCTION airlock_could_fall_in(p_made timestamptz, p_sent timestamptz,
+    p_start timestamptz, p_end timestamptz)
+RETURNS boolean LANGUAGE sql IMMUTABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT (p_made - interval '5 minutes' < p_end AND p_made + interval '5 minutes' >= p_start)
+        OR (p_sent IS NOT NULL AND p_sent - interval '5 minutes' < p_end
+            AND p_sent + interval '5 minutes' >= p_start);
+$$;
+
+-- airlock_core::quota::earliest_free over consecutive periods (days or months) whose
+-- starts are `p_starts` and whose use is `p_used` (p_used[i] for [p_starts[i],
+-- p_starts[i+1])): the first instant from `p_now` at which no period a stamp made then
+-- could fall in is full, with the use of the first full one; both null when that is now.
+CREATE OR REPLACE FUNCTION airlock_earliest_free(p_now timestamptz, p_starts timestamptz[],
+    p_used numeric[], p_limit numeric, OUT used numeric, OUT next_free_at timestamptz)
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    allowance constant interval := interval '5 minutes';
+    at_time timestamptz := p_now;
+    k integer;
+    full_k integer;
+BEGIN
+    FOR iter IN 1 .. 4 LOOP
+        full_k := NULL;
+        -- The later period first: when it is full, waiting for the earlier one is moot.
+        FOREACH k IN ARRAY ARRAY[
+            (SELECT max(i) FROM generate_subscripts(p_starts, 1) i
+              WHERE p_starts[i] <= at_time + allowance),
+            (SELECT max(i) FROM generate_subscripts(p_starts, 1) i
+              WHERE p_starts[i] <= at_time - allowance)] LOOP
+            IF k IS NULL OR k >= array_length(p_starts, 1) THEN
+                RAISE EXCEPTION 'airlock: quota period bounds do not cover %', at_time;
+            END IF;
+            IF p_used[k] >= p_limit THEN
+                full_k := k;
+                EXIT;
+            END IF;
+        END LOOP;
+        EXIT WHEN full_k IS NULL;
+        IF used IS NULL THEN
+            used := p_used[full_k];
+        END IF;
+        at_time := p_starts[full_k + 1] + allowance;
+    END LOOP;
+    IF used IS NOT NULL THEN
+        next_free_at := at_time;
+    END IF;
+END $$;
+
 -- The quota decision for one more publish on `p_channel` at `p_now`
 -- (airlock_store::decide_reservation over QuotaRows::check): the live reservations are
 -- read and checked fail-closed (AL018), then the rolling window across channels, the
--- channel's local day and, with a budget, its local month decide. `p_day` and `p_month`
--- are the bounds of the day (month) containing the caller's `now` and the end of the
--- next one, so a decision moved past midnight by a lock wait still has its bounds.
+-- channel's local days and, with a budget, its local months decide. `p_day` and `p_month`
+-- are consecutive period starts from before `p_now` (the caller's zone arithmetic,
+-- airlock_core::quota::day_bounds and budget::month_bounds). A reservation counts on
+-- every period any of its stamps could fall in, and a new one needs room in every period
+-- its own stamp could fall in (airlock_core::quota::daily_usage).
 -- No row: allowed. One row: the denial that frees last.
 CREATE OR REPLACE FUNCTION airlock_quota_decision(p_channel text, p_now timestamptz,
     p_window_us bigint, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[],
@@ -171,53 +266,31 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     skew constant interval := interval '5 minutes';
     win interval := p_window_us * interval '1 microsecond';
-    day_start timestamptz;
-    day_end timestamptz;
-    month_start timestamptz;
-    month_end timestamptz;
     since timestamptz;
     bad_id bigint;
     bad text;
     w_used bigint;
     w_next timestamptz;
-    d_used bigint;
-    b_used numeric;
-    denials_kind text[] := '{}';
-    denials_used numeric[] := '{}';
-    denials_max numeric[] := '{}';
-    denials_next timestamptz[] := '{}';
-    i integer;
+    d_used numeric[];
+    m_used numeric[];
+    daily record;
+    money record;
 BEGIN
     denied := false;
-    IF p_now >= p_day[2] THEN
-        day_start := p_day[2]; day_end := p_day[3];
-    ELSE
-        day_start := p_day[1]; day_end := p_day[2];
-    END IF;
-    since := least(day_start, p_now - win);
+    since := least(p_day[1], p_now - win);
     IF p_budget_monthly IS NOT NULL THEN
-        IF p_now >= p_month[2] THEN
-            month_start := p_month[2]; month_end := p_month[3];
-        ELSE
-            month_start := p_month[1]; month_end := p_month[2];
-        END IF;
-        since := least(since, month_start - interval '1 day');
+        since := least(since, p_month[1]);
     END IF;
+    since := since - 2 * skew;
 
     -- One scan of the live rows: fail-closed (QuotaRows::check), the first row by id that
     -- does not read as expected stops the decision; the rolling window across channels
     -- counts a reservation from its send time, or from now while unsent
-    -- (airlock_core::quota::window_usage); the channel's local day by decision time
-    -- (daily_usage); the month's spend (airlock_core::budget::decide).
+    -- (airlock_core::quota::window_usage).
     SELECT min(l.id) FILTER (WHERE l.bad IS NOT NULL),
            (array_agg(l.bad ORDER BY l.id) FILTER (WHERE l.bad IS NOT NULL))[1],
-           count(*) FILTER (WHERE COALESCE(l.sent_at, p_now) > p_now - win),
-           count(*) FILTER (WHERE l.channel = p_channel AND l.created_at >= day_start
-                            AND l.created_at < day_end),
-           COALESCE(sum(l.cost_usd_micros) FILTER (WHERE l.channel = p_channel
-                    AND l.cost_usd_micros > 0 AND l.created_at >= month_start
-                    AND l.created_at < month_end), 0)
-        INTO bad_id, bad, w_used, d_used, b_used
+           count(*) FILTER (WHERE COALESCE(l.sent_at, p_now) > p_now - win)
+        INTO bad_id, bad, w_used
         FROM (SELECT r.id, r.channel, r.created_at, r.sent_at, r.cost_usd_micros, CASE
             WHEN r.state NOT IN ('reserved', 'committed') THEN
                 format('has unknown state %s', to_jsonb(r.state)::text)
@@ -244,37 +317,44 @@ BEGIN
             'reservation %s %s; inspect the reservations table, fix or release the row, then resume',
             bad_id, bad);
     END IF;
+    -- The channel's use of each period (daily_usage, budget::used), rows already checked.
+    SELECT array_agg(u.n ORDER BY u.i) INTO d_used FROM (
+        SELECT i, count(r.id)::numeric AS n
+        FROM generate_series(1, array_length(p_day, 1) - 1) i
+        LEFT JOIN airlock_live_reservations(since) r ON r.channel = p_channel
+            AND airlock_could_fall_in(r.created_at, r.sent_at, p_day[i], p_day[i + 1])
+        GROUP BY i) u;
     IF w_used >= p_window_limit THEN
         SELECT q.counted_at + win INTO w_next FROM (
             SELECT COALESCE(r.sent_at, p_now) AS counted_at
             FROM airlock_live_reservations(since) r) q
             WHERE q.counted_at > p_now - win ORDER BY q.counted_at
             OFFSET (w_used - p_window_limit) LIMIT 1;
-        denials_kind := denials_kind || 'window'::text;
-        denials_used := denials_used || w_used::numeric;
-        denials_max := denials_max || p_window_limit::numeric;
-        denials_next := denials_next || COALESCE(w_next, p_now + win);
-    END IF;
-    IF d_used >= p_daily_limit THEN
-        denials_kind := denials_kind || 'daily'::text;
-        denials_used := denials_used || d_used::numeric;
-        denials_max := denials_max || p_daily_limit::numeric;
-        denials_next := denials_next || day_end;
+        denied := true;
+        limit_kind := 'window'; used := w_used; max_value := p_window_limit;
+        next_free_at := COALESCE(w_next, p_now + win);
     END IF;
     -- quota::decide names the denial that frees last (the later one on a tie).
-    FOR i IN 1 .. coalesce(array_length(denials_kind, 1), 0) LOOP
-        IF NOT denied OR denials_next[i] >= next_free_at THEN
-            denied := true;
-            limit_kind := denials_kind[i]; used := denials_used[i];
-            max_value := denials_max[i]; next_free_at := denials_next[i];
-        END IF;
-    END LOOP;
+    SELECT * INTO daily FROM airlock_earliest_free(p_now, p_day, d_used, p_daily_limit);
+    IF daily.next_free_at IS NOT NULL AND (NOT denied OR daily.next_free_at >= next_free_at) THEN
+        denied := true;
+        limit_kind := 'daily'; used := daily.used; max_value := p_daily_limit;
+        next_free_at := daily.next_free_at;
+    END IF;
     IF p_budget_monthly IS NOT NULL THEN
-        b_used := least(b_used, 18446744073709551615::numeric);
-        IF b_used >= p_budget_monthly AND (NOT denied OR month_end > next_free_at) THEN
+        SELECT array_agg(u.n ORDER BY u.i) INTO m_used FROM (
+            SELECT i, LEAST(COALESCE(sum(r.cost_usd_micros), 0),
+                            18446744073709551615::numeric) AS n
+            FROM generate_series(1, array_length(p_month, 1) - 1) i
+            LEFT JOIN airlock_live_reservations(since) r ON r.channel = p_channel
+                AND r.cost_usd_micros > 0
+                AND airlock_could_fall_in(r.created_at, r.sent_at, p_month[i], p_month[i + 1])
+            GROUP BY i) u;
+        SELECT * INTO money FROM airlock_earliest_free(p_now, p_month, m_used, p_budget_monthly);
+        IF money.next_free_at IS NOT NULL AND (NOT denied OR money.next_free_at > next_free_at) THEN
             denied := true;
-            limit_kind := 'budget'; used := b_used; max_value := p_budget_monthly;
-            next_free_at := month_end;
+            limit_kind := 'budget'; used := money.used; max_value := p_budget_monthly;
+            next_free_at := money.next_free_at;
         END IF;
     END IF;
 END $$;
@@ -303,11 +383,14 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     started timestamptz := clock_timestamp();
     v_now timestamptz;
+    v_lease_until timestamptz;
     cur posts;
     decision record;
     v_generation bigint;
     written intents;
 BEGIN
+    -- Refuses a caller whose clock is too far from the database's.
+    PERFORM airlock_time(p_now, true);
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'airlock: claims need READ COMMITTED transactions (the server or role default is %)',
             current_setting('transaction_isolation');
@@ -347,8 +430,11 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    UPDATE posts SET status = 'posting', lease_owner = p_worker, lease_expires_at = p_lease_until,
+    -- The lease is as long as the caller asked, from the time the claim is made.
+    v_lease_until := v_now + (p_lease_until - p_now);
+    UPDATE posts SET status = 'posting', lease_owner = p_worker, lease_expires_at = v_lease_until,
         generation = generation + 1, version = version + 1, updated_at = v_now,
+        deferred_until = NULL,
         event_actor = p_actor, event_note = p_note
         WHERE id = p_id RETURNING generation INTO v_generation;
     IF p_window_limit IS NOT NULL THEN
@@ -357,7 +443,7 @@ BEGIN
                     COALESCE(p_budget_cost, 0));
     END IF;
     IF p_intent_key IS NOT NULL THEN
-        IF NOT (p_lease_until > v_now + p_intent_margin_us * interval '1 microsecond') THEN
+        IF NOT (v_lease_until > v_now + p_intent_margin_us * interval '1 microsecond') THEN
             PERFORM airlock_raise('AL012', 'fenced',
                 jsonb_build_object('generation', v_generation));
         END IF;
@@ -384,6 +470,8 @@ DECLARE
     v_now timestamptz;
     pause record;
 BEGIN
+    -- Refuses a caller whose clock is too far from the database's.
+    PERFORM airlock_time(p_now, true);
     -- The fence locks the post row; the lease is judged when that lock is ours.
     SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
     IF NOT FOUND THEN
@@ -425,9 +513,11 @@ DECLARE
     at_status text;
     step text;
     failures bigint := 0;
+    sender bigint;
     s jsonb := COALESCE(p_set, '{}'::jsonb);
     c jsonb := p_set->'content';
 BEGIN
+    p_now := airlock_time(p_now, false);
     IF p_guard IS NULL OR (p_guard_kind IS DISTINCT FROM 'version'
                            AND p_guard_kind IS DISTINCT FROM 'generation') THEN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
@@ -562,6 +652,8 @@ BEGIN
                      ELSE waits END,
         not_before = CASE WHEN s ? 'not_before' THEN (s->>'not_before')::timestamptz
                           ELSE not_before END,
+        deferred_until = CASE WHEN s ? 'deferred_until'
+                              THEN (s->>'deferred_until')::timestamptz ELSE deferred_until END,
         platform_post_id = CASE WHEN s ? 'platform_post_id' THEN s->>'platform_post_id'
                                 ELSE platform_post_id END,
         permalink = CASE WHEN s ? 'permalink' THEN s->>'permalink' ELSE permalink END,
@@ -584,9 +676,30 @@ BEGIN
             SELECT max(id) FROM intents WHERE post_id = p_id
             AND (p_guard_kind <> 'generation' OR generation = p_guard));
     END IF;
-    IF p_reservation IS NOT NULL THEN
+    -- airlock_store::Settle: `committed`, `released`, or `attempt:G` (the attempt of
+    -- generation G sent what was published: its reservation counts, the others end).
+    IF p_reservation LIKE 'attempt:%' THEN
+        sender := substr(p_reservation, length('attempt:') + 1)::bigint;
+        UPDATE reservations SET settled_at = p_now,
+            state = CASE WHEN generation = sender THEN 'committed' ELSE 'released' END
+            WHERE post_id = p_id AND state = 'reserved';
+        -- A resolution released it: the attempt is counted again, with its own stamps.
+        INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at,
+                                  settled_at, cost_usd_micros)
+            SELECT r.post_id, r.generation, r.channel, 'committed', r.created_at,
+                   COALESCE(r.sent_at, (SELECT min(i.created_at) FROM intents i
+                                        WHERE i.post_id = p_id AND i.generation = sender)),
+                   p_now, r.cost_usd_micros
+            FROM reservations r WHERE r.post_id = p_id AND r.generation = sender
+              AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = p_id
+                              AND c.generation = sender AND c.state = 'committed')
+            ORDER BY r.id DESC LIMIT 1;
+    ELSIF p_reservation IN ('committed', 'released') THEN
         UPDATE reservations SET state = p_reservation, settled_at = p_now
             WHERE post_id = p_id AND state = 'reserved';
+    ELSIF p_reservation IS NOT NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a reservation is committed or released'));
     END IF;
     IF p_failures = 'reset' THEN
         DELETE FROM channel_failures WHERE channel = cur.channel;
@@ -621,7 +734,7 @@ BEGIN
     FOR rec IN SELECT value FROM jsonb_array_elements(p_records) WITH ORDINALITY AS r(value, i)
                ORDER BY i LOOP
         v_id := (rec->>'id')::bigint;
-        v_at := (rec->>'at')::timestamptz;
+        v_at := airlock_time((rec->>'at')::timestamptz, false);
         -- FOR SHARE: the post stays `posted` until this commits.
         SELECT status INTO v_status FROM posts WHERE id = v_id FOR SHARE;
         CONTINUE WHEN v_status IS DISTINCT FROM 'posted';
@@ -656,6 +769,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     lifted integer;
 BEGIN
+    p_now := airlock_time(p_now, false);
     UPDATE pauses SET resumed_at = p_now, resumed_by = p_actor
         WHERE scope = p_scope AND resumed_at IS NULL;
     GET DIAGNOSTICS lifted = ROW_COUNT;
@@ -869,6 +983,7 @@ DECLARE
     held bigint;
     new_id bigint;
 BEGIN
+    p_now := airlock_time(p_now, false);
     existing := true;
     IF p_key IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(1095912452, hashtext(p_key_scope || E'\n' || p_key));
@@ -936,6 +1051,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     v_status text;
 BEGIN
+    p_now := airlock_time(p_now, false);
     -- FOR SHARE: the status recorded on the event is the one the post has when it commits.
     SELECT status INTO v_status FROM posts WHERE id = p_id FOR SHARE;
     IF NOT FOUND THEN
@@ -955,6 +1071,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     cur posts;
 BEGIN
+    p_now := airlock_time(p_now, false);
     SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
     IF NOT FOUND THEN
         PERFORM airlock_raise('AL010', 'not found', NULL);
@@ -999,7 +1116,7 @@ DO $$
 DECLARE
     tables text[] := ARRAY['posts', 'post_events', 'intents', 'reservations', 'verdicts',
         'pauses', 'outbox', 'channel_failures', 'tokens', 'dashboard_sessions',
-        'server_secrets', 'create_keys', '_sqlx_migrations'];
+        'server_secrets', 'create_keys', 'ledger_clock', '_sqlx_migrations'];
     t regclass;
 BEGIN
     -- The tables, and the sequences they own.
@@ -1024,7 +1141,7 @@ END $$;
 REVOKE CREATE ON SCHEMA {{schema}} FROM {{runtime_role}};
 GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
 GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
-    channel_failures, _sqlx_migrations TO {{runtime_role}};
+    channel_failures, ledger_clock, _sqlx_migrations TO {{runtime_role}};
 GRANT SELECT (name, roles, created_at, revoked_at, last_used_at) ON tokens TO {{runtime_role}};
 GRANT SELECT (created_at, expires_at) ON dashboard_sessions TO {{runtime_role}};
 

@@ -71,6 +71,24 @@ pub struct PgStore {
 
 pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};
 
+/// Whose clock a PostgreSQL ledger decides by ([`PgStore::set_clock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The database server's (the default, and the only one for production).
+    Database,
+    /// Each caller's `now`, for tests that step a clock of their own.
+    Caller,
+}
+
+impl ClockSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            ClockSource::Database => "database",
+            ClockSource::Caller => "caller",
+        }
+    }
+}
+
 /// Connection settings beyond the URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgSettings {
@@ -176,6 +194,34 @@ impl PgStore {
         // Closing the session releases its lock whatever happened.
         lock_conn.close().await.ok();
         applied
+    }
+
+    /// Sets whose clock the ledger decides by (the owner's; `ledger_clock`). Only tests
+    /// that step a clock of their own set [`ClockSource::Caller`]; doctor reports a ledger
+    /// left so.
+    pub async fn set_clock(&self, source: ClockSource) -> Result<()> {
+        sqlx::query("UPDATE ledger_clock SET source = $1")
+            .bind(source.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn measure_clock(&self) -> Result<airlock_store::LedgerClock> {
+        let before = chrono::Utc::now();
+        let (source, database): (String, DateTime<Utc>) =
+            sqlx::query_as("SELECT source, clock_timestamp() FROM ledger_clock")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db)?;
+        let after = chrono::Utc::now();
+        Ok(match source.as_str() {
+            "caller" => airlock_store::LedgerClock::Caller,
+            _ => airlock_store::LedgerClock::Database {
+                offset: database - (before + (after - before) / 2),
+            },
+        })
     }
 
     /// The connection pool, for tests and tools that read the ledger directly.
@@ -285,6 +331,17 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
             id,
             rule: text("rule").unwrap_or_default(),
         },
+        "AL021" => {
+            let time = |key: &str| {
+                text(key)
+                    .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+                    .map(|t| t.with_timezone(&Utc))
+            };
+            match (time("caller"), time("database")) {
+                (Some(caller), Some(database)) => StoreError::ClockSkew { caller, database },
+                _ => db(e),
+            }
+        }
         "AL018" => match e.as_database_error() {
             Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
             None => db(e),
@@ -382,6 +439,10 @@ impl Store for PgStore {
         limit: u32,
     ) -> Result<Vec<Post>> {
         reads::due_posts::<Pg>(&self.pool, channels, test_channels, now, limit).await
+    }
+
+    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
+        reads::deferred_posts::<Pg>(&self.pool).await
     }
 
     async fn next_due_at(
@@ -592,6 +653,10 @@ impl Store for PgStore {
 
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
         posts::events_after(self, after, limit).await
+    }
+
+    async fn ledger_clock(&self) -> Result<airlock_store::LedgerClock> {
+        self.measure_clock().await
     }
 
     async fn due_signals(&self) -> u64 {

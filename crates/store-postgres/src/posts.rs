@@ -119,6 +119,9 @@ fn set_json(set: &PostFields) -> Value {
     if let Some(at) = set.not_before {
         m.insert("not_before".into(), time(at));
     }
+    if let Some(at) = set.deferred_until {
+        m.insert("deferred_until".into(), time(at));
+    }
     if let Some(id) = &set.platform_post_id {
         m.insert("platform_post_id".into(), opt(id.as_deref()));
     }
@@ -190,8 +193,9 @@ pub(crate) async fn update(store: &PgStore, update: PostUpdate) -> Result<Post> 
     .bind(update.intent_phase.map(|p| p.as_str()))
     .bind(verdict)
     .bind(update.reservation.map(|settle| match settle {
-        Settle::Commit => "committed",
-        Settle::Release => "released",
+        Settle::Commit => "committed".to_owned(),
+        Settle::Release => "released".to_owned(),
+        Settle::CommitAttempt(generation) => format!("attempt:{generation}"),
     }))
     .bind(stale_note)
     .bind(update.failures.map(|step| match step {

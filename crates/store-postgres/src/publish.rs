@@ -89,16 +89,23 @@ pub(crate) async fn record_intent(store: &PgStore, req: &IntentRequest) -> Resul
     rows::intent::<Pg>(&row)
 }
 
-/// The bounds `airlock_quota_decision` picks from: the local day (month) containing
-/// `now`, and the end of the next one.
+/// The period starts `airlock_quota_decision` reads: the local day (month) a day before
+/// `now`, and the ones after it, enough for any decision within the clock allowance of
+/// `now` and the periods its next free time may pass over.
 fn bounds(
     now: DateTime<Utc>,
     of: impl Fn(DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>),
 ) -> Vec<DateTime<Utc>> {
-    let (start, end) = of(now);
-    let (_, next_end) = of(end);
-    vec![start, end, next_end]
+    let mut starts = vec![of(now - chrono::Duration::days(1)).0];
+    for _ in 0..PERIODS {
+        let (_, end) = of(*starts.last().expect("one start"));
+        starts.push(end);
+    }
+    starts
 }
+
+/// How many consecutive periods [`bounds`] spans.
+const PERIODS: usize = 7;
 
 /// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
 /// the reservation decided under the quota lock, and the intent when asked) in one round

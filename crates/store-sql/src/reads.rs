@@ -15,8 +15,9 @@ use airlock_core::{
     ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
 };
 use airlock_store::{
-    ChannelDue, ExpiredLease, ExportFilter, HealthStats, LiveSession, MigrationStatus, OutboxStats,
-    Pause, PostFilter, QuotaRows, Result, ReviewItem, Session, StoreError, TokenRecord, Unreadable,
+    ChannelDue, Deferred, ExpiredLease, ExportFilter, HealthStats, LiveSession, MigrationStatus,
+    OutboxStats, Pause, PostFilter, QuotaRows, Result, ReviewItem, Session, StoreError,
+    TokenRecord, Unreadable,
 };
 
 use crate::rows::{
@@ -240,6 +241,25 @@ pub async fn next_due_at<D: Dialect>(
     row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
 }
 
+/// Store::deferred_posts: approved posts held by a quota deferral, soonest first (the
+/// partial index `posts_deferred`).
+pub async fn deferred_posts<D: Dialect>(pool: &Pool<D>) -> Result<Vec<Deferred>> {
+    let sql = Sql::new(
+        "SELECT id, channel, version, deferred_until FROM posts \
+         WHERE deferred_until IS NOT NULL AND status = 'approved' ORDER BY deferred_until, id",
+    );
+    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
+        let cols = Cols::<D>(row);
+        Ok(Deferred {
+            id: PostId(cols.int("id")?),
+            channel: ChannelName::parse(&cols.text("channel")?).map_err(crate::corrupt)?,
+            version: cols.int("version")?,
+            until: cols.time("deferred_until")?,
+        })
+    })
+    .await
+}
+
 /// The latest intent of post `id` (of `generation`, when given).
 async fn intent_for<D: Dialect>(
     conn: &mut Conn<D>,
@@ -428,6 +448,24 @@ const INVARIANTS: &[(&str, &str)] = &[
         "SELECT p.id FROM posts p WHERE NOT EXISTS \
          (SELECT 1 FROM post_events e WHERE e.post_id = p.id AND e.from_status IS NULL) LIMIT 20",
         "have no creation event",
+    ),
+    (
+        "SELECT DISTINCT post_id AS id FROM reservations \
+         WHERE state = 'committed' AND sent_at IS NULL LIMIT 20",
+        "hold a committed reservation without a send time (it would count as now in the \
+         rolling window for ever)",
+    ),
+    (
+        "SELECT p.id FROM posts p WHERE p.status = 'posted' \
+         AND EXISTS (SELECT 1 FROM reservations r WHERE r.post_id = p.id) \
+         AND (SELECT count(*) FROM reservations r \
+              WHERE r.post_id = p.id AND r.state = 'committed') <> 1 LIMIT 20",
+        "are published but counted in the quota zero times or more than once",
+    ),
+    (
+        "SELECT DISTINCT r.post_id AS id FROM reservations r JOIN posts p ON p.id = r.post_id \
+         WHERE r.state = 'committed' AND p.status <> 'posted' LIMIT 20",
+        "hold a committed reservation but are not published",
     ),
 ];
 

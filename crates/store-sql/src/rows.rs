@@ -18,7 +18,7 @@ pub const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, s
     generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
     permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version, review_round, revisions, \
-    quarantined_at";
+    quarantined_at, deferred_until";
 
 /// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
 pub const SUMMARY_COLUMNS: &str = "id, status, channel, title, scheduled_at, not_before, \
@@ -109,6 +109,7 @@ pub fn post<D: Dialect>(row: &Row<D>) -> Result<Post> {
         review_round: r.int("review_round")?,
         revisions: r.int("revisions")?,
         quarantined_at: r.opt_time("quarantined_at")?,
+        deferred_until: r.opt_time("deferred_until")?,
     })
 }
 

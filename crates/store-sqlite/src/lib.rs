@@ -258,6 +258,10 @@ impl Store for SqliteStore {
         reads::due_posts::<Lite>(&self.pool, channels, test_channels, now, limit).await
     }
 
+    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
+        reads::deferred_posts::<Lite>(&self.pool).await
+    }
+
     async fn next_due_at(
         &self,
         channels: &[ChannelName],
@@ -467,6 +471,10 @@ impl Store for SqliteStore {
     async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
         // A committed SQLite write is final in id order: one writer at a time.
         reads::events_after::<Lite>(&self.pool, after, None, limit).await
+    }
+
+    async fn ledger_clock(&self) -> Result<airlock_store::LedgerClock> {
+        Ok(airlock_store::LedgerClock::Caller)
     }
 
     async fn due_signals(&self) -> u64 {

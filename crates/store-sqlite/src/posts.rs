@@ -322,19 +322,7 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
         .map_err(db)?;
     }
     if let Some(settle) = update.reservation {
-        let state = match settle {
-            Settle::Commit => "committed",
-            Settle::Release => "released",
-        };
-        sqlx::query(
-            "UPDATE reservations SET state = ?, settled_at = ? WHERE post_id = ? AND state = 'reserved'",
-        )
-        .bind(state)
-        .bind(ts(update.now))
-        .bind(update.id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        settle_reservations(&mut tx, update.id, settle, update.now).await?;
     }
     let mut failures = 0;
     if let Some(step) = update.failures {
@@ -375,6 +363,53 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     let post = get_in(&mut tx, update.id).await?;
     tx.commit().await.map_err(db)?;
     Ok(post)
+}
+
+/// Ends a post's live reservations as `settle` says.
+async fn settle_reservations(
+    conn: &mut SqliteConnection,
+    id: PostId,
+    settle: Settle,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let (state, sender) = match settle {
+        Settle::Commit => ("committed", None),
+        Settle::Release => ("released", None),
+        Settle::CommitAttempt(generation) => ("released", Some(generation)),
+    };
+    sqlx::query(
+        "UPDATE reservations SET state = CASE WHEN generation = ?1 THEN 'committed' ELSE ?2 END, \
+         settled_at = ?3 WHERE post_id = ?4 AND state = 'reserved'",
+    )
+    .bind(sender)
+    .bind(state)
+    .bind(ts(now))
+    .bind(id.0)
+    .execute(&mut *conn)
+    .await
+    .map_err(db)?;
+    if let Some(generation) = sender {
+        // A resolution released it: the attempt is counted again, with its own stamps.
+        sqlx::query(
+            "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
+             settled_at, cost_usd_micros) \
+             SELECT r.post_id, r.generation, r.channel, 'committed', r.created_at, \
+               COALESCE(r.sent_at, (SELECT min(i.created_at) FROM intents i \
+                                    WHERE i.post_id = r.post_id AND i.generation = r.generation)), \
+               ?1, r.cost_usd_micros \
+             FROM reservations r WHERE r.post_id = ?2 AND r.generation = ?3 \
+               AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = ?2 \
+                               AND c.generation = ?3 AND c.state = 'committed') \
+             ORDER BY r.id DESC LIMIT 1",
+        )
+        .bind(ts(now))
+        .bind(id.0)
+        .bind(generation)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    }
+    Ok(())
 }
 
 fn guard_generation(guard: Guard) -> Option<i64> {
@@ -425,6 +460,9 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     }
     if let Some(at) = set.not_before {
         query.push(", not_before = ").push_bind(at.map(ts));
+    }
+    if let Some(at) = set.deferred_until {
+        query.push(", deferred_until = ").push_bind(at.map(ts));
     }
     if let Some(id) = &set.platform_post_id {
         query.push(", platform_post_id = ").push_bind(id.clone());

@@ -164,7 +164,7 @@ pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<P
     }
     let row = sqlx::query(AssertSqlSafe(format!(
         "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
-         generation = generation + 1, version = version + 1, updated_at = ?, \
+         generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
          event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
     )))
     .bind(&req.worker)

@@ -124,7 +124,7 @@ macro_rules! __with_cases {
             ledger claims::concurrent_claim_posts_of_one_post_claim_it_once,
             store quota::the_window_limit_holds_across_channels,
             store quota::the_daily_limit_holds_per_channel_and_local_day,
-            store quota::a_reservation_counts_on_the_day_it_was_decided,
+            store quota::a_reservation_near_midnight_counts_on_both_days,
             store quota::an_unsent_reservation_counts_as_now,
             store quota::releasing_a_reservation_frees_its_slot,
             store quota::committed_and_needs_review_reservations_keep_counting,

@@ -256,6 +256,10 @@ impl Store for Metered {
         res
     }
 
+    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
+        self.inner.deferred_posts().await
+    }
+
     async fn next_due_at(
         &self,
         channels: &[ChannelName],
@@ -401,6 +405,10 @@ impl Store for Metered {
 
     async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
         self.inner.health_stats(now).await
+    }
+
+    async fn ledger_clock(&self) -> Result<airlock_store::LedgerClock> {
+        self.inner.ledger_clock().await
     }
 
     async fn due_signals(&self) -> u64 {

@@ -139,6 +139,18 @@ pub enum StoreError {
         /// The pause's reason.
         reason: String,
     },
+    /// This process's clock is further from the database's than
+    /// [`airlock_core::quota::CLOCK_ALLOWANCE`]: the database decides by its own clock, and
+    /// refused to claim or send by a process whose own arithmetic (leases, schedules) is off.
+    #[error(
+        "this machine's clock reads {caller} but the database's reads {database}, further apart than airlock allows: set the machine's clock right (NTP), then try again"
+    )]
+    ClockSkew {
+        /// The time this process sent.
+        caller: DateTime<Utc>,
+        /// The database's time.
+        database: DateTime<Utc>,
+    },
     /// The database could not be reached or failed.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -255,6 +267,8 @@ pub struct PostFields {
     pub reset_attempts: bool,
     /// Earliest next claim.
     pub not_before: Option<Option<DateTime<Utc>>>,
+    /// The quota deferral that set `not_before` (a pass recomputes it); a claim clears it.
+    pub deferred_until: Option<Option<DateTime<Utc>>>,
     /// Platform id.
     pub platform_post_id: Option<Option<String>>,
     /// Permalink.
@@ -315,6 +329,11 @@ pub enum Settle {
     Commit,
     /// Not published: it stops counting.
     Release,
+    /// Published by the request of the attempt of this generation, found by a later one
+    /// that sent nothing: that attempt's reservation is the record of what the platform
+    /// received. It is committed with its own stamps (counted again as a new committed
+    /// row when a resolution had released it); every other live one is released.
+    CommitAttempt(i64),
 }
 
 /// Consecutive definite failures per channel (`pause_after_failures`,
@@ -652,6 +671,33 @@ pub struct Unreadable {
     pub reason: String,
 }
 
+/// Whose clock a ledger's writes are stamped and decided by (docs/quotas.md#one-clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerClock {
+    /// The caller's `now`: a SQLite ledger, which sits on the one machine whose processes
+    /// use it, or a PostgreSQL ledger set so for tests that step a clock of their own.
+    Caller,
+    /// The database server's: installations on several machines agree by construction.
+    Database {
+        /// The database's time minus this machine's, measured at the midpoint of a round
+        /// trip.
+        offset: Duration,
+    },
+}
+
+/// An approved post held by a quota deferral ([`PostFields::deferred_until`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deferred {
+    /// The post.
+    pub id: PostId,
+    /// Its channel.
+    pub channel: ChannelName,
+    /// Its version.
+    pub version: i64,
+    /// Until when.
+    pub until: DateTime<Utc>,
+}
+
 /// A `needs_review` post with its latest intent, for reconcile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewItem {
@@ -787,6 +833,9 @@ pub trait Store: Send + Sync + 'static {
     /// decoded is reported in its place.
     async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>>;
 
+    /// Approved posts held by a quota deferral, soonest first.
+    async fn deferred_posts(&self) -> Result<Vec<Deferred>>;
+
     /// When the next approved post becomes due on these channels, if any is waiting.
     async fn next_due_at(
         &self,
@@ -879,6 +928,10 @@ pub trait Store: Send + Sync + 'static {
     /// FULL`), each a sentence. airlock forces durable commits for intents and outcomes
     /// whatever they say, but the rest of the ledger relies on them.
     async fn durability_warnings(&self) -> Result<Vec<String>>;
+
+    /// Whose clock the ledger decides by, and (for the database's) how far this machine's
+    /// clock is from it, measured now.
+    async fn ledger_clock(&self) -> Result<LedgerClock>;
 
     /// A counter of "a post may have become due" signals from other processes, to pass to
     /// [`Store::wait_for_due`]. Read it *before* looking at the ledger, so that a signal

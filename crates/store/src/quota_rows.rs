@@ -5,13 +5,12 @@
 use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::ChannelName;
-use airlock_core::quota::counted_at;
+use airlock_core::quota::{CLOCK_ALLOWANCE, Stamps, counted_at};
 
 use crate::{Result, StoreError};
 
-/// How far in the future a stored time may lie before it is impossible (clock skew
-/// between machines sharing one PostgreSQL database).
-const SKEW: Duration = Duration::minutes(5);
+/// How far in the future a stored time may lie before it is impossible.
+const SKEW: Duration = CLOCK_ALLOWANCE;
 
 /// A reservation that counts: reserved or committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,41 +89,50 @@ impl QuotaRows {
         self.0.iter().map(|r| counted_at(r.sent_at, now)).collect()
     }
 
-    /// When each live reservation of one channel counts against its daily limit: the
-    /// moment it was made. Decisions are serialized in the store, so counting them by
-    /// decision time keeps the day exact even when a request decided just before local
-    /// midnight is sent just after it.
-    pub fn daily_counted(&self, channel: &ChannelName) -> Vec<DateTime<Utc>> {
+    /// The stamps of each live reservation of one channel, which decide the days it counts
+    /// on ([`Stamps::could_fall_in`]).
+    pub fn daily_counted(&self, channel: &ChannelName) -> Vec<Stamps> {
         self.0
             .iter()
             .filter(|r| &r.channel == channel)
-            .map(|r| r.created_at)
+            .map(LiveReservation::stamps)
             .collect()
     }
 
-    /// What each live reservation of one channel charged its money budget, with the moment
-    /// it was made (which decides its calendar month): `(created_at, micro-dollars)`.
-    pub fn charges(&self, channel: &ChannelName) -> Vec<(DateTime<Utc>, u64)> {
+    /// What each live reservation of one channel charged its money budget, with its stamps
+    /// (which decide the calendar months it counts in).
+    pub fn charges(&self, channel: &ChannelName) -> Vec<(Stamps, u64)> {
         self.0
             .iter()
             .filter(|r| &r.channel == channel && r.cost > 0)
-            .map(|r| (r.created_at, r.cost))
+            .map(|r| (r.stamps(), r.cost))
             .collect()
     }
 }
 
-/// The earliest send time a quota decision at `now` must read: the start of the channel's
-/// local day, the start of the rolling window and, with a money budget, a day before the
-/// start of the channel's local month (a reservation made in the month was sent at most
-/// minutes before it was made, by another machine's clock).
+impl LiveReservation {
+    /// When it was decided and sent.
+    pub fn stamps(&self) -> Stamps {
+        Stamps {
+            made: self.created_at,
+            sent: self.sent_at,
+        }
+    }
+}
+
+/// The earliest send time a quota decision at `now` must read: the start of the rolling
+/// window, and of the channel's local day (and, with a money budget, month) the decision
+/// could fall in, widened by the clock allowance twice (a stamp counts that far beyond its
+/// period, and a reservation may be sent up to that much before it was made).
 pub fn quota_since(now: DateTime<Utc>, req: &crate::QuotaClaim) -> DateTime<Utc> {
-    let (day_start, _) = airlock_core::quota::day_bounds(now, req.daily.tz);
+    let earliest = now - CLOCK_ALLOWANCE;
+    let (day_start, _) = airlock_core::quota::day_bounds(earliest, req.daily.tz);
     let mut since = day_start.min(now - req.window.window);
     if let Some(charge) = &req.budget {
-        let (month_start, _) = airlock_core::budget::month_bounds(now, charge.rule.tz);
-        since = since.min(month_start - Duration::days(1));
+        let (month_start, _) = airlock_core::budget::month_bounds(earliest, charge.rule.tz);
+        since = since.min(month_start);
     }
-    since
+    since - CLOCK_ALLOWANCE * 2
 }
 
 /// The decision on a reservation on `channel` at `now` from the checked live rows: the

@@ -309,6 +309,39 @@ async fn a_bluesky_retry_after_a_person_requeued_reuses_the_record_key() {
     let detail = app.store().post_detail(id).await.unwrap();
     assert_eq!(detail.intents.len(), 1, "nothing was sent again");
     assert_eq!(fake.with(|s| s.posts()), 1);
+
+    // The publish is the first attempt's: published when it was sent, and counted once,
+    // by that attempt's reservation with its send time.
+    let sent = detail.intents[0].created_at;
+    assert_eq!(detail.post.posted_at, Some(sent));
+    let committed: Vec<_> = detail
+        .reservations
+        .iter()
+        .filter(|r| r.state == "committed")
+        .collect();
+    assert_eq!(committed.len(), 1, "{:?}", detail.reservations);
+    assert_eq!(committed[0].generation, 1);
+    assert_eq!(committed[0].sent_at, Some(sent));
+    assert!(
+        detail.reservations.iter().all(|r| r.state != "reserved"),
+        "{:?}",
+        detail.reservations
+    );
+    let quota = app.quota_status(&me).await.unwrap();
+    assert_eq!(quota.window.usage.used, 1, "sent ten minutes ago");
+    assert_eq!(quota.channels[0].usage.used, 1);
+    // Once the window has passed the first send, the window is free; the day holds one.
+    h.clock.advance(Duration::hours(1));
+    let quota = app.quota_status(&me).await.unwrap();
+    assert_eq!(quota.window.usage.used, 0, "{quota:?}");
+    assert_eq!(quota.channels[0].usage.used, 1);
+    assert!(
+        app.store()
+            .check_invariants(h.clock.now())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -607,8 +640,8 @@ async fn an_x_budget_holds_the_post_that_starts_after_it_is_spent_before_any_req
         panic!("the fourth is held: {result:?}");
     };
     assert_eq!((limit, used, max), (Limit::Budget, 45_000, 40_000));
-    // January 1 in Tokyo.
-    assert_eq!(next_free_at.to_rfc3339(), "2026-12-31T15:00:00+00:00");
+    // January 1 in Tokyo, past the clocks' allowance.
+    assert_eq!(next_free_at.to_rfc3339(), "2026-12-31T15:05:00+00:00");
     let post = app.store().get_post(id).await.unwrap();
     assert_eq!(post.status, PostStatus::Approved);
     assert_eq!(post.attempts, 0);

@@ -5,19 +5,25 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use airlock_store::Store;
-use airlock_store_postgres::{PgSettings, PgStore};
+use airlock_store_postgres::{ClockSource, PgSettings, PgStore};
 use airlock_store_tests::{Backend, Ledger};
 pub use airlock_testkit::pg::{TestDb, TestRole};
 
-/// A store on `db` with a small pool (many tests run at once).
+/// A store on `db` with a small pool (many tests run at once), deciding by the times the
+/// tests pass in.
 pub async fn store(db: &TestDb) -> PgStore {
     let settings = PgSettings {
         max_connections: 4,
         ..PgSettings::default()
     };
-    PgStore::connect_with(&db.url, settings)
+    let store = PgStore::connect_with(&db.url, settings)
         .await
-        .expect("connect to the test database")
+        .expect("connect to the test database");
+    store
+        .set_clock(ClockSource::Caller)
+        .await
+        .expect("the owner sets the ledger's clock");
+    store
 }
 
 /// More handles on one test database, each with its own pool.
