@@ -1476,6 +1476,7 @@ pub(crate) fn earlier_attempt(intent: Intent) -> EarlierAttempt {
         platform_ref: intent.platform_ref,
         sent_at: intent.created_at,
         definitely_unpublished: matches!(intent.phase.as_str(), "rejected" | "not_sent"),
+        resend: false,
     }
 }
 

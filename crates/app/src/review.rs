@@ -235,6 +235,7 @@ impl App {
                     .map(|e| EarlierAttempt {
                         sent_at: e.at,
                         definitely_unpublished: false,
+                        resend: true,
                         ..earlier_attempt(intent.clone())
                     }),
             );
@@ -316,7 +317,30 @@ impl App {
                 evidence: note,
             })),
             // It changed meanwhile (a person, a late answer recorded): look again next pass.
-            Err(StoreError::Conflict(_)) => Ok(None),
+            // What the platform showed is kept on the post for whoever settles it; a
+            // re-send's answer above all, which nothing else records.
+            Err(StoreError::Conflict(_)) => {
+                let event = EventNote {
+                    kind: "stale_outcome".into(),
+                    note: Some(format!(
+                        "reconcile's evidence came after the post changed, and settled nothing: {note}"
+                    )),
+                };
+                if let Err(e) = self
+                    .store()
+                    .add_event(
+                        post.id,
+                        event,
+                        &Actor::Reconciler.to_string(),
+                        self.now(),
+                        Vec::new(),
+                    )
+                    .await
+                {
+                    tracing::error!(post_id = %post.id, error = %e, evidence = %note, "reconcile: evidence that came too late could not be recorded");
+                }
+                Ok(None)
+            }
             Err(e) => Err(e.into()),
         }
     }

@@ -6,8 +6,9 @@ use clap::Subcommand;
 use secrecy::ExposeSecret;
 
 use airlock_app::Principal;
-use airlock_core::RoleSet;
+use airlock_core::quota::CLOCK_ALLOWANCE;
 use airlock_core::time::format_utc;
+use airlock_core::{RoleSet, Span};
 use airlock_platforms::credential::check_file;
 
 use crate::config::Config;
@@ -286,6 +287,36 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
         ),
         Ok(None) => {}
         Err(e) => report(false, format!("postgres: {}", e.message)),
+    }
+    match store.ledger_clock().await {
+        Ok(airlock_store::LedgerClock::Database { offset }) => {
+            let mine = chrono::Utc::now();
+            let apart = Span::new(offset.abs());
+            if offset.abs() > CLOCK_ALLOWANCE {
+                report(
+                    false,
+                    format!(
+                        "clock: this machine's clock reads {} but the database's reads {} ({apart} apart, more than the {} airlock allows): airlock follows the database's clock, but set this machine's right (NTP)",
+                        format_utc(mine),
+                        format_utc(mine + offset),
+                        Span::new(CLOCK_ALLOWANCE)
+                    ),
+                );
+            } else {
+                report(
+                    true,
+                    format!("clock: within {apart} of the database's, which decides"),
+                );
+            }
+        }
+        Ok(airlock_store::LedgerClock::Caller) if !config.database.starts_with("sqlite:") => {
+            report(
+                false,
+                "clock: the ledger decides by each process's own clock (ledger_clock is 'caller', a setting for tests): as the owner, run `UPDATE ledger_clock SET source = 'database'`".into(),
+            );
+        }
+        Ok(airlock_store::LedgerClock::Caller) => {}
+        Err(e) => report(false, format!("clock: {e}")),
     }
     match store.check_invariants(chrono::Utc::now()).await {
         Ok(broken) if broken.is_empty() => report(true, "ledger invariants hold".into()),

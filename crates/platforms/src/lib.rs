@@ -99,6 +99,10 @@ pub struct EarlierAttempt {
     /// left (`rejected`, `not_sent`). Anything else (`unknown`, `sending`) may have
     /// published.
     pub definitely_unpublished: bool,
+    /// A reconcile re-send, stamped (`sent_at`) when it was claimed, before its media were
+    /// uploaded; otherwise an intent, stamped right before the one irreversible request.
+    /// How long a send may still be running after its stamp depends on it.
+    pub resend: bool,
 }
 
 /// What the repeatable steps produced for the irreversible one (a container id).

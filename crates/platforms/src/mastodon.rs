@@ -59,9 +59,28 @@ pub const KEY_KEPT_FOR: Duration = Duration::hours(1);
 /// the hour, less room for the re-send itself and for clocks that disagree.
 pub const KEY_TRUSTED_FOR: Duration = Duration::minutes(50);
 
-/// How long after a request was sent its key may be sent again: long after the instance
-/// could still be processing the first one.
+/// The least time after a send before its key may be sent again, whatever the timeouts:
+/// room for an instance still processing it and for clocks that disagree. A send that may
+/// run longer (slow media, a long `request_timeout`) holds its key longer
+/// ([`busy_until`]).
 pub const RESEND_AFTER: Duration = Duration::minutes(5);
+
+/// The most images a status carries (Mastodon's default `max_media_attachments`).
+pub const MAX_MEDIA: u32 = 4;
+
+/// Requests a re-send makes per image before its status: the download, the upload and
+/// the read of media still processing.
+const REQUESTS_PER_IMAGE: u32 = 3;
+
+/// The longest `request_timeout` a re-send can work with: the earliest re-send
+/// ([`RESEND_AFTER`] after the first send) must have uploaded the most images a status
+/// carries and sent its status within the time airlock trusts the instance to keep the
+/// key ([`KEY_TRUSTED_FOR`]). Configuration refuses a longer one.
+pub fn max_request_timeout() -> StdDuration {
+    ((KEY_TRUSTED_FOR - RESEND_AFTER) / (REQUESTS_PER_IMAGE * MAX_MEDIA) as i32)
+        .to_std()
+        .expect("a positive bound")
+}
 
 /// The largest image uploaded (Mastodon's default limit is 16 MB).
 pub const MAX_IMAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -173,39 +192,99 @@ fn sends(attempts: &[EarlierAttempt], key: &str) -> Option<(DateTime<Utc>, DateT
     Some((first, latest))
 }
 
-/// When `key` may be sent again at `now`: `Ok(first send)` within the window — no sooner
-/// than [`RESEND_AFTER`] after its latest send, and before [`KEY_TRUSTED_FOR`] after its
-/// first — `Err(Some(when))` when it is too soon, `Err(None)` when the key was never
-/// sent or may be forgotten.
+/// How long a send of a post with `media` images may take from its stamp: an intent is
+/// recorded right before the status request; a re-send before it downloads, uploads and
+/// reads back each image too. Each request is bounded by `timeout`.
+fn send_takes(attempt: &EarlierAttempt, media: usize, timeout: StdDuration) -> Duration {
+    let requests = if attempt.resend {
+        REQUESTS_PER_IMAGE.saturating_mul(media as u32) + 1
+    } else {
+        1
+    };
+    Duration::from_std(timeout.saturating_mul(requests)).unwrap_or(Duration::MAX)
+}
+
+/// Until when a send of `key` may still be running: the latest end, over every send of
+/// it, of the longest that send could take.
+fn busy_until(
+    attempts: &[EarlierAttempt],
+    key: &str,
+    media: usize,
+    timeout: StdDuration,
+) -> Option<DateTime<Utc>> {
+    attempts
+        .iter()
+        .filter(|a| a.platform_ref.as_deref() == Some(key))
+        .map(|a| a.sent_at + send_takes(a, media, timeout))
+        .max()
+}
+
+/// When `key` may be sent again at `now` by a send that first uploads `media` images:
+/// `Ok(first send)` within the window — no sooner than [`RESEND_AFTER`] after its latest
+/// send nor before every earlier send of it can have ended ([`busy_until`]), and with
+/// time for this send's uploads before [`KEY_TRUSTED_FOR`] after its first —
+/// `Err(Some(when))` when it is too soon, `Err(None)` when the key was never sent or may
+/// be forgotten before this send's status leaves.
 fn resend_window(
     attempts: &[EarlierAttempt],
     key: &str,
     now: DateTime<Utc>,
+    media: usize,
+    timeout: StdDuration,
 ) -> Result<DateTime<Utc>, Option<DateTime<Utc>>> {
     let (first, latest) = sends(attempts, key).ok_or(None)?;
-    if now >= first + KEY_TRUSTED_FOR {
+    let uploads =
+        Duration::from_std(timeout.saturating_mul(REQUESTS_PER_IMAGE.saturating_mul(media as u32)))
+            .unwrap_or(Duration::MAX);
+    if now + uploads >= first + KEY_TRUSTED_FOR {
         return Err(None);
     }
-    if now < latest + RESEND_AFTER {
-        return Err(Some(latest + RESEND_AFTER));
+    let free = busy_until(attempts, key, media, timeout).map_or(latest + RESEND_AFTER, |busy| {
+        busy.max(latest + RESEND_AFTER)
+    });
+    if now < free {
+        return Err(Some(free));
     }
     Ok(first)
 }
 
+/// Refuses a `request_timeout` longer than [`max_request_timeout`], naming both.
+pub fn check_request_timeout(timeout: StdDuration) -> Result<(), String> {
+    let max = max_request_timeout();
+    if timeout <= max {
+        return Ok(());
+    }
+    Err(format!(
+        "request_timeout = {}s is too long for Mastodon: a re-send with the same Idempotency-Key (up to {MAX_MEDIA} images, each downloaded, uploaded and read back, then the status) must leave within the {} minutes airlock trusts the instance to keep the key, so request_timeout may be at most {}s",
+        timeout.as_secs(),
+        KEY_TRUSTED_FOR.num_minutes(),
+        max.as_secs()
+    ))
+}
+
 /// The key reconcile would send again now, with its first send: `None` outside the
 /// window.
-fn resend_due(req: &ReconcileRequest) -> Option<(String, DateTime<Utc>)> {
+fn resend_due(req: &ReconcileRequest, timeout: StdDuration) -> Option<(String, DateTime<Utc>)> {
     let publish = &req.publish;
     let key = req
         .platform_ref
         .clone()
         .unwrap_or_else(|| publish.idempotency_key.clone());
-    let first = resend_window(&publish.earlier, &key, publish.now).ok()?;
+    let first = resend_window(
+        &publish.earlier,
+        &key,
+        publish.now,
+        publish.media.len(),
+        timeout,
+    )
+    .ok()?;
     Some((key, first))
 }
 
 impl Mastodon {
     /// An adapter with these settings; refuses a `base_url` that could leak the token.
+    /// (Configuration refuses a `request_timeout` a re-send cannot cover:
+    /// [`check_request_timeout`].)
     pub fn new(settings: MastodonSettings, client: reqwest::Client) -> Result<Self, SettingsError> {
         let base_url = check_base_url(&settings.base_url)?;
         Ok(Mastodon {
@@ -455,13 +534,19 @@ impl Platform for Mastodon {
             }
         }
         for earlier in keys {
-            match resend_window(&req.earlier, earlier, req.now) {
+            match resend_window(
+                &req.earlier,
+                earlier,
+                req.now,
+                req.media.len(),
+                self.timeout,
+            ) {
                 Err(None) => continue,
                 Err(Some(from)) => {
                     return Err(StepError::Transient {
                         reason: format!(
-                            "mastodon: an earlier attempt sent Idempotency-Key {earlier} at {}; it is sent again once that request can no longer be processing",
-                            airlock_core::time::format_utc(from - RESEND_AFTER)
+                            "mastodon: an earlier attempt sent Idempotency-Key {earlier}; it is sent again at {}, once every request with it can no longer be running",
+                            airlock_core::time::format_utc(from)
                         ),
                         retry_after: Some(from - req.now),
                     });
@@ -530,14 +615,15 @@ impl Platform for Mastodon {
     }
 
     fn reconcile_sends(&self, req: &ReconcileRequest) -> bool {
-        resend_due(req).is_some()
+        resend_due(req, self.timeout).is_some()
     }
 
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let publish = &req.publish;
-        let Some((key, first)) = resend_due(req) else {
+        let Some((key, first)) = resend_due(req, self.timeout) else {
             return Evidence::NoProof;
         };
+        let started = std::time::Instant::now();
         let media = match self.upload_media(publish).await {
             Ok(media) => media,
             Err(e) => {
@@ -545,6 +631,13 @@ impl Platform for Mastodon {
                 return Evidence::NoProof;
             }
         };
+        // The uploads took longer than planned: past the key's trusted hour the instance
+        // may have forgotten it, and the status would be a second one.
+        let now = publish.now + Duration::from_std(started.elapsed()).unwrap_or(Duration::MAX);
+        if now >= first + KEY_TRUSTED_FOR {
+            tracing::warn!(%key, "reconcile: the media uploads ran past the hour the instance keeps the key; nothing sent, the post waits for a person");
+            return Evidence::NoProof;
+        }
         match self.send_status(publish, &key, &media).await {
             Ok(answer) if answer.is_success() => {
                 // The status must be the checked account's: a token that belongs to
@@ -610,18 +703,63 @@ mod tests {
             platform_ref: Some(key.into()),
             sent_at: at(m),
             definitely_unpublished: false,
+            resend: false,
         };
         let attempts = [
             attempt(1, "k1", 10),
             attempt(2, "k2", 20),
             attempt(3, "k1", 30),
         ];
+        let short = StdDuration::from_secs(30);
+        let window = |key, m| resend_window(&attempts, key, at(m), 0, short);
         assert_eq!(sends(&attempts, "k1"), Some((at(10), at(30))));
         assert_eq!(sends(&attempts, "k2"), Some((at(20), at(20))));
         assert_eq!(sends(&attempts, "k3"), None);
-        assert_eq!(resend_window(&attempts, "k1", at(32)), Err(Some(at(35))));
-        assert_eq!(resend_window(&attempts, "k1", at(35)), Ok(at(10)));
-        assert_eq!(resend_window(&attempts, "k1", at(60)), Err(None));
-        assert_eq!(resend_window(&attempts, "k3", at(35)), Err(None));
+        assert_eq!(window("k1", 32), Err(Some(at(35))));
+        assert_eq!(window("k1", 35), Ok(at(10)));
+        assert_eq!(window("k1", 60), Err(None));
+        assert_eq!(window("k3", 35), Err(None));
+    }
+
+    /// A re-send claimed before slow uploads holds its key until its status could have
+    /// left and ended, not only five minutes; one whose own uploads could run past the
+    /// key's trusted hour is not made.
+    #[test]
+    fn a_resend_holds_its_key_until_its_uploads_and_status_can_have_ended() {
+        let at = |m: i64| DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(m);
+        let timeout = StdDuration::from_secs(180);
+        let send = |m, resend| EarlierAttempt {
+            generation: 1,
+            idempotency_key: "k".into(),
+            platform_ref: Some("k".into()),
+            sent_at: at(m),
+            definitely_unpublished: false,
+            resend,
+        };
+        // The intent at 0, a re-send claimed at 10 with two images: 7 requests of 3 min.
+        let attempts = [send(0, false), send(10, true)];
+        assert_eq!(
+            resend_window(&attempts, "k", at(16), 2, timeout),
+            Err(Some(at(31)))
+        );
+        assert_eq!(resend_window(&attempts, "k", at(31), 2, timeout), Ok(at(0)));
+        // At 40, two images' uploads (18 min) would end past the trusted 50 minutes.
+        assert_eq!(resend_window(&attempts, "k", at(40), 2, timeout), Err(None));
+        // The intent's own request: three minutes, but never sooner than five.
+        assert_eq!(
+            resend_window(&[send(0, false)], "k", at(4), 0, timeout),
+            Err(Some(at(5)))
+        );
+    }
+
+    #[test]
+    fn a_request_timeout_a_resend_cannot_cover_is_refused_naming_both() {
+        assert_eq!(max_request_timeout(), StdDuration::from_secs(225));
+        assert!(check_request_timeout(StdDuration::from_secs(225)).is_ok());
+        let refused = check_request_timeout(StdDuration::from_secs(360)).unwrap_err();
+        assert!(
+            refused.contains("360s") && refused.contains("225s"),
+            "{refused}"
+        );
     }
 }

@@ -574,6 +574,126 @@ async fn two_processes_reconciling_a_mastodon_post_at_once_send_it_again_once() 
     two_processes_reconcile(StdDuration::ZERO).await;
 }
 
+/// A server of one JPEG image at `/cat.jpg`.
+async fn image_server() -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::path("/cat.jpg"))
+        .respond_with(
+            wiremock::ResponseTemplate::new(200)
+                .insert_header("content-type", "image/jpeg")
+                .set_body_bytes(vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4]),
+        )
+        .mount(&server)
+        .await;
+    server
+}
+
+/// A Mastodon channel whose requests may each take three minutes (the longest a re-send
+/// can cover is a little more), with a post of two images whose create answered 502 and
+/// made nothing: ready for a reconcile re-send.
+async fn slow_mastodon_unknown(
+    images: &wiremock::MockServer,
+) -> (mastodon::MastodonFake, Harness, App, PostId) {
+    let timeout = StdDuration::from_secs(180);
+    let fake = mastodon::MastodonFake::start_with(mastodon::Expect::ANY, |s| {
+        s.create_mode = mastodon::CreateMode::StatusWithoutCreating(502)
+    })
+    .await;
+    let platform = Mastodon::new(
+        MastodonSettings {
+            request_timeout: timeout,
+            ..MastodonSettings::new(fake.uri(), fake_token())
+        },
+        airlock_platforms::http::client(timeout),
+    )
+    .unwrap();
+    let mut settings = settings("masto", ChannelKind::Mastodon, mastodon::ACCT);
+    settings.request_timeout = Duration::from_std(timeout).unwrap();
+    let h = Harness::new(|_| {
+        vec![TestChannel {
+            settings,
+            platform: Arc::new(platform),
+        }]
+    })
+    .await;
+    let app = h.app();
+    let me = Principal::cli();
+    let mut input = draft("masto", "Mochi naps.");
+    let image = airlock_core::Media {
+        url: format!("{}/cat.jpg", images.uri()),
+        alt: Some("a cat".into()),
+    };
+    input.media = vec![image.clone(), image];
+    let post = app
+        .create_post(&me, input, None, airlock_app::posts::DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    app.approve(&me, post.id).await.unwrap();
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert!(
+        matches!(report.result, PublishResult::NeedsReview { .. }),
+        "{:?}",
+        report.result
+    );
+    fake.with(|s| s.create_mode = mastodon::CreateMode::Normal);
+    (fake, h, app, post.id)
+}
+
+/// Process A claims a re-send and uploads slow media; six minutes later by the clock
+/// (past the five-minute floor) process B reads the post. A's request may still be
+/// running — it may take seven requests of three minutes — so B sends nothing, and the
+/// instance, which stores a key only after it made the status, holds one status.
+#[tokio::test]
+async fn a_resend_waits_while_another_resend_with_slow_media_may_still_be_running() {
+    let images = image_server().await;
+    let (fake, h, app, id) = slow_mastodon_unknown(&images).await;
+    fake.with(|s| {
+        s.upload_delay = Some(StdDuration::from_millis(300));
+        s.key_stored_after = Some(StdDuration::from_secs(2));
+    });
+    h.clock.advance(Duration::minutes(10));
+    let other = h.app();
+    let clock = h.clock.clone();
+    let (a, b) = tokio::join!(app.reconcile(), async {
+        // A has claimed its re-send and is uploading.
+        tokio::time::sleep(StdDuration::from_millis(150)).await;
+        clock.advance(Duration::minutes(6));
+        other.reconcile().await
+    });
+    assert_eq!(a.unwrap().len(), 1, "A's re-send settles the post");
+    assert!(b.unwrap().is_empty(), "B sends nothing");
+    assert_eq!(fake.with(|s| s.posts()), 1, "one status");
+    assert_eq!(creates(&fake).await, 2, "the publish, and A's re-send");
+    assert_eq!(status(&app, id).await, PostStatus::Posted);
+}
+
+/// A re-send's answer that comes after a person settled the post meanwhile is kept on the
+/// post as evidence for that person, never dropped.
+#[tokio::test]
+async fn a_resend_answer_after_the_post_was_settled_is_recorded_on_it() {
+    let images = image_server().await;
+    let (fake, h, app, id) = slow_mastodon_unknown(&images).await;
+    fake.with(|s| s.upload_delay = Some(StdDuration::from_millis(300)));
+    h.clock.advance(Duration::minutes(10));
+    let me = Principal::cli();
+    let person = h.app();
+    let (settled, resolved) = tokio::join!(app.reconcile(), async {
+        tokio::time::sleep(StdDuration::from_millis(150)).await;
+        person.resolve(&me, id, Resolution::NotPublished).await
+    });
+    assert!(settled.unwrap().is_empty());
+    resolved.unwrap();
+    assert_eq!(fake.with(|s| s.posts()), 1);
+    let status_id = fake.with(|s| s.statuses[0].id.clone());
+    let events = app.store().post_detail(id).await.unwrap().events;
+    assert!(
+        events.iter().any(|e| e.kind == "stale_outcome"
+            && e.note.as_deref().is_some_and(|n| n.contains(&status_id))),
+        "{events:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_revoked_mastodon_token_fails_the_post_and_pauses_the_channel() {
     let fake = mastodon::MastodonFake::start_with(

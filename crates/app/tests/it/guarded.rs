@@ -336,6 +336,56 @@ async fn over_quota_defers_until_the_next_slot_without_counting_an_attempt() {
     assert_eq!(quota.window.usage.used, 2);
 }
 
+/// A deferral is decided again at every pass: asking to publish a deferred post again
+/// adds no second notice for the same slot, and once the limit is raised (a new process
+/// with the new configuration) or a slot frees, the post is due at once instead of
+/// waiting for the slot decided under the old figures.
+#[tokio::test]
+async fn a_deferral_is_noticed_once_per_slot_and_lifted_when_a_slot_frees() {
+    let mut h = sandbox_harness().await;
+    h.settings.window.limit = 1;
+    let app = h.app();
+    let me = Principal::cli();
+    approved(&app, "cats", "one").await;
+    let waiting = approved(&app, "cats", "two").await;
+    assert_eq!(
+        app.publish_next(None).await.unwrap().unwrap().result,
+        PublishResult::Posted
+    );
+    h.clock.advance(chrono::Duration::minutes(5));
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert!(matches!(report.result, PublishResult::Deferred { .. }));
+    for _ in 0..3 {
+        let err = app.publish_now(&me, waiting.id).await.unwrap_err();
+        assert!(matches!(err, Error::OverQuota { .. }), "{err}");
+    }
+    let detail = app.store().post_detail(waiting.id).await.unwrap();
+    let notices = detail
+        .events
+        .iter()
+        .filter(|e| e.kind == "quota_deferred")
+        .count();
+    assert_eq!(notices, 1, "{:?}", detail.events);
+    assert_eq!(
+        app.waiting_on_quota().await.unwrap().map(|(n, _)| n),
+        Some(1)
+    );
+
+    // Still full under the old limit: nothing changes.
+    assert_eq!(app.recheck_deferrals().await.unwrap(), 0);
+    // The operator raises the window limit and restarts.
+    h.settings.window.limit = 2;
+    let app = h.app();
+    assert_eq!(app.recheck_deferrals().await.unwrap(), 1);
+    assert_eq!(app.waiting_on_quota().await.unwrap(), None);
+    let lifted = app.store().get_post(waiting.id).await.unwrap();
+    assert_eq!((lifted.not_before, lifted.deferred_until), (None, None));
+    assert_eq!(
+        app.publish_next(None).await.unwrap().unwrap().result,
+        PublishResult::Posted
+    );
+}
+
 #[tokio::test]
 async fn test_posts_go_out_only_on_sandboxes_and_never_count() {
     let h = sandbox_harness().await;

@@ -621,6 +621,8 @@ impl ChannelConfig {
             }
             PlatformConfig::Mastodon(m) => {
                 m.visibility(name)?;
+                airlock_platforms::mastodon::check_request_timeout(m.request_timeout.as_std())
+                    .map_err(|e| format!("channels.{name}.{e}"))?;
             }
             _ => {}
         }

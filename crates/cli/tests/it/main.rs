@@ -12,6 +12,7 @@ mod operations;
 mod packaging;
 mod platforms;
 mod postgres;
+mod quotas;
 mod security;
 mod support;
 mod upgrade;

@@ -52,6 +52,7 @@ fn earlier(rkey: &str) -> EarlierAttempt {
         platform_ref: Some(rkey.to_owned()),
         sent_at: chrono::Utc::now() - chrono::Duration::minutes(30),
         definitely_unpublished: false,
+        resend: false,
     }
 }
 

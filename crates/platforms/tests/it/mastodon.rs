@@ -44,6 +44,7 @@ fn attempt(prepared: &Prepared, sent_at: chrono::DateTime<Utc>) -> EarlierAttemp
         platform_ref: prepared.platform_ref.clone(),
         sent_at,
         definitely_unpublished: false,
+        resend: false,
     }
 }
 

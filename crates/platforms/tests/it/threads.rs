@@ -578,6 +578,7 @@ fn retry_of(container: &str, key: &str) -> PublishRequest {
         platform_ref: Some(container.into()),
         sent_at: chrono::Utc::now() - chrono::Duration::minutes(20),
         definitely_unpublished: false,
+        resend: false,
     }];
     req
 }

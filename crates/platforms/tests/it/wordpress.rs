@@ -238,6 +238,7 @@ async fn an_article_of_an_earlier_attempt_with_older_content_is_this_post_alread
         platform_ref: Some(SLUG.into()),
         sent_at: chrono::Utc::now(),
         definitely_unpublished: false,
+        resend: false,
     }];
     let content = format!("<p>older text</p>{}", key_marker("airlock-42-older"));
     let earlier = fake.with(|s| s.add_with_content(SLUG, TITLE, "publish", &content));

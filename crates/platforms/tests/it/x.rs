@@ -126,6 +126,7 @@ async fn duplicate_content_is_never_proof_of_publication() {
         platform_ref: None,
         sent_at: chrono::Utc::now() - chrono::Duration::hours(1),
         definitely_unpublished: false,
+        resend: false,
     }];
     let outcome = x.publish(&retry, &prepared).await;
     assert!(

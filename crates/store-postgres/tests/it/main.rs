@@ -2,6 +2,7 @@
 //! triggers against hand-written SQL, several pools racing as separate processes, and
 //! LISTEN/NOTIFY wake-ups. Each test gets a fresh database (see [`support`]).
 
+mod clock;
 mod conformance;
 mod durability;
 mod hardened;

@@ -60,3 +60,66 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
     assert!(approved.authors.is_empty());
     store.close().await;
 }
+
+/// The repair of 0008 on PostgreSQL (see the SQLite backend's test of the same name).
+#[tokio::test]
+async fn committed_reservations_without_a_send_time_are_repaired() {
+    let db = TestDb::create();
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < "0008" {
+            std::fs::copy(&path, dir.path().join(&name)).unwrap();
+        }
+    }
+    let mut conn = db.conn().await;
+    sqlx::migrate::Migrator::new(dir.path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    for statement in [
+        "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+         edited_by, created_at, updated_at, event_actor) \
+         VALUES ('bsky', 'draft', 'Mochi naps.', '2026-03-02T00:00:00Z', \
+         'abababababababababababababababababababababababababababababababab', 'cli', 'cli', \
+         '2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z', 'cli')",
+        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, \
+         created_at, settled_at) VALUES (1, 1, 'k', 'not_sent', 'rkey', \
+         '2026-03-02T00:00:01Z', '2026-03-02T00:10:00Z')",
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
+         settled_at) VALUES \
+         (1, 1, 'bsky', 'released', '2026-03-02T00:00:00Z', '2026-03-02T00:00:01Z', \
+          '2026-03-02T00:10:00Z'), \
+         (1, 2, 'bsky', 'committed', '2026-03-02T00:20:00Z', NULL, '2026-03-02T00:20:01Z'), \
+         (1, 0, 'bsky', 'committed', '2026-03-02T00:30:00Z', NULL, '2026-03-02T00:30:01Z'), \
+         (1, 3, 'bsky', 'committed', '2026-03-02T00:40:00Z', '2026-03-02T00:40:01Z', \
+          '2026-03-02T00:40:02Z')",
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = store(&db).await;
+    let sent: Vec<(i64, String, Option<chrono::DateTime<chrono::Utc>>)> =
+        sqlx::query_as("SELECT generation, state, sent_at FROM reservations ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    let at = |s: &str| Some(s.parse::<chrono::DateTime<chrono::Utc>>().unwrap());
+    assert_eq!(
+        sent,
+        [
+            (1, "released".into(), at("2026-03-02T00:00:01Z")),
+            (2, "committed".into(), at("2026-03-02T00:00:01Z")),
+            (0, "committed".into(), at("2026-03-02T00:30:00Z")),
+            (3, "committed".into(), at("2026-03-02T00:40:01Z")),
+        ]
+    );
+}

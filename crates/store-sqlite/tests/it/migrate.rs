@@ -72,3 +72,80 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
     assert_eq!(approved.status, PostStatus::Approved);
     assert!(approved.authors.is_empty());
 }
+
+/// A committed reservation an earlier release left without a send time (a post settled
+/// `posted` by proof of an earlier attempt) would count "as now" for ever: migration
+/// 0008 fills in the send time of the latest attempt at or before its generation, else
+/// when it was made, and touches nothing else.
+#[tokio::test]
+async fn committed_reservations_without_a_send_time_are_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("migrations");
+    std::fs::create_dir(&before).unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < "0008" {
+            std::fs::copy(&path, before.join(&name)).unwrap();
+        }
+    }
+    let path = dir.path().join("airlock.db");
+    let pool = SqlitePoolOptions::new()
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(&path)
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(before.as_path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    for statement in [
+        "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+         edited_by, created_at, updated_at, event_actor) \
+         VALUES ('bsky', 'draft', 'Mochi naps.', '2026-03-02T00:00:00.000Z', \
+         'abababababababababababababababababababababababababababababababab', 'cli', 'cli', \
+         '2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'cli')",
+        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, \
+         created_at, settled_at) VALUES (1, 1, 'k', 'not_sent', 'rkey', \
+         '2026-03-02T00:00:01.000Z', '2026-03-02T00:10:00.000Z')",
+        // The attempt that sent, released by a resolution; the retry's, committed unsent;
+        // one with no attempt at all; one already right.
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
+         settled_at) VALUES \
+         (1, 1, 'bsky', 'released', '2026-03-02T00:00:00.000Z', '2026-03-02T00:00:01.000Z', \
+          '2026-03-02T00:10:00.000Z'), \
+         (1, 2, 'bsky', 'committed', '2026-03-02T00:20:00.000Z', NULL, '2026-03-02T00:20:01.000Z'), \
+         (1, 0, 'bsky', 'committed', '2026-03-02T00:30:00.000Z', NULL, '2026-03-02T00:30:01.000Z'), \
+         (1, 3, 'bsky', 'committed', '2026-03-02T00:40:00.000Z', '2026-03-02T00:40:01.000Z', \
+          '2026-03-02T00:40:02.000Z')",
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.expect("migrates forward");
+    let sent: Vec<(i64, String, Option<String>)> =
+        sqlx::query_as("SELECT generation, state, sent_at FROM reservations ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    let at = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        sent,
+        [
+            (1, "released".into(), at("2026-03-02T00:00:01.000Z")),
+            (2, "committed".into(), at("2026-03-02T00:00:01.000Z")),
+            (0, "committed".into(), at("2026-03-02T00:30:00.000Z")),
+            (3, "committed".into(), at("2026-03-02T00:40:01.000Z")),
+        ]
+    );
+}

@@ -12,8 +12,12 @@
 //!   an empty or over-long status answers 422; past [`State::requests_left`] it answers
 //!   429 with `X-RateLimit-*` headers. [`CreateMode`] acts out lost answers: the status is
 //!   made (and its key kept) and the answer is a 5xx or comes too late.
+//!   Like the server, it looks the key up before it creates the status and stores it only
+//!   once the status is made: with [`State::key_stored_after`], two requests with one key
+//!   in that window make two statuses.
 //! - `POST /api/v2/media` takes a multipart file with its description; with
-//!   [`State::media_processing`] it answers 202 and the media is ready on the next read.
+//!   [`State::media_processing`] it answers 202 and the media is ready on the next read;
+//!   [`State::upload_delay`] makes each upload answer late (slow media).
 //! - `GET /api/v1/statuses/{id}` reads a status back.
 
 use std::collections::HashMap;
@@ -88,7 +92,12 @@ pub struct State {
     pub statuses: Vec<Status>,
     /// The media.
     pub media: Vec<MediaAttachment>,
-    keys: HashMap<String, (String, DateTime<Utc>)>,
+    /// Each media upload answers this much later (real time).
+    pub upload_delay: Option<std::time::Duration>,
+    /// A status's key is stored this long (real time) after the request that made it
+    /// arrived: a request with the same key meanwhile does not find it.
+    pub key_stored_after: Option<std::time::Duration>,
+    keys: HashMap<String, (String, DateTime<Utc>, std::time::Instant)>,
     next: u64,
 }
 
@@ -105,6 +114,8 @@ impl Default for State {
             now: None,
             statuses: Vec::new(),
             media: Vec::new(),
+            upload_delay: None,
+            key_stored_after: None,
             keys: HashMap::new(),
             next: 109_876_543_210_000_000,
         }
@@ -126,11 +137,16 @@ impl State {
         self.statuses.len()
     }
 
-    /// Whether the instance still keeps `key` for the token's account.
+    /// Whether the instance still keeps `key` for the token's account (and has stored it).
     pub fn keeps_key(&self, key: &str) -> bool {
         self.keys
             .get(&self.scoped(key))
-            .is_some_and(|(_, at)| *at + chrono::Duration::hours(1) > self.clock())
+            .is_some_and(|(_, at, made)| {
+                *at + chrono::Duration::hours(1) > self.clock()
+                    && self
+                        .key_stored_after
+                        .is_none_or(|after| made.elapsed() >= after)
+            })
     }
 
     /// The key as the server stores it: scoped to the token's account.
@@ -253,9 +269,14 @@ impl Respond for Instance {
                     ready,
                 });
                 let url = ready.then(|| format!("{base}/media/{id}.jpg"));
-                ResponseTemplate::new(if ready { 200 } else { 202 }).set_body_json(json!({
-                    "id": id, "type": "image", "url": url, "description": description,
-                }))
+                let answer =
+                    ResponseTemplate::new(if ready { 200 } else { 202 }).set_body_json(json!({
+                        "id": id, "type": "image", "url": url, "description": description,
+                    }));
+                match state.upload_delay {
+                    Some(delay) => answer.set_delay(delay),
+                    None => answer,
+                }
             }
             Route::MediaRead => {
                 let id = request
@@ -330,7 +351,17 @@ impl Respond for Instance {
                 if let Some(key) = key {
                     let now = state.clock();
                     let scoped = state.scoped(&key);
-                    state.keys.insert(scoped, (status.id.clone(), now));
+                    // A later status with the key (made while it was not stored yet) does
+                    // not replace the first while that one is kept.
+                    let kept = state
+                        .keys
+                        .get(&scoped)
+                        .is_some_and(|(_, at, _)| *at + chrono::Duration::hours(1) > now);
+                    if !kept {
+                        state
+                            .keys
+                            .insert(scoped, (status.id.clone(), now, std::time::Instant::now()));
+                    }
                 }
                 let answer =
                     ResponseTemplate::new(200).set_body_json(state.status_json(base, &status));
