@@ -162,7 +162,15 @@ impl App {
         if deferred.is_empty() {
             return Ok(0);
         }
-        let quota = self.quota_now().await?;
+        let quota = match self.quota_now().await {
+            Ok(quota) => quota,
+            // Rows that cannot be trusted stop publishing, as they do for a claim.
+            Err(Error::CorruptQuota(reason)) => {
+                let reason = reason.trim_start_matches("quota state is corrupt: ");
+                return Err(self.corrupt_quota(reason.to_owned()).await);
+            }
+            Err(e) => return Err(e),
+        };
         let mut window_free = quota.window.usage.remaining;
         let mut free: std::collections::HashMap<&ChannelName, u32> = quota
             .channels

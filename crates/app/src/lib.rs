@@ -185,15 +185,30 @@ impl App {
     /// Measures how far the ledger's clock is from this machine's and follows it from now
     /// on (docs/quotas.md#one-clock): a PostgreSQL ledger decides by the database's clock,
     /// so this process's leases, schedules and reads agree with it, and with every other
-    /// installation's. A ledger that decides by its callers' clocks (SQLite) leaves the
-    /// app's clock as it is. `serve` measures again every minute. Returns the offset.
+    /// installation's. A machine whose clock is further off than
+    /// [`airlock_core::quota::CLOCK_ALLOWANCE`] is not followed but named: the ledger
+    /// refuses its claims and intents, naming both times, until its clock is set right
+    /// (pauses, resolutions and reads still work). A ledger that decides by its callers'
+    /// clocks (SQLite) leaves the app's clock as it is. `serve` measures again every reap
+    /// interval. Returns the offset measured.
     pub async fn follow_ledger_clock(&self) -> Result<chrono::Duration> {
-        let offset = match self.store().ledger_clock().await? {
-            airlock_store::LedgerClock::Caller => chrono::Duration::zero(),
-            airlock_store::LedgerClock::Database { offset } => offset,
+        let offset =
+            airlock_store::LedgerClock::offset_from(self.store().as_ref(), &*self.inner.clock)
+                .await?
+                .unwrap_or_default();
+        let followed = if offset.abs() > airlock_core::quota::CLOCK_ALLOWANCE {
+            let mine = (self.inner.clock)();
+            tracing::error!(
+                machine = %airlock_core::time::format_utc(mine),
+                database = %airlock_core::time::format_utc(mine + offset),
+                "this machine's clock is further from the database's than airlock allows: nothing is published from here until it is set right (NTP)"
+            );
+            chrono::Duration::zero()
+        } else {
+            offset
         };
         self.inner.clock_offset_us.store(
-            offset.num_microseconds().unwrap_or(0),
+            followed.num_microseconds().unwrap_or(0),
             std::sync::atomic::Ordering::Relaxed,
         );
         Ok(offset)

@@ -507,8 +507,16 @@ impl App {
                     // The platform shows this post published by an earlier attempt:
                     // nothing is sent.
                     tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
+                    // The attempt the proof names sent it; without a name, the latest
+                    // attempt (the request the platform received last).
+                    let intents = || request.earlier.iter().filter(|a| !a.resend);
+                    let sender = proof
+                        .attempt
+                        .and_then(|g| intents().find(|a| a.generation == g))
+                        .or_else(|| intents().next_back())
+                        .cloned();
                     return self
-                        .found_earlier(post, &channel, proof, request.earlier.last())
+                        .found_earlier(post, &channel, proof, sender.as_ref())
                         .await
                         .map(Some);
                 }
@@ -584,20 +592,18 @@ impl App {
         self.attempts_below(post, Some(post.generation)).await
     }
 
-    /// The post's attempts that recorded an intent, oldest first: those of generations
-    /// below `below`, or all of them.
+    /// The post's sends under earlier claims, oldest first: each attempt that recorded an
+    /// intent of a generation below `below`, and each re-send reconcile made with its key
+    /// ([`sends`]).
     pub(crate) async fn attempts_below(
         &self,
         post: &Post,
         below: Option<i64>,
     ) -> Result<Vec<EarlierAttempt>> {
         let detail = self.store().post_detail(post.id).await?;
-        Ok(detail
-            .intents
-            .into_iter()
-            .filter(|i| below.is_none_or(|below| i.generation < below))
-            .map(earlier_attempt)
-            .collect())
+        let mut attempts = sends(&detail);
+        attempts.retain(|a| below.is_none_or(|below| a.generation < below));
+        Ok(attempts)
     }
 
     /// A panic in a run of the guarded path: logged with the post, which is settled the
@@ -943,7 +949,7 @@ impl App {
     }
 
     /// Quota rows that cannot be read as expected stop all publishing (fail closed).
-    async fn corrupt_quota(&self, reason: String) -> Error {
+    pub(crate) async fn corrupt_quota(&self, reason: String) -> Error {
         tracing::error!(%reason, "quota state is corrupt; pausing all publishing");
         let pause_reason = format!("quota state is corrupt: {reason}");
         let notify = self.notifications(
@@ -1096,10 +1102,9 @@ impl App {
             .await
     }
 
-    /// The platform shows the post published by an earlier attempt (this one sent
-    /// nothing): published as of that attempt's send, which is what the quota counts
-    /// ([`Settle::CommitAttempt`]: the latest earlier attempt, the one whose request the
-    /// platform received last).
+    /// The platform shows the post published by an earlier attempt, `sender` (this one
+    /// sent nothing): published as of that attempt's send, which is what the quota counts
+    /// ([`Settle::CommitAttempt`]).
     async fn found_earlier(
         &self,
         post: Post,
@@ -1466,6 +1471,37 @@ pub(crate) fn account_mismatch(
 /// pause from an operator's by it (and by its actor, the dispatcher or the reaper).
 pub(crate) fn unknown_pause_prefix(id: PostId) -> String {
     format!("post {id} has an unknown outcome (")
+}
+
+/// Every request a post's timeline records as sent with a key, oldest first: each
+/// attempt's intent, and each reconcile re-send (a [`crate::review::RESEND_EVENT`]),
+/// which sent the key of the latest intent recorded before it. An adapter that fences
+/// sends of one key (Mastodon) must see them all, whatever the outcome recorded since.
+pub(crate) fn sends(detail: &airlock_core::PostDetail) -> Vec<EarlierAttempt> {
+    let mut sends: Vec<EarlierAttempt> = Vec::new();
+    for intent in &detail.intents {
+        sends.push(earlier_attempt(intent.clone()));
+    }
+    for event in &detail.events {
+        if event.kind != crate::review::RESEND_EVENT {
+            continue;
+        }
+        if let Some(intent) = detail
+            .intents
+            .iter()
+            .filter(|i| i.created_at <= event.at)
+            .max_by_key(|i| (i.created_at, i.generation))
+        {
+            sends.push(EarlierAttempt {
+                sent_at: event.at,
+                definitely_unpublished: false,
+                resend: true,
+                ..earlier_attempt(intent.clone())
+            });
+        }
+    }
+    sends.sort_by_key(|a| a.sent_at);
+    sends
 }
 
 /// An attempt at a post as adapters see it.

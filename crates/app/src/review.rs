@@ -4,15 +4,14 @@
 use serde_json::json;
 
 use airlock_core::{Action, Actor, Intent, Post, PostEvent, PostId, PostStatus};
-use airlock_platforms::{EarlierAttempt, Evidence, Platform, ReconcileRequest};
+use airlock_platforms::{Evidence, Platform, ReconcileRequest};
 use airlock_store::{
     EventNote, Guard, IntentPhase, PostUpdate, ReviewItem, Settle, StoreError, Unreadable,
 };
 use tracing::Instrument;
 
 use crate::publish::{
-    account_mismatch, earlier_attempt, idempotency_key, publish_request, retry_backoff,
-    unknown_pause_prefix,
+    account_mismatch, idempotency_key, publish_request, retry_backoff, unknown_pause_prefix,
 };
 
 /// The event that claims and records a reconcile re-send (Mastodon's): written under the
@@ -217,29 +216,10 @@ impl App {
                 return Ok(None);
             }
         };
-        // Every attempt that recorded an intent, this one last: an adapter whose platform
-        // keeps a key for a limited time (Mastodon) needs its first send. Then every
-        // re-send reconcile recorded since the latest intent: each sent its key again.
-        let mut attempts: Vec<EarlierAttempt> = detail
-            .intents
-            .iter()
-            .cloned()
-            .map(earlier_attempt)
-            .collect();
-        if let Some(intent) = &item.intent {
-            attempts.extend(
-                detail
-                    .events
-                    .iter()
-                    .filter(|e| e.kind == RESEND_EVENT && e.at >= intent.created_at)
-                    .map(|e| EarlierAttempt {
-                        sent_at: e.at,
-                        definitely_unpublished: false,
-                        resend: true,
-                        ..earlier_attempt(intent.clone())
-                    }),
-            );
-        }
+        // Every attempt that recorded an intent and every re-send reconcile made: an
+        // adapter whose platform keeps a key for a limited time (Mastodon) needs the key's
+        // first send, and must wait while any send of it may still be running.
+        let attempts = crate::publish::sends(&detail);
         let request = ReconcileRequest {
             publish: airlock_platforms::PublishRequest {
                 now: self.now(),
@@ -249,6 +229,7 @@ impl App {
             platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
         };
         let mut version = post.version;
+        let mut request = request;
         if platform.reconcile_sends(&request) {
             match self
                 .claim_resend(&post, platform.as_ref(), &request, &detail.events)
@@ -257,6 +238,8 @@ impl App {
                 Some(claimed) => version = claimed,
                 None => return Ok(None),
             }
+            // The account read and the claim took time: the adapter measures from now.
+            request.publish.now = self.now();
         }
         let evidence = platform.reconcile(&request).await;
         let mut update = PostUpdate::new(
@@ -267,6 +250,22 @@ impl App {
         );
         let note = match evidence {
             Evidence::NoProof => return Ok(None),
+            Evidence::Unsettled { note } => {
+                let event = EventNote {
+                    kind: "reconcile_answer".into(),
+                    note: Some(note),
+                };
+                self.store()
+                    .add_event(
+                        post.id,
+                        event,
+                        &Actor::Reconciler.to_string(),
+                        self.now(),
+                        Vec::new(),
+                    )
+                    .await?;
+                return Ok(None);
+            }
             Evidence::Published(proof) => {
                 update.to = Some(PostStatus::Posted);
                 update.set.posted_at = Some(

@@ -288,9 +288,10 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
         Ok(None) => {}
         Err(e) => report(false, format!("postgres: {}", e.message)),
     }
-    match store.ledger_clock().await {
-        Ok(airlock_store::LedgerClock::Database { offset }) => {
-            let mine = chrono::Utc::now();
+    let clock = airlock_app::App::system_clock();
+    match airlock_store::LedgerClock::offset_from(store.as_ref(), &*clock).await {
+        Ok(Some(offset)) => {
+            let mine = clock();
             let apart = Span::new(offset.abs());
             if offset.abs() > CLOCK_ALLOWANCE {
                 report(
@@ -309,13 +310,13 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
                 );
             }
         }
-        Ok(airlock_store::LedgerClock::Caller) if !config.database.starts_with("sqlite:") => {
+        Ok(None) if !config.database.starts_with("sqlite:") => {
             report(
                 false,
                 "clock: the ledger decides by each process's own clock (ledger_clock is 'caller', a setting for tests): as the owner, run `UPDATE ledger_clock SET source = 'database'`".into(),
             );
         }
-        Ok(airlock_store::LedgerClock::Caller) => {}
+        Ok(None) => {}
         Err(e) => report(false, format!("clock: {e}")),
     }
     match store.check_invariants(chrono::Utc::now()).await {

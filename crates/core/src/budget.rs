@@ -54,24 +54,24 @@ impl Costs {
 
 /// Whether X might count `text` as carrying a URL: any `http://` or `https://`
 /// anywhere (in any case, glued to other text or not), or any token that could be a
-/// domain — labels of ASCII letters, digits and hyphens joined by dots, the last of 2 to
-/// 63 characters with a letter in it (`inn.example.com`, `宿inn-cats.jp`,
-/// `inn.xn--p1ai`). Generous on purpose: a sentence like `Mr.Smith` counts too, which
+/// domain — labels of letters (in any script), digits and hyphens joined by dots, the
+/// last of 2 to 63 characters with a letter in it (`inn.example.com`, `宿inn-cats.jp`,
+/// `café.fr`, `inn.xn--p1ai`, `猫.中国`). Generous on purpose: a sentence like `Mr.Smith` counts too, which
 /// costs the URL price rather than a bill over the budget; numbers like `1.2` do not.
 pub fn may_carry_url(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     if lower.contains("http://") || lower.contains("https://") {
         return true;
     }
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+    text.split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '-'))
         .map(|word| word.trim_matches(|c| c == '.' || c == '-'))
         .any(|word| {
             let labels: Vec<&str> = word.split('.').collect();
             let tld = labels.last().copied().unwrap_or("");
             labels.len() >= 2
                 && labels.iter().all(|l| !l.is_empty())
-                && (2..=63).contains(&tld.len())
-                && tld.bytes().any(|b| b.is_ascii_alphabetic())
+                && (2..=63).contains(&tld.chars().count())
+                && tld.chars().any(char::is_alphabetic)
         })
 }
 
@@ -236,6 +236,8 @@ mod tests {
             "Read HTTPS://INN.EXAMPLE/A",
             "Мы на inn.xn--p1ai",
             "cats.co2 and more",
+            "dîner au café.fr",
+            "猫.中国",
             "see inn.example-1",
             "Mochi at https://inn.example/a.",
         ] {

@@ -49,7 +49,10 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
         reconciled: app.reconcile().await?,
         ..DispatchReport::default()
     };
-    app.recheck_deferrals().await?;
+    // A pass goes on whatever happened here: the claims decide for themselves.
+    if let Err(e) = app.recheck_deferrals().await {
+        tracing::error!(error = %e, "rechecking quota deferrals failed");
+    }
     // A post handled twice in one pass would mean it came straight back (it should be
     // deferred or backed off); stop rather than spin.
     let mut seen = HashSet::new();

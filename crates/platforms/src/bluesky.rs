@@ -523,6 +523,7 @@ impl Bluesky {
             platform_post_id: Some(uri.to_owned()),
             permalink: Some(permalink(handle, rkey)),
             note,
+            attempt: None,
         }
     }
 
@@ -683,14 +684,17 @@ impl Platform for Bluesky {
                     let handle = self.handle().await;
                     return Ok(Prepared {
                         platform_ref: None,
-                        already_published: Some(self.proof(
+                        already_published: Some(Proof {
+                            attempt: Some(*generation),
+                            ..self.proof(
                             &handle,
                             &uri,
                             key,
                             format!(
                                 "bluesky: the record at key {key}, sent by the attempt of generation {generation}, exists ({uri})"
                             ),
-                        )),
+                        )
+                        }),
                     });
                 }
                 Ok(None) => {}

@@ -428,6 +428,9 @@ impl Graph {
                     "{} container {container} turned PUBLISHED while this attempt waited for it: an earlier attempt's request on it landed",
                     self.platform
                 ),
+                attempt: crate::latest_attempt(&req.earlier, |a| {
+                    a.platform_ref.as_deref() == Some(container.as_str())
+                }),
             }),
         })
     }
@@ -461,6 +464,7 @@ impl Graph {
                             "{p} container {container}, sent by the attempt of generation {}, reads PUBLISHED",
                             attempt.generation
                         ),
+                        attempt: Some(attempt.generation),
                     }));
                 }
                 // It can never be published now.
@@ -673,6 +677,7 @@ impl Graph {
                 note: format!(
                     "{p} container {container} reads PUBLISHED (the container read does not name the media id)"
                 ),
+                attempt: None,
             }),
             "EXPIRED" => Evidence::CannotLand {
                 note: format!(

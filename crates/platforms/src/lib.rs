@@ -191,6 +191,21 @@ pub struct Proof {
     pub permalink: Option<String>,
     /// What proves it, for the event note.
     pub note: String,
+    /// The generation of the earlier attempt whose request made what the platform shows,
+    /// when a later attempt found it: that attempt's send is the one the quota counts.
+    pub attempt: Option<i64>,
+}
+
+/// The generation of the latest of `earlier` that `sent` it, if any.
+pub fn latest_attempt(
+    earlier: &[EarlierAttempt],
+    sent: impl Fn(&EarlierAttempt) -> bool,
+) -> Option<i64> {
+    earlier
+        .iter()
+        .filter(|a| sent(a))
+        .max_by_key(|a| (a.sent_at, a.generation))
+        .map(|a| a.generation)
 }
 
 /// What the platform can prove about an unknown outcome (`docs/evidence.md`). Only proof
@@ -210,6 +225,13 @@ pub enum Evidence {
     /// Nothing the platform shows settles it (or it could not be asked now); the post
     /// waits, for proof or for a person.
     NoProof,
+    /// A request reconcile sent was answered with something that settles nothing but a
+    /// person must know (a re-send answered by a status of another account): recorded on
+    /// the post, which waits.
+    Unsettled {
+        /// What the platform answered.
+        note: String,
+    },
 }
 
 /// The post and intent a reconcile looks at.

@@ -177,35 +177,39 @@ fn instance_length(text: &str, per_url: usize) -> usize {
     text.chars().count() - url_chars + spans.len() * per_url
 }
 
-/// The first and the latest send of `key` among a post's attempts (an attempt sent it
-/// when it recorded it as its `platform_ref`; a reconcile re-send counts too). Every
-/// attempt counts, `not_sent` ones included: the first bounds how long the instance
-/// surely keeps the key (a send that was refused may still have stored it), the latest
-/// says whether a request with the key may still be processing.
-fn sends(attempts: &[EarlierAttempt], key: &str) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
-    let times = attempts
+/// The first send of `key` among a post's attempts (an attempt sent it when it recorded
+/// it as its `platform_ref`; a reconcile re-send counts too): it bounds how long the
+/// instance surely keeps the key. Every attempt counts, `not_sent` ones included (a send
+/// that was refused may still have stored it).
+fn first_send(attempts: &[EarlierAttempt], key: &str) -> Option<DateTime<Utc>> {
+    attempts
         .iter()
         .filter(|a| a.platform_ref.as_deref() == Some(key))
-        .map(|a| a.sent_at);
-    let first = times.clone().min()?;
-    let latest = times.max()?;
-    Some((first, latest))
+        .map(|a| a.sent_at)
+        .min()
 }
 
-/// How long a send of a post with `media` images may take from its stamp: an intent is
-/// recorded right before the status request; a re-send before it downloads, uploads and
-/// reads back each image too. Each request is bounded by `timeout`.
-fn send_takes(attempt: &EarlierAttempt, media: usize, timeout: StdDuration) -> Duration {
-    let requests = if attempt.resend {
-        REQUESTS_PER_IMAGE.saturating_mul(media as u32) + 1
+/// How long after its stamp a send of a post with `media` images may still be processed:
+/// its status request leaves at most its uploads later (an intent is recorded right
+/// before the status request; a re-send before it downloads, uploads and reads back each
+/// image, every request bounded by `timeout`), and the instance may still be working on
+/// it [`RESEND_AFTER`] after it left, or for as long as the client waited if that is
+/// longer.
+fn busy_for(attempt: &EarlierAttempt, media: usize, timeout: StdDuration) -> Duration {
+    let uploads = if attempt.resend {
+        REQUESTS_PER_IMAGE.saturating_mul(media as u32)
     } else {
-        1
+        0
     };
-    Duration::from_std(timeout.saturating_mul(requests)).unwrap_or(Duration::MAX)
+    let uploads = Duration::from_std(timeout.saturating_mul(uploads)).unwrap_or(Duration::MAX);
+    let processing = Duration::from_std(timeout)
+        .unwrap_or(Duration::MAX)
+        .max(RESEND_AFTER);
+    uploads.checked_add(&processing).unwrap_or(Duration::MAX)
 }
 
-/// Until when a send of `key` may still be running: the latest end, over every send of
-/// it, of the longest that send could take.
+/// Until when a send of `key` may still be processed ([`busy_for`]), over every send of
+/// it, whatever outcome was recorded for it since.
 fn busy_until(
     attempts: &[EarlierAttempt],
     key: &str,
@@ -215,13 +219,12 @@ fn busy_until(
     attempts
         .iter()
         .filter(|a| a.platform_ref.as_deref() == Some(key))
-        .map(|a| a.sent_at + send_takes(a, media, timeout))
+        .map(|a| a.sent_at + busy_for(a, media, timeout))
         .max()
 }
 
 /// When `key` may be sent again at `now` by a send that first uploads `media` images:
-/// `Ok(first send)` within the window — no sooner than [`RESEND_AFTER`] after its latest
-/// send nor before every earlier send of it can have ended ([`busy_until`]), and with
+/// `Ok(first send)` once no send of it may still be processed ([`busy_until`]) and with
 /// time for this send's uploads before [`KEY_TRUSTED_FOR`] after its first —
 /// `Err(Some(when))` when it is too soon, `Err(None)` when the key was never sent or may
 /// be forgotten before this send's status leaves.
@@ -232,20 +235,17 @@ fn resend_window(
     media: usize,
     timeout: StdDuration,
 ) -> Result<DateTime<Utc>, Option<DateTime<Utc>>> {
-    let (first, latest) = sends(attempts, key).ok_or(None)?;
+    let first = first_send(attempts, key).ok_or(None)?;
     let uploads =
         Duration::from_std(timeout.saturating_mul(REQUESTS_PER_IMAGE.saturating_mul(media as u32)))
             .unwrap_or(Duration::MAX);
     if now + uploads >= first + KEY_TRUSTED_FOR {
         return Err(None);
     }
-    let free = busy_until(attempts, key, media, timeout).map_or(latest + RESEND_AFTER, |busy| {
-        busy.max(latest + RESEND_AFTER)
-    });
-    if now < free {
-        return Err(Some(free));
+    match busy_until(attempts, key, media, timeout) {
+        Some(free) if now < free => Err(Some(free)),
+        _ => Ok(first),
     }
-    Ok(first)
 }
 
 /// Refuses a `request_timeout` longer than [`max_request_timeout`], naming both.
@@ -557,6 +557,19 @@ impl Platform for Mastodon {
                 }
             }
         }
+        // Whichever key goes, no earlier request with it may still be processed, not even
+        // one a person since settled as not published.
+        if let Some(free) = busy_until(&req.earlier, &key, req.media.len(), self.timeout)
+            && req.now < free
+        {
+            return Err(StepError::Transient {
+                reason: format!(
+                    "mastodon: an earlier request with Idempotency-Key {key} may still be processed; it is sent at {}",
+                    airlock_core::time::format_utc(free)
+                ),
+                retry_after: Some(free - req.now),
+            });
+        }
         let media = self.upload_media(req).await?;
         self.staged
             .lock()
@@ -655,7 +668,15 @@ impl Platform for Mastodon {
                         checked_account = ?checked,
                         "reconcile: mastodon re-send answered a status of another account than the one checked; the post waits for a person"
                     );
-                    return Evidence::NoProof;
+                    return Evidence::Unsettled {
+                        note: format!(
+                            "mastodon: the re-send with Idempotency-Key {key} was answered by status {} of account {}, not of the checked account {}: it proves nothing about this post; check both accounts",
+                            id_string(answer.json().and_then(|b| b.get("id").cloned()).as_ref())
+                                .unwrap_or_else(|| "(no id)".into()),
+                            made_by.as_deref().unwrap_or("(none named)"),
+                            checked.as_deref().unwrap_or("(none checked)")
+                        ),
+                    };
                 }
                 let published = Self::published(&answer);
                 Evidence::Published(Proof {
@@ -669,6 +690,7 @@ impl Platform for Mastodon {
                     ),
                     platform_post_id: published.platform_post_id,
                     permalink: published.permalink,
+                    attempt: None,
                 })
             }
             Ok(answer) => {
@@ -712,9 +734,8 @@ mod tests {
         ];
         let short = StdDuration::from_secs(30);
         let window = |key, m| resend_window(&attempts, key, at(m), 0, short);
-        assert_eq!(sends(&attempts, "k1"), Some((at(10), at(30))));
-        assert_eq!(sends(&attempts, "k2"), Some((at(20), at(20))));
-        assert_eq!(sends(&attempts, "k3"), None);
+        assert_eq!(first_send(&attempts, "k1"), Some(at(10)));
+        assert_eq!(first_send(&attempts, "k3"), None);
         assert_eq!(window("k1", 32), Err(Some(at(35))));
         assert_eq!(window("k1", 35), Ok(at(10)));
         assert_eq!(window("k1", 60), Err(None));
@@ -736,16 +757,17 @@ mod tests {
             definitely_unpublished: false,
             resend,
         };
-        // The intent at 0, a re-send claimed at 10 with two images: 7 requests of 3 min.
+        // The intent at 0, a re-send claimed at 10 with one image: three upload requests
+        // of 3 min, then its status, which the instance may process for 5 min after.
         let attempts = [send(0, false), send(10, true)];
         assert_eq!(
-            resend_window(&attempts, "k", at(16), 2, timeout),
-            Err(Some(at(31)))
+            resend_window(&attempts, "k", at(16), 1, timeout),
+            Err(Some(at(24)))
         );
-        assert_eq!(resend_window(&attempts, "k", at(31), 2, timeout), Ok(at(0)));
-        // At 40, two images' uploads (18 min) would end past the trusted 50 minutes.
-        assert_eq!(resend_window(&attempts, "k", at(40), 2, timeout), Err(None));
-        // The intent's own request: three minutes, but never sooner than five.
+        assert_eq!(resend_window(&attempts, "k", at(24), 1, timeout), Ok(at(0)));
+        // At 42, this send's own uploads (9 min) would end past the trusted 50 minutes.
+        assert_eq!(resend_window(&attempts, "k", at(42), 1, timeout), Err(None));
+        // The intent's own request: three minutes, and five for the instance after it left.
         assert_eq!(
             resend_window(&[send(0, false)], "k", at(4), 0, timeout),
             Err(Some(at(5)))

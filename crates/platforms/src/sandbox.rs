@@ -216,6 +216,7 @@ impl Platform for Sandbox {
                     line.id,
                     line.idempotency_key
                 ),
+                attempt: None,
             }),
             // Absence proves nothing: a frozen worker may still write its line.
             None => Evidence::NoProof,

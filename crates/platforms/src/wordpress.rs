@@ -530,6 +530,9 @@ impl Platform for Wordpress {
                         found.describe(),
                         req.idempotency_key
                     ),
+                    attempt: crate::latest_attempt(&req.earlier, |a| {
+                        a.idempotency_key == req.idempotency_key
+                    }),
                 }),
             });
         }
@@ -553,6 +556,7 @@ impl Platform for Wordpress {
                             "wordpress: {} carries the key {key} of an earlier attempt, with the content approved before: the post is on the site in that form; edit it there if it must change",
                             found.describe()
                         ),
+                        attempt: crate::latest_attempt(&req.earlier, |a| a.idempotency_key == key),
                     }),
                 });
             }
@@ -676,6 +680,7 @@ impl Platform for Wordpress {
                     found.describe(),
                     req.publish.idempotency_key
                 ),
+                attempt: None,
             }),
             Ok(None) => Evidence::NoProof,
             Err(e) => {

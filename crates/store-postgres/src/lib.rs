@@ -209,18 +209,14 @@ impl PgStore {
     }
 
     async fn measure_clock(&self) -> Result<airlock_store::LedgerClock> {
-        let before = chrono::Utc::now();
-        let (source, database): (String, DateTime<Utc>) =
+        let (source, now): (String, DateTime<Utc>) =
             sqlx::query_as("SELECT source, clock_timestamp() FROM ledger_clock")
                 .fetch_one(&self.pool)
                 .await
                 .map_err(db)?;
-        let after = chrono::Utc::now();
         Ok(match source.as_str() {
             "caller" => airlock_store::LedgerClock::Caller,
-            _ => airlock_store::LedgerClock::Database {
-                offset: database - (before + (after - before) / 2),
-            },
+            _ => airlock_store::LedgerClock::Database { now },
         })
     }
 

@@ -126,6 +126,7 @@ macro_rules! __with_cases {
             store quota::the_daily_limit_holds_per_channel_and_local_day,
             store quota::a_reservation_near_midnight_counts_on_both_days,
             store quota::an_unsent_reservation_counts_as_now,
+            store quota::a_publish_found_from_an_earlier_attempt_counts_that_attempt,
             store quota::releasing_a_reservation_frees_its_slot,
             store quota::committed_and_needs_review_reservations_keep_counting,
             store quota::quota_rows_are_live_reservations_since_a_time,

@@ -13,7 +13,7 @@ use chrono::{Duration, TimeZone, Utc};
 use airlock_core::budget::{BudgetRule, Charge};
 use airlock_core::quota::{CLOCK_ALLOWANCE, Limit};
 use airlock_core::{Post, PostStatus};
-use airlock_store::{IntentPhase, Settle, Store};
+use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, Store};
 
 use crate::Ledger;
 use crate::fixture::*;
@@ -133,6 +133,52 @@ pub async fn a_reservation_near_midnight_counts_on_both_days(store: Arc<dyn Stor
         granted => panic!("the day is full: {granted:?}"),
     }
     granted(reserve(s, &edge, next_day_end + CLOCK_ALLOWANCE, 100, 2).await);
+}
+
+/// A post whose earlier attempt sent it (a person had settled it "not published", and a
+/// retry found the earlier attempt's object and sent nothing) is counted by that
+/// attempt's reservation with its own stamps — counted again as a new committed row,
+/// since the resolution had released it — and the retry's own is released: one
+/// committed row, sent when the platform received the request.
+pub async fn a_publish_found_from_an_earlier_attempt_counts_that_attempt(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let first = reserved(s, "alpha", "sent by the first attempt", t0()).await;
+    intent(s, &first, mins(1)).await;
+    let mut unknown = outcome(&first, PostStatus::NeedsReview, mins(2));
+    unknown.intent_phase = Some(IntentPhase::Unknown);
+    let first = s.update_post(unknown).await.unwrap();
+    let mut resolved = PostUpdate::new(first.id, Guard::Version(first.version), CRITIC, mins(10));
+    resolved.to = Some(PostStatus::Failed);
+    resolved.reservation = Some(Settle::Release);
+    resolved.intent_phase = Some(IntentPhase::NotSent);
+    let failed = s.update_post(resolved).await.unwrap();
+    let mut requeue = PostUpdate::new(failed.id, Guard::Version(failed.version), CRITIC, mins(11));
+    requeue.to = Some(PostStatus::Approved);
+    let approved = s.update_post(requeue).await.unwrap();
+    let retry = granted(reserve(s, &approved, mins(20), 10, 10).await);
+    let mut found = outcome(&retry, PostStatus::Posted, mins(21));
+    found.reservation = Some(Settle::CommitAttempt(first.generation));
+    found.intent_phase = Some(IntentPhase::Succeeded);
+    s.update_post(found).await.unwrap();
+
+    let detail = s.post_detail(first.id).await.unwrap();
+    let states: Vec<(i64, &str)> = detail
+        .reservations
+        .iter()
+        .map(|r| (r.generation, r.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [(1, "released"), (2, "released"), (1, "committed")],
+        "{:?}",
+        detail.reservations
+    );
+    let counted = &detail.reservations[2];
+    assert_eq!(counted.created_at, t0());
+    assert_eq!(counted.sent_at, Some(mins(1)));
+    let live = s.quota_rows(mins(-60), mins(30)).await.unwrap();
+    assert_eq!(live.0.len(), 1, "{live:?}");
+    assert_eq!(live.window_counted(mins(30)), [mins(1)]);
 }
 
 /// An unsent reservation counts as "now" for as long as it is unsent.

@@ -679,10 +679,27 @@ pub enum LedgerClock {
     Caller,
     /// The database server's: installations on several machines agree by construction.
     Database {
-        /// The database's time minus this machine's, measured at the midpoint of a round
-        /// trip.
-        offset: Duration,
+        /// The database's time when it answered.
+        now: DateTime<Utc>,
     },
+}
+
+impl LedgerClock {
+    /// Reads the ledger's clock and how far it is from `clock` (the database's time minus
+    /// `clock`'s at the midpoint of the round trip); `None` for a ledger that decides by
+    /// its callers' clocks.
+    pub async fn offset_from(
+        store: &dyn Store,
+        clock: impl Fn() -> DateTime<Utc>,
+    ) -> Result<Option<Duration>> {
+        let before = clock();
+        let ledger = store.ledger_clock().await?;
+        let after = clock();
+        Ok(match ledger {
+            LedgerClock::Caller => None,
+            LedgerClock::Database { now } => Some(now - (before + (after - before) / 2)),
+        })
+    }
 }
 
 /// An approved post held by a quota deferral ([`PostFields::deferred_until`]).
@@ -929,8 +946,7 @@ pub trait Store: Send + Sync + 'static {
     /// whatever they say, but the rest of the ledger relies on them.
     async fn durability_warnings(&self) -> Result<Vec<String>>;
 
-    /// Whose clock the ledger decides by, and (for the database's) how far this machine's
-    /// clock is from it, measured now.
+    /// Whose clock the ledger decides by, and (for the database's) its time now.
     async fn ledger_clock(&self) -> Result<LedgerClock>;
 
     /// A counter of "a post may have become due" signals from other processes, to pass to

@@ -694,6 +694,43 @@ async fn a_resend_answer_after_the_post_was_settled_is_recorded_on_it() {
     );
 }
 
+/// While a re-send uploads slow media, a person settles the post "not published" and
+/// requeues it: the retry on the guarded path sees the re-send as a send of its key,
+/// which may still be processed, and waits instead of sending the key again (the
+/// instance stores a key only once it made the status). One status.
+#[tokio::test]
+async fn a_retry_after_requeue_waits_while_a_resend_of_its_key_may_still_run() {
+    let images = image_server().await;
+    let (fake, h, app, id) = slow_mastodon_unknown(&images).await;
+    fake.with(|s| {
+        s.upload_delay = Some(StdDuration::from_millis(400));
+        s.key_stored_after = Some(StdDuration::from_secs(3));
+    });
+    h.clock.advance(Duration::minutes(10));
+    let me = Principal::cli();
+    let person = h.app();
+    let (settled, retried) = tokio::join!(app.reconcile(), async {
+        tokio::time::sleep(StdDuration::from_millis(150)).await;
+        person
+            .resolve(&me, id, Resolution::NotPublished)
+            .await
+            .unwrap();
+        person.requeue(&me, id).await.unwrap();
+        person.resume(&me, Some("masto")).await.unwrap();
+        person.publish_next(None).await.unwrap()
+    });
+    assert!(settled.unwrap().is_empty());
+    let retried = retried.unwrap();
+    assert!(
+        matches!(retried.result, PublishResult::Retrying { .. }),
+        "{:?}",
+        retried.result
+    );
+    tokio::time::sleep(StdDuration::from_secs(1)).await;
+    assert_eq!(fake.with(|s| s.posts()), 1, "one status");
+    assert_eq!(status(&app, id).await, PostStatus::Approved);
+}
+
 #[tokio::test]
 async fn a_revoked_mastodon_token_fails_the_post_and_pauses_the_channel() {
     let fake = mastodon::MastodonFake::start_with(

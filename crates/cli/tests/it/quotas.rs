@@ -434,3 +434,57 @@ daily_limit = 10
         run.stderr
     );
 }
+
+/// A machine whose clock is further from the database's than airlock allows does not
+/// follow it: the ledger refuses its publishes, naming both times, while the emergency
+/// stop and `doctor` still work; within the allowance a process follows the database.
+#[tokio::test]
+async fn a_machine_whose_clock_is_far_from_the_databases_may_not_publish_but_may_pause() {
+    let db = TestDb::create();
+    let ws = workspace(
+        &config(
+            &db.url,
+            "window = \"60m\"\nwindow_limit = 100",
+            "\n[channels.cats]\nkind = \"sandbox\"\ndaily_limit = 10\n",
+        ),
+        &[],
+    );
+    let now = chrono::Duration::zero();
+    let id = approved(&ws, now, "cats", "Mochi naps.", &[]);
+    let far = chrono::Duration::minutes(10);
+    let refused = run_at(&ws, far, &["post", "publish", &id]);
+    assert_eq!(refused.code, 1, "{}{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("clock reads") && refused.stderr.contains("database's reads"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(show(&ws, &id)["status"], "approved");
+    ok_at(&ws, far, &["pause", "--all", "--reason", "clock drill"]);
+    ws.ok(&["resume", "--all"]);
+    let doctor = run_at(&ws, far, &["doctor"]);
+    assert_eq!(doctor.code, 1, "{}", doctor.stdout);
+    assert!(
+        doctor
+            .stdout
+            .contains("FAIL  clock: this machine's clock reads"),
+        "{}",
+        doctor.stdout
+    );
+    // Four minutes off: within the allowance, it follows the database's clock.
+    let near = ok_at(
+        &ws,
+        chrono::Duration::minutes(4),
+        &["post", "publish", &id, "--json"],
+    );
+    assert_eq!(near.json()["status"], "posted");
+    let posted: DateTime<Utc> = show(&ws, &id)["posted_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (posted - Utc::now()).abs() < chrono::Duration::seconds(30),
+        "{posted}"
+    );
+}

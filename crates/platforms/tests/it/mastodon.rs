@@ -289,6 +289,31 @@ async fn a_key_sent_again_moments_ago_is_not_sent_again_whatever_its_first_send(
     assert!(!mastodon.reconcile_sends(&later));
 }
 
+/// A person settled the earlier attempt as not published moments ago, and this
+/// content's key is the one it sent: however it was settled, the request may still be
+/// processed, so the retry waits before sending that key again.
+#[tokio::test]
+async fn a_key_settled_not_published_moments_ago_is_not_sent_again_yet() {
+    let fake = MastodonFake::start(Expect {
+        instance: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let mut req = post();
+    let sent = Utc::now() - chrono::Duration::minutes(1);
+    let mut earlier = attempt(&Prepared::with_ref(req.idempotency_key.clone()), sent);
+    earlier.definitely_unpublished = true;
+    req.now = Utc::now();
+    req.earlier = vec![earlier];
+    let err = mastodon.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(err, StepError::Transient { retry_after: Some(wait), .. }
+            if wait > chrono::Duration::minutes(3) && wait <= RESEND_AFTER),
+        "{err:?}"
+    );
+}
+
 /// A re-send whose answer is a status of another account than the one the account check
 /// found (the token changed in between) proves nothing about this post.
 #[tokio::test]
@@ -317,11 +342,13 @@ async fn a_resend_answered_by_another_accounts_status_proves_nothing() {
         s.acct = "someone_else".into();
     });
     let later = sent_at + RESEND_AFTER + chrono::Duration::minutes(1);
-    assert_eq!(
-        mastodon
-            .reconcile(&reconcile_at(&req, &prepared, sent_at, later))
-            .await,
-        Evidence::NoProof
+    let evidence = mastodon
+        .reconcile(&reconcile_at(&req, &prepared, sent_at, later))
+        .await;
+    // Settles nothing, but is kept for the person who settles the post.
+    assert!(
+        matches!(&evidence, Evidence::Unsettled { note } if note.contains("someone_else")),
+        "{evidence:?}"
     );
 }
 

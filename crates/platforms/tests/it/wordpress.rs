@@ -368,6 +368,7 @@ async fn publish_answering_500_is_unknown_and_reconcile_finds_the_article() {
         platform_post_id,
         permalink,
         note,
+        ..
     }) = &evidence
     else {
         panic!("expected evidence of publishing, got {evidence:?}");

@@ -117,9 +117,20 @@ async fn committed_reservations_without_a_send_time_are_repaired() {
         sent,
         [
             (1, "released".into(), at("2026-03-02T00:00:01Z")),
-            (2, "committed".into(), at("2026-03-02T00:00:01Z")),
+            (2, "committed".into(), at("2026-03-02T00:20:00Z")),
             (0, "committed".into(), at("2026-03-02T00:30:00Z")),
             (3, "committed".into(), at("2026-03-02T00:40:01Z")),
         ]
     );
+    let now = at("2026-03-02T00:50:00Z").unwrap();
+    let rows = store
+        .quota_rows(t0() - chrono::Duration::days(2), now)
+        .await;
+    assert_eq!(rows.expect("the repaired rows read").0.len(), 3);
+    // A claim's decision reads them too, fail-closed.
+    let post = approved(&store, "bsky", "after the repair", now).await;
+    assert!(matches!(
+        reserve(&store, &post, now, 100, 100).await,
+        Reserved::Granted(_)
+    ));
 }

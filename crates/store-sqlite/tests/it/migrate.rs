@@ -75,8 +75,8 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
 
 /// A committed reservation an earlier release left without a send time (a post settled
 /// `posted` by proof of an earlier attempt) would count "as now" for ever: migration
-/// 0008 fills in the send time of the latest attempt at or before its generation, else
-/// when it was made, and touches nothing else.
+/// 0008 gives it the time it was made and touches nothing else, and the repaired ledger
+/// reads as well-formed for a quota decision.
 #[tokio::test]
 async fn committed_reservations_without_a_send_time_are_repaired() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,9 +143,14 @@ async fn committed_reservations_without_a_send_time_are_repaired() {
         sent,
         [
             (1, "released".into(), at("2026-03-02T00:00:01.000Z")),
-            (2, "committed".into(), at("2026-03-02T00:00:01.000Z")),
+            (2, "committed".into(), at("2026-03-02T00:20:00.000Z")),
             (0, "committed".into(), at("2026-03-02T00:30:00.000Z")),
             (3, "committed".into(), at("2026-03-02T00:40:01.000Z")),
         ]
     );
+    let now = "2026-03-02T00:50:00Z".parse().unwrap();
+    let rows = store
+        .quota_rows(t0() - chrono::Duration::days(2), now)
+        .await;
+    assert_eq!(rows.expect("the repaired rows read").0.len(), 3);
 }
