@@ -8,7 +8,7 @@ use airlock_core::budget::{BudgetRule, Spend, month_bounds, spend};
 use airlock_core::quota::{CLOCK_ALLOWANCE, Usage, daily_usage, day_bounds, window_usage};
 use airlock_core::time::format_utc;
 use airlock_core::{Action, Actor, ChannelKind, ChannelName, Span};
-use airlock_store::{EventNote, Guard, Pause, PauseScope, PostUpdate, StoreError};
+use airlock_store::{Change, Pause, PauseScope, PostChange, StoreError};
 
 use crate::{App, Error, Principal, Result};
 
@@ -203,22 +203,17 @@ impl App {
                     None => continue,
                 },
             };
-            let mut update = PostUpdate::new(
-                post.id,
-                Guard::Version(post.version),
-                Actor::Dispatcher(self.worker().to_owned()).to_string(),
-                quota.now,
-            );
-            update.set.not_before = Some(next);
-            update.set.deferred_until = Some(next);
-            update.event = Some(EventNote {
-                kind: "deferral_lifted".into(),
-                note: Some(match next {
+            let change = Change::DeferralLifted {
+                version: post.version,
+                until: next,
+                note: match next {
                     None => "a quota slot is free now (one freed, or a limit was raised)".into(),
                     Some(at) => format!("the next quota slot frees sooner, at {}", format_utc(at)),
-                }),
-            });
-            match self.store().update_post(update).await {
+                },
+            };
+            let actor = Actor::Dispatcher(self.worker().to_owned()).to_string();
+            let change = PostChange::new(post.id, actor, quota.now, change);
+            match self.store().change_post(change).await {
                 Ok(_) => released += usize::from(next.is_none()),
                 // Claimed, edited or deferred again meanwhile: that write decided.
                 Err(StoreError::Conflict(_)) => {}

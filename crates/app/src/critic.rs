@@ -34,7 +34,7 @@ use airlock_core::review::{
 };
 use airlock_core::status::quarantine_allows;
 use airlock_core::{Action, ContentHash, NewVerdict, Post, PostId, PostStatus, Verdict};
-use airlock_store::EventNote;
+use airlock_store::{self as store, Change};
 
 use crate::{App, ChannelSettings, Error, Principal, Result};
 
@@ -391,67 +391,59 @@ impl App {
         })?;
 
         let hash = post.content_hash.clone();
-        let mut update = self.change_by(who, &post);
-        update.verdict = Some(NewVerdict {
+        let verdict = NewVerdict {
             verdict: kind,
             reasons: reasons.clone(),
             content_hash: hash.clone(),
             rubric_hash: rubric.hash.clone(),
             content: post.content.clone(),
-        });
+        };
         let rubric_note = format!("rubric {}", short(&rubric.hash));
         let reason_text = reasons.join("; ");
-        let (effect, message, passed_by) = match &decision {
-            Decision::Approve { passed_by } => {
-                update.to = Some(PostStatus::Approved);
-                // Two drafts of one text are never both approved: the store checks.
-                update.duplicate_window = self.duplicate_window_for(&post).await?;
-                update.note = Some(if passed_by.len() > 1 {
-                    format!(
-                        "approved content {hash}: passed by {} ({rubric_note})",
-                        passed_by.join(", ")
-                    )
-                } else {
-                    format!("approved content {hash}")
-                });
-                update.set.approved_hash = Some(Some(hash.clone()));
-                update.set.approved_by = Some(Some(passed_by.join(", ")));
-                update.set.error = Some(None);
-                (
-                    VerdictEffect::Approved,
-                    format!("post {id} is approved and goes out at its scheduled_at"),
-                    passed_by.clone(),
-                )
-            }
-            Decision::AwaitMore { passed_by, needed } => {
-                update.event = Some(EventNote {
-                    kind: "verdict".into(),
-                    note: Some(format!(
+        let (effect, message, passed_by, change) = match &decision {
+            Decision::Approve { passed_by } => (
+                VerdictEffect::Approved,
+                format!("post {id} is approved and goes out at its scheduled_at"),
+                passed_by.clone(),
+                store::VerdictEffect::Approve {
+                    approved_by: passed_by.join(", "),
+                    note: if passed_by.len() > 1 {
+                        format!(
+                            "approved content {hash}: passed by {} ({rubric_note})",
+                            passed_by.join(", ")
+                        )
+                    } else {
+                        format!("approved content {hash}")
+                    },
+                    // Two drafts of one text are never both approved: the store checks.
+                    duplicate_window: self.duplicate_window_for(&post).await?,
+                },
+            ),
+            Decision::AwaitMore { passed_by, needed } => (
+                VerdictEffect::AwaitingApprovals,
+                format!(
+                    "your pass is recorded; post {id} stays a draft until {needed} more critic(s) pass this same content (approvals_required = {})",
+                    rules.approvals_required
+                ),
+                passed_by.clone(),
+                store::VerdictEffect::AwaitMore {
+                    note: format!(
                         "pass {} of {} on content {} ({rubric_note}): awaiting {needed} more critic(s)",
                         passed_by.len(),
                         rules.approvals_required,
                         short(hash.as_str())
-                    )),
-                });
-                (
-                    VerdictEffect::AwaitingApprovals,
-                    format!(
-                        "your pass is recorded; post {id} stays a draft until {needed} more critic(s) pass this same content (approvals_required = {})",
-                        rules.approvals_required
                     ),
-                    passed_by.clone(),
-                )
-            }
+                },
+            ),
             Decision::Repeat { verdict } => {
                 return repeated(channel, post, earlier, *verdict);
             }
             Decision::Revise { revisions, counted }
             | Decision::Quarantine { revisions, counted } => {
                 let quarantine = matches!(decision, Decision::Quarantine { .. });
-                update.set.count_revision = *counted;
                 // The verdict keeps every reason; the summaries of them are cut to fit
                 // what the post's error and the timeline's note hold.
-                update.set.error = Some(Some(limits::fit_chars(
+                let error = limits::fit_chars(
                     &if quarantine {
                         format!(
                             "quarantined after {revisions} failed reviews (max_revisions {}); last failed by {actor}: {reason_text}",
@@ -464,41 +456,39 @@ impl App {
                         )
                     },
                     limits::MAX_ERROR_CHARS,
-                )));
-                if quarantine {
-                    update.set.quarantined_at = Some(Some(update.now));
-                }
-                let (event_kind, note) = if quarantine {
-                    (
-                        "quarantined",
-                        format!(
-                            "failed review {revisions} of {} ({rubric_note}): {reason_text}; quarantined until an operator releases it",
-                            rules.max_revisions
-                        ),
+                );
+                let note = if quarantine {
+                    format!(
+                        "failed review {revisions} of {} ({rubric_note}): {reason_text}; quarantined until an operator releases it",
+                        rules.max_revisions
                     )
                 } else {
-                    ("rejected", reason_text.clone())
+                    reason_text.clone()
                 };
-                if post.status == PostStatus::Approved {
-                    update.to = Some(PostStatus::Draft);
-                    update.note = Some(limits::fit_chars(
-                        &format!("{event_kind}: {note}"),
-                        limits::MAX_EVENT_NOTE_CHARS,
-                    ));
-                    update.set.approved_hash = Some(None);
-                    update.set.approved_by = Some(None);
-                } else {
-                    update.event = Some(EventNote {
-                        kind: event_kind.into(),
-                        note: Some(limits::fit_chars(&note, limits::MAX_EVENT_NOTE_CHARS)),
-                    });
-                }
                 let (effect, message) =
                     fail_outcome(id, quarantine, *revisions, rules.max_revisions);
-                (effect, message, Vec::new())
+                (
+                    effect,
+                    message,
+                    Vec::new(),
+                    store::VerdictEffect::Revise {
+                        counts: *counted,
+                        quarantine,
+                        error,
+                        note,
+                    },
+                )
             }
         };
-        let post = self.store().update_post(update).await?;
+        let change = Change::Verdict {
+            version: post.version,
+            verdict,
+            effect: change,
+        };
+        let post = self
+            .store()
+            .change_post(self.change_by(who, &post, change))
+            .await?;
         if effect == VerdictEffect::Approved {
             self.wake_dispatcher();
         }
@@ -634,17 +624,17 @@ impl App {
                 post.status
             )));
         }
-        let mut update = self.change_by(who, &post);
-        update.set.quarantined_at = Some(None);
-        update.set.reset_revisions = true;
-        update.event = Some(EventNote {
-            kind: "released".into(),
-            note: Some(format!(
+        let change = Change::Released {
+            version: post.version,
+            note: format!(
                 "released from quarantine after {} failed reviews: a draft again for its writer to revise",
                 post.revisions
-            )),
-        });
-        Ok(self.store().update_post(update).await?)
+            ),
+        };
+        Ok(self
+            .store()
+            .change_post(self.change_by(who, &post, change))
+            .await?)
     }
 }
 

@@ -30,7 +30,7 @@ use chrono::{DateTime, Utc};
 
 use airlock_core::{Action, Actor, ChannelName, Post, PostId, PostStatus, Role, RoleSet};
 use airlock_platforms::Platform;
-use airlock_store::{Guard, NewNotification, PostUpdate, Store};
+use airlock_store::{Change, NewNotification, PostChange, Store};
 
 pub mod control;
 pub mod critic;
@@ -324,14 +324,9 @@ impl App {
         }
     }
 
-    /// A change by a person or agent, guarded by the version they read.
-    pub(crate) fn change_by(&self, who: &Principal, post: &Post) -> PostUpdate {
-        PostUpdate::new(
-            post.id,
-            Guard::Version(post.version),
-            who.actor.to_string(),
-            self.now(),
-        )
+    /// A change by a person or agent.
+    pub(crate) fn change_by(&self, who: &Principal, post: &Post, change: Change) -> PostChange {
+        PostChange::new(post.id, who.actor.to_string(), self.now(), change)
     }
 
     /// Notifications for `event` to every sink that wants it.

@@ -10,7 +10,7 @@ use airlock_core::{
     Action, ChannelName, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent,
     PostId, PostStatus, PostSummary, Source,
 };
-use airlock_store::{CreateKey, Created, EventNote, PostFields, PostFilter};
+use airlock_store::{Change, CreateKey, Created, EventNote, PostFilter};
 use serde::{Deserialize, Serialize};
 
 use crate::critic::VerdictInput;
@@ -186,7 +186,7 @@ impl App {
     }
 
     /// The duplicate window a write that approves `post`, changes its text or moves it is
-    /// checked against inside the store ([`airlock_store::PostUpdate::duplicate_window`]):
+    /// checked against inside the store (`duplicate_window` of [`airlock_store::Change::Edited`]):
     /// the channel's, unless it is off or an operator drafted the post as a duplicate on
     /// purpose ([`DUPLICATE_ALLOWED_NOTE`]).
     pub(crate) async fn duplicate_window_for(
@@ -266,33 +266,25 @@ impl App {
         // Only a change of content makes the editor an author (the store records it in
         // `authors`); moving the schedule changes no authorship.
         let content_changed = hash != post.content_hash;
-        let mut update = self.change_by(who, &post);
-        update.set = PostFields {
-            content: content_changed.then_some((content, hash)),
-            scheduled_at: edit.scheduled_at,
-            edited_by: content_changed.then(|| who.actor.to_string()),
-            error: Some(None),
-            ..PostFields::default()
-        };
         // Decided by the store in the transaction of the change, as at creation; the store
         // checks only a change of the normalised text or of the schedule.
         let moved = edit.scheduled_at.is_some_and(|at| at != post.scheduled_at);
-        if !options.allow_duplicate && (content_changed || moved) {
-            update.duplicate_window = self.duplicate_window_for(&post).await?;
-        }
-        let fields = edit.field_names().join(", ");
-        if post.status == PostStatus::Approved {
-            update.to = Some(PostStatus::Draft);
-            update.note = Some(format!("edited ({fields}): approval withdrawn"));
-            update.set.approved_hash = Some(None);
-            update.set.approved_by = Some(None);
+        let duplicate_window = if !options.allow_duplicate && (content_changed || moved) {
+            self.duplicate_window_for(&post).await?
         } else {
-            update.event = Some(EventNote {
-                kind: "edited".into(),
-                note: Some(format!("edited {fields}")),
-            });
-        }
-        let post = self.store().update_post(update).await?;
+            None
+        };
+        let change = Change::Edited {
+            version: post.version,
+            content: content_changed.then_some((content, hash)),
+            scheduled_at: edit.scheduled_at,
+            fields: edit.field_names().join(", "),
+            duplicate_window,
+        };
+        let post = self
+            .store()
+            .change_post(self.change_by(who, &post, change))
+            .await?;
         if options.allow_duplicate {
             self.mark_duplicate_allowed(who, &post, now).await?;
         }
@@ -393,12 +385,15 @@ impl App {
                 "only approved posts can be unapproved",
             )
             .await?;
-        let mut update = self.change_by(who, &post);
-        update.to = Some(PostStatus::Draft);
-        update.note = Some("approval withdrawn".into());
-        update.set.approved_hash = Some(None);
-        update.set.approved_by = Some(None);
-        Ok(self.store().update_post(update).await?)
+        let change = Change::Withdrawn {
+            version: post.version,
+            note: "approval withdrawn".into(),
+            error: None,
+        };
+        Ok(self
+            .store()
+            .change_post(self.change_by(who, &post, change))
+            .await?)
     }
 
     /// Discards a draft (writer or operator); its events stay in the ledger. A draft that

@@ -42,9 +42,8 @@ use airlock_platforms::{
     EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
 };
 use airlock_store::{
-    EventNote, FailureStep, Guard, IntentClaim, IntentPhase, IntentRequest, PauseScope, PauseSpec,
-    PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaClaim, Settle, StoreError,
-    VerificationRecord,
+    Change, IntentClaim, IntentRequest, NewNotification, PauseScope, PauseSpec, PostChange,
+    PostClaim, PostClaimed, PostFilter, QuotaClaim, StoreError, VerificationRecord,
 };
 
 use crate::drill::{boundary, injected};
@@ -467,9 +466,7 @@ impl App {
                     self.hold(post, channel.name.to_string(), reason, Some(pause))
                         .await
                 }
-                AccountProblem::Step(step) => {
-                    self.step_failed(post, step, Some(Settle::Release)).await
-                }
+                AccountProblem::Step(step) => self.step_failed(post, step).await,
             }
             .map(Some);
         }
@@ -487,19 +484,13 @@ impl App {
                         let reason = format!(
                             "the earlier attempts of this post cannot be read ({e}); nothing was sent"
                         );
-                        return self
-                            .not_sent(post, reason, None, Some(Settle::Release), None)
-                            .await
-                            .map(Some);
+                        return self.not_sent(post, reason, None, false).await.map(Some);
                     }
                 };
                 let prepared = match platform.prepare(&request).await {
                     Ok(prepared) => prepared,
                     Err(step) => {
-                        return self
-                            .step_failed(post, step, Some(Settle::Release))
-                            .await
-                            .map(Some);
+                        return self.step_failed(post, step).await.map(Some);
                     }
                 };
                 boundary("publish::after_prepare");
@@ -740,32 +731,18 @@ impl App {
             .remove(channel);
     }
 
-    /// A change by this worker to a post it has read but not claimed.
-    fn unclaimed(&self, post: &Post) -> PostUpdate {
-        PostUpdate::new(
-            post.id,
-            Guard::Version(post.version),
-            self.dispatcher_actor(),
-            self.now(),
-        )
+    /// A change by this worker.
+    pub(crate) fn by_worker(&self, post: &Post, change: Change) -> PostChange {
+        PostChange::new(post.id, self.dispatcher_actor(), self.now(), change)
     }
 
-    pub(crate) fn update(&self, post: &Post) -> PostUpdate {
-        PostUpdate::new(
-            post.id,
-            Guard::Generation(post.generation),
-            self.dispatcher_actor(),
-            self.now(),
-        )
-    }
-
-    /// Writes a fenced update; a stale generation turns into [`PublishResult::Stale`]. A
+    /// Writes a fenced change; a stale generation turns into [`PublishResult::Stale`]. A
     /// store that is briefly unreachable is tried again while the lease leaves room: an
     /// outcome not written would leave the post to the reaper, which cannot know it.
     async fn finish(
         &self,
         post: Post,
-        update: PostUpdate,
+        change: PostChange,
         result: PublishResult,
     ) -> Result<PublishReport> {
         let give_up = post
@@ -773,11 +750,12 @@ impl App {
             .map(|lease| lease - LEASE_SLACK - self.now())
             .and_then(|left| left.to_std().ok())
             .map(|left| std::time::Instant::now() + left);
+        let target = change.change.effects(&change.actor, change.now).to;
         let mut pause = std::time::Duration::from_millis(50);
         loop {
             let written = match injected("publish::outcome_write") {
                 Some(e) => Err(e),
-                None => self.store().update_post(update.clone()).await,
+                None => self.store().change_post(change.clone()).await,
             };
             match written {
                 Ok(post) => {
@@ -807,7 +785,7 @@ impl App {
                     if let Ok(now) = self.store().get_post(post.id).await
                         && now.generation == post.generation
                         && now.version != post.version
-                        && update.to.is_some_and(|to| to == now.status)
+                        && target.is_some_and(|to| to == now.status)
                     {
                         return Ok(PublishReport {
                             post: now,
@@ -825,14 +803,7 @@ impl App {
     /// it): back to the queue like any not-sent attempt, the intent settled `not_sent`. If
     /// the reaper got there first, the write is fenced and the post stays with a person.
     async fn finish_unsent_intent(&self, post: Post, reason: String) -> Result<PublishReport> {
-        self.not_sent(
-            post,
-            reason,
-            None,
-            Some(Settle::Release),
-            Some(IntentPhase::NotSent),
-        )
-        .await
+        self.not_sent(post, reason, None, true).await
     }
 
     async fn stale(&self, post: Post) -> Result<PublishReport> {
@@ -852,25 +823,29 @@ impl App {
         reason: String,
         pause: Option<PauseSpec>,
     ) -> Result<PublishReport> {
-        let mut update = self.update(&post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some(format!("not sent: {reason}"));
-        update.reservation = Some(Settle::Release);
-        update.pause = pause;
-        self.finish(post, update, PublishResult::Held { scope, reason })
+        let change = self.by_worker(
+            &post,
+            Change::Held {
+                generation: post.generation,
+                note: format!("not sent: {reason}"),
+                pause,
+            },
+        );
+        self.finish(post, change, PublishResult::Held { scope, reason })
             .await
     }
 
-    /// A change to a post the worker has read but not claimed, guarded by that read's
-    /// version: if the post changed meanwhile, nothing is written and the report shows it
-    /// as it is now.
+    /// A change to a post the worker has read but not claimed, at that read's version: if
+    /// the post changed meanwhile, nothing is written and the report shows it as it is now.
     async fn write_unclaimed(
         &self,
         post: Post,
-        update: PostUpdate,
+        change: Change,
+        notify: Vec<NewNotification>,
         result: PublishResult,
     ) -> Result<PublishReport> {
-        let post = match self.store().update_post(update).await {
+        let change = self.by_worker(&post, change).notifying(notify);
+        let post = match self.store().change_post(change).await {
             Ok(post) => post,
             Err(StoreError::Conflict(_)) => self.store().get_post(post.id).await?,
             Err(e) => return Err(e.into()),
@@ -884,16 +859,18 @@ impl App {
 
     /// The content changed after approval, or no longer passes the policy: back to draft.
     async fn back_to_draft(&self, post: Post, reason: String) -> Result<PublishReport> {
-        let mut update = self.unclaimed(&post);
-        update.to = Some(PostStatus::Draft);
-        update.note = Some(format!(
-            "not published: {reason}; approve it again to publish"
-        ));
-        update.set.approved_hash = Some(None);
-        update.set.approved_by = Some(None);
-        update.set.error = Some(Some(reason.clone()));
-        self.write_unclaimed(post, update, PublishResult::ContentChanged { reason })
-            .await
+        let change = Change::Withdrawn {
+            version: post.version,
+            note: format!("not published: {reason}; approve it again to publish"),
+            error: Some(reason.clone()),
+        };
+        self.write_unclaimed(
+            post,
+            change,
+            Vec::new(),
+            PublishResult::ContentChanged { reason },
+        )
+        .await
     }
 
     async fn defer(
@@ -929,14 +906,7 @@ impl App {
                 sent_at: None,
             });
         }
-        let mut update = self.unclaimed(&post);
-        update.set.not_before = Some(Some(denial.next_free_at));
-        update.set.deferred_until = Some(Some(denial.next_free_at));
-        update.event = Some(EventNote {
-            kind: "quota_deferred".into(),
-            note: Some(note.clone()),
-        });
-        update.notify = self.notifications(
+        let notify = self.notifications(
             "quota_deferred",
             Some(post.id),
             format!(
@@ -945,7 +915,12 @@ impl App {
             ),
             json!({"channel": post.content.channel, "next_free_at": denial.next_free_at}),
         );
-        self.write_unclaimed(post, update, result).await
+        let change = Change::Deferred {
+            version: post.version,
+            until: denial.next_free_at,
+            note,
+        };
+        self.write_unclaimed(post, change, notify, result).await
     }
 
     /// Quota rows that cannot be read as expected stop all publishing (fail closed).
@@ -994,20 +969,14 @@ impl App {
     }
 
     /// A repeatable step failed: retry later, or fail for good.
-    async fn step_failed(
-        &self,
-        post: Post,
-        step: StepError,
-        settle: Option<Settle>,
-    ) -> Result<PublishReport> {
+    async fn step_failed(&self, post: Post, step: StepError) -> Result<PublishReport> {
         match step {
             StepError::Transient {
                 reason,
                 retry_after,
-            } => self.not_sent(post, reason, retry_after, settle, None).await,
+            } => self.not_sent(post, reason, retry_after, false).await,
             StepError::Rejected { reason, credential } => {
-                self.rejected(post, reason, credential, settle, None, false)
-                    .await
+                self.rejected(post, reason, credential, false, false).await
             }
         }
     }
@@ -1016,14 +985,14 @@ impl App {
     /// reached) waits for the hinted time — clamped between `min_retry_after` and
     /// `max_retry_after` — without counting an attempt, like our own quota, until it has
     /// happened [`FREE_PLATFORM_WAITS`] times; any other failure counts one,
-    /// backs off, and fails the post at `max_attempts`.
+    /// backs off, and fails the post at `max_attempts`. `settles_intent`: this generation
+    /// recorded an intent, now settled `not_sent`.
     async fn not_sent(
         &self,
         post: Post,
         reason: String,
         retry_after: Option<Duration>,
-        settle: Option<Settle>,
-        intent: Option<IntentPhase>,
+        settles_intent: bool,
     ) -> Result<PublishReport> {
         let settings = self.settings();
         let wait = retry_after.map(|w| w.clamp(settings.min_retry_after, settings.max_retry_after));
@@ -1032,13 +1001,11 @@ impl App {
         if counts && n_attempts >= i64::from(settings.max_attempts) {
             let reason = format!("gave up after {n_attempts} attempts: {reason}");
             return self
-                .rejected(post, reason, false, settle, intent, true)
+                .rejected(post, reason, false, settles_intent, true)
                 .await;
         }
         let not_before = self.now() + wait.unwrap_or_else(|| retry_backoff(n_attempts));
-        let mut update = self.update(&post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some(match (wait, counts) {
+        let note = match (wait, counts) {
             (None, _) => format!("not sent (attempt {n_attempts}): {reason}"),
             (Some(_), false) => format!(
                 "not sent, the platform asked to wait until {}: {reason}",
@@ -1048,36 +1015,35 @@ impl App {
                 "not sent (attempt {n_attempts}): the platform asked to wait {} times, so waits count as attempts now: {reason}",
                 post.waits + 1
             ),
-        });
-        update.set.count_attempt = counts;
-        update.set.count_wait = wait.is_some();
-        update.set.not_before = Some(Some(not_before));
-        update.set.error = Some(Some(reason.clone()));
-        update.reservation = settle.or(Some(Settle::Release));
-        update.intent_phase = intent;
-        self.finish(post, update, PublishResult::Retrying { reason, not_before })
+        };
+        let change = self.by_worker(
+            &post,
+            Change::NotSent {
+                generation: post.generation,
+                reason: reason.clone(),
+                note,
+                not_before,
+                counts_attempt: counts,
+                counts_wait: wait.is_some(),
+                settles_intent,
+            },
+        );
+        self.finish(post, change, PublishResult::Retrying { reason, not_before })
             .await
     }
 
+    /// Failed for good: refused by the platform (`settles_intent` when this generation's
+    /// intent is settled `rejected`), or given up (`counts_attempt`).
     async fn rejected(
         &self,
         post: Post,
         reason: String,
         credential: bool,
-        settle: Option<Settle>,
-        intent: Option<IntentPhase>,
-        count_attempt: bool,
+        settles_intent: bool,
+        counts_attempt: bool,
     ) -> Result<PublishReport> {
         let channel = post.content.channel.clone();
-        let mut update = self.update(&post);
-        update.set.count_attempt = count_attempt;
-        update.to = Some(PostStatus::Failed);
-        update.note = Some(reason.clone());
-        update.set.error = Some(Some(reason.clone()));
-        update.reservation = settle.or(Some(Settle::Release));
-        update.intent_phase = intent;
-        update.failures = Some(FailureStep::Increment);
-        update.pause = Some(if credential {
+        let pause = if credential {
             self.forget_account(&channel);
             self.pause_spec(
                 &channel,
@@ -1091,14 +1057,26 @@ impl App {
                 format!("{n} consecutive definite failures, the last: {reason}"),
                 Some(n),
             )
-        });
-        update.notify = self.notifications(
+        };
+        let notify = self.notifications(
             "failed",
             Some(post.id),
             format!("post {} on {channel} failed: {reason}", post.id),
             json!({"channel": channel, "error": reason}),
         );
-        self.finish(post, update, PublishResult::Failed { reason })
+        let change = self
+            .by_worker(
+                &post,
+                Change::Failed {
+                    generation: post.generation,
+                    reason: reason.clone(),
+                    counts_attempt,
+                    settles_intent,
+                    pause: Some(pause),
+                },
+            )
+            .notifying(notify);
+        self.finish(post, change, PublishResult::Failed { reason })
             .await
     }
 
@@ -1138,30 +1116,13 @@ impl App {
             Outcome::NotSent {
                 reason,
                 retry_after,
-            } => {
-                self.not_sent(
-                    post,
-                    reason,
-                    retry_after,
-                    Some(Settle::Release),
-                    Some(IntentPhase::NotSent),
-                )
-                .await
-            }
+            } => self.not_sent(post, reason, retry_after, true).await,
             Outcome::Rejected { reason, credential } => {
-                self.rejected(
-                    post,
-                    reason,
-                    credential,
-                    Some(Settle::Release),
-                    Some(IntentPhase::Rejected),
-                    false,
-                )
-                .await
+                self.rejected(post, reason, credential, true, false).await
             }
             Outcome::Unknown { reason } => {
-                let update = self.unknown_update(&post, &reason, self.dispatcher_actor());
-                self.finish(post, update, PublishResult::NeedsReview { reason })
+                let change = self.unknown_change(&post, &reason, false);
+                self.finish(post, change, PublishResult::NeedsReview { reason })
                     .await
             }
         }
@@ -1175,57 +1136,36 @@ impl App {
         published: airlock_core::Published,
         sender: Option<&EarlierAttempt>,
     ) -> Result<PublishReport> {
+        // A platform that already had it (by this request's or an earlier one's) settles
+        // the intent; one that names another post's id does not publish this one.
         if let Some(reason) = self.claimed_by_another_post(&post, &published).await {
-            return self
-                .rejected(
-                    post,
-                    reason,
-                    false,
-                    Some(Settle::Release),
-                    Some(IntentPhase::Rejected),
-                    false,
-                )
-                .await;
+            return self.rejected(post, reason, false, true, false).await;
         }
-        let mut update = self.update(&post);
-        update.to = Some(PostStatus::Posted);
-        update.set.posted_at = Some(sender.map_or_else(|| self.now(), |a| a.sent_at));
-        update.set.platform_post_id = Some(published.platform_post_id.clone());
-        update.set.permalink = Some(published.permalink.clone());
-        update.set.not_before = Some(None);
-        update.reservation = Some(match sender {
-            Some(attempt) => Settle::CommitAttempt(attempt.generation),
-            None => Settle::Commit,
-        });
-        update.intent_phase = Some(IntentPhase::Succeeded);
-        update.failures = Some(FailureStep::Reset);
-        if published.platform_post_id.is_none() {
-            let flag = "the platform answered 2xx without a readable post id: check it by hand";
-            update.note = Some(format!("published; {flag}"));
-            update.set.error = Some(Some(flag.into()));
-        } else {
-            update.note = Some(format!(
+        let flag = published
+            .platform_post_id
+            .is_none()
+            .then_some("the platform answered 2xx without a readable post id: check it by hand");
+        let mut note = match flag {
+            Some(flag) => format!("published; {flag}"),
+            None => format!(
                 "published as {}",
                 published
                     .permalink
                     .as_deref()
                     .or(published.platform_post_id.as_deref())
                     .unwrap_or("?")
-            ));
-            update.set.error = Some(None);
-        }
+            ),
+        };
         if let Some(existing) = &published.existing {
-            let note = update.note.take().unwrap_or_default();
-            update.note = Some(format!("{note}; the platform already had it: {existing}"));
+            note = format!("{note}; the platform already had it: {existing}");
         }
-        // Out, but the platform's answer makes a retry unsafe: the channel stops
-        // for a person, in the transaction that records the publish.
-        if let Some(reason) = &published.pause {
-            let note = update.note.take().unwrap_or_default();
-            update.note = Some(format!("{note}; the channel pauses: {reason}"));
-            update.pause = Some(self.pause_spec(&channel.name, reason.clone(), None));
-        }
-        update.notify = self.notifications(
+        // Out, but the platform's answer makes a retry unsafe: the channel stops for a
+        // person, in the transaction that records the publish.
+        let pause = published.pause.as_ref().map(|reason| {
+            note = format!("{note}; the channel pauses: {reason}");
+            self.pause_spec(&channel.name, reason.clone(), None)
+        });
+        let notify = self.notifications(
             "published",
             Some(post.id),
             format!(
@@ -1236,19 +1176,29 @@ impl App {
             ),
             json!({"channel": channel.name, "platform_post_id": published.platform_post_id, "permalink": published.permalink}),
         );
-        self.finish(post, update, PublishResult::Posted).await
+        let change = self
+            .by_worker(
+                &post,
+                Change::Published {
+                    generation: post.generation,
+                    posted_at: sender.map_or_else(|| self.now(), |a| a.sent_at),
+                    platform_post_id: published.platform_post_id.clone(),
+                    permalink: published.permalink.clone(),
+                    sent_by: sender.map(|a| a.generation),
+                    note,
+                    flag: flag.map(str::to_owned),
+                    pause,
+                },
+            )
+            .notifying(notify);
+        self.finish(post, change, PublishResult::Posted).await
     }
 
-    /// `posting -> needs_review`: the reservation stays counted and the channel pauses.
-    pub(crate) fn unknown_update(&self, post: &Post, reason: &str, actor: String) -> PostUpdate {
+    /// `posting -> needs_review`: the reservation stays counted and the channel pauses —
+    /// by the worker, or by the reaper (`reaped`) when the lease ended after the intent.
+    pub(crate) fn unknown_change(&self, post: &Post, reason: &str, reaped: bool) -> PostChange {
         let channel = &post.content.channel;
-        let mut update = self.update(post);
-        update.actor = actor;
-        update.to = Some(PostStatus::NeedsReview);
-        update.note = Some(format!("outcome unknown: {reason}"));
-        update.set.error = Some(Some(reason.to_owned()));
-        update.intent_phase = Some(IntentPhase::Unknown);
-        update.pause = Some(self.pause_spec(
+        let pause = self.pause_spec(
             channel,
             format!(
                 "{}{reason}); settle it with `airlock post resolve {}`",
@@ -1256,14 +1206,34 @@ impl App {
                 post.id
             ),
             None,
-        ));
-        update.notify = self.notifications(
+        );
+        let notify = self.notifications(
             "needs_review",
             Some(post.id),
             format!("post {} on {channel} needs review: {reason}", post.id),
             json!({"channel": channel, "error": reason}),
         );
-        update
+        let (generation, reason, pause) = (post.generation, reason.to_owned(), Some(pause));
+        let (change, actor) = if reaped {
+            (
+                Change::ReapedSent {
+                    generation,
+                    reason,
+                    pause,
+                },
+                Actor::Reaper.to_string(),
+            )
+        } else {
+            (
+                Change::Unknown {
+                    generation,
+                    reason,
+                    pause,
+                },
+                self.dispatcher_actor(),
+            )
+        };
+        PostChange::new(post.id, actor, self.now(), change).notifying(notify)
     }
 
     /// When the platform named a post it already had (`Published::existing`), that post is

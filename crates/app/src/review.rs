@@ -5,19 +5,17 @@ use serde_json::json;
 
 use airlock_core::{Action, Actor, Intent, Post, PostEvent, PostId, PostStatus};
 use airlock_platforms::{Evidence, Platform, ReconcileRequest};
-use airlock_store::{
-    EventNote, Guard, IntentPhase, PostUpdate, ReviewItem, Settle, StoreError, Unreadable,
-};
+use airlock_store::{Change, EventNote, PostChange, ReviewItem, StoreError, Unreadable};
 use tracing::Instrument;
 
 use crate::publish::{
     account_mismatch, idempotency_key, publish_request, retry_backoff, unknown_pause_prefix,
 };
+use crate::{App, Error, Principal, Result};
 
 /// The event that claims and records a reconcile re-send (Mastodon's): written under the
 /// version reconcile read, before anything is sent ([`App::reconcile`]).
-pub const RESEND_EVENT: &str = "resend";
-use crate::{App, Error, Principal, Result};
+pub use airlock_store::RESEND_EVENT;
 
 /// What the reaper did with one expired lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,25 +114,15 @@ impl App {
     }
 
     async fn reap_unknown(&self, post: Post, reason: String) -> Result<Post> {
-        let mut update = self.unknown_update(&post, &reason, Actor::Reaper.to_string());
-        update.intent_required = Some(true);
-        update.record_stale = false;
-        self.write_reaped(update).await
+        self.write_reaped(self.unknown_change(&post, &reason, true))
+            .await
     }
 
     async fn reap_unsent(&self, post: Post, reason: String) -> Result<Post> {
         let n_attempts = post.attempts + 1;
-        let mut update = self.update(&post);
-        update.actor = Actor::Reaper.to_string();
-        update.intent_required = Some(false);
-        update.record_stale = false;
-        update.reservation = Some(Settle::Release);
-        update.set.error = Some(Some(reason.clone()));
-        update.set.count_attempt = true;
-        if n_attempts >= i64::from(self.settings().max_attempts) {
-            update.to = Some(PostStatus::Failed);
-            update.note = Some(format!("gave up after {n_attempts} attempts: {reason}"));
-            update.notify = self.notifications(
+        let gives_up = n_attempts >= i64::from(self.settings().max_attempts);
+        let (note, notify) = if gives_up {
+            let notify = self.notifications(
                 "failed",
                 Some(post.id),
                 format!(
@@ -143,18 +131,32 @@ impl App {
                 ),
                 json!({"channel": post.content.channel, "error": reason}),
             );
+            (
+                format!("gave up after {n_attempts} attempts: {reason}"),
+                notify,
+            )
         } else {
-            update.to = Some(PostStatus::Approved);
-            update.note = Some(format!("not sent (attempt {n_attempts}): {reason}"));
-            update.set.not_before = Some(Some(self.now() + retry_backoff(n_attempts)));
-        }
-        let post = self.write_reaped(update).await?;
+            (
+                format!("not sent (attempt {n_attempts}): {reason}"),
+                Vec::new(),
+            )
+        };
+        let change = Change::ReapedUnsent {
+            generation: post.generation,
+            reason,
+            note,
+            gives_up,
+            not_before: (!gives_up).then(|| self.now() + retry_backoff(n_attempts)),
+        };
+        let change = PostChange::new(post.id, Actor::Reaper.to_string(), self.now(), change)
+            .notifying(notify);
+        let post = self.write_reaped(change).await?;
         self.wake_dispatcher();
         Ok(post)
     }
 
-    async fn write_reaped(&self, update: PostUpdate) -> Result<Post> {
-        match self.store().update_post(update).await {
+    async fn write_reaped(&self, change: PostChange) -> Result<Post> {
+        match self.store().change_post(change).await {
             Ok(post) => Ok(post),
             Err(StoreError::Fenced { id, .. } | StoreError::Conflict(id)) => Err(Error::Conflict(
                 format!("post {id} moved on before the reaper acted"),
@@ -242,13 +244,7 @@ impl App {
             request.publish.now = self.now();
         }
         let evidence = platform.reconcile(&request).await;
-        let mut update = PostUpdate::new(
-            post.id,
-            Guard::Version(version),
-            Actor::Reconciler.to_string(),
-            self.now(),
-        );
-        let note = match evidence {
+        let (change, notify, note) = match evidence {
             Evidence::NoProof => return Ok(None),
             Evidence::Unsettled { note } => {
                 let event = EventNote {
@@ -267,19 +263,7 @@ impl App {
                 return Ok(None);
             }
             Evidence::Published(proof) => {
-                update.to = Some(PostStatus::Posted);
-                update.set.posted_at = Some(
-                    item.intent
-                        .as_ref()
-                        .map(|i| i.created_at)
-                        .unwrap_or_else(|| self.now()),
-                );
-                update.set.platform_post_id = Some(proof.platform_post_id);
-                update.set.permalink = Some(proof.permalink.clone());
-                update.set.error = Some(None);
-                update.reservation = Some(Settle::Commit);
-                update.intent_phase = Some(IntentPhase::Succeeded);
-                update.notify = self.notifications(
+                let notify = self.notifications(
                     "published",
                     Some(post.id),
                     format!(
@@ -290,7 +274,19 @@ impl App {
                     ),
                     json!({"channel": post.content.channel, "evidence": proof.note}),
                 );
-                format!("reconciled: published; {}", proof.note)
+                let note = format!("reconciled: published; {}", proof.note);
+                let change = Change::SettledPublished {
+                    version,
+                    posted_at: item
+                        .intent
+                        .as_ref()
+                        .map(|i| i.created_at)
+                        .unwrap_or_else(|| self.now()),
+                    platform_post_id: proof.platform_post_id,
+                    permalink: proof.permalink,
+                    note: note.clone(),
+                };
+                (change, notify, note)
             }
             Evidence::CannotLand { note } => {
                 match self.late_answer_recorded(&post, item.intent.as_ref()).await {
@@ -302,15 +298,17 @@ impl App {
                         return Ok(None);
                     }
                 }
-                update.to = Some(PostStatus::Approved);
-                update.set.error = Some(None);
-                update.reservation = Some(Settle::Release);
-                update.intent_phase = Some(IntentPhase::NotSent);
-                format!("reconciled: this attempt can never be published; {note}")
+                let note = format!("reconciled: this attempt can never be published; {note}");
+                let change = Change::CannotLand {
+                    version,
+                    note: note.clone(),
+                };
+                (change, Vec::new(), note)
             }
         };
-        update.note = Some(note.clone());
-        match self.store().update_post(update).await {
+        let update = PostChange::new(post.id, Actor::Reconciler.to_string(), self.now(), change)
+            .notifying(notify);
+        match self.store().change_post(update).await {
             Ok(post) => Ok(Some(Reconciled {
                 post,
                 evidence: note,
@@ -444,23 +442,18 @@ impl App {
             .platform_ref
             .as_deref()
             .unwrap_or(&request.publish.idempotency_key);
-        let mut claim = PostUpdate::new(
-            post.id,
-            Guard::Version(post.version),
-            Actor::Reconciler.to_string(),
-            self.now(),
-        );
-        claim.event = Some(EventNote {
-            kind: RESEND_EVENT.into(),
-            note: Some(format!(
+        let change = Change::ResendClaimed {
+            version: post.version,
+            note: format!(
                 "sending the post again with the key {key} the platform still keeps, to learn what the earlier request did; account {} checked",
                 account
                     .as_ref()
                     .map(|a| a.username.as_str())
                     .unwrap_or("(none)")
-            )),
-        });
-        match self.store().update_post(claim).await {
+            ),
+        };
+        let claim = PostChange::new(post.id, Actor::Reconciler.to_string(), self.now(), change);
+        match self.store().change_post(claim).await {
             Ok(claimed) => Ok(Some(claimed.version)),
             // Another process claimed it (or a person acted): it sends nothing.
             Err(StoreError::Conflict(_)) => Ok(None),
@@ -498,8 +491,7 @@ impl App {
             )));
         }
         let actor = who.actor.to_string();
-        let mut update = self.change_by(who, &post);
-        match resolution {
+        let (change, notify) = match resolution {
             Resolution::Published { permalink } => {
                 if let Some(link) = &permalink {
                     airlock_core::post::check_url("permalink", link)
@@ -510,22 +502,7 @@ impl App {
                     .last()
                     .map(|i| i.created_at)
                     .unwrap_or_else(|| self.now());
-                update.to = Some(PostStatus::Posted);
-                update.note = Some(format!(
-                    "confirmed published by {actor}{}",
-                    permalink
-                        .as_deref()
-                        .map(|p| format!(" at {p}"))
-                        .unwrap_or_default()
-                ));
-                update.set.posted_at = Some(sent_at);
-                if permalink.is_some() {
-                    update.set.permalink = Some(permalink.clone());
-                }
-                update.set.error = Some(None);
-                update.reservation = Some(Settle::Commit);
-                update.intent_phase = Some(IntentPhase::Succeeded);
-                update.notify = self.notifications(
+                let notify = self.notifications(
                     "published",
                     Some(id),
                     format!(
@@ -534,14 +511,23 @@ impl App {
                     ),
                     json!({"channel": post.content.channel, "permalink": permalink}),
                 );
+                let change = Change::SettledPublished {
+                    version: post.version,
+                    posted_at: sent_at,
+                    platform_post_id: None,
+                    note: format!(
+                        "confirmed published by {actor}{}",
+                        permalink
+                            .as_deref()
+                            .map(|p| format!(" at {p}"))
+                            .unwrap_or_default()
+                    ),
+                    permalink,
+                };
+                (change, notify)
             }
             Resolution::NotPublished => {
-                update.to = Some(PostStatus::Failed);
-                update.note = Some(format!("confirmed not published by {actor}"));
-                update.set.error = Some(Some(format!("not published (confirmed by {actor})")));
-                update.reservation = Some(Settle::Release);
-                update.intent_phase = Some(IntentPhase::NotSent);
-                update.notify = self.notifications(
+                let notify = self.notifications(
                     "failed",
                     Some(id),
                     format!(
@@ -550,9 +536,16 @@ impl App {
                     ),
                     json!({"channel": post.content.channel}),
                 );
+                let change = Change::SettledNotPublished {
+                    version: post.version,
+                    error: format!("not published (confirmed by {actor})"),
+                    note: format!("confirmed not published by {actor}"),
+                };
+                (change, notify)
             }
-        }
-        Ok(self.store().update_post(update).await?)
+        };
+        let change = self.change_by(who, &post, change).notifying(notify);
+        Ok(self.store().change_post(change).await?)
     }
 
     /// Returns a failed post to the queue (operator); never automatic.
@@ -565,13 +558,14 @@ impl App {
                 "only failed posts can be requeued",
             )
             .await?;
-        let mut update = self.change_by(who, &post);
-        update.to = Some(PostStatus::Approved);
-        update.note = Some("requeued".into());
-        update.set.reset_attempts = true;
-        update.set.not_before = Some(None);
-        update.set.error = Some(None);
-        let post = self.store().update_post(update).await?;
+        let change = self.change_by(
+            who,
+            &post,
+            Change::Requeued {
+                version: post.version,
+            },
+        );
+        let post = self.store().change_post(change).await?;
         self.wake_dispatcher();
         Ok(post)
     }

@@ -23,7 +23,7 @@ use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, AppSettings, ChannelSettings, Principal};
 use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
 use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError, Verification};
-use airlock_store::{Guard, PostClaim, PostClaimed, PostUpdate, QuotaClaim, Settle, Store};
+use airlock_store::{Change, PostChange, PostClaim, PostClaimed, QuotaClaim, Store};
 use tracing::Level;
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
@@ -182,14 +182,19 @@ pub async fn measure_reservations(
                     PostClaimed::Claimed { post, .. } => post,
                     other => panic!("could not claim: {other:?}"),
                 };
-                let mut commit = PostUpdate::new(
-                    post.id,
-                    Guard::Generation(post.generation),
-                    "bench",
-                    Utc::now(),
-                );
-                commit.reservation = Some(Settle::Commit);
-                store.update_post(commit).await.expect("commit");
+                // Committed with the publish it stands for.
+                let commit = Change::Published {
+                    generation: post.generation,
+                    posted_at: Utc::now(),
+                    platform_post_id: Some(format!("bench-{}", post.id)),
+                    permalink: None,
+                    sent_by: None,
+                    note: "published".into(),
+                    flag: None,
+                    pause: None,
+                };
+                let commit = PostChange::new(post.id, "bench", Utc::now(), commit);
+                store.change_post(commit).await.expect("commit");
             }
         });
     }

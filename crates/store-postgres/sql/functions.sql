@@ -34,6 +34,11 @@
 -- Placeholders replaced when the file is applied: {{schema}} (where the ledger lives)
 -- and {{runtime_role}}, both quoted identifiers.
 
+-- Signatures of earlier releases that changed (CREATE OR REPLACE cannot change them).
+-- The change-anything update of the second release, replaced by the named changes.
+DROP FUNCTION IF EXISTS airlock_update_post(bigint, text, bigint, text, text, text, text,
+    timestamptz, jsonb, text, text, boolean, text, jsonb, text, text, text, jsonb, jsonb, bigint);
+
 -- The runtime role, created once per cluster (several databases may share it).
 DO $$
 BEGIN
@@ -493,40 +498,33 @@ BEGIN
     RETURN airlock_insert_intent(p_id, p_generation, p_key, p_platform_ref, v_now);
 END $$;
 
--- Store::update_post: a guarded change of one post with its verdict, events, intent phase,
--- reservation, failure counter, pause and notifications. `p_set` holds the fields to set
--- (a key present with null clears the column). outcome: updated, or fenced when a stale
--- generation's write was refused (its evidence recorded when p_stale_note is given).
-CREATE OR REPLACE FUNCTION airlock_update_post(
-    p_id bigint, p_guard_kind text, p_guard bigint, p_to text, p_via text,
+-- What a named change does to one post with its verdict, events, intent phase,
+-- reservations, failure counter, pause and notifications (airlock_store::Effects, applied
+-- as the SQLite backend applies it). Internal: the runtime role calls only the named
+-- changes below (airlock_change_*), each of which passes one fixed combination, so a
+-- change that makes no sense cannot be written. `p_set` holds the fields to set (a key
+-- present with null clears the column). outcome: updated, or fenced when a stale
+-- generation's write was refused (its evidence recorded with `p_record_stale`).
+CREATE OR REPLACE FUNCTION airlock_apply_change(
+    p_id bigint, p_guard_kind text, p_guard bigint, p_to text,
     p_actor text, p_note text, p_now timestamptz, p_set jsonb,
-    p_event_kind text, p_event_note text, p_intent_required boolean, p_intent_phase text,
-    p_verdict jsonb, p_reservation text, p_stale_note text, p_failures text,
+    p_event_kind text, p_event_note text, p_event_unless_moved boolean,
+    p_intent_required boolean, p_intent_phase text,
+    p_verdict jsonb, p_reservation text, p_record_stale boolean, p_failures text,
     p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint,
     OUT outcome text, OUT post posts)
-LANGUAGE plpgsql SECURITY DEFINER
+LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     cur posts;
     after text;
     new_quarantined timestamptz;
-    at_status text;
-    step text;
     failures bigint := 0;
     sender bigint;
     s jsonb := COALESCE(p_set, '{}'::jsonb);
     c jsonb := p_set->'content';
 BEGIN
     p_now := airlock_time(p_now, false);
-    IF p_guard IS NULL OR (p_guard_kind IS DISTINCT FROM 'version'
-                           AND p_guard_kind IS DISTINCT FROM 'generation') THEN
-        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
-            'rule', 'a write names its guard: a version or a generation'));
-    END IF;
-    IF p_via IS NOT NULL AND p_to IS NULL THEN
-        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
-            'rule', 'a walk through a status names where it ends'));
-    END IF;
     IF p_guard_kind = 'generation' THEN
         -- An outcome of the guarded path: it must survive a crash like the intent did.
         PERFORM set_config('synchronous_commit', 'on', true);
@@ -540,11 +538,14 @@ BEGIN
     END IF;
     IF p_guard_kind = 'generation'
        AND (cur.status <> 'posting' OR p_guard <> cur.generation) THEN
-        -- Nothing of the stale write applies; only the evidence is recorded.
-        IF p_stale_note IS NOT NULL THEN
+        -- Nothing of the stale write applies; only the evidence is recorded
+        -- (airlock_store::decide::stale_evidence).
+        IF p_record_stale THEN
             INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
                 VALUES (p_id, p_now, 'stale_outcome', cur.status, cur.status, p_actor,
-                        p_stale_note);
+                        format('refused a write from generation %s (wanted %s%s); the post had moved on',
+                               p_guard, COALESCE(p_to, 'no status change'),
+                               COALESCE(': ' || p_note, '')));
             UPDATE posts SET version = version + 1 WHERE id = p_id;
         END IF;
         outcome := 'fenced';
@@ -555,19 +556,14 @@ BEGIN
                    AND generation = cur.generation) <> p_intent_required THEN
         PERFORM airlock_raise('AL011', 'conflict', NULL);
     END IF;
-    -- The status edges the change walks (airlock_store::decide::illegal_step), and the
-    -- quarantine: a quarantined post stays a draft.
-    at_status := cur.status;
-    FOREACH step IN ARRAY array_remove(ARRAY[p_via, p_to], NULL) LOOP
-        IF step <> at_status AND (at_status || '>' || step) NOT IN (
+    -- The status edge (airlock_store::decide::illegal_step); the trigger checks it too.
+    IF p_to IS NOT NULL AND p_to <> cur.status AND (cur.status || '>' || p_to) NOT IN (
             'draft>approved', 'approved>draft', 'approved>posting', 'posting>approved',
             'posting>posted', 'posting>failed', 'posting>needs_review', 'needs_review>posted',
             'needs_review>failed', 'needs_review>approved', 'failed>approved') THEN
-            PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
-                'from', at_status, 'to', step));
-        END IF;
-        at_status := step;
-    END LOOP;
+        PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
+            'from', cur.status, 'to', p_to));
+    END IF;
     after := COALESCE(p_to, cur.status);
     -- airlock_store::decide::write_refusal: content changes only into a draft, and an
     -- approval names the content the post holds, on approval.
@@ -591,8 +587,7 @@ BEGIN
     -- released.
     IF cur.quarantined_at IS NOT NULL
        AND NOT (s ? 'quarantined_at' AND s->'quarantined_at' = 'null'::jsonb)
-       AND EXISTS (SELECT 1 FROM unnest(array_remove(ARRAY[p_via, p_to], NULL)) st
-                   WHERE st <> 'draft') THEN
+       AND p_to IS NOT NULL AND p_to <> 'draft' THEN
         PERFORM airlock_raise('AL006', 'quarantined', NULL);
     END IF;
     IF new_quarantined IS NOT NULL AND after <> 'draft' THEN
@@ -619,11 +614,6 @@ BEGIN
             VALUES (p_id, p_verdict->>'verdict', p_verdict->'reasons', p_actor,
                     p_verdict->>'content_hash', p_verdict->>'rubric_hash',
                     cur.review_round, p_verdict->'content', p_now);
-    END IF;
-    IF p_via IS NOT NULL THEN
-        -- The intermediate step is its own statement so the trigger checks and records it.
-        UPDATE posts SET status = p_via, version = version + 1, updated_at = p_now,
-            event_actor = p_actor, event_note = p_note WHERE id = p_id;
     END IF;
     UPDATE posts SET version = version + 1, updated_at = p_now,
         event_actor = p_actor, event_note = p_note,
@@ -659,15 +649,14 @@ BEGIN
         permalink = CASE WHEN s ? 'permalink' THEN s->>'permalink' ELSE permalink END,
         posted_at = CASE WHEN s ? 'posted_at' THEN (s->>'posted_at')::timestamptz
                          ELSE posted_at END,
-        verified_at = CASE WHEN s ? 'verified_at' THEN (s->>'verified_at')::timestamptz
-                           ELSE verified_at END,
         error = CASE WHEN s ? 'error' THEN s->>'error' ELSE error END,
         revisions = CASE WHEN (s->>'reset_revisions')::boolean THEN 0
                          WHEN (s->>'count_revision')::boolean THEN revisions + 1
                          ELSE revisions END,
         quarantined_at = new_quarantined
         WHERE id = p_id RETURNING * INTO post;
-    IF p_event_kind IS NOT NULL THEN
+    -- The status event says what happened when the status moved.
+    IF p_event_kind IS NOT NULL AND NOT (p_event_unless_moved AND after <> cur.status) THEN
         INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
             VALUES (p_id, p_now, p_event_kind, after, after, p_actor, p_event_note);
     END IF;
@@ -697,9 +686,6 @@ BEGIN
     ELSIF p_reservation IN ('committed', 'released') THEN
         UPDATE reservations SET state = p_reservation, settled_at = p_now
             WHERE post_id = p_id AND state = 'reserved';
-    ELSIF p_reservation IS NOT NULL THEN
-        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
-            'rule', 'a reservation is committed or released'));
     END IF;
     IF p_failures = 'reset' THEN
         DELETE FROM channel_failures WHERE channel = cur.channel;
@@ -718,6 +704,266 @@ BEGIN
     PERFORM airlock_insert_outbox(p_notify, p_now);
     outcome := 'updated';
 END $$;
+
+-- A note cut as airlock_core::limits::fit_chars cuts it.
+CREATE OR REPLACE FUNCTION airlock_fit(p_text text, p_max integer)
+RETURNS text LANGUAGE sql IMMUTABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT CASE WHEN char_length(p_text) <= p_max THEN p_text
+                ELSE left(p_text, p_max - 1) || '…' END;
+$$;
+
+------------------------------------------------------------------------------------------
+-- Store::change_post: one function per named change (airlock_store::Change and
+-- Change::effects, whose rows these touch the same way). Each takes the post, who, when,
+-- the notifications, and exactly what its change needs.
+------------------------------------------------------------------------------------------
+
+-- The worker holding the claim, fenced by its generation.
+
+CREATE OR REPLACE FUNCTION airlock_change_published(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_posted_at timestamptz,
+    p_platform_post_id text, p_permalink text, p_sent_by bigint, p_note text, p_flag text,
+    p_pause jsonb, OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'posted', p_actor,
+        p_note, p_now,
+        jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
+            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            || jsonb_build_object('not_before', NULL, 'error', p_flag),
+        NULL, NULL, false, NULL, 'succeeded', NULL,
+        CASE WHEN p_sent_by IS NULL THEN 'committed' ELSE 'attempt:' || p_sent_by END,
+        true, 'reset', p_pause, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_not_sent(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_note text,
+    p_not_before timestamptz, p_counts_attempt boolean, p_counts_wait boolean,
+    p_settles_intent boolean, OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
+        p_note, p_now,
+        jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
+            'count_wait', COALESCE(p_counts_wait, false), 'not_before', p_not_before,
+            'error', p_reason),
+        NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'not_sent' END, NULL,
+        'released', true, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_failed(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text,
+    p_counts_attempt boolean, p_settles_intent boolean, p_pause jsonb,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'failed', p_actor,
+        p_reason, p_now,
+        jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
+            'error', p_reason),
+        NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'rejected' END, NULL,
+        'released', true, 'increment', p_pause, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_unknown(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_pause jsonb,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
+        p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
+        NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_held(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_note text, p_pause jsonb,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
+        p_note, p_now, '{}'::jsonb, NULL, NULL, false, NULL, NULL, NULL, 'released', true,
+        NULL, p_pause, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_reaped_sent(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_pause jsonb,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
+        p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
+        NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_reaped_unsent(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_note text,
+    p_gives_up boolean, p_not_before timestamptz, OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation,
+        CASE WHEN p_gives_up THEN 'failed' ELSE 'approved' END, p_actor, p_note, p_now,
+        jsonb_build_object('error', p_reason, 'count_attempt', true)
+            || CASE WHEN p_gives_up THEN '{}'::jsonb
+                    ELSE jsonb_build_object('not_before', p_not_before) END,
+        NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL);
+$$;
+
+-- People and agents, at the version they read.
+
+CREATE OR REPLACE FUNCTION airlock_change_edited(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_content jsonb,
+    p_scheduled_at timestamptz, p_fields text, p_duplicate_window_us bigint,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor,
+        'edited (' || p_fields || '): approval withdrawn', p_now,
+        jsonb_build_object('error', NULL, 'approved_hash', NULL, 'approved_by', NULL)
+            || jsonb_strip_nulls(jsonb_build_object('content', p_content,
+                'scheduled_at', p_scheduled_at,
+                'edited_by', CASE WHEN p_content IS NOT NULL THEN p_actor END)),
+        'edited', 'edited ' || p_fields, true, NULL, NULL, NULL, NULL, false, NULL, NULL,
+        p_notify, p_duplicate_window_us);
+$$;
+
+-- p_effect: approve (p_approved_by, p_note, p_duplicate_window_us), await (p_note) or
+-- revise (p_counts, p_quarantine, p_error, p_note).
+CREATE OR REPLACE FUNCTION airlock_change_verdict(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_verdict jsonb, p_effect text,
+    p_approved_by text, p_note text, p_duplicate_window_us bigint, p_counts boolean,
+    p_quarantine boolean, p_error text, OUT outcome text, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    kind text := CASE WHEN p_quarantine THEN 'quarantined' ELSE 'rejected' END;
+    applied record;
+BEGIN
+    IF p_effect = 'approve' THEN
+        SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved',
+            p_actor, p_note, p_now,
+            jsonb_build_object('approved_hash', p_verdict->>'content_hash',
+                'approved_by', p_approved_by, 'error', NULL),
+            NULL, NULL, false, NULL, NULL, p_verdict, NULL, false, NULL, NULL, p_notify,
+            p_duplicate_window_us);
+    ELSIF p_effect = 'await' THEN
+        SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL,
+            p_actor, NULL, p_now, '{}'::jsonb, 'verdict', p_note, false, NULL, NULL,
+            p_verdict, NULL, false, NULL, NULL, p_notify, NULL);
+    ELSIF p_effect = 'revise' THEN
+        SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'draft',
+            p_actor, airlock_fit(kind || ': ' || p_note, 4000), p_now,
+            jsonb_build_object('approved_hash', NULL, 'approved_by', NULL,
+                'error', p_error, 'count_revision', COALESCE(p_counts, false))
+                || CASE WHEN p_quarantine THEN jsonb_build_object('quarantined_at',
+                        airlock_time(p_now, false)) ELSE '{}'::jsonb END,
+            kind, airlock_fit(p_note, 4000), true, NULL, NULL, p_verdict, NULL, false, NULL,
+            NULL, p_notify, NULL);
+    ELSE
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a verdict approves, awaits more passes, or asks for a revision'));
+    END IF;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
+
+CREATE OR REPLACE FUNCTION airlock_change_withdrawn(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_note text, p_error text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor, p_note,
+        p_now, jsonb_build_object('approved_hash', NULL, 'approved_by', NULL)
+            || jsonb_strip_nulls(jsonb_build_object('error', p_error)),
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_released(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+        jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true),
+        'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_requeued(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor,
+        'requeued', p_now,
+        jsonb_build_object('reset_attempts', true, 'not_before', NULL, 'error', NULL),
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_settled_published(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_posted_at timestamptz,
+    p_platform_post_id text, p_permalink text, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'posted', p_actor, p_note,
+        p_now,
+        jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
+            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            || jsonb_build_object('error', NULL),
+        NULL, NULL, false, NULL, 'succeeded', NULL, 'committed', false, NULL, NULL, p_notify,
+        NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_settled_not_published(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_error text, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'failed', p_actor, p_note,
+        p_now, jsonb_build_object('error', p_error), NULL, NULL, false, NULL, 'not_sent',
+        NULL, 'released', false, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_cannot_land(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor, p_note,
+        p_now, jsonb_build_object('error', NULL), NULL, NULL, false, NULL, 'not_sent', NULL,
+        'released', false, NULL, NULL, p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_resend_claimed(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+        '{}'::jsonb, 'resend', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL,
+        p_notify, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_deferred(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_until timestamptz, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+        jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
+        'quota_deferred', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
+        NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION airlock_change_deferral_lifted(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_until timestamptz, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+        jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
+        'deferral_lifted', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
+        NULL);
+$$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
 -- kind, note, notify}], each recorded (its event `kind` and `note`) only while its post
@@ -1156,7 +1402,14 @@ BEGIN
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.signature);
         IF f.name = ANY (ARRAY[
             'airlock_functions_version',
-            'airlock_claim_post', 'airlock_record_intent', 'airlock_update_post',
+            'airlock_claim_post', 'airlock_record_intent',
+            'airlock_change_published', 'airlock_change_not_sent', 'airlock_change_failed',
+            'airlock_change_unknown', 'airlock_change_held', 'airlock_change_reaped_sent',
+            'airlock_change_reaped_unsent', 'airlock_change_edited', 'airlock_change_verdict',
+            'airlock_change_withdrawn', 'airlock_change_released', 'airlock_change_requeued',
+            'airlock_change_settled_published', 'airlock_change_settled_not_published',
+            'airlock_change_cannot_land', 'airlock_change_resend_claimed',
+            'airlock_change_deferred', 'airlock_change_deferral_lifted',
             'airlock_record_verifications', 'airlock_pause', 'airlock_resume',
             'airlock_claim_notifications', 'airlock_notification_delivered',
             'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',

@@ -7,13 +7,14 @@
 //! two agents retrying at once still make one post.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use sqlx::AssertSqlSafe;
 use sqlx::types::Json;
 
-use airlock_core::{Post, PostEvent, PostId};
+use airlock_core::{ContentHash, Post, PostContent, PostEvent, PostId};
 use airlock_store::{
-    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostFields, PostUpdate,
-    Result, Settle, StoreError, VerificationRecord,
+    Change, CreatePost, Created, EventNote, Guard, NewNotification, PauseSpec, PostChange, Result,
+    StoreError, VerdictEffect, VerificationRecord,
 };
 
 use airlock_store_sql::{reads, rows};
@@ -73,145 +74,265 @@ pub(crate) async fn create(store: &PgStore, req: CreatePost) -> Result<Created> 
     })
 }
 
-/// The fields a post update sets, as `airlock_update_post` reads them: a key present
-/// with `null` clears its column, an absent key leaves it alone.
-fn set_json(set: &PostFields) -> Value {
-    let mut m = Map::new();
-    let opt = |v: Option<&str>| v.map_or(Value::Null, |v| Value::String(v.to_owned()));
-    let time = |v: Option<DateTime<Utc>>| v.map_or(Value::Null, json_time);
-    if let Some((content, hash)) = &set.content {
-        m.insert(
-            "content".into(),
-            json!({
-                "title": content.title,
-                "text": content.text,
-                "media": content.media,
-                "link": content.link,
-                "content_hash": hash.as_str(),
-                "text_key": airlock_core::review::text_key(&content.text),
-            }),
-        );
-    }
-    if let Some(at) = set.scheduled_at {
-        m.insert("scheduled_at".into(), json_time(at));
-    }
-    if let Some(hash) = &set.approved_hash {
-        m.insert(
-            "approved_hash".into(),
-            opt(hash.as_ref().map(|h| h.as_str())),
-        );
-    }
-    if let Some(by) = &set.approved_by {
-        m.insert("approved_by".into(), opt(by.as_deref()));
-    }
-    if let Some(by) = &set.edited_by {
-        m.insert("edited_by".into(), Value::String(by.clone()));
-    }
-    for (key, on) in [
-        ("count_attempt", set.count_attempt),
-        ("count_wait", set.count_wait),
-        ("reset_attempts", set.reset_attempts),
-        ("count_revision", set.count_revision),
-        ("reset_revisions", set.reset_revisions),
-    ] {
-        m.insert(key.into(), Value::Bool(on));
-    }
-    if let Some(at) = set.not_before {
-        m.insert("not_before".into(), time(at));
-    }
-    if let Some(at) = set.deferred_until {
-        m.insert("deferred_until".into(), time(at));
-    }
-    if let Some(id) = &set.platform_post_id {
-        m.insert("platform_post_id".into(), opt(id.as_deref()));
-    }
-    if let Some(link) = &set.permalink {
-        m.insert("permalink".into(), opt(link.as_deref()));
-    }
-    if let Some(at) = set.posted_at {
-        m.insert("posted_at".into(), json_time(at));
-    }
-    if let Some(at) = set.verified_at {
-        m.insert("verified_at".into(), time(at));
-    }
-    if let Some(error) = &set.error {
-        m.insert("error".into(), opt(error.as_deref()));
-    }
-    if let Some(at) = set.quarantined_at {
-        m.insert("quarantined_at".into(), time(at));
-    }
-    Value::Object(m)
+/// A change's content as `airlock_change_edited` reads it.
+fn content_json(content: &PostContent, hash: &ContentHash) -> Value {
+    json!({
+        "title": content.title,
+        "text": content.text,
+        "media": content.media,
+        "link": content.link,
+        "content_hash": hash.as_str(),
+        "text_key": airlock_core::review::text_key(&content.text),
+    })
 }
 
-/// Store::update_post: `airlock_update_post` (guard, walk, verdict, the change, its
-/// event, intent phase, reservation, failure counter, pause and notifications) in one
-/// round trip.
-pub(crate) async fn update(store: &PgStore, update: PostUpdate) -> Result<Post> {
-    let (guard_kind, guard) = match update.guard {
-        Guard::Version(v) => ("version", v),
-        Guard::Generation(g) => ("generation", g),
+fn pause_json(pause: &PauseSpec) -> Json<Value> {
+    Json(json!({
+        "scope": pause.scope.as_key(),
+        "reason": pause.reason,
+        "after_failures": pause.after_failures,
+        "notify": notify_json(&pause.notify).0,
+    }))
+}
+
+/// One argument of a named change's function.
+enum Arg {
+    Int(Option<i64>),
+    Text(Option<String>),
+    Time(Option<DateTime<Utc>>),
+    Flag(bool),
+    Json(Option<Json<Value>>),
+}
+
+/// Store::change_post: the change's own function, `airlock_change_<name>` (each passes
+/// its one combination to `airlock_apply_change`), in one round trip.
+pub(crate) async fn change(store: &PgStore, change: PostChange) -> Result<Post> {
+    use Arg::*;
+    let PostChange {
+        id,
+        actor,
+        now,
+        change,
+        notify,
+    } = change;
+    let name = change.name();
+    let guard = match change.guard() {
+        Guard::Version(v) | Guard::Generation(v) => v,
     };
-    let stale_note = match update.guard {
-        Guard::Generation(generation) if update.record_stale => {
-            airlock_store::decide::stale_evidence(&update, generation).note
+    let args: Vec<Arg> = match change {
+        Change::Published {
+            generation,
+            posted_at,
+            platform_post_id,
+            permalink,
+            sent_by,
+            note,
+            flag,
+            pause,
+        } => vec![
+            Int(Some(generation)),
+            Time(Some(posted_at)),
+            Text(platform_post_id),
+            Text(permalink),
+            Int(sent_by),
+            Text(Some(note)),
+            Text(flag),
+            Json(pause.as_ref().map(pause_json)),
+        ],
+        Change::NotSent {
+            generation,
+            reason,
+            note,
+            not_before,
+            counts_attempt,
+            counts_wait,
+            settles_intent,
+        } => vec![
+            Int(Some(generation)),
+            Text(Some(reason)),
+            Text(Some(note)),
+            Time(Some(not_before)),
+            Flag(counts_attempt),
+            Flag(counts_wait),
+            Flag(settles_intent),
+        ],
+        Change::Failed {
+            generation,
+            reason,
+            counts_attempt,
+            settles_intent,
+            pause,
+        } => vec![
+            Int(Some(generation)),
+            Text(Some(reason)),
+            Flag(counts_attempt),
+            Flag(settles_intent),
+            Json(pause.as_ref().map(pause_json)),
+        ],
+        Change::Unknown {
+            generation,
+            reason,
+            pause,
         }
-        _ => None,
+        | Change::ReapedSent {
+            generation,
+            reason,
+            pause,
+        } => vec![
+            Int(Some(generation)),
+            Text(Some(reason)),
+            Json(pause.as_ref().map(pause_json)),
+        ],
+        Change::Held {
+            generation,
+            note,
+            pause,
+        } => vec![
+            Int(Some(generation)),
+            Text(Some(note)),
+            Json(pause.as_ref().map(pause_json)),
+        ],
+        Change::ReapedUnsent {
+            generation,
+            reason,
+            note,
+            gives_up,
+            not_before,
+        } => vec![
+            Int(Some(generation)),
+            Text(Some(reason)),
+            Text(Some(note)),
+            Flag(gives_up),
+            Time(not_before),
+        ],
+        Change::Edited {
+            version,
+            content,
+            scheduled_at,
+            fields,
+            duplicate_window,
+        } => vec![
+            Int(Some(version)),
+            Json(content.map(|(c, h)| sqlx::types::Json(content_json(&c, &h)))),
+            Time(scheduled_at),
+            Text(Some(fields)),
+            Int(duplicate_window.map(micros)),
+        ],
+        Change::Verdict {
+            version,
+            verdict,
+            effect,
+        } => {
+            let verdict = sqlx::types::Json(json!({
+                "verdict": verdict.verdict.as_str(),
+                "reasons": verdict.reasons,
+                "content_hash": verdict.content_hash.as_str(),
+                "rubric_hash": verdict.rubric_hash,
+                "content": verdict.content,
+            }));
+            let (effect, approved_by, note, window, counts, quarantine, error) = match effect {
+                VerdictEffect::Approve {
+                    approved_by,
+                    note,
+                    duplicate_window,
+                } => (
+                    "approve",
+                    Some(approved_by),
+                    note,
+                    duplicate_window,
+                    false,
+                    false,
+                    None,
+                ),
+                VerdictEffect::AwaitMore { note } => {
+                    ("await", None, note, None, false, false, None)
+                }
+                VerdictEffect::Revise {
+                    counts,
+                    quarantine,
+                    error,
+                    note,
+                } => ("revise", None, note, None, counts, quarantine, Some(error)),
+            };
+            vec![
+                Int(Some(version)),
+                Json(Some(verdict)),
+                Text(Some(effect.to_owned())),
+                Text(approved_by),
+                Text(Some(note)),
+                Int(window.map(micros)),
+                Flag(counts),
+                Flag(quarantine),
+                Text(error),
+            ]
+        }
+        Change::Withdrawn {
+            version,
+            note,
+            error,
+        } => vec![Int(Some(version)), Text(Some(note)), Text(error)],
+        Change::Released { version, note }
+        | Change::CannotLand { version, note }
+        | Change::ResendClaimed { version, note } => {
+            vec![Int(Some(version)), Text(Some(note))]
+        }
+        Change::Requeued { version } => vec![Int(Some(version))],
+        Change::SettledPublished {
+            version,
+            posted_at,
+            platform_post_id,
+            permalink,
+            note,
+        } => vec![
+            Int(Some(version)),
+            Time(Some(posted_at)),
+            Text(platform_post_id),
+            Text(permalink),
+            Text(Some(note)),
+        ],
+        Change::SettledNotPublished {
+            version,
+            error,
+            note,
+        } => vec![Int(Some(version)), Text(Some(error)), Text(Some(note))],
+        Change::Deferred {
+            version,
+            until,
+            note,
+        } => vec![Int(Some(version)), Time(Some(until)), Text(Some(note))],
+        Change::DeferralLifted {
+            version,
+            until,
+            note,
+        } => vec![Int(Some(version)), Time(until), Text(Some(note))],
     };
-    let verdict = update.verdict.as_ref().map(|v| {
-        Json(json!({
-            "verdict": v.verdict.as_str(),
-            "reasons": v.reasons,
-            "content_hash": v.content_hash.as_str(),
-            "rubric_hash": v.rubric_hash,
-            "content": v.content,
-        }))
-    });
-    let pause = update.pause.as_ref().map(|p| {
-        Json(json!({
-            "scope": p.scope.as_key(),
-            "reason": p.reason,
-            "after_failures": p.after_failures,
-            "notify": notify_json(&p.notify).0,
-        }))
-    });
-    let row = sqlx::query(
-        "SELECT r.outcome, (r.post).* FROM airlock_update_post($1, $2, $3, $4, $5, $6, $7, $8, \
-         $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
-    )
-    .bind(update.id.0)
-    .bind(guard_kind)
-    .bind(guard)
-    .bind(update.to.map(|s| s.as_str()))
-    .bind(update.via.map(|s| s.as_str()))
-    .bind(&update.actor)
-    .bind(&update.note)
-    .bind(update.now)
-    .bind(Json(set_json(&update.set)))
-    .bind(update.event.as_ref().map(|e| e.kind.as_str()))
-    .bind(update.event.as_ref().and_then(|e| e.note.as_deref()))
-    .bind(update.intent_required)
-    .bind(update.intent_phase.map(|p| p.as_str()))
-    .bind(verdict)
-    .bind(update.reservation.map(|settle| match settle {
-        Settle::Commit => "committed".to_owned(),
-        Settle::Release => "released".to_owned(),
-        Settle::CommitAttempt(generation) => format!("attempt:{generation}"),
-    }))
-    .bind(stale_note)
-    .bind(update.failures.map(|step| match step {
-        FailureStep::Reset => "reset",
-        FailureStep::Increment => "increment",
-    }))
-    .bind(pause)
-    .bind(notify_json(&update.notify))
-    .bind(update.duplicate_window.map(micros))
-    .fetch_one(&store.pool)
-    .await
-    .map_err(|e| refusal(e, update.id))?;
+    let placeholders: Vec<String> = (1..=4 + args.len()).map(|n| format!("${n}")).collect();
+    let text = format!(
+        "SELECT r.outcome, (r.post).* FROM airlock_change_{name}({}) r",
+        placeholders.join(", ")
+    );
+    let mut query = sqlx::query(AssertSqlSafe(text))
+        .bind(id.0)
+        .bind(&actor)
+        .bind(now)
+        .bind(notify_json(&notify));
+    for arg in args {
+        query = match arg {
+            Int(v) => query.bind(v),
+            Text(v) => query.bind(v),
+            Time(v) => query.bind(v),
+            Flag(v) => query.bind(v),
+            Json(v) => query.bind(v),
+        };
+    }
+    let row = query
+        .fetch_one(&store.pool)
+        .await
+        .map_err(|e| refusal(e, id))?;
     let outcome: String = get(&row, "outcome")?;
     if outcome == "fenced" {
         return Err(StoreError::Fenced {
-            id: update.id,
+            id,
             generation: guard,
         });
     }

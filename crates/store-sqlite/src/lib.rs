@@ -33,8 +33,8 @@ use airlock_core::{
 use airlock_store::{
     ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
     IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification, OutboxStats,
-    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, PostUpdate, QuotaRows, Result,
-    ReviewItem, Scanned, Session, Store, StoreError, TokenRecord, VerificationRecord,
+    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, QuotaRows, Result, ReviewItem, Scanned,
+    Session, Store, StoreError, TokenRecord, VerificationRecord,
 };
 use airlock_store_sql::reads;
 
@@ -345,8 +345,8 @@ impl Store for SqliteStore {
         posts::create(self, req).await
     }
 
-    async fn update_post(&self, update: PostUpdate) -> Result<Post> {
-        posts::update(self, update).await
+    async fn change_post(&self, change: airlock_store::PostChange) -> Result<Post> {
+        posts::change(self, change).await
     }
 
     async fn delete_draft(

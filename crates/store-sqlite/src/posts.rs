@@ -10,8 +10,8 @@ use airlock_store::decide::{
     pause_applies, stale_evidence, write_refusal,
 };
 use airlock_store::{
-    CreatePost, Created, EventNote, FailureStep, Guard, NewNotification, PostUpdate, Result,
-    Settle, StoreError, VerificationRecord,
+    CreatePost, Created, Effects, EventNote, FailureStep, Guard, NewNotification, PostChange,
+    Result, Settle, StoreError, VerificationRecord,
 };
 use airlock_store_sql::reads;
 use airlock_store_sql::rows::status_of;
@@ -174,7 +174,15 @@ async fn refuse_duplicate(
     }
 }
 
-pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Post> {
+pub(crate) async fn change(store: &SqliteStore, change: PostChange) -> Result<Post> {
+    let PostChange {
+        id,
+        actor,
+        now,
+        change,
+        notify,
+    } = change;
+    let effects = change.effects(&actor, now);
     let mut tx = store.begin_write().await?;
     let current = sqlx::query(
         "SELECT status, version, generation, channel, review_round, content_hash, \
@@ -182,11 +190,11 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
          (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
           ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
     )
-    .bind(update.id.0)
+    .bind(id.0)
     .fetch_optional(&mut *tx)
     .await
     .map_err(db)?
-    .ok_or(StoreError::NotFound(update.id))?;
+    .ok_or(StoreError::NotFound(id))?;
     let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
     let version: i64 = current.try_get("version").map_err(db)?;
     let generation: i64 = current.try_get("generation").map_err(db)?;
@@ -195,81 +203,70 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
     let quarantined: bool = current.try_get("quarantined").map_err(db)?;
     let content_hash: String = current.try_get("content_hash").map_err(db)?;
     let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
-    match check_guard(update.guard, status, version, generation) {
+    match check_guard(effects.guard, status, version, generation) {
         GuardCheck::Holds => {}
-        GuardCheck::Conflict => return Err(StoreError::Conflict(update.id)),
+        GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
         GuardCheck::Fenced => {
             // Nothing of the stale write applies; only the evidence is recorded.
-            if update.record_stale {
-                record_stale(&mut tx, &update, status, guard_generation(update.guard)).await?;
+            let stale = guard_generation(effects.guard).unwrap_or(generation);
+            if effects.record_stale {
+                let event = stale_evidence(&effects, stale);
+                insert_event(&mut tx, id, &event, status, &actor, now).await?;
+                sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
                 tx.commit().await.map_err(db)?;
             }
             return Err(StoreError::Fenced {
-                id: update.id,
-                generation: guard_generation(update.guard).unwrap_or(generation),
+                id,
+                generation: stale,
             });
         }
     }
-    if update
+    if effects
         .intent_required
         .is_some_and(|required| required != claim_intent.is_some())
     {
-        return Err(StoreError::Conflict(update.id));
+        return Err(StoreError::Conflict(id));
     }
-    if let Some((from, to)) = illegal_step(status, update.via, update.to) {
-        return Err(StoreError::IllegalTransition {
-            id: update.id,
-            from,
-            to,
-        });
+    if let Some((from, to)) = illegal_step(status, effects.to) {
+        return Err(StoreError::IllegalTransition { id, from, to });
     }
-    if let Some(rule) = write_refusal(&update, status, &content_hash) {
+    if let Some(rule) = write_refusal(&effects, status, &content_hash) {
         return Err(StoreError::Refused {
-            id: update.id,
+            id,
             rule: rule.to_owned(),
         });
     }
-    if leaves_quarantine(&update, quarantined) {
-        return Err(StoreError::Quarantined(update.id));
+    if leaves_quarantine(&effects, quarantined) {
+        return Err(StoreError::Quarantined(id));
     }
-    if update.duplicate_window.is_some() {
-        let before = get_in(&mut tx, update.id).await?;
+    if effects.duplicate_window.is_some() {
+        let before = get_in(&mut tx, id).await?;
         if let Some((key, at, window)) =
-            edit_duplicate_check(&update, status, &before.content.text, before.scheduled_at)
+            edit_duplicate_check(&effects, status, &before.content.text, before.scheduled_at)
         {
-            refuse_duplicate(&mut tx, &channel, &key, at, window, Some(update.id)).await?;
+            refuse_duplicate(&mut tx, &channel, &key, at, window, Some(id)).await?;
         }
     }
-    let after = update.to.unwrap_or(status);
-    if let Some(verdict) = &update.verdict {
+    let after = effects.to.unwrap_or(status);
+    if let Some(verdict) = &effects.verdict {
         // In the round the verdict was given in, before this change may start a new one.
         sqlx::query(
             "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
              review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(update.id.0)
+        .bind(id.0)
         .bind(verdict.verdict.as_str())
         .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
-        .bind(&update.actor)
+        .bind(&actor)
         .bind(verdict.content_hash.as_str())
         .bind(&verdict.rubric_hash)
         .bind(review_round)
         .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
-        .bind(ts(update.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    if let Some(via) = update.via {
-        // The intermediate step is its own statement so the trigger checks and records it.
-        sqlx::query(
-            "UPDATE posts SET status = ?, version = version + 1, updated_at = ?, event_actor = ?, event_note = ? WHERE id = ?",
-        )
-        .bind(via.as_str())
-        .bind(ts(update.now))
-        .bind(&update.actor)
-        .bind(&update.note)
-        .bind(update.id.0)
+        .bind(ts(now))
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -277,25 +274,25 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
 
     let mut query =
         QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
-    query.push_bind(ts(update.now));
+    query.push_bind(ts(now));
+    query.push(", event_actor = ").push_bind(actor.clone());
     query
-        .push(", event_actor = ")
-        .push_bind(update.actor.clone());
-    query.push(", event_note = ").push_bind(update.note.clone());
-    if let Some(to) = update.to {
+        .push(", event_note = ")
+        .push_bind(effects.note.clone());
+    if let Some(to) = effects.to {
         query.push(", status = ").push_bind(to.as_str());
         if to != PostStatus::Posting {
             query.push(", lease_owner = NULL, lease_expires_at = NULL");
         }
     }
-    push_fields(&mut query, &update);
-    query.push(" WHERE id = ").push_bind(update.id.0);
+    push_fields(&mut query, &effects);
+    query.push(" WHERE id = ").push_bind(id.0);
     query.build().execute(&mut *tx).await.map_err(|e| {
         if is_trigger_refusal(&e, "airlock: quarantined") {
-            StoreError::Quarantined(update.id)
+            StoreError::Quarantined(id)
         } else if is_trigger_refusal(&e, "illegal status transition") {
             StoreError::IllegalTransition {
-                id: update.id,
+                id,
                 from: status,
                 to: after,
             }
@@ -304,28 +301,31 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
         }
     })?;
 
-    if let Some(event) = &update.event {
-        insert_event(&mut tx, update.id, event, after, &update.actor, update.now).await?;
+    // The status event says what happened when the status moved.
+    if let Some(event) = &effects.event
+        && !(effects.event_unless_moved && after != status)
+    {
+        insert_event(&mut tx, id, event, after, &actor, now).await?;
     }
-    if let Some(phase) = update.intent_phase {
+    if let Some(phase) = effects.intent_phase {
         sqlx::query(
             "UPDATE intents SET phase = ?, settled_at = ? \
              WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
         )
         .bind(phase.as_str())
-        .bind(ts(update.now))
-        .bind(update.id.0)
-        .bind(guard_generation(update.guard))
-        .bind(guard_generation(update.guard))
+        .bind(ts(now))
+        .bind(id.0)
+        .bind(guard_generation(effects.guard))
+        .bind(guard_generation(effects.guard))
         .execute(&mut *tx)
         .await
         .map_err(db)?;
     }
-    if let Some(settle) = update.reservation {
-        settle_reservations(&mut tx, update.id, settle, update.now).await?;
+    if let Some(settle) = effects.reservation {
+        settle_reservations(&mut tx, id, settle, now).await?;
     }
     let mut failures = 0;
-    if let Some(step) = update.failures {
+    if let Some(step) = effects.failures {
         failures = match step {
             FailureStep::Reset => {
                 sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
@@ -346,21 +346,21 @@ pub(crate) async fn update(store: &SqliteStore, update: PostUpdate) -> Result<Po
             .map_err(db)?,
         };
     }
-    if let Some(pause) = &update.pause
+    if let Some(pause) = &effects.pause
         && pause_applies(pause.after_failures, failures)
     {
         admin::insert_pause(
             &mut tx,
             &pause.scope,
             &pause.reason,
-            &update.actor,
-            update.now,
+            &actor,
+            now,
             &pause.notify,
         )
         .await?;
     }
-    admin::insert_outbox(&mut tx, &update.notify, update.now).await?;
-    let post = get_in(&mut tx, update.id).await?;
+    admin::insert_outbox(&mut tx, &notify, now).await?;
+    let post = get_in(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(post)
 }
@@ -419,8 +419,8 @@ fn guard_generation(guard: Guard) -> Option<i64> {
     }
 }
 
-fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
-    let set = &update.set;
+fn push_fields(query: &mut QueryBuilder<Sqlite>, effects: &Effects) {
+    let set = &effects.set;
     if let Some((content, hash)) = &set.content {
         query.push(", title = ").push_bind(content.title.clone());
         query.push(", text = ").push_bind(content.text.clone());
@@ -438,13 +438,13 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     if let Some(at) = set.scheduled_at {
         query.push(", scheduled_at = ").push_bind(ts(at));
     }
-    if let Some(hash) = &set.approved_hash {
-        query
-            .push(", approved_hash = ")
-            .push_bind(hash.as_ref().map(|h| h.as_str().to_owned()));
-    }
-    if let Some(by) = &set.approved_by {
-        query.push(", approved_by = ").push_bind(by.clone());
+    if let Some(approval) = &set.approval {
+        let (hash, by) = match approval {
+            Some((hash, by)) => (Some(hash.as_str().to_owned()), Some(by.clone())),
+            None => (None, None),
+        };
+        query.push(", approved_hash = ").push_bind(hash);
+        query.push(", approved_by = ").push_bind(by);
     }
     if let Some(by) = &set.edited_by {
         query.push(", edited_by = ").push_bind(by.clone());
@@ -473,9 +473,6 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     if let Some(at) = set.posted_at {
         query.push(", posted_at = ").push_bind(ts(at));
     }
-    if let Some(at) = set.verified_at {
-        query.push(", verified_at = ").push_bind(at.map(ts));
-    }
     if let Some(error) = &set.error {
         query.push(", error = ").push_bind(error.clone());
     }
@@ -488,33 +485,6 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, update: &PostUpdate) {
     if let Some(at) = set.quarantined_at {
         query.push(", quarantined_at = ").push_bind(at.map(ts));
     }
-}
-
-/// Records that a stale worker's outcome arrived and changed nothing: evidence for the
-/// person who settles the post. The post's `version` moves on, so a person or reconcile
-/// that decided on an earlier read (without this evidence) conflicts and reads again.
-async fn record_stale(
-    conn: &mut SqliteConnection,
-    update: &PostUpdate,
-    status: PostStatus,
-    generation: Option<i64>,
-) -> Result<()> {
-    let event = stale_evidence(update, generation.unwrap_or_default());
-    insert_event(
-        &mut *conn,
-        update.id,
-        &event,
-        status,
-        &update.actor,
-        update.now,
-    )
-    .await?;
-    sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
-        .bind(update.id.0)
-        .execute(conn)
-        .await
-        .map_err(db)?;
-    Ok(())
 }
 
 pub(crate) async fn insert_event(

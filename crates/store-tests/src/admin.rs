@@ -8,9 +8,7 @@ use std::sync::Arc;
 use chrono::Duration;
 
 use airlock_core::{PostStatus, Role, RoleSet};
-use airlock_store::{
-    FailureStep, IntentPhase, NewToken, PauseScope, PauseSpec, Settle, Store, StoreError,
-};
+use airlock_store::{Change, NewToken, PauseScope, PauseSpec, PostChange, Store, StoreError};
 
 use crate::Ledger;
 use crate::fixture::*;
@@ -105,23 +103,24 @@ pub async fn pausing_twice_keeps_the_first_pause_and_resume_lifts_it(store: Arc<
 /// for `after` consecutive failures.
 async fn fail(store: &dyn Store, channel: &str, after: Option<u32>, at: i64) {
     let post = claimed(store, channel, &format!("fails at {at}"), mins(at)).await;
-    let mut update = outcome(&post, PostStatus::Failed, mins(at));
-    update.reservation = Some(Settle::Release);
-    update.failures = Some(FailureStep::Increment);
-    update.pause = Some(PauseSpec {
-        scope: channel_scope(channel),
-        reason: "too many failures".into(),
-        after_failures: after,
-        notify: vec![notification("paused")],
-    });
-    store.update_post(update).await.unwrap();
+    let change = pausing(
+        outcome(&post, PostStatus::Failed, mins(at)),
+        PauseSpec {
+            scope: channel_scope(channel),
+            reason: "too many failures".into(),
+            after_failures: after,
+            notify: vec![notification("paused")],
+        },
+    );
+    store.change_post(change).await.unwrap();
 }
 
 async fn succeed(store: &dyn Store, channel: &str, at: i64) {
     let post = claimed(store, channel, &format!("succeeds at {at}"), mins(at)).await;
-    let mut update = outcome(&post, PostStatus::Posted, mins(at));
-    update.failures = Some(FailureStep::Reset);
-    store.update_post(update).await.unwrap();
+    store
+        .change_post(outcome(&post, PostStatus::Posted, mins(at)))
+        .await
+        .unwrap();
 }
 
 fn paused(pauses: &[airlock_store::Pause], scope: &str) -> bool {
@@ -191,16 +190,18 @@ pub async fn a_pause_with_a_change_is_set_in_its_transaction(store: Arc<dyn Stor
     let post = claimed(s, "alpha", "unknown", t0()).await;
     // Claimed before the pause: a paused channel's posts are not claimed.
     let other = claimed(s, "alpha", "unknown too", t0()).await;
-    let mut update = outcome(&post, PostStatus::NeedsReview, mins(1));
-    update.intent_phase = Some(IntentPhase::Unknown);
-    update.pause = Some(PauseSpec {
-        scope: channel_scope("alpha"),
-        reason: "post has an unknown outcome".into(),
-        after_failures: None,
-        notify: vec![notification("paused")],
-    });
-    update.notify = vec![notification("needs_review")];
-    s.update_post(update).await.unwrap();
+    let change = pausing(
+        outcome(&post, PostStatus::NeedsReview, mins(1)),
+        PauseSpec {
+            scope: channel_scope("alpha"),
+            reason: "post has an unknown outcome".into(),
+            after_failures: None,
+            notify: vec![notification("paused")],
+        },
+    );
+    s.change_post(change.notifying(vec![notification("needs_review")]))
+        .await
+        .unwrap();
     let pauses = s.pauses().await.unwrap();
     assert_eq!(pauses.len(), 1);
     assert_eq!(pauses[0].scope, "alpha");
@@ -208,14 +209,16 @@ pub async fn a_pause_with_a_change_is_set_in_its_transaction(store: Arc<dyn Stor
     assert_eq!(pauses[0].actor, DISPATCHER);
     assert_eq!(s.outbox_stats().await.unwrap().pending, 2);
 
-    let mut update = outcome(&other, PostStatus::NeedsReview, mins(3));
-    update.pause = Some(PauseSpec {
-        scope: channel_scope("alpha"),
-        reason: "second".into(),
-        after_failures: None,
-        notify: vec![notification("paused")],
-    });
-    s.update_post(update).await.unwrap();
+    let change = pausing(
+        outcome(&other, PostStatus::NeedsReview, mins(3)),
+        PauseSpec {
+            scope: channel_scope("alpha"),
+            reason: "second".into(),
+            after_failures: None,
+            notify: vec![notification("paused")],
+        },
+    );
+    s.change_post(change).await.unwrap();
     let pauses = s.pauses().await.unwrap();
     assert_eq!(pauses.len(), 1);
     assert_eq!(pauses[0].reason, "post has an unknown outcome");
@@ -227,17 +230,16 @@ pub async fn a_pause_with_a_change_is_set_in_its_transaction(store: Arc<dyn Stor
 pub async fn notifications_are_queued_with_their_change(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = claimed(s, "alpha", "published", t0()).await;
-    let mut update = outcome(&post, PostStatus::Posted, mins(1));
     let mut published = notification("published");
     published.post_id = Some(post.id);
     published.payload = serde_json::json!({"message": "post published", "n": [1, 2]});
-    update.notify = vec![published.clone()];
-    s.update_post(update).await.unwrap();
+    let change = outcome(&post, PostStatus::Posted, mins(1)).notifying(vec![published.clone()]);
+    s.change_post(change).await.unwrap();
 
-    let mut refused = outcome(&post, PostStatus::Failed, mins(2));
-    refused.notify = vec![notification("failed")];
+    let refused =
+        outcome(&post, PostStatus::Failed, mins(2)).notifying(vec![notification("failed")]);
     assert!(matches!(
-        s.update_post(refused).await,
+        s.change_post(refused).await,
         Err(StoreError::Fenced { .. })
     ));
 
@@ -500,23 +502,29 @@ pub async fn a_healthy_ledger_breaks_no_invariant(store: Arc<dyn Store>) {
 
     let failed = reserved(s, "alpha", "failed", mins(2)).await;
     intent(s, &failed, mins(2)).await;
-    let mut update = outcome(&failed, PostStatus::Failed, mins(3));
-    update.reservation = Some(Settle::Release);
-    update.intent_phase = Some(IntentPhase::Rejected);
-    s.update_post(update).await.unwrap();
+    s.change_post(outcome(&failed, PostStatus::Failed, mins(3)))
+        .await
+        .unwrap();
 
     let unknown = reserved(s, "beta", "unknown", mins(4)).await;
     intent(s, &unknown, mins(4)).await;
-    let mut update = outcome(&unknown, PostStatus::NeedsReview, mins(5));
-    update.intent_phase = Some(IntentPhase::Unknown);
-    s.update_post(update).await.unwrap();
+    s.change_post(outcome(&unknown, PostStatus::NeedsReview, mins(5)))
+        .await
+        .unwrap();
 
     let retried = reserved(s, "beta", "retried", mins(6)).await;
-    let mut update = outcome(&retried, PostStatus::Approved, mins(7));
-    update.reservation = Some(Settle::Release);
-    update.set.count_attempt = true;
-    update.set.not_before = Some(Some(mins(8)));
-    s.update_post(update).await.unwrap();
+    let change = Change::NotSent {
+        generation: retried.generation,
+        reason: "not sent".into(),
+        note: "not sent (attempt 1)".into(),
+        not_before: mins(8),
+        counts_attempt: true,
+        counts_wait: false,
+        settles_intent: false,
+    };
+    s.change_post(PostChange::new(retried.id, DISPATCHER, mins(7), change))
+        .await
+        .unwrap();
 
     let in_flight = reserved(s, "beta", "in flight", mins(9)).await;
     intent(s, &in_flight, mins(9)).await;

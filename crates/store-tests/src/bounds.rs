@@ -5,11 +5,14 @@
 
 use std::sync::Arc;
 
+use airlock_core::VerdictKind;
 use airlock_core::limits::{
     MAX_ALT_CHARS, MAX_ERROR_CHARS, MAX_EVENT_NOTE_CHARS, MAX_MEDIA, MAX_URL_CHARS,
 };
 use airlock_core::{Media, PostStatus};
-use airlock_store::{CreateKey, EventNote, Guard, PostFilter, PostUpdate, Store, StoreError};
+use airlock_store::{
+    Change, CreateKey, EventNote, PostChange, PostFilter, Store, StoreError, VerdictEffect,
+};
 
 use crate::Ledger;
 use crate::fixture::*;
@@ -217,10 +220,17 @@ pub async fn notes_errors_and_media_are_bounded_as_airlock_bounds_them(store: Ar
             matches!(refused, Err(StoreError::TooLarge(_))),
             "{n} items, url {url}, alt {alt}: {refused:?}"
         );
-        let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(1));
         let hash = over.content.hash();
-        update.set.content = Some((over.content, hash));
-        let refused = s.update_post(update).await;
+        let edit = Change::Edited {
+            version: post.version,
+            content: Some((over.content, hash)),
+            scheduled_at: None,
+            fields: "media".into(),
+            duplicate_window: None,
+        };
+        let refused = s
+            .change_post(PostChange::new(post.id, WRITER, mins(1), edit))
+            .await;
         assert!(
             matches!(refused, Err(StoreError::TooLarge(_))),
             "{refused:?}"
@@ -260,21 +270,31 @@ pub async fn notes_errors_and_media_are_bounded_as_airlock_bounds_them(store: Ar
     );
 
     let post = s.get_post(post.id).await.unwrap();
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, mins(2));
-    update.set.error = Some(Some("e".repeat(MAX_ERROR_CHARS + 1)));
-    let refused = s.update_post(update).await;
+    let fail = |error: String, note: String| {
+        let change = Change::Verdict {
+            version: post.version,
+            verdict: verdict_on(&post, VerdictKind::Fail),
+            effect: VerdictEffect::Revise {
+                counts: true,
+                quarantine: false,
+                error,
+                note,
+            },
+        };
+        PostChange::new(post.id, CRITIC, mins(2), change)
+    };
+    let refused = s
+        .change_post(fail("e".repeat(MAX_ERROR_CHARS + 1), "r".into()))
+        .await;
     assert!(
         matches!(refused, Err(StoreError::TooLarge(_))),
         "{refused:?}"
     );
     // A rejection with a long reason, as the app writes it, is kept (and its status note).
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, mins(2));
-    update.set.error = Some(Some("e".repeat(MAX_ERROR_CHARS)));
-    update.event = Some(EventNote {
-        kind: "rejected".into(),
-        note: Some("r".repeat(1000)),
-    });
-    let kept = s.update_post(update).await.unwrap();
+    let kept = s
+        .change_post(fail("e".repeat(MAX_ERROR_CHARS), "r".repeat(1000)))
+        .await
+        .unwrap();
     assert_eq!(kept.status, PostStatus::Draft);
     assert_eq!(kept.error.map(|e| e.chars().count()), Some(MAX_ERROR_CHARS));
 }

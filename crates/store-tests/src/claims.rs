@@ -9,8 +9,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::{Post, PostId, PostStatus};
 use airlock_store::{
-    Guard, IntentClaim, NewNotification, PauseScope, PostClaim, PostClaimed, PostUpdate, Store,
-    StoreError, VerificationRecord,
+    IntentClaim, NewNotification, PauseScope, PostClaim, PostClaimed, Store, StoreError,
+    VerificationRecord,
 };
 
 use crate::Ledger;
@@ -55,9 +55,7 @@ pub async fn claim_takes_the_most_overdue_post_first(store: Arc<dyn Store>) {
 pub async fn claim_waits_for_not_before(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = approved(s, "alpha", "deferred", mins(-10)).await;
-    let mut defer = PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(-1));
-    defer.set.not_before = Some(Some(mins(5)));
-    s.update_post(defer).await.unwrap();
+    defer(s, &post, mins(5), mins(-1)).await;
     assert_eq!(claimed_id(claim_due(s, &["alpha"], &[], t0()).await), None);
     assert_eq!(
         claimed_id(claim_due(s, &["alpha"], &[], mins(5)).await),
@@ -145,7 +143,7 @@ pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store
 
     // Released and claimed again: the generation moves on once more.
     let back = s
-        .update_post(outcome(&claimed, PostStatus::Approved, mins(1)))
+        .change_post(outcome(&claimed, PostStatus::Approved, mins(1)))
         .await
         .unwrap();
     assert_eq!(back.lease_owner, None);
@@ -187,28 +185,6 @@ pub async fn a_post_that_is_not_approved_is_not_claimable(store: Arc<dyn Store>)
     ));
 }
 
-/// A post that ever got a `posted_at` is never claimed again, whatever its status says.
-pub async fn a_post_with_posted_at_is_never_claimed_again(store: Arc<dyn Store>) {
-    let s = store.as_ref();
-    let post = in_status(s, PostStatus::NeedsReview, "alpha").await;
-    // A (wrong) write that returns it to the queue while recording a publish time.
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), "reconciler", mins(5));
-    update.to = Some(PostStatus::Approved);
-    update.set.posted_at = Some(mins(1));
-    let odd = s.update_post(update).await.unwrap();
-    assert_eq!(odd.status, PostStatus::Approved);
-
-    assert_eq!(
-        claimed_id(claim_due(s, &["alpha"], &[], mins(10)).await),
-        None
-    );
-    assert!(matches!(
-        s.claim_post(&claim_of(&odd, mins(10), true)).await.unwrap(),
-        PostClaimed::Gone(Some(_))
-    ));
-    assert_eq!(s.next_due_at(&[ch("alpha")], &[]).await.unwrap(), None);
-}
-
 /// The next due time is the earliest of `max(scheduled_at, not_before)` among approved
 /// posts on the channels (test posts only on test channels); `None` when nothing waits.
 pub async fn next_due_at_is_the_earliest_time_a_post_may_be_claimed(store: Arc<dyn Store>) {
@@ -221,9 +197,7 @@ pub async fn next_due_at_is_the_earliest_time_a_post_may_be_claimed(store: Arc<d
     let soon = approved(s, "alpha", "soon but deferred", mins(10)).await;
     approved(s, "alpha", "later", mins(20)).await;
     assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(10)));
-    let mut defer = PostUpdate::new(soon.id, Guard::Version(soon.version), "cli", t0());
-    defer.set.not_before = Some(Some(mins(30)));
-    s.update_post(defer).await.unwrap();
+    defer(s, &soon, mins(30), t0()).await;
     assert_eq!(s.next_due_at(&alpha, &[]).await.unwrap(), Some(mins(20)));
 
     approved(s, "beta", "elsewhere", mins(5)).await;
@@ -384,9 +358,7 @@ pub async fn claim_post_claims_reserves_and_records_the_intent_at_once(store: Ar
 pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let read = approved(s, "alpha", "hello", mins(-1)).await;
-    let mut edit = PostUpdate::new(read.id, Guard::Version(read.version), "cli", mins(-1));
-    edit.set.scheduled_at = Some(mins(-2));
-    let changed = s.update_post(edit).await.unwrap();
+    let changed = defer(s, &read, mins(-2), mins(-1)).await;
     match s
         .claim_post(&full_claim(&read, t0(), Some((10, 10)), true))
         .await
@@ -505,9 +477,7 @@ pub async fn due_posts_lists_what_may_be_claimed_most_overdue_first(store: Arc<d
     approved(s, "gamma", "elsewhere", mins(-40)).await;
     draft(s, "alpha", "a draft", mins(-50)).await;
     let waiting = approved(s, "alpha", "waiting", mins(-20)).await;
-    let mut defer = PostUpdate::new(waiting.id, Guard::Version(waiting.version), "cli", mins(-1));
-    defer.set.not_before = Some(Some(mins(5)));
-    s.update_post(defer).await.unwrap();
+    defer(s, &waiting, mins(5), mins(-1)).await;
     let ids = |posts: Vec<Post>| posts.into_iter().map(|p| p.id).collect::<Vec<_>>();
     let channels = [ch("alpha"), ch("beta")];
     assert_eq!(

@@ -10,10 +10,12 @@ use chrono_tz::Tz;
 
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
-    ChannelName, Intent, NewPost, Post, PostContent, PostEvent, PostId, PostStatus,
+    ChannelName, Intent, NewPost, NewVerdict, Post, PostContent, PostEvent, PostId, PostStatus,
+    VerdictKind,
 };
 use airlock_store::{
-    CreatePost, Guard, IntentRequest, PostClaim, PostClaimed, PostUpdate, QuotaClaim, Settle, Store,
+    Change, CreatePost, IntentRequest, PostChange, PostClaim, PostClaimed, QuotaClaim, Store,
+    VerdictEffect,
 };
 
 /// The actor that writes drafts.
@@ -99,20 +101,35 @@ pub async fn create(store: &dyn Store, new: NewPost) -> Post {
         .post
 }
 
-/// The update [`CRITIC`] writes to approve a draft: the status and its approval hash.
-pub fn approval(post: &Post, now: DateTime<Utc>) -> PostUpdate {
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, now);
-    update.to = Some(PostStatus::Approved);
-    update.note = Some(format!("approved content {}", post.content_hash));
-    update.set.approved_hash = Some(Some(post.content_hash.clone()));
-    update.set.approved_by = Some(Some(CRITIC.to_owned()));
-    update
+/// [`CRITIC`]'s verdict of `kind` on the post's content as it is.
+pub fn verdict_on(post: &Post, kind: VerdictKind) -> NewVerdict {
+    NewVerdict {
+        verdict: kind,
+        reasons: Vec::new(),
+        content_hash: post.content_hash.clone(),
+        rubric_hash: "rubric-1".into(),
+        content: post.content.clone(),
+    }
+}
+
+/// The change [`CRITIC`] makes to approve a draft: a pass that approves its content.
+pub fn approval(post: &Post, now: DateTime<Utc>) -> PostChange {
+    let change = Change::Verdict {
+        version: post.version,
+        verdict: verdict_on(post, VerdictKind::Pass),
+        effect: VerdictEffect::Approve {
+            approved_by: CRITIC.to_owned(),
+            note: format!("approved content {}", post.content_hash),
+            duplicate_window: None,
+        },
+    };
+    PostChange::new(post.id, CRITIC, now, change)
 }
 
 /// Approves a draft.
 pub async fn approve(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post {
     store
-        .update_post(approval(post, now))
+        .change_post(approval(post, now))
         .await
         .expect("approve a draft")
 }
@@ -266,16 +283,101 @@ pub async fn intent(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Inten
         .expect("record the intent")
 }
 
-/// An outcome write by [`DISPATCHER`], fenced by the post's generation.
-pub fn outcome(post: &Post, to: PostStatus, now: DateTime<Utc>) -> PostUpdate {
-    let mut update = PostUpdate::new(post.id, Guard::Generation(post.generation), DISPATCHER, now);
-    update.to = Some(to);
-    update.note = Some(format!("outcome {to}"));
-    if to == PostStatus::Posted {
-        update.set.posted_at = Some(now);
-        update.set.platform_post_id = Some(Some(format!("platform-{}", post.id)));
+/// The outcome [`DISPATCHER`] writes to move its claimed post to `to` (posted, failed,
+/// needs review, or back to approved as not sent), fenced by the post's generation,
+/// without pausing anything.
+pub fn outcome(post: &Post, to: PostStatus, now: DateTime<Utc>) -> PostChange {
+    let generation = post.generation;
+    let reason = format!("outcome {to}");
+    let change = match to {
+        PostStatus::Posted => Change::Published {
+            generation,
+            posted_at: now,
+            platform_post_id: Some(format!("platform-{}", post.id)),
+            permalink: None,
+            sent_by: None,
+            note: reason,
+            flag: None,
+            pause: None,
+        },
+        PostStatus::Failed => Change::Failed {
+            generation,
+            reason,
+            counts_attempt: false,
+            settles_intent: true,
+            pause: None,
+        },
+        PostStatus::NeedsReview => Change::Unknown {
+            generation,
+            reason,
+            pause: None,
+        },
+        PostStatus::Approved => Change::NotSent {
+            generation,
+            note: reason.clone(),
+            reason,
+            not_before: now,
+            counts_attempt: false,
+            counts_wait: false,
+            settles_intent: true,
+        },
+        other => panic!("no outcome moves a claimed post to {other}"),
+    };
+    PostChange::new(post.id, DISPATCHER, now, change)
+}
+
+/// The reaper's change for a claimed post whose lease ended after its intent.
+pub fn reaped_sent(post: &Post, now: DateTime<Utc>) -> PostChange {
+    let change = Change::ReapedSent {
+        generation: post.generation,
+        reason: "the lease expired after the request was sent".into(),
+        pause: None,
+    };
+    PostChange::new(post.id, "reaper", now, change)
+}
+
+/// The reaper's change for a claimed post whose lease ended before any intent: back to
+/// the queue at `now`.
+pub fn reaped_unsent(post: &Post, now: DateTime<Utc>) -> PostChange {
+    let change = Change::ReapedUnsent {
+        generation: post.generation,
+        reason: "the lease expired before any request was sent".into(),
+        note: "not sent (attempt 1)".into(),
+        gives_up: false,
+        not_before: Some(now),
+    };
+    PostChange::new(post.id, "reaper", now, change)
+}
+
+/// Defers an approved post (as read) until `until`, as an over-quota claim does.
+pub async fn defer(
+    store: &dyn Store,
+    post: &Post,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Post {
+    let change = Change::Deferred {
+        version: post.version,
+        until,
+        note: format!("deferred until {until}"),
+    };
+    store
+        .change_post(PostChange::new(post.id, "cli", now, change))
+        .await
+        .expect("defer the post")
+}
+
+/// `change` with a pause set with it (a change that may pause a channel).
+pub fn pausing(mut change: PostChange, pause: airlock_store::PauseSpec) -> PostChange {
+    match &mut change.change {
+        Change::Published { pause: p, .. }
+        | Change::Failed { pause: p, .. }
+        | Change::Unknown { pause: p, .. }
+        | Change::ReapedSent { pause: p, .. }
+        | Change::Held { pause: p, .. } => *p = Some(pause),
+        other => panic!("a {} change sets no pause", other.name()),
     }
-    update
+    change
 }
 
 /// The whole guarded path for an approved post (as read): claimed with a reservation
@@ -293,10 +395,8 @@ pub async fn publish(
         Reserved::Denied(denial) => panic!("post {} over quota: {denial:?}", post.id),
     };
     intent(store, &post, now).await;
-    let mut update = outcome(&post, PostStatus::Posted, now + Duration::minutes(1));
-    update.reservation = Some(Settle::Commit);
-    update.intent_phase = Some(airlock_store::IntentPhase::Succeeded);
-    store.update_post(update).await.expect("write the outcome")
+    let change = outcome(&post, PostStatus::Posted, now + Duration::minutes(1));
+    store.change_post(change).await.expect("write the outcome")
 }
 
 /// A post in the given state on `channel`, the way the lifecycle gets it there.
@@ -309,7 +409,7 @@ pub async fn in_status(store: &dyn Store, status: PostStatus, channel: &str) -> 
         PostStatus::Posted | PostStatus::Failed | PostStatus::NeedsReview => {
             let post = claimed(store, channel, status.as_str(), now).await;
             store
-                .update_post(outcome(&post, status, mins(1)))
+                .change_post(outcome(&post, status, mins(1)))
                 .await
                 .expect("write an outcome")
         }

@@ -15,8 +15,8 @@ use airlock_core::{
 };
 use airlock_store::{
     CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
-    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope, PostClaim,
-    PostClaimed, PostFilter, PostUpdate, QuotaRows, Result, ReviewItem, Session, Store,
+    NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope,
+    PostChange, PostClaim, PostClaimed, PostFilter, QuotaRows, Result, ReviewItem, Session, Store,
     TokenRecord, Unreadable, VerificationRecord,
 };
 
@@ -167,9 +167,9 @@ impl Store for Metered {
         self.inner.due_by_channel(now).await
     }
 
-    async fn update_post(&self, update: PostUpdate) -> Result<Post> {
+    async fn change_post(&self, change: PostChange) -> Result<Post> {
         self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.update_post(update).await
+        self.inner.change_post(change).await
     }
 
     async fn delete_draft(

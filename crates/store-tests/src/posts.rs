@@ -9,7 +9,7 @@ use chrono::Duration;
 
 use airlock_core::{PostContent, PostId, PostStatus, Source};
 use airlock_store::{
-    CreateKey, EventNote, Guard, NewNotification, PostFilter, PostUpdate, Settle, Store, StoreError,
+    Change, CreateKey, EventNote, NewNotification, PostChange, PostFilter, Store, StoreError,
 };
 
 use crate::fixture::*;
@@ -196,10 +196,9 @@ pub async fn a_missing_post_is_not_found(store: Arc<dyn Store>) {
         store.post_detail(missing).await,
         Err(StoreError::NotFound(_))
     ));
-    let mut update = PostUpdate::new(missing, Guard::Version(1), CRITIC, t0());
-    update.to = Some(PostStatus::Approved);
+    let requeue = PostChange::new(missing, CRITIC, t0(), Change::Requeued { version: 1 });
     assert!(matches!(
-        store.update_post(update).await,
+        store.change_post(requeue).await,
         Err(StoreError::NotFound(_))
     ));
     let note = EventNote {
@@ -279,10 +278,11 @@ pub async fn list_posts_filters_and_pages_newest_first(store: Arc<dyn Store>) {
     assert!(store.list_posts(&none).await.unwrap().is_empty());
 }
 
-/// Every post column an update names is written, `Some(None)` clears a nullable one, and
+/// Every post column a change names is written, a change that clears one clears it, and
 /// columns it leaves out keep their values.
-pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn Store>) {
-    let post = draft(store.as_ref(), "threads-main", "Before", t0()).await;
+pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let post = draft(s, "threads-main", "Before", t0()).await;
     let mut changed: PostContent = post.content.clone();
     changed.text = "After".into();
     changed.title = Some("Now with a title".into());
@@ -292,77 +292,99 @@ pub async fn update_post_writes_and_clears_the_fields_it_names(store: Arc<dyn St
         alt: None,
     }];
     let hash = changed.hash();
-    let mut update = PostUpdate::new(
-        post.id,
-        Guard::Version(post.version),
-        "token:editor",
-        mins(1),
-    );
-    update.set.content = Some((changed.clone(), hash.clone()));
-    update.set.scheduled_at = Some(mins(90));
-    update.set.edited_by = Some("token:editor".into());
-    update.set.error = Some(Some("something to fix".into()));
-    update.set.not_before = Some(Some(mins(95)));
-    update.set.count_attempt = true;
-    update.set.count_wait = true;
-    update.set.verified_at = Some(Some(mins(2)));
-    update.set.permalink = Some(Some("https://threads.example/p/1".into()));
-    update.set.platform_post_id = Some(Some("p-1".into()));
-    update.event = Some(EventNote {
-        kind: "edited".into(),
-        note: Some("edited text".into()),
-    });
-    let after = store.update_post(update).await.unwrap();
+    let edit = Change::Edited {
+        version: post.version,
+        content: Some((changed.clone(), hash.clone())),
+        scheduled_at: Some(mins(90)),
+        fields: "text, title, link, media, scheduled_at".into(),
+        duplicate_window: None,
+    };
+    let after = s
+        .change_post(PostChange::new(post.id, "token:editor", mins(1), edit))
+        .await
+        .unwrap();
     assert_eq!(after.status, PostStatus::Draft);
     assert_eq!(after.content, changed);
     assert_eq!(after.content_hash, hash);
     assert_eq!(after.scheduled_at, mins(90));
     assert_eq!(after.edited_by, "token:editor");
     assert_eq!(after.created_by, WRITER);
-    assert_eq!(after.error.as_deref(), Some("something to fix"));
-    assert_eq!(after.not_before, Some(mins(95)));
-    assert_eq!(after.attempts, 1);
-    assert_eq!(after.waits, 1);
-    assert_eq!(after.verified_at, Some(mins(2)));
+    assert_eq!(after.updated_at, mins(1));
+    assert!(after.version > post.version);
+    assert_eq!(s.get_post(post.id).await.unwrap(), after);
+
+    // Not sent: the error, the next try, an attempt and a wait.
+    let approved = approve(s, &after, mins(2)).await;
+    let claimed = claim(s, &approved, mins(91)).await;
+    let not_sent = Change::NotSent {
+        generation: claimed.generation,
+        reason: "something to fix".into(),
+        note: "not sent".into(),
+        not_before: mins(95),
+        counts_attempt: true,
+        counts_wait: true,
+        settles_intent: false,
+    };
+    let back = s
+        .change_post(PostChange::new(post.id, DISPATCHER, mins(92), not_sent))
+        .await
+        .unwrap();
+    assert_eq!(back.error.as_deref(), Some("something to fix"));
+    assert_eq!(back.not_before, Some(mins(95)));
+    assert_eq!((back.attempts, back.waits), (1, 1));
+    assert_eq!(back.content, changed, "the content stays");
+
+    // Published: the platform's id and permalink, found by the id.
+    let claimed = claim(s, &back, mins(96)).await;
+    let published = Change::Published {
+        generation: claimed.generation,
+        posted_at: mins(96),
+        platform_post_id: Some("p-1".into()),
+        permalink: Some("https://threads.example/p/1".into()),
+        sent_by: None,
+        note: "published".into(),
+        flag: None,
+        pause: None,
+    };
+    let posted = s
+        .change_post(PostChange::new(post.id, DISPATCHER, mins(97), published))
+        .await
+        .unwrap();
     assert_eq!(
-        after.permalink.as_deref(),
+        posted.permalink.as_deref(),
         Some("https://threads.example/p/1")
     );
-    assert_eq!(after.platform_post_id.as_deref(), Some("p-1"));
+    assert_eq!(posted.platform_post_id.as_deref(), Some("p-1"));
+    assert_eq!(posted.not_before, None, "a publish clears the next try");
+    assert_eq!(posted.error, None);
     let by_platform_id = PostFilter {
         channel: Some(ch("threads-main")),
         platform_post_id: Some("p-1".into()),
         ..PostFilter::default()
     };
-    let found = store.list_posts(&by_platform_id).await.unwrap();
+    let found = s.list_posts(&by_platform_id).await.unwrap();
     assert_eq!(found.iter().map(|p| p.id).collect::<Vec<_>>(), [post.id]);
     let other = PostFilter {
         platform_post_id: Some("p-2".into()),
         ..by_platform_id
     };
-    assert!(store.list_posts(&other).await.unwrap().is_empty());
-    assert_eq!(after.updated_at, mins(1));
-    assert!(after.version > post.version);
-    assert_eq!(store.get_post(post.id).await.unwrap(), after);
+    assert!(s.list_posts(&other).await.unwrap().is_empty());
 
-    let mut clear = PostUpdate::new(post.id, Guard::Version(after.version), CRITIC, mins(3));
-    clear.set.error = Some(None);
-    clear.set.not_before = Some(None);
-    clear.set.reset_attempts = true;
-    clear.set.verified_at = Some(None);
-    clear.set.permalink = Some(None);
-    clear.set.platform_post_id = Some(None);
-    let cleared = store.update_post(clear).await.unwrap();
+    // Requeued: the error, the next try, attempts and waits cleared.
+    let failed = in_status(s, PostStatus::Failed, "threads-main").await;
+    assert!(failed.error.is_some());
+    let requeue = Change::Requeued {
+        version: failed.version,
+    };
+    let cleared = s
+        .change_post(PostChange::new(failed.id, CRITIC, mins(3), requeue))
+        .await
+        .unwrap();
+    assert_eq!(cleared.status, PostStatus::Approved);
     assert_eq!(cleared.error, None);
     assert_eq!(cleared.not_before, None);
-    assert_eq!(cleared.attempts, 0);
-    assert_eq!(cleared.waits, 0);
-    assert_eq!(cleared.verified_at, None);
-    assert_eq!(cleared.permalink, None);
-    assert_eq!(cleared.platform_post_id, None);
-    assert_eq!(cleared.content, changed);
-    assert_eq!(cleared.scheduled_at, mins(90));
-    assert_eq!(cleared.edited_by, "token:editor");
+    assert_eq!((cleared.attempts, cleared.waits), (0, 0));
+    assert_eq!(cleared.content, failed.content);
 }
 
 /// A write guarded by a version the post has moved past is a `Conflict` and changes nothing.
@@ -371,11 +393,14 @@ pub async fn a_stale_version_is_a_conflict_and_changes_nothing(store: Arc<dyn St
     let approved = approve(store.as_ref(), &post, mins(1)).await;
     assert!(approved.version > post.version);
 
-    let mut stale = PostUpdate::new(post.id, Guard::Version(post.version), "token:late", mins(2));
-    stale.to = Some(PostStatus::Draft);
-    stale.set.error = Some(Some("late".into()));
-    stale.notify = vec![notification("late")];
-    match store.update_post(stale).await {
+    let stale = Change::Withdrawn {
+        version: post.version,
+        note: "late".into(),
+        error: Some("late".into()),
+    };
+    let stale = PostChange::new(post.id, "token:late", mins(2), stale)
+        .notifying(vec![notification("late")]);
+    match store.change_post(stale).await {
         Err(StoreError::Conflict(id)) => assert_eq!(id, post.id),
         res => panic!("expected Conflict, got {res:?}"),
     }
@@ -439,21 +464,29 @@ pub async fn only_drafts_are_discarded_and_their_events_stay(store: Arc<dyn Stor
 /// discarded: `HasHistory`, and it stays.
 pub async fn a_draft_with_publish_history_cannot_be_discarded(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let back_to_draft = |post: &airlock_core::Post| {
-        let mut update = outcome(post, PostStatus::Draft, mins(2));
-        update.via = Some(PostStatus::Approved);
-        update.reservation = Some(Settle::Release);
-        update.set.approved_hash = Some(None);
-        update
+    // Not sent, then its approval withdrawn: a draft again, with its attempt on record.
+    let back_to_draft = async |post: &airlock_core::Post| {
+        let back = s
+            .change_post(outcome(post, PostStatus::Approved, mins(2)))
+            .await
+            .unwrap();
+        let withdraw = Change::Withdrawn {
+            version: back.version,
+            note: "content changed after approval".into(),
+            error: None,
+        };
+        s.change_post(PostChange::new(post.id, CRITIC, mins(2), withdraw))
+            .await
+            .unwrap()
     };
 
     let reserved = crate::fixture::reserved(s, "threads-main", "reserved once", mins(1)).await;
-    let reserved = store.update_post(back_to_draft(&reserved)).await.unwrap();
+    let reserved = back_to_draft(&reserved).await;
     assert_eq!(reserved.status, PostStatus::Draft);
 
     let sent = claimed(s, "threads-main", "intent once", t0()).await;
     intent(s, &sent, mins(1)).await;
-    let sent = store.update_post(back_to_draft(&sent)).await.unwrap();
+    let sent = back_to_draft(&sent).await;
 
     for post in [reserved, sent] {
         match store

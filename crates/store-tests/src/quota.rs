@@ -13,7 +13,7 @@ use chrono::{Duration, TimeZone, Utc};
 use airlock_core::budget::{BudgetRule, Charge};
 use airlock_core::quota::{CLOCK_ALLOWANCE, Limit};
 use airlock_core::{Post, PostStatus};
-use airlock_store::{Guard, IntentPhase, PostUpdate, Settle, Store};
+use airlock_store::{Change, PostChange, Store};
 
 use crate::Ledger;
 use crate::fixture::*;
@@ -144,22 +144,40 @@ pub async fn a_publish_found_from_an_earlier_attempt_counts_that_attempt(store: 
     let s = store.as_ref();
     let first = reserved(s, "alpha", "sent by the first attempt", t0()).await;
     intent(s, &first, mins(1)).await;
-    let mut unknown = outcome(&first, PostStatus::NeedsReview, mins(2));
-    unknown.intent_phase = Some(IntentPhase::Unknown);
-    let first = s.update_post(unknown).await.unwrap();
-    let mut resolved = PostUpdate::new(first.id, Guard::Version(first.version), CRITIC, mins(10));
-    resolved.to = Some(PostStatus::Failed);
-    resolved.reservation = Some(Settle::Release);
-    resolved.intent_phase = Some(IntentPhase::NotSent);
-    let failed = s.update_post(resolved).await.unwrap();
-    let mut requeue = PostUpdate::new(failed.id, Guard::Version(failed.version), CRITIC, mins(11));
-    requeue.to = Some(PostStatus::Approved);
-    let approved = s.update_post(requeue).await.unwrap();
+    let first = s
+        .change_post(outcome(&first, PostStatus::NeedsReview, mins(2)))
+        .await
+        .unwrap();
+    let resolved = Change::SettledNotPublished {
+        version: first.version,
+        error: "not published".into(),
+        note: "confirmed not published".into(),
+    };
+    let failed = s
+        .change_post(PostChange::new(first.id, CRITIC, mins(10), resolved))
+        .await
+        .unwrap();
+    let requeue = Change::Requeued {
+        version: failed.version,
+    };
+    let approved = s
+        .change_post(PostChange::new(first.id, CRITIC, mins(11), requeue))
+        .await
+        .unwrap();
     let retry = granted(reserve(s, &approved, mins(20), 10, 10).await);
-    let mut found = outcome(&retry, PostStatus::Posted, mins(21));
-    found.reservation = Some(Settle::CommitAttempt(first.generation));
-    found.intent_phase = Some(IntentPhase::Succeeded);
-    s.update_post(found).await.unwrap();
+    let found = Change::Published {
+        generation: retry.generation,
+        posted_at: mins(1),
+        platform_post_id: Some("p-1".into()),
+        permalink: None,
+        sent_by: Some(first.generation),
+        note: "already published by an earlier attempt".into(),
+        flag: None,
+        pause: None,
+    };
+    s.change_post(PostChange::new(first.id, DISPATCHER, mins(21), found))
+        .await
+        .unwrap();
 
     let detail = s.post_detail(first.id).await.unwrap();
     let states: Vec<(i64, &str)> = detail
@@ -206,9 +224,9 @@ pub async fn releasing_a_reservation_frees_its_slot(store: Arc<dyn Store>) {
         reserve(s, &second, mins(1), 1, 1).await,
         Reserved::Denied(_)
     ));
-    let mut release = outcome(&first, PostStatus::Approved, mins(2));
-    release.reservation = Some(Settle::Release);
-    s.update_post(release).await.unwrap();
+    s.change_post(outcome(&first, PostStatus::Approved, mins(2)))
+        .await
+        .unwrap();
     assert_eq!(
         s.post_detail(first.id).await.unwrap().reservations[0].state,
         "released"
@@ -220,14 +238,14 @@ pub async fn releasing_a_reservation_frees_its_slot(store: Arc<dyn Store>) {
 pub async fn committed_and_needs_review_reservations_keep_counting(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let published = sent(s, "alpha", t0(), 2).await;
-    let mut update = outcome(&published, PostStatus::Posted, mins(1));
-    update.reservation = Some(Settle::Commit);
-    s.update_post(update).await.unwrap();
+    s.change_post(outcome(&published, PostStatus::Posted, mins(1)))
+        .await
+        .unwrap();
 
     let unknown = sent(s, "alpha", mins(2), 2).await;
-    let mut update = outcome(&unknown, PostStatus::NeedsReview, mins(3));
-    update.intent_phase = Some(IntentPhase::Unknown);
-    s.update_post(update).await.unwrap();
+    s.change_post(outcome(&unknown, PostStatus::NeedsReview, mins(3)))
+        .await
+        .unwrap();
     assert_eq!(
         s.post_detail(unknown.id).await.unwrap().reservations[0].state,
         "reserved"
@@ -255,9 +273,9 @@ pub async fn quota_rows_are_live_reservations_since_a_time(store: Arc<dyn Store>
     sent(s, "alpha", mins(-180), 100).await;
     sent(s, "beta", mins(-10), 100).await;
     let released = sent(s, "delta", mins(-5), 100).await;
-    let mut release = outcome(&released, PostStatus::Failed, mins(-4));
-    release.reservation = Some(Settle::Release);
-    s.update_post(release).await.unwrap();
+    s.change_post(outcome(&released, PostStatus::Failed, mins(-4)))
+        .await
+        .unwrap();
 
     let mut rows: Vec<(String, Option<chrono::DateTime<Utc>>)> = s
         .quota_rows(mins(-60), t0())
@@ -402,14 +420,14 @@ pub async fn a_money_budget_holds_per_channel_and_local_month(store: Arc<dyn Sto
     assert!(rows.charges(&ch("x-main")).iter().all(|(_, c)| *c == POST));
 
     // A post that failed releases its money.
-    let mut release = outcome(&posts[2], PostStatus::Failed, mins(50));
-    release.reservation = Some(Settle::Release);
-    s.update_post(release).await.unwrap();
+    s.change_post(outcome(&posts[2], PostStatus::Failed, mins(50)))
+        .await
+        .unwrap();
     granted(reserve_money(s, &fourth, mins(51), BUDGET, POST).await);
     // Committed money keeps counting, and the next month starts afresh.
-    let mut commit = outcome(&posts[0], PostStatus::Posted, mins(52));
-    commit.reservation = Some(Settle::Commit);
-    s.update_post(commit).await.unwrap();
+    s.change_post(outcome(&posts[0], PostStatus::Posted, mins(52)))
+        .await
+        .unwrap();
     let fifth = approved(s, "x-main", "march 4", mins(53)).await;
     assert!(matches!(
         reserve_money(s, &fifth, mins(53), BUDGET, POST).await,

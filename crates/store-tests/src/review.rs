@@ -10,7 +10,9 @@ use chrono::Duration;
 
 use airlock_core::review::VerdictKind;
 use airlock_core::{NewVerdict, Post, PostStatus};
-use airlock_store::{EventNote, ExportFilter, Guard, PostFilter, PostUpdate, Store, StoreError};
+use airlock_store::{
+    Change, ExportFilter, PostChange, PostFilter, Store, StoreError, VerdictEffect,
+};
 
 use crate::fixture::*;
 
@@ -25,34 +27,66 @@ fn verdict(post: &Post, kind: VerdictKind, reasons: &[&str]) -> NewVerdict {
 }
 
 /// A fail by [`CRITIC`]: the verdict, one more revision, the reasons on the post.
-fn fail(post: &Post, now: chrono::DateTime<chrono::Utc>, quarantine: bool) -> PostUpdate {
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), CRITIC, now);
-    update.verdict = Some(verdict(post, VerdictKind::Fail, &["tone: too pushy"]));
-    update.set.count_revision = true;
-    update.set.error = Some(Some("rejected: tone: too pushy".into()));
-    if quarantine {
-        update.set.quarantined_at = Some(Some(now));
-    }
-    update.event = Some(EventNote {
-        kind: if quarantine {
-            "quarantined"
-        } else {
-            "rejected"
-        }
-        .into(),
-        note: Some("tone: too pushy".into()),
-    });
-    update
+fn fail(post: &Post, now: chrono::DateTime<chrono::Utc>, quarantine: bool) -> PostChange {
+    let change = Change::Verdict {
+        version: post.version,
+        verdict: verdict(post, VerdictKind::Fail, &["tone: too pushy"]),
+        effect: VerdictEffect::Revise {
+            counts: true,
+            quarantine,
+            error: "rejected: tone: too pushy".into(),
+            note: "tone: too pushy".into(),
+        },
+    };
+    PostChange::new(post.id, CRITIC, now, change)
 }
 
-fn edit_text(post: &Post, text: &str, now: chrono::DateTime<chrono::Utc>) -> PostUpdate {
-    let mut changed = post.content.clone();
-    changed.text = text.to_owned();
-    let hash = changed.hash();
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, now);
-    update.set.content = Some((changed, hash));
-    update.set.edited_by = Some(WRITER.to_owned());
-    update
+/// An edit by [`WRITER`] of the text, the schedule or both, checked for duplicates in
+/// `window`.
+fn edit(
+    post: &Post,
+    text: Option<&str>,
+    scheduled_at: Option<chrono::DateTime<chrono::Utc>>,
+    window: Option<Duration>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> PostChange {
+    let content = text.map(|text| {
+        let mut changed = post.content.clone();
+        changed.text = text.to_owned();
+        let hash = changed.hash();
+        (changed, hash)
+    });
+    let change = Change::Edited {
+        version: post.version,
+        content,
+        scheduled_at,
+        fields: "text".into(),
+        duplicate_window: window,
+    };
+    PostChange::new(post.id, WRITER, now, change)
+}
+
+fn edit_text(post: &Post, text: &str, now: chrono::DateTime<chrono::Utc>) -> PostChange {
+    edit(post, Some(text), None, None, now)
+}
+
+/// [`approval`] checked for duplicates in `window`.
+fn approval_within(
+    post: &Post,
+    now: chrono::DateTime<chrono::Utc>,
+    window: Option<Duration>,
+) -> PostChange {
+    let mut change = approval(post, now);
+    if let Change::Verdict {
+        effect: VerdictEffect::Approve {
+            duplicate_window, ..
+        },
+        ..
+    } = &mut change.change
+    {
+        *duplicate_window = window;
+    }
+    change
 }
 
 /// A verdict is written with its change, read back whole (reasons, hashes, the reviewed
@@ -65,14 +99,18 @@ pub async fn verdicts_are_recorded_with_their_change_and_read_back_whole(store: 
         (post.review_round, post.revisions, post.quarantined_at),
         (0, 0, None)
     );
-    let mut pass = PostUpdate::new(post.id, Guard::Version(post.version), "token:a", mins(1));
-    pass.verdict = Some(verdict(&post, VerdictKind::Pass, &[]));
-    pass.event = Some(EventNote {
-        kind: "verdict".into(),
-        note: Some("pass 1 of 2".into()),
-    });
-    let post = s.update_post(pass).await.unwrap();
-    let post = s.update_post(fail(&post, mins(2), false)).await.unwrap();
+    let pass = Change::Verdict {
+        version: post.version,
+        verdict: verdict(&post, VerdictKind::Pass, &[]),
+        effect: VerdictEffect::AwaitMore {
+            note: "pass 1 of 2".into(),
+        },
+    };
+    let post = s
+        .change_post(PostChange::new(post.id, "token:a", mins(1), pass))
+        .await
+        .unwrap();
+    let post = s.change_post(fail(&post, mins(2), false)).await.unwrap();
     assert_eq!(post.revisions, 1);
     assert_eq!(post.status, PostStatus::Draft);
 
@@ -111,29 +149,24 @@ pub async fn a_content_change_or_a_withdrawn_approval_starts_a_new_review_round(
 ) {
     let s = store.as_ref();
     let post = draft(s, "threads-main", "Round zero.", t0()).await;
-    let mut schedule = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(1));
-    schedule.set.scheduled_at = Some(mins(30));
-    let post = s.update_post(schedule).await.unwrap();
+    let post = s
+        .change_post(edit(&post, None, Some(mins(30)), None, mins(1)))
+        .await
+        .unwrap();
     assert_eq!(post.review_round, 0);
 
     let post = s
-        .update_post(edit_text(&post, "Round one.", mins(2)))
+        .change_post(edit_text(&post, "Round one.", mins(2)))
         .await
         .unwrap();
     assert_eq!(post.review_round, 1);
 
-    let mut pass = approval(&post, mins(3));
-    pass.verdict = Some(verdict(&post, VerdictKind::Pass, &[]));
-    let post = s.update_post(pass).await.unwrap();
+    let post = s.change_post(approval(&post, mins(3))).await.unwrap();
     assert_eq!(post.status, PostStatus::Approved);
     assert_eq!(post.review_round, 1);
 
     // A fail of an approved post returns it to draft: the verdict keeps round one.
-    let mut unapprove = fail(&post, mins(4), false);
-    unapprove.to = Some(PostStatus::Draft);
-    unapprove.event = None;
-    unapprove.set.approved_hash = Some(None);
-    let post = s.update_post(unapprove).await.unwrap();
+    let post = s.change_post(fail(&post, mins(4), false)).await.unwrap();
     assert_eq!(post.status, PostStatus::Draft);
     assert_eq!(post.review_round, 2);
     let rounds: Vec<i64> = s
@@ -155,8 +188,8 @@ pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
     let s = store.as_ref();
     let other = draft(s, "threads-main", "Not quarantined.", t0()).await;
     let post = draft(s, "threads-main", "Pushy words.", t0()).await;
-    let post = s.update_post(fail(&post, mins(1), false)).await.unwrap();
-    let post = s.update_post(fail(&post, mins(2), true)).await.unwrap();
+    let post = s.change_post(fail(&post, mins(1), false)).await.unwrap();
+    let post = s.change_post(fail(&post, mins(2), true)).await.unwrap();
     assert_eq!(post.revisions, 2);
     assert_eq!(post.quarantined_at, Some(mins(2)));
     assert_eq!(post.status, PostStatus::Draft);
@@ -189,13 +222,13 @@ pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
         .collect();
     assert_eq!(ids, [other.id]);
 
-    let approving = s.update_post(approval(&post, mins(3))).await.unwrap_err();
+    let approving = s.change_post(approval(&post, mins(3))).await.unwrap_err();
     assert!(
         matches!(approving, StoreError::Quarantined(id) if id == post.id),
         "{approving:?}"
     );
     let editing = s
-        .update_post(edit_text(&post, "Sneaky words.", mins(3)))
+        .change_post(edit_text(&post, "Sneaky words.", mins(3)))
         .await
         .unwrap_err();
     assert!(
@@ -207,30 +240,27 @@ pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
     assert_eq!(unchanged.status, PostStatus::Draft);
     assert_eq!(unchanged.version, post.version);
 
-    // Only a draft is quarantined.
+    // Only a draft is quarantined: a quarantining fail of an approved post returns it to
+    // draft first.
     let approved = approved(s, "threads-main", "Approved words.", t0()).await;
-    let mut flag = PostUpdate::new(
-        approved.id,
-        Guard::Version(approved.version),
-        CRITIC,
-        mins(3),
-    );
-    flag.set.quarantined_at = Some(Some(mins(3)));
-    assert!(matches!(
-        s.update_post(flag).await,
-        Err(StoreError::IllegalTransition { .. })
-    ));
+    let flagged = s.change_post(fail(&approved, mins(3), true)).await.unwrap();
+    assert_eq!(flagged.status, PostStatus::Draft);
+    assert_eq!(flagged.quarantined_at, Some(mins(3)));
 
-    let mut release = PostUpdate::new(post.id, Guard::Version(post.version), "cli", mins(4));
-    release.set.quarantined_at = Some(None);
-    release.set.reset_revisions = true;
-    let released = s.update_post(release).await.unwrap();
-    assert_eq!((released.revisions, released.quarantined_at), (0, None));
-    let edited = s
-        .update_post(edit_text(&released, "Calm words.", mins(5)))
+    let release = Change::Released {
+        version: post.version,
+        note: "released".into(),
+    };
+    let released = s
+        .change_post(PostChange::new(post.id, "cli", mins(4), release))
         .await
         .unwrap();
-    let approved = s.update_post(approval(&edited, mins(6))).await.unwrap();
+    assert_eq!((released.revisions, released.quarantined_at), (0, None));
+    let edited = s
+        .change_post(edit_text(&released, "Calm words.", mins(5)))
+        .await
+        .unwrap();
+    let approved = s.change_post(approval(&edited, mins(6))).await.unwrap();
     assert_eq!(approved.status, PostStatus::Approved);
 }
 
@@ -294,7 +324,7 @@ pub async fn a_draft_repeating_a_queued_text_within_the_window_is_refused(store:
             .unwrap_or_else(|e| panic!("{channel} {text:?} at {at}: {e}"));
     }
 
-    let quarantined = s.update_post(fail(&plain, mins(1), true)).await.unwrap();
+    let quarantined = s.change_post(fail(&plain, mins(1), true)).await.unwrap();
     let err = s
         .create_post(create("threads-main", "only a draft.", t0(), window))
         .await
@@ -310,7 +340,7 @@ pub async fn an_edit_moves_the_duplicate_key_with_the_text(store: Arc<dyn Store>
     let s = store.as_ref();
     let post = draft(s, "threads-main", "First words.", t0()).await;
     let post = s
-        .update_post(edit_text(&post, "Second words.", mins(1)))
+        .change_post(edit_text(&post, "Second words.", mins(1)))
         .await
         .unwrap();
     approve(s, &post, mins(2)).await;
@@ -337,9 +367,16 @@ pub async fn an_edit_into_a_queued_text_within_the_window_is_refused_and_changes
     let window = Some(Duration::days(7));
     let queued = approved(s, "threads-main", "Tea at four.", t0()).await;
     let plain = draft(s, "threads-main", "Coffee at five.", mins(30)).await;
-    let mut edit = edit_text(&plain, " TEA  at\nfour. ", mins(1));
-    edit.duplicate_window = window;
-    let err = s.update_post(edit).await.unwrap_err();
+    let err = s
+        .change_post(edit(
+            &plain,
+            Some(" TEA  at\nfour. "),
+            None,
+            window,
+            mins(1),
+        ))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Approved } if earlier == queued.id),
         "{err:?}"
@@ -348,39 +385,43 @@ pub async fn an_edit_into_a_queued_text_within_the_window_is_refused_and_changes
     assert_eq!(unchanged, plain, "a refused edit changes nothing");
 
     // Moved out of the window together with the text: allowed.
-    let mut edit = edit_text(&plain, "tea at four.", mins(1));
-    edit.set.scheduled_at = Some(t0() + Duration::days(8));
-    edit.duplicate_window = window;
-    let moved = s.update_post(edit).await.unwrap();
+    let later = Some(t0() + Duration::days(8));
+    let moved = s
+        .change_post(edit(&plain, Some("tea at four."), later, window, mins(1)))
+        .await
+        .unwrap();
     // Moved back into the window without touching the text: refused too.
-    let mut back = PostUpdate::new(moved.id, Guard::Version(moved.version), WRITER, mins(2));
-    back.set.scheduled_at = Some(t0());
-    back.duplicate_window = window;
-    let err = s.update_post(back.clone()).await.unwrap_err();
+    let err = s
+        .change_post(edit(&moved, None, Some(t0()), window, mins(2)))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, .. } if earlier == queued.id),
         "{err:?}"
     );
-    back.duplicate_window = None;
-    let back = s.update_post(back).await.unwrap();
+    let back = s
+        .change_post(edit(&moved, None, Some(t0()), None, mins(2)))
+        .await
+        .unwrap();
     // The approved post itself, edited back to a draft with its own text: not a duplicate
     // of itself.
-    let mut own = edit_text(&queued, "TEA at four.", mins(3));
-    own.to = Some(PostStatus::Draft);
-    own.duplicate_window = window;
-    s.update_post(own).await.unwrap();
+    s.change_post(edit(&queued, Some("TEA at four."), None, window, mins(3)))
+        .await
+        .unwrap();
     // A quarantined draft counts, and an edit without a window is not checked.
     let other = draft(s, "threads-main", "Milk at six.", t0()).await;
-    let quarantined = s.update_post(fail(&other, mins(4), true)).await.unwrap();
-    let mut edit = edit_text(&back, "milk at six.", mins(5));
-    edit.duplicate_window = window;
-    let err = s.update_post(edit).await.unwrap_err();
+    let quarantined = s.change_post(fail(&other, mins(4), true)).await.unwrap();
+    let err = s
+        .change_post(edit(&back, Some("milk at six."), None, window, mins(5)))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == quarantined.id),
         "{err:?}"
     );
-    let edit = edit_text(&back, "milk at six.", mins(5));
-    s.update_post(edit).await.unwrap();
+    s.change_post(edit_text(&back, "milk at six.", mins(5)))
+        .await
+        .unwrap();
 }
 
 /// A verdict on a post as large as a post may be (its text full of characters JSON
@@ -390,7 +431,7 @@ pub async fn a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded(store: Ar
     let s = store.as_ref();
     let text = "\"\n".repeat(airlock_core::limits::MAX_TEXT_CHARS / 2);
     let post = draft(s, "threads-main", &text, t0()).await;
-    let post = s.update_post(fail(&post, mins(1), false)).await.unwrap();
+    let post = s.change_post(fail(&post, mins(1), false)).await.unwrap();
     let verdicts = s.verdicts(post.id).await.unwrap();
     assert_eq!(verdicts.len(), 1);
     assert_eq!(verdicts[0].content.as_ref().unwrap().text, text);
@@ -409,15 +450,16 @@ pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_
     let window = Some(Duration::days(7));
     let first = draft(s, "threads-main", "Tea at four.", t0()).await;
     let second = draft(s, "threads-main", "tea at  FOUR.", mins(10)).await;
-    let mut pass = approval(&first, mins(1));
-    pass.duplicate_window = window;
-    let first = s.update_post(pass).await.unwrap();
+    let first = s
+        .change_post(approval_within(&first, mins(1), window))
+        .await
+        .unwrap();
     assert_eq!(first.status, PostStatus::Approved);
 
-    let mut pass = approval(&second, mins(2));
-    pass.verdict = Some(verdict(&second, VerdictKind::Pass, &[]));
-    pass.duplicate_window = window;
-    let err = s.update_post(pass.clone()).await.unwrap_err();
+    let err = s
+        .change_post(approval_within(&second, mins(2), window))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Approved } if earlier == first.id),
         "{err:?}"
@@ -427,10 +469,10 @@ pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_
 
     // Drafted outside the window, then moved into it.
     let later = draft(s, "threads-main", "TEA at four.", t0() + Duration::days(8)).await;
-    let mut moved = PostUpdate::new(later.id, Guard::Version(later.version), WRITER, mins(3));
-    moved.set.scheduled_at = Some(mins(5));
-    moved.duplicate_window = window;
-    let err = s.update_post(moved).await.unwrap_err();
+    let err = s
+        .change_post(edit(&later, None, Some(mins(5)), window, mins(3)))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, .. } if earlier == first.id),
         "{err:?}"
@@ -438,17 +480,20 @@ pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_
     assert_eq!(s.get_post(later.id).await.unwrap(), later);
 
     // The override: no window, no check.
-    pass.duplicate_window = None;
-    let second = s.update_post(pass).await.unwrap();
+    let second = s
+        .change_post(approval_within(&second, mins(2), None))
+        .await
+        .unwrap();
     assert_eq!(second.status, PostStatus::Approved);
 
     // A quarantined draft blocks its text however far apart the two go out.
     let milk = draft(s, "threads-main", "Milk at six.", t0()).await;
-    let milk = s.update_post(fail(&milk, mins(6), true)).await.unwrap();
+    let milk = s.change_post(fail(&milk, mins(6), true)).await.unwrap();
     let far = draft(s, "threads-main", "milk at six.", t0() + Duration::days(30)).await;
-    let mut pass = approval(&far, mins(7));
-    pass.duplicate_window = window;
-    let err = s.update_post(pass).await.unwrap_err();
+    let err = s
+        .change_post(approval_within(&far, mins(7), window))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == milk.id),
         "{err:?}"
@@ -466,67 +511,37 @@ pub async fn approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_
 }
 
 /// Content changes only into a draft, so rewriting an approved post always shows in its
-/// timeline as the approval withdrawn; and an approval names the content the post holds,
-/// on approval. Whoever calls the store (PostgreSQL's runtime role may call the write
-/// function with any arguments) is refused otherwise, and nothing changes.
+/// timeline as the approval withdrawn; and an approval names the content the post holds.
+/// An approval naming other content is refused, with nothing recorded, its verdict
+/// included.
 pub async fn content_changes_only_into_a_draft_and_an_approval_names_its_content(
     store: Arc<dyn Store>,
 ) {
     let s = store.as_ref();
     let approved = approved(s, "threads-main", "Approved text.", t0()).await;
-    let rewrite = edit_text(&approved, "Rewritten after approval.", mins(1));
-    let err = s.update_post(rewrite).await.unwrap_err();
-    assert!(
-        matches!(err, StoreError::Refused { id, .. } if id == approved.id),
-        "{err:?}"
-    );
-    // A hash naming the new content does not make it an approval either.
-    let mut forged = edit_text(&approved, "Rewritten after approval.", mins(1));
-    let hash = forged.set.content.as_ref().unwrap().1.clone();
-    forged.set.approved_hash = Some(Some(hash));
-    let err = s.update_post(forged).await.unwrap_err();
-    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
-    assert_eq!(
-        s.get_post(approved.id).await.unwrap(),
-        approved,
-        "nothing changed"
-    );
 
     // An approval naming other content than the draft holds is refused.
     let draft = draft(s, "threads-main", "A draft.", t0()).await;
     let mut approval = approval(&draft, mins(2));
-    approval.set.approved_hash = Some(Some(approved.content_hash.clone()));
-    let err = s.update_post(approval).await.unwrap_err();
-    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
-    // So is naming the draft's own hash without approving it.
-    let mut quiet = PostUpdate::new(draft.id, Guard::Version(draft.version), CRITIC, mins(2));
-    quiet.set.approved_hash = Some(Some(draft.content_hash.clone()));
-    let err = s.update_post(quiet).await.unwrap_err();
+    if let Change::Verdict { verdict, .. } = &mut approval.change {
+        verdict.content_hash = approved.content_hash.clone();
+    }
+    let err = s.change_post(approval).await.unwrap_err();
     assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
     assert_eq!(
         s.get_post(draft.id).await.unwrap(),
         draft,
         "nothing changed"
     );
+    assert!(s.verdicts(draft.id).await.unwrap().is_empty());
 
-    // A walk through `approved` that names no end would leave the post approved with the
-    // new content and no event of it.
-    let mut walk = edit_text(&draft, "Swapped in on the way.", mins(2));
-    walk.via = Some(PostStatus::Approved);
-    let err = s.update_post(walk).await.unwrap_err();
-    assert!(matches!(err, StoreError::Refused { .. }), "{err:?}");
-    assert_eq!(
-        s.get_post(draft.id).await.unwrap(),
-        draft,
-        "nothing changed"
-    );
-
-    // The honest edit withdraws the approval in the same write, and shows it.
-    let mut edit = edit_text(&approved, "Rewritten after approval.", mins(3));
-    edit.to = Some(PostStatus::Draft);
-    edit.set.approved_hash = Some(None);
-    let edited = s.update_post(edit).await.unwrap();
+    // An edit of an approved post withdraws the approval in the same write, and shows it.
+    let edited = s
+        .change_post(edit_text(&approved, "Rewritten after approval.", mins(3)))
+        .await
+        .unwrap();
     assert_eq!(edited.status, PostStatus::Draft);
+    assert_eq!(edited.approved_hash, None);
     let last = events(s, edited.id).await.pop().unwrap();
     assert_eq!(
         (last.from, last.to),

@@ -6,24 +6,28 @@ use std::sync::Arc;
 
 use airlock_core::limits::{MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_TOKEN_NAME_CHARS};
 use airlock_core::{Post, PostStatus, Role, RoleSet};
-use airlock_store::{Guard, NewToken, PauseScope, PostFilter, PostUpdate, Store, StoreError};
+use airlock_store::{Change, NewToken, PauseScope, PostChange, PostFilter, Store, StoreError};
 
 use crate::fixture::*;
 
-/// An edit of a draft's content by `actor` (its text becomes `text`).
+/// An edit of a post's content by `actor` (its text becomes `text`).
 fn content_edit(
     post: &Post,
     actor: &str,
     text: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> PostUpdate {
+) -> PostChange {
     let mut changed = post.content.clone();
     changed.text = text.to_owned();
     let hash = changed.hash();
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), actor, now);
-    update.set.content = Some((changed, hash));
-    update.set.edited_by = Some(actor.to_owned());
-    update
+    let change = Change::Edited {
+        version: post.version,
+        content: Some((changed, hash)),
+        scheduled_at: None,
+        fields: "text".into(),
+        duplicate_window: None,
+    };
+    PostChange::new(post.id, actor, now, change)
 }
 
 /// Every principal that changes the content is recorded as an author, each once, in
@@ -35,16 +39,16 @@ pub async fn content_changes_record_their_authors_until_the_next_approval(store:
     assert!(post.is_authored_by(WRITER), "the creator wrote it");
 
     let post = s
-        .update_post(content_edit(&post, "token:b", "B's words", mins(1)))
+        .change_post(content_edit(&post, "token:b", "B's words", mins(1)))
         .await
         .unwrap();
     assert_eq!(post.authors, ["token:b"]);
     let post = s
-        .update_post(content_edit(&post, WRITER, "A's words again", mins(2)))
+        .change_post(content_edit(&post, WRITER, "A's words again", mins(2)))
         .await
         .unwrap();
     let post = s
-        .update_post(content_edit(&post, "token:b", "B once more", mins(3)))
+        .change_post(content_edit(&post, "token:b", "B once more", mins(3)))
         .await
         .unwrap();
     let mut authors = post.authors.clone();
@@ -62,10 +66,11 @@ pub async fn content_changes_record_their_authors_until_the_next_approval(store:
     );
 
     // Editing an approved post returns it to draft and starts the list again.
-    let mut back = content_edit(&approved, "token:c", "C's words", mins(5));
-    back.to = Some(PostStatus::Draft);
-    back.set.approved_hash = Some(None);
-    let edited = s.update_post(back).await.unwrap();
+    let edited = s
+        .change_post(content_edit(&approved, "token:c", "C's words", mins(5)))
+        .await
+        .unwrap();
+    assert_eq!(edited.status, PostStatus::Draft);
     assert_eq!(edited.authors, ["token:c"]);
 }
 
@@ -74,19 +79,35 @@ pub async fn a_schedule_change_records_no_author(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = draft(s, "threads-main", "Untouched", t0()).await;
     let post = s
-        .update_post(content_edit(&post, "token:b", "Rewritten by B", mins(1)))
+        .change_post(content_edit(&post, "token:b", "Rewritten by B", mins(1)))
         .await
         .unwrap();
-    let mut schedule = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(2));
-    schedule.set.scheduled_at = Some(mins(90));
-    let moved = s.update_post(schedule).await.unwrap();
+    let schedule = Change::Edited {
+        version: post.version,
+        content: None,
+        scheduled_at: Some(mins(90)),
+        fields: "scheduled_at".into(),
+        duplicate_window: None,
+    };
+    let moved = s
+        .change_post(PostChange::new(post.id, WRITER, mins(2), schedule))
+        .await
+        .unwrap();
     assert_eq!(moved.scheduled_at, mins(90));
     assert_eq!(moved.authors, ["token:b"], "the schedule is not content");
 
     // Content written back unchanged is not a change either.
-    let mut same = PostUpdate::new(moved.id, Guard::Version(moved.version), "token:c", mins(3));
-    same.set.content = Some((moved.content.clone(), moved.content_hash.clone()));
-    let same = s.update_post(same).await.unwrap();
+    let same = Change::Edited {
+        version: moved.version,
+        content: Some((moved.content.clone(), moved.content_hash.clone())),
+        scheduled_at: None,
+        fields: "text".into(),
+        duplicate_window: None,
+    };
+    let same = s
+        .change_post(PostChange::new(moved.id, "token:c", mins(3), same))
+        .await
+        .unwrap();
     assert_eq!(same.authors, ["token:b"]);
 }
 
@@ -143,7 +164,7 @@ pub async fn values_over_the_limits_are_refused_and_nothing_is_written(store: Ar
     // At the limit is fine; one character more in an edit is refused and changes nothing.
     let post = draft(s, "threads-main", &"a".repeat(MAX_TEXT_CHARS), t0()).await;
     let refused = s
-        .update_post(content_edit(
+        .change_post(content_edit(
             &post,
             WRITER,
             &"b".repeat(MAX_TEXT_CHARS + 1),
@@ -159,11 +180,17 @@ pub async fn values_over_the_limits_are_refused_and_nothing_is_written(store: Ar
     assert_eq!(s.get_post(post.id).await.unwrap(), post);
     let mut titled = post.content.clone();
     titled.title = Some("t".repeat(MAX_TITLE_CHARS + 1));
-    let mut update = PostUpdate::new(post.id, Guard::Version(post.version), WRITER, mins(1));
     let hash = titled.hash();
-    update.set.content = Some((titled, hash));
+    let edit = Change::Edited {
+        version: post.version,
+        content: Some((titled, hash)),
+        scheduled_at: None,
+        fields: "title".into(),
+        duplicate_window: None,
+    };
     assert!(matches!(
-        s.update_post(update).await,
+        s.change_post(PostChange::new(post.id, WRITER, mins(1), edit))
+            .await,
         Err(StoreError::TooLarge(_))
     ));
 

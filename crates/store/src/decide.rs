@@ -12,7 +12,7 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::status::is_legal;
 use airlock_core::{Post, PostStatus};
 
-use crate::{EventNote, Guard, PostUpdate, Result, StoreError};
+use crate::{Effects, EventNote, Guard, Result, StoreError};
 
 /// What a post's guard says about a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,49 +36,34 @@ pub fn check_guard(guard: Guard, status: PostStatus, version: i64, generation: i
     }
 }
 
-/// The status edges a change walks, from `from` through `via` to `to`: the first one
-/// the lifecycle does not allow, if any.
-pub fn illegal_step(
-    from: PostStatus,
-    via: Option<PostStatus>,
-    to: Option<PostStatus>,
-) -> Option<(PostStatus, PostStatus)> {
-    let mut at = from;
-    for next in via.iter().chain(to.iter()) {
-        if *next != at && !is_legal(at, *next) {
-            return Some((at, *next));
-        }
-        at = *next;
-    }
-    None
+/// Whether the lifecycle allows the move from `from` to `to` (staying is no move):
+/// `Some((from, to))` when it does not.
+pub fn illegal_step(from: PostStatus, to: Option<PostStatus>) -> Option<(PostStatus, PostStatus)> {
+    to.filter(|to| *to != from && !is_legal(from, *to))
+        .map(|to| (from, to))
 }
 
-/// The rules of content and approval every write keeps, whoever sends it (in
-/// PostgreSQL's hardened mode a role may call the write function with any arguments, so
-/// the store holds them, not its caller): a walk through a status (`via`) names where it
-/// ends (`to`); content changes only into a draft, so a change of an approved post's
-/// content always shows in its timeline as the approval withdrawn; and an approval names
-/// the content the post holds, on approval. `status` and `content_hash` are the post's as
-/// stored. `None` when `update` keeps them, else the rule it breaks
-/// ([`StoreError::Refused`]).
+/// The rules of content and approval every change keeps, checked against the post as
+/// stored (`status`, `content_hash`): content changes only into a draft, so a change of
+/// an approved post's content always shows in its timeline as the approval withdrawn;
+/// and an approval names the content the post holds, on approval (a critic who read
+/// other content approves nothing). `None` when `effects` keep them, else the rule
+/// broken ([`StoreError::Refused`]).
 pub fn write_refusal(
-    update: &PostUpdate,
+    effects: &Effects,
     status: PostStatus,
     content_hash: &str,
 ) -> Option<&'static str> {
-    if update.via.is_some() && update.to.is_none() {
-        return Some("a walk through a status names where it ends");
-    }
-    let after = update.to.unwrap_or(status);
-    if update.set.content.is_some() && after != PostStatus::Draft {
+    let after = effects.to.unwrap_or(status);
+    if effects.set.content.is_some() && after != PostStatus::Draft {
         return Some("content changes only into a draft (the approval withdrawn)");
     }
-    let content_after = update
+    let content_after = effects
         .set
         .content
         .as_ref()
         .map_or(content_hash, |(_, hash)| hash.as_str());
-    if let Some(Some(hash)) = &update.set.approved_hash
+    if let Some(Some((hash, _))) = &effects.set.approval
         && (after != PostStatus::Approved || hash.as_str() != content_after)
     {
         return Some("an approval names the content the post holds, on approval");
@@ -137,52 +122,48 @@ pub fn draft_limit(actor: &str, held: i64, max: Option<u32>) -> Result<()> {
     }
 }
 
-/// The duplicate check a write asks for ([`PostUpdate::duplicate_window`]), given the
+/// The duplicate check a change asks for ([`Effects::duplicate_window`]), given the
 /// post's status, text and schedule before it: the text key it will have, the schedule it
-/// is compared at, and the window. A write is checked when it approves a draft
+/// is compared at, and the window. A change is checked when it approves a draft
 /// (`draft -> approved`), changes the normalised text, or moves the schedule; `None` when
 /// there is no window or it does none of these.
 pub fn edit_duplicate_check(
-    update: &PostUpdate,
+    effects: &Effects,
     status_before: PostStatus,
     text_before: &str,
     scheduled_before: DateTime<Utc>,
 ) -> Option<(String, DateTime<Utc>, Duration)> {
-    let window = update.duplicate_window?;
+    let window = effects.duplicate_window?;
     let key_before = airlock_core::review::text_key(text_before);
-    let text_key = match &update.set.content {
+    let text_key = match &effects.set.content {
         Some((content, _)) => airlock_core::review::text_key(&content.text),
         None => key_before.clone(),
     };
-    let approving = status_before == PostStatus::Draft && update.to == Some(PostStatus::Approved);
-    let moved = update
+    let approving = status_before == PostStatus::Draft && effects.to == Some(PostStatus::Approved);
+    let moved = effects
         .set
         .scheduled_at
         .is_some_and(|at| at != scheduled_before);
     (approving || moved || text_key != key_before).then(|| {
-        let at = update.set.scheduled_at.unwrap_or(scheduled_before);
+        let at = effects.set.scheduled_at.unwrap_or(scheduled_before);
         (text_key, at, window)
     })
 }
 
-/// Whether `update` would take a quarantined post out of `draft` without releasing it:
+/// Whether `effects` would take a quarantined post out of `draft` without releasing it:
 /// refused as [`StoreError::Quarantined`] before the triggers (which refuse it too) see it.
-pub fn leaves_quarantine(update: &PostUpdate, quarantined: bool) -> bool {
+pub fn leaves_quarantine(effects: &Effects, quarantined: bool) -> bool {
     quarantined
-        && update.set.quarantined_at != Some(None)
-        && update
-            .via
-            .iter()
-            .chain(update.to.iter())
-            .any(|s| *s != PostStatus::Draft)
+        && effects.set.quarantined_at != Some(None)
+        && effects.to.is_some_and(|s| s != PostStatus::Draft)
 }
 
 /// The evidence a refused write from a stale generation leaves on the post.
-pub fn stale_evidence(update: &PostUpdate, generation: i64) -> EventNote {
-    let wanted = update.to.map(|s| s.as_str()).unwrap_or("no status change");
+pub fn stale_evidence(effects: &Effects, generation: i64) -> EventNote {
+    let wanted = effects.to.map(|s| s.as_str()).unwrap_or("no status change");
     let note = format!(
         "refused a write from generation {generation} (wanted {wanted}{}); the post had moved on",
-        update
+        effects
             .note
             .as_deref()
             .map(|n| format!(": {n}"))
@@ -197,6 +178,7 @@ pub fn stale_evidence(update: &PostUpdate, generation: i64) -> EventNote {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Change, VerdictEffect};
     use PostStatus::*;
 
     #[test]
@@ -223,61 +205,80 @@ mod tests {
         );
     }
 
-    #[test]
-    fn content_changes_only_into_a_draft_and_an_approval_binds_its_content() {
-        let new = airlock_core::PostContent {
+    fn content(text: &str) -> airlock_core::PostContent {
+        airlock_core::PostContent {
             channel: airlock_core::ChannelName::parse("c").unwrap(),
             title: None,
-            text: "new".into(),
-            media: vec![],
+            text: text.to_owned(),
+            media: Vec::new(),
             link: None,
             source: None,
-        };
+        }
+    }
+
+    fn verdict(hash: &airlock_core::ContentHash) -> airlock_core::NewVerdict {
+        airlock_core::NewVerdict {
+            verdict: airlock_core::VerdictKind::Pass,
+            reasons: Vec::new(),
+            content_hash: hash.clone(),
+            rubric_hash: "r".into(),
+            content: content("x"),
+        }
+    }
+
+    fn approve(hash: &airlock_core::ContentHash) -> Effects {
+        Change::Verdict {
+            version: 1,
+            verdict: verdict(hash),
+            effect: VerdictEffect::Approve {
+                approved_by: "c".into(),
+                note: "approved".into(),
+                duplicate_window: Some(Duration::days(7)),
+            },
+        }
+        .effects("c", Utc::now())
+    }
+
+    #[test]
+    fn content_changes_only_into_a_draft_and_an_approval_binds_its_content() {
+        let new = content("new");
         let hash = new.hash();
-        let mut edit = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "w", Utc::now());
-        edit.set.content = Some((new.clone(), hash.clone()));
+        let mut edit = Change::Edited {
+            version: 1,
+            content: Some((new.clone(), hash.clone())),
+            scheduled_at: None,
+            fields: "text".into(),
+            duplicate_window: None,
+        }
+        .effects("w", Utc::now());
+        // An edit always lands in a draft: an approved post's approval is withdrawn.
+        assert_eq!(edit.to, Some(Draft));
         assert_eq!(write_refusal(&edit, Draft, "aa"), None);
-        // An approved post's content changes only with its approval withdrawn.
+        assert_eq!(write_refusal(&edit, Approved, "aa"), None);
+        edit.to = None;
         assert!(write_refusal(&edit, Approved, "aa").is_some());
         assert!(write_refusal(&edit, Posted, "aa").is_some());
-        edit.to = Some(Draft);
-        assert_eq!(write_refusal(&edit, Approved, "aa"), None);
-        // An approval names the content the post holds, and only on approval.
-        let mut approve =
-            PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
-        approve.to = Some(Approved);
+        // An approval names the content the post holds.
         let other = airlock_core::ContentHash::parse(&"b".repeat(64)).unwrap();
-        approve.set.approved_hash = Some(Some(other));
-        assert!(write_refusal(&approve, Draft, "aa").is_some());
-        approve.set.approved_hash = Some(Some(hash.clone()));
-        assert_eq!(write_refusal(&approve, Draft, hash.as_str()), None);
-        approve.to = None;
-        assert!(write_refusal(&approve, Draft, hash.as_str()).is_some());
-        // A walk names where it ends: `via` alone would end there unchecked.
-        let mut walk = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
-        walk.via = Some(Approved);
-        walk.set.content = Some((new.clone(), hash.clone()));
-        assert!(write_refusal(&walk, Draft, "aa").is_some());
+        assert!(write_refusal(&approve(&other), Draft, hash.as_str()).is_some());
+        assert_eq!(write_refusal(&approve(&hash), Draft, hash.as_str()), None);
         // Withdrawing an approval names none.
-        let mut withdraw =
-            PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", Utc::now());
-        withdraw.to = Some(Draft);
-        withdraw.set.approved_hash = Some(None);
+        let withdraw = Change::Withdrawn {
+            version: 1,
+            note: "withdrawn".into(),
+            error: None,
+        }
+        .effects("c", Utc::now());
         assert_eq!(write_refusal(&withdraw, Approved, "aa"), None);
     }
 
     #[test]
-    fn a_walk_stops_at_its_first_illegal_edge() {
-        assert_eq!(illegal_step(Posting, Some(Approved), Some(Draft)), None);
-        assert_eq!(illegal_step(Draft, None, Some(Draft)), None);
-        assert_eq!(
-            illegal_step(Draft, None, Some(Posted)),
-            Some((Draft, Posted))
-        );
-        assert_eq!(
-            illegal_step(Posting, Some(Draft), Some(Approved)),
-            Some((Posting, Draft))
-        );
+    fn a_move_is_checked_against_the_lifecycle() {
+        assert_eq!(illegal_step(Posting, Some(Approved)), None);
+        assert_eq!(illegal_step(Draft, Some(Draft)), None);
+        assert_eq!(illegal_step(Draft, None), None);
+        assert_eq!(illegal_step(Draft, Some(Posted)), Some((Draft, Posted)));
+        assert_eq!(illegal_step(Posting, Some(Draft)), Some((Posting, Draft)));
     }
 
     #[test]
@@ -323,41 +324,47 @@ mod tests {
             link: None,
             source: None,
         };
-        let mut update = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "w", t);
         let new = content("Tea  at FOUR.");
-        update.set.content = Some((new.clone(), new.hash()));
+        let edit = |window, scheduled_at| {
+            Change::Edited {
+                version: 1,
+                content: Some((new.clone(), new.hash())),
+                scheduled_at,
+                fields: "text".into(),
+                duplicate_window: window,
+            }
+            .effects("w", t)
+        };
         let draft = PostStatus::Draft;
         assert_eq!(
-            edit_duplicate_check(&update, draft, "other", t),
+            edit_duplicate_check(&edit(None, None), draft, "other", t),
             None,
             "no window"
         );
-        update.duplicate_window = Some(Duration::days(7));
+        let week = Some(Duration::days(7));
         assert_eq!(
-            edit_duplicate_check(&update, draft, "tea at four.", t),
+            edit_duplicate_check(&edit(week, None), draft, "tea at four.", t),
             None,
             "the same normalised text"
         );
         let key = airlock_core::review::text_key("tea at four.");
         assert_eq!(
-            edit_duplicate_check(&update, draft, "other", t),
+            edit_duplicate_check(&edit(week, None), draft, "other", t),
             Some((key.clone(), t, Duration::days(7)))
         );
-        update.set.scheduled_at = Some(t + Duration::days(1));
+        let moved = edit(week, Some(t + Duration::days(1)));
         assert_eq!(
-            edit_duplicate_check(&update, draft, "other", t),
+            edit_duplicate_check(&moved, draft, "other", t),
             Some((key.clone(), t + Duration::days(1), Duration::days(7))),
             "at the new schedule"
         );
         assert_eq!(
-            edit_duplicate_check(&update, draft, "tea at four.", t),
+            edit_duplicate_check(&moved, draft, "tea at four.", t),
             Some((key.clone(), t + Duration::days(1), Duration::days(7))),
             "the same text, moved"
         );
         // Approving a draft is checked whatever changes; other status changes are not.
-        let mut approving = PostUpdate::new(airlock_core::PostId(1), Guard::Version(1), "c", t);
-        approving.to = Some(PostStatus::Approved);
-        approving.duplicate_window = Some(Duration::days(7));
+        let mut approving = approve(&new.hash());
         assert_eq!(
             edit_duplicate_check(&approving, draft, "tea at four.", t),
             Some((key, t, Duration::days(7)))

@@ -6,19 +6,20 @@
 //! - a post's `status` changes only along the edges of docs/lifecycle.md, and each change
 //!   appends its `post_events` row in the same transaction (triggers, so hand-written SQL
 //!   too);
-//! - writes of the guarded publish path are fenced by the claim `generation`
-//!   ([`Guard::Generation`]): a stale worker's write changes nothing and is recorded;
+//! - a post changes only by a named [`Change`]; writes of the guarded publish path are
+//!   fenced by the claim `generation` ([`Guard::Generation`]): a stale worker's write
+//!   changes nothing and is recorded;
 //! - a reservation is decided by [`airlock_core::quota::decide`] inside the transaction
 //!   that inserts it, serialized per scope, so quotas hold under any concurrency;
 //! - notifications ([`NewNotification`]) are written in the transaction of the change
 //!   they report (transactional outbox);
-//! - a critic's verdict ([`PostUpdate::verdict`]) is written in the transaction of what
+//! - a critic's verdict ([`Change::Verdict`]) is written in the transaction of what
 //!   it does to the post, in the review round the post was in; any content change or
 //!   withdrawn approval starts a new round; a quarantined draft is never approved and its
 //!   content never changes (triggers, so hand-written SQL too);
 //! - a draft repeating a queued text is refused inside the transaction that would create
 //!   it ([`CreatePost::duplicate_window`]), approve it, edit its text into it or move it
-//!   into the window ([`PostUpdate::duplicate_window`]);
+//!   into the window ([`Change::Edited`], [`VerdictEffect::Approve`]);
 //! - an actor's live drafts are counted inside the transaction that creates one, so
 //!   concurrent creates never pass [`CreatePost::max_live_drafts`].
 //!
@@ -32,13 +33,15 @@ use chrono::{DateTime, Duration, Utc};
 use airlock_core::budget::Charge;
 use airlock_core::quota::{DailyRule, Denial, WindowRule};
 use airlock_core::{
-    ChannelName, ContentHash, Intent, NewPost, NewVerdict, Post, PostContent, PostDetail,
-    PostEvent, PostId, PostStatus, PostSummary, RoleSet, Verdict,
+    ChannelName, Intent, NewPost, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary,
+    RoleSet, Verdict,
 };
 
+mod change;
 pub mod decide;
 mod ops;
 mod quota_rows;
+pub use change::{Change, Effects, Fields, Guard, PostChange, RESEND_EVENT, VerdictEffect};
 pub use ops::{
     ChannelDue, ExportFilter, HealthStats, LiveSession, MigrationStatus, NewSession, Session,
 };
@@ -154,138 +157,6 @@ pub enum StoreError {
     /// The database could not be reached or failed.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// Which write a post update must match to apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Guard {
-    /// Optimistic concurrency for people and agents: the `version` they read.
-    Version(i64),
-    /// Fencing for the guarded path: the post must be `posting` under this generation.
-    Generation(i64),
-}
-
-/// A change to one post, applied atomically with its audit event, intent, reservation,
-/// pause and notifications. `None` fields are left alone.
-#[derive(Debug, Clone)]
-pub struct PostUpdate {
-    /// The post.
-    pub id: PostId,
-    /// The write it must match.
-    pub guard: Guard,
-    /// New status; the store appends the status event (actor and note below).
-    pub to: Option<PostStatus>,
-    /// A status to pass through on the way to `to`, each step legal and recorded
-    /// (`posting -> approved -> draft` when content changed after approval).
-    pub via: Option<PostStatus>,
-    /// Who.
-    pub actor: String,
-    /// Why (status event note).
-    pub note: Option<String>,
-    /// The time of the change.
-    pub now: DateTime<Utc>,
-    /// Field changes.
-    pub set: PostFields,
-    /// A non-status event to append (`edited`, `rejected`, `quota_deferred`, ...).
-    pub event: Option<EventNote>,
-    /// Apply only if an intent exists (`Some(true)`) or does not (`Some(false)`) for the
-    /// guarded generation; otherwise [`StoreError::Conflict`]. The reaper decides on this
-    /// inside the transaction, never on an earlier read.
-    pub intent_required: Option<bool>,
-    /// Settle the intent of the guarded generation (or of the post's latest intent).
-    pub intent_phase: Option<IntentPhase>,
-    /// A verdict to record, in the post's review round as it stood before this change.
-    pub verdict: Option<NewVerdict>,
-    /// Settle the post's live reservations.
-    pub reservation: Option<Settle>,
-    /// Whether a refused [`Guard::Generation`] write is recorded as a `stale_outcome`
-    /// event: yes for outcomes (a late answer is evidence for the person who settles the
-    /// post), no for the reaper (two reapers racing found nothing out).
-    pub record_stale: bool,
-    /// Track the channel's consecutive definite failures.
-    pub failures: Option<FailureStep>,
-    /// Pause a scope in the same transaction.
-    pub pause: Option<PauseSpec>,
-    /// Notifications to queue with the change.
-    pub notify: Vec<NewNotification>,
-    /// When the change approves a draft (`draft -> approved`), changes the normalised
-    /// text ([`PostFields::content`]) or moves [`PostFields::scheduled_at`], refuse it
-    /// ([`StoreError::DuplicateText`]) as [`CreatePost::duplicate_window`] refuses a new
-    /// draft: another post on the channel (not this one) with that text that is
-    /// quarantined, or approved, in flight or posted and going out within this long of
-    /// the post's schedule (the new one when the change moves it). Decided inside the
-    /// transaction of the change (on PostgreSQL under the channel's text-key lock), before
-    /// anything of it, its verdict included, is written. `None` checks nothing (an
-    /// operator's override).
-    pub duplicate_window: Option<Duration>,
-}
-
-impl PostUpdate {
-    /// An update that changes nothing yet.
-    pub fn new(id: PostId, guard: Guard, actor: impl Into<String>, now: DateTime<Utc>) -> Self {
-        PostUpdate {
-            id,
-            guard,
-            to: None,
-            via: None,
-            actor: actor.into(),
-            note: None,
-            now,
-            set: PostFields::default(),
-            event: None,
-            intent_required: None,
-            intent_phase: None,
-            verdict: None,
-            reservation: None,
-            record_stale: true,
-            failures: None,
-            pause: None,
-            notify: Vec::new(),
-            duplicate_window: None,
-        }
-    }
-}
-
-/// Post columns to change. `Some(None)` clears a nullable column.
-#[derive(Debug, Clone, Default)]
-pub struct PostFields {
-    /// New content and its hash.
-    pub content: Option<(PostContent, ContentHash)>,
-    /// New schedule.
-    pub scheduled_at: Option<DateTime<Utc>>,
-    /// Approval hash.
-    pub approved_hash: Option<Option<ContentHash>>,
-    /// Approver.
-    pub approved_by: Option<Option<String>>,
-    /// Last content editor.
-    pub edited_by: Option<String>,
-    /// Add one to `attempts`.
-    pub count_attempt: bool,
-    /// Add one to `waits` (the platform said "not now").
-    pub count_wait: bool,
-    /// Set `attempts` and `waits` back to zero (requeue by a person).
-    pub reset_attempts: bool,
-    /// Earliest next claim.
-    pub not_before: Option<Option<DateTime<Utc>>>,
-    /// The quota deferral that set `not_before` (a pass recomputes it); a claim clears it.
-    pub deferred_until: Option<Option<DateTime<Utc>>>,
-    /// Platform id.
-    pub platform_post_id: Option<Option<String>>,
-    /// Permalink.
-    pub permalink: Option<Option<String>>,
-    /// Publish time.
-    pub posted_at: Option<DateTime<Utc>>,
-    /// Verification time.
-    pub verified_at: Option<Option<DateTime<Utc>>>,
-    /// Last error summary.
-    pub error: Option<Option<String>>,
-    /// Add one to `revisions` (a fail verdict).
-    pub count_revision: bool,
-    /// Set `revisions` back to zero (a release from quarantine).
-    pub reset_revisions: bool,
-    /// Quarantine (`Some(Some(now))`) or release (`Some(None)`); only a draft may be
-    /// quarantined, and the store refuses approving or changing the content of one.
-    pub quarantined_at: Option<Option<DateTime<Utc>>>,
 }
 
 /// A non-status event.
@@ -702,7 +573,7 @@ impl LedgerClock {
     }
 }
 
-/// An approved post held by a quota deferral ([`PostFields::deferred_until`]).
+/// An approved post held by a quota deferral ([`Change::Deferred`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deferred {
     /// The post.
@@ -782,10 +653,11 @@ pub trait Store: Send + Sync + 'static {
         excerpt_chars: u32,
     ) -> Result<Vec<PostSummary>>;
 
-    /// Applies a guarded change. A stale [`Guard::Generation`] changes nothing, records a
-    /// `stale_outcome` event and returns [`StoreError::Fenced`]; a stale
-    /// [`Guard::Version`] returns [`StoreError::Conflict`].
-    async fn update_post(&self, update: PostUpdate) -> Result<Post>;
+    /// Applies a named change ([`Change`]) with its events, verdict, intent,
+    /// reservations, failure counter, pause and notifications. A stale generation changes
+    /// nothing, records a `stale_outcome` event (except the reaper's) and returns
+    /// [`StoreError::Fenced`]; a stale version returns [`StoreError::Conflict`].
+    async fn change_post(&self, change: PostChange) -> Result<Post>;
 
     /// Discards a draft (its events stay in the ledger, with a `discarded` event).
     async fn delete_draft(

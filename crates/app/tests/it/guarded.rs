@@ -5,7 +5,7 @@ use airlock_app::publish::PublishResult;
 use airlock_app::{Error, Principal};
 use airlock_core::{PostStatus, Role};
 use airlock_platforms::sandbox::Simulate;
-use airlock_store::{Guard, PostClaim, PostClaimed, PostUpdate};
+use airlock_store::{PostChange, PostClaim, PostClaimed};
 
 use crate::support::*;
 
@@ -254,15 +254,18 @@ async fn a_stale_workers_outcome_is_refused_and_recorded() {
     };
     assert_eq!(second.generation, first.generation + 1);
     // The old worker now tries to write its outcome.
-    let mut update = PostUpdate::new(
-        post.id,
-        Guard::Generation(first.generation),
-        "dispatcher:old",
-        h.clock.now(),
-    );
-    update.to = Some(PostStatus::Posted);
-    update.set.posted_at = Some(h.clock.now());
-    let err = app.store().update_post(update).await.unwrap_err();
+    let late = airlock_store::Change::Published {
+        generation: first.generation,
+        posted_at: h.clock.now(),
+        platform_post_id: Some("late".into()),
+        permalink: None,
+        sent_by: None,
+        note: "published".into(),
+        flag: None,
+        pause: None,
+    };
+    let late = PostChange::new(post.id, "dispatcher:old", h.clock.now(), late);
+    let err = app.store().change_post(late).await.unwrap_err();
     assert!(
         matches!(err, airlock_store::StoreError::Fenced { .. }),
         "{err}"

@@ -244,14 +244,18 @@ async fn a_late_answer_from_the_sending_worker_keeps_the_post_for_a_person() {
     let post = approved(&app, "slow", "hello").await;
     let report = app.publish_next(None).await.unwrap().unwrap();
     // The worker's late "it went out" arrives after the post needs review: refused, recorded.
-    let mut late = airlock_store::PostUpdate::new(
-        post.id,
-        airlock_store::Guard::Generation(report.post.generation),
-        "dispatcher:late",
-        h.clock.now(),
-    );
-    late.to = Some(PostStatus::Posted);
-    assert!(app.store().update_post(late).await.is_err());
+    let late = airlock_store::Change::Published {
+        generation: report.post.generation,
+        posted_at: h.clock.now(),
+        platform_post_id: Some("late".into()),
+        permalink: None,
+        sent_by: None,
+        note: "published".into(),
+        flag: None,
+        pause: None,
+    };
+    let late = airlock_store::PostChange::new(post.id, "dispatcher:late", h.clock.now(), late);
+    assert!(app.store().change_post(late).await.is_err());
     h.clock
         .advance(h.settings.stale_after + chrono::Duration::seconds(1));
     assert!(

@@ -48,7 +48,7 @@ async fn intents_and_outcomes_commit_durably_even_when_the_database_defaults_to_
     let post = reserved(&store, "threads-main", "Durable", t0()).await;
     intent(&store, &post, mins(1)).await;
     store
-        .update_post(outcome(&post, PostStatus::Posted, mins(2)))
+        .change_post(outcome(&post, PostStatus::Posted, mins(2)))
         .await
         .unwrap();
 

@@ -180,7 +180,7 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
         mode.describe()
     );
 
-    // The DBA closes the schema: what the review found airlock_update_post would have
+    // The DBA closes the schema: what the review found airlock's functions would have
     // picked over pg_catalog's can no longer be made, and doctor says hardened.
     sqlx::query("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         .execute(&mut owner_conn)
@@ -225,11 +225,12 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
     owner_conn.close().await.ok();
 }
 
-/// `airlock_update_post` names its guard: a call with another guard kind or no guard
-/// value (which would skip both the version and the generation check), or with a walk
-/// that names no end, is refused, and nothing changes.
+/// The runtime role changes a post only through its named changes
+/// (`airlock_change_*`): the function they share, which applies any combination, is not
+/// its to call; a named change refuses what its change cannot be (an unknown verdict
+/// effect, content under a hash that is not a SHA-256); and nothing changes.
 #[tokio::test]
-async fn the_update_function_refuses_a_write_without_a_guard() {
+async fn the_runtime_role_changes_posts_only_through_named_changes() {
     let db = TestDb::create();
     let owner = store(&db).await;
     let draft = airlock_store_tests::fixture::draft(
@@ -243,45 +244,38 @@ async fn the_update_function_refuses_a_write_without_a_guard() {
     let mut conn = sqlx::PgConnection::connect(&role.url(&db.url))
         .await
         .unwrap();
-    // Another kind, no guard value, or a walk through `approved` that names no end.
-    for (kind, guard, to, via) in [
-        ("none", Some(draft.version), Some("approved"), None),
-        ("", Some(draft.version), Some("approved"), None),
-        ("version", None, Some("approved"), None),
-        ("version", Some(draft.version), None, Some("approved")),
-    ] {
-        let query = sqlx::query(
-            "SELECT * FROM airlock_update_post($1, $2, $3, $4, $5, 'token:critic', \
-             NULL, now(), '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', NULL)",
-        )
-        .bind(draft.id.0)
-        .bind(kind)
-        .bind(guard)
-        .bind(to)
-        .bind(via);
-        assert_eq!(
-            refused(&mut conn, query, kind).await,
-            "AL020",
-            "{kind:?} {guard:?}"
-        );
-    }
-    // Fields the function writes as given must be what the store reads back.
-    for set in [
-        r#"{"approved_hash": 12345}"#,
-        r#"{"approved_hash": {"forged": true}}"#,
-        r#"{"content": {"title": null, "text": "x", "media": [], "link": null,
-            "content_hash": "not a hash", "text_key": "x"}}"#,
-    ] {
-        let query = sqlx::query(
-            "SELECT * FROM airlock_update_post($1, 'version', $2, NULL, NULL, 'token:writer', \
-             NULL, now(), $3::jsonb, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '[]', \
-             NULL)",
-        )
-        .bind(draft.id.0)
-        .bind(draft.version)
-        .bind(set);
-        assert_eq!(refused(&mut conn, query, set).await, "AL020", "{set}");
-    }
+    let query = sqlx::query(
+        "SELECT * FROM airlock_apply_change($1, 'version', $2, 'approved', 'token:critic', \
+         NULL, now(), '{}', NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, '[]', \
+         NULL)",
+    )
+    .bind(draft.id.0)
+    .bind(draft.version);
+    assert_eq!(
+        refused(&mut conn, query, "the shared apply function").await,
+        "42501"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_verdict($1, 'token:critic', now(), '[]', $2, \
+         '{\"verdict\": \"pass\"}', 'approve quietly', NULL, NULL, NULL, false, false, NULL)",
+    )
+    .bind(draft.id.0)
+    .bind(draft.version);
+    assert_eq!(
+        refused(&mut conn, query, "an unknown verdict effect").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_edited($1, 'token:writer', now(), '[]', $2, \
+         '{\"title\": null, \"text\": \"x\", \"media\": [], \"link\": null, \
+           \"content_hash\": \"not a hash\", \"text_key\": \"x\"}', NULL, 'text', NULL)",
+    )
+    .bind(draft.id.0)
+    .bind(draft.version);
+    assert_eq!(
+        refused(&mut conn, query, "content under a bad hash").await,
+        "AL020"
+    );
     use airlock_store::Store;
     assert_eq!(owner.get_post(draft.id).await.unwrap(), draft);
     owner.close().await;

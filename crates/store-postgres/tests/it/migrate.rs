@@ -4,7 +4,7 @@
 
 use airlock_core::limits::MAX_TEXT_CHARS;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Guard, PostUpdate, Store};
+use airlock_store::Store;
 use airlock_store_tests::fixture::*;
 use sqlx::Connection;
 
@@ -53,9 +53,7 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
     assert_eq!(second.authors, ["token:a"]);
     assert_eq!(events(&store, second.id).await.len(), 1);
 
-    let mut approve = PostUpdate::new(second.id, Guard::Version(second.version), CRITIC, t0());
-    approve.to = Some(PostStatus::Approved);
-    let approved = store.update_post(approve).await.unwrap();
+    let approved = store.change_post(approval(&second, t0())).await.unwrap();
     assert_eq!(approved.status, PostStatus::Approved);
     assert!(approved.authors.is_empty());
     store.close().await;

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{
-    Guard, IntentPhase, PostClaim, PostClaimed, PostUpdate, Settle, Store, StoreError,
-};
+use airlock_store::{Change, PostChange, PostClaim, PostClaimed, Store, StoreError};
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 
@@ -72,18 +70,19 @@ async fn dispatch(
                 PostClaimed::Claimed { post, .. } => {
                     assert_eq!(post.lease_owner.as_deref(), Some(worker.as_str()));
                     intent(store.as_ref(), &post, t0()).await;
-                    let mut update = outcome(&post, PostStatus::Posted, t0());
-                    update.actor = format!("dispatcher:{worker}");
-                    update.reservation = Some(Settle::Commit);
-                    update.intent_phase = Some(IntentPhase::Succeeded);
-                    store.update_post(update).await.expect("posted");
+                    let mut change = outcome(&post, PostStatus::Posted, t0());
+                    change.actor = format!("dispatcher:{worker}");
+                    store.change_post(change).await.expect("posted");
                     done.push((post.id, true));
                 }
                 PostClaimed::OverQuota(denial) => {
-                    let mut update =
-                        PostUpdate::new(read.id, Guard::Version(read.version), &worker, t0());
-                    update.set.not_before = Some(Some(denial.next_free_at));
-                    match store.update_post(update).await {
+                    let defer = Change::Deferred {
+                        version: read.version,
+                        until: denial.next_free_at,
+                        note: "over quota".into(),
+                    };
+                    let defer = PostChange::new(read.id, worker.clone(), t0(), defer);
+                    match store.change_post(defer).await {
                         Ok(_) => done.push((read.id, false)),
                         // Another process deferred or took it first.
                         Err(StoreError::Conflict(_)) => {}

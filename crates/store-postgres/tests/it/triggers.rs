@@ -366,20 +366,25 @@ async fn hand_written_sql_cannot_approve_or_change_a_quarantined_draft_and_verdi
     let store = store(&db).await;
     let mut conn = db.conn().await;
     let post = draft(&store, "threads-main", "quarantine me", t0()).await;
-    let mut update = airlock_store::PostUpdate::new(
-        post.id,
-        airlock_store::Guard::Version(post.version),
-        CRITIC,
-        mins(1),
-    );
-    update.verdict = Some(airlock_core::NewVerdict {
-        verdict: airlock_core::VerdictKind::Fail,
-        reasons: vec!["tone: no".into()],
-        content_hash: post.content_hash.clone(),
-        rubric_hash: "ab".repeat(32),
-        content: post.content.clone(),
-    });
-    store.update_post(update).await.unwrap();
+    let fail = airlock_store::Change::Verdict {
+        version: post.version,
+        verdict: verdict_on(&post, airlock_core::VerdictKind::Fail),
+        effect: airlock_store::VerdictEffect::Revise {
+            counts: true,
+            quarantine: false,
+            error: "rejected: tone: no".into(),
+            note: "tone: no".into(),
+        },
+    };
+    store
+        .change_post(airlock_store::PostChange::new(
+            post.id,
+            CRITIC,
+            mins(1),
+            fail,
+        ))
+        .await
+        .unwrap();
     sqlx::query("UPDATE posts SET quarantined_at = now() WHERE id = $1")
         .bind(post.id.0)
         .execute(&mut conn)
@@ -423,4 +428,35 @@ async fn hand_written_sql_cannot_approve_or_change_a_quarantined_draft_and_verdi
         .await
         .unwrap();
     assert_eq!(store.get_post(plain.id).await.unwrap().review_round, 1);
+}
+
+/// A post that ever got a `posted_at` is never claimed again, whatever its status says
+/// (see the SQLite backend's test of the same name).
+#[tokio::test]
+async fn a_post_with_posted_at_is_never_claimed_again() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let mut conn = db.conn().await;
+    let post = in_status(&store, PostStatus::NeedsReview, "alpha").await;
+    sqlx::query(
+        "UPDATE posts SET status = 'approved', posted_at = '2026-03-02T03:01:00Z', \
+         version = version + 1 WHERE id = $1",
+    )
+    .bind(post.id.0)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let odd = store.get_post(post.id).await.unwrap();
+    assert_eq!(odd.status, PostStatus::Approved);
+    assert_eq!(
+        claim_due(&store, &["alpha"], &[], mins(10))
+            .await
+            .map(|p| p.id),
+        None
+    );
+    assert!(matches!(
+        store.claim_post(&post_claim(&odd, mins(10), None)).await,
+        Ok(airlock_store::PostClaimed::Gone(Some(_)))
+    ));
+    assert_eq!(store.next_due_at(&[ch("alpha")], &[]).await.unwrap(), None);
 }

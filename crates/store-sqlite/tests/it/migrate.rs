@@ -6,7 +6,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 use airlock_core::limits::MAX_TEXT_CHARS;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Guard, PostUpdate, Store};
+use airlock_store::Store;
 use airlock_store_sqlite::SqliteStore;
 use airlock_store_tests::fixture::*;
 
@@ -66,9 +66,7 @@ async fn a_first_release_ledger_migrates_forward_with_every_row_intact() {
     assert_eq!(events(&store, second.id).await.len(), 1);
 
     // The old oversized row still moves through its life: only new values are checked.
-    let mut approve = PostUpdate::new(second.id, Guard::Version(second.version), CRITIC, t0());
-    approve.to = Some(PostStatus::Approved);
-    let approved = store.update_post(approve).await.unwrap();
+    let approved = store.change_post(approval(&second, t0())).await.unwrap();
     assert_eq!(approved.status, PostStatus::Approved);
     assert!(approved.authors.is_empty());
 }
