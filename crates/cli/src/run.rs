@@ -185,6 +185,14 @@ pub fn start_warnings(config: &Config, address: std::net::SocketAddr) -> Vec<Str
     warnings
 }
 
+/// The longest `serve` waits between two reaper passes, whatever `poll_interval` is: an
+/// expired lease is taken back within this.
+pub const REAP_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The longest `serve` waits between two delivery passes: a notification goes out within
+/// this of being written.
+pub const DELIVER_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Everything `serve` runs, built and checked before anything starts.
 pub struct Server {
     app: App,
@@ -247,14 +255,14 @@ impl Server {
             dispatcher: DispatcherSettings {
                 workers: config.workers,
                 poll_interval: poll,
-                reap_interval: poll.min(std::time::Duration::from_secs(30)),
+                reap_interval: poll.min(REAP_INTERVAL_MAX),
             },
             policy,
             api: airlock_api::ApiSettings {
                 metrics_token_required: config.metrics_token_required,
             },
             dashboard,
-            deliver_interval: poll.min(std::time::Duration::from_secs(5)),
+            deliver_interval: poll.min(DELIVER_INTERVAL_MAX),
         })
     }
 

@@ -53,6 +53,13 @@ use crate::AirlockMcp;
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
 
+/// The most sessions one token may hold open by default: enough for an agent that
+/// reconnects, few enough that one token cannot crowd out the others.
+pub const MAX_SESSIONS_PER_TOKEN: usize = 16;
+
+/// The most sessions the server holds open by default; each is a task and buffers.
+pub const MAX_SESSIONS: usize = 10_000;
+
 /// How the HTTP transport is exposed.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
@@ -62,11 +69,11 @@ pub struct HttpSettings {
     /// Cancelled when the server shuts down: open MCP sessions and their streams end,
     /// so a graceful shutdown does not wait for clients to hang up.
     pub shutdown: CancellationToken,
-    /// The most MCP sessions one token may hold open (default 16); opening one more
-    /// closes that token's oldest.
+    /// The most MCP sessions one token may hold open (default
+    /// [`MAX_SESSIONS_PER_TOKEN`]); opening one more closes that token's oldest.
     pub max_sessions_per_token: usize,
-    /// The most MCP sessions the server holds open (default 10 000); opening one more
-    /// closes the oldest.
+    /// The most MCP sessions the server holds open (default [`MAX_SESSIONS`]); opening
+    /// one more closes the oldest.
     pub max_sessions: usize,
 }
 
@@ -77,8 +84,8 @@ impl HttpSettings {
         HttpSettings {
             policy: PolicySettings::new(listen),
             shutdown: CancellationToken::new(),
-            max_sessions_per_token: 16,
-            max_sessions: 10_000,
+            max_sessions_per_token: MAX_SESSIONS_PER_TOKEN,
+            max_sessions: MAX_SESSIONS,
         }
     }
 }
