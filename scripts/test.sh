@@ -3,7 +3,7 @@
 # tests need when it is missing (PostgreSQL, Chromium and playwright-core for the
 # browser tests, the official MCP Python SDK for the independent client test,
 # systemd-analyze and promtool for the files under packaging/), then checks formatting,
-# the docs' citations and lints, then runs all tests.
+# the docs' citations, commit subjects, the docs' numbers and lints, then runs all tests.
 #
 #   scripts/test.sh            everything
 #   AIRLOCK_TEST_PG=postgres://user@host:port   use another PostgreSQL server
@@ -108,6 +108,12 @@ cargo fmt --all -- --check
 
 log "every document the code cites is in the repository"
 scripts/check-docs.sh
+
+log "commit subjects after the baseline are at most 72 characters"
+scripts/check-commits.sh
+
+log "docs and code agree on every number a doc states (docs/numbers.toml)"
+cargo test -p airlock-tidy --quiet
 
 log "cargo check without dev-dependencies (App::store stays private to front ends)"
 cargo check --workspace

@@ -84,8 +84,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON error answer with a code that is not an app error's (`forbidden_host`,
-/// `too_large`, `not_found` for an unknown route).
+/// A JSON error answer with a code that is not an app error's (`too_large`,
+/// `not_found` for an unknown route).
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
     (status, Json(ErrorBody::new(code, message))).into_response()
 }

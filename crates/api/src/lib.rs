@@ -1,12 +1,12 @@
 //! airlock's HTTP surface: the `/api/v1` API (docs/http-api.md), `/healthz`, Prometheus
 //! `/metrics` and `/api/openapi.json`, as one axum [`router`], plus [`serve`].
 //!
-//! Only this crate, the dashboard and MCP's `/mcp` endpoint serve HTTP; this one owns
-//! the API and the Host/Origin policy. Handlers are thin: authenticate the bearer token
-//! ([`auth::Caller`]), call one `App` operation (which checks roles, pauses, policy and
-//! quota), and map its error once ([`error::ApiError`]). The dashboard and the MCP
-//! endpoint are separate routers merged beside this one by `airlock serve`, which wraps
-//! them all in the one `Host`/`Origin` policy of [`policy`].
+//! Only this crate, the dashboard and MCP's `/mcp` endpoint serve HTTP. Handlers are
+//! thin: authenticate the bearer token ([`auth::Caller`]), call one `App` operation
+//! (which checks roles, pauses, policy and quota), and map its error once
+//! ([`error::ApiError`]). The dashboard and the MCP endpoint are separate routers merged
+//! beside this one by `airlock serve`, which wraps them all in the one `Host`/`Origin`
+//! policy (`airlock_web::guarded`).
 //!
 //! Every response of this router carries `Cache-Control: no-store` and
 //! `X-Content-Type-Options: nosniff`; request bodies are read up to
@@ -30,7 +30,6 @@ use airlock_app::App;
 pub mod api;
 pub mod auth;
 pub mod error;
-pub mod policy;
 
 /// How the routes outside `/api/v1` are exposed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,15 +74,6 @@ pub fn router_with(app: App, settings: ApiSettings) -> Router {
         .layer(DefaultBodyLimit::max(airlock_core::limits::MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(api_headers))
         .with_state(app)
-}
-
-/// `router` behind the server-wide `Host`/`Origin` policy: what `airlock serve` does to
-/// the whole merged router (dashboard, API, MCP).
-pub fn guarded(router: Router, policy: policy::HostPolicy) -> Router {
-    router.layer(axum::middleware::from_fn_with_state(
-        policy,
-        policy::enforce,
-    ))
 }
 
 /// Adds `Cache-Control: no-store` (answers show the ledger, which changes and may be

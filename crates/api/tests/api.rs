@@ -870,12 +870,12 @@ async fn times_outside_the_ledgers_years_are_400_not_503() {
 
 #[tokio::test]
 async fn a_foreign_host_or_origin_gets_no_answer_from_any_route() {
-    use airlock_api::policy::{HostPolicy, PolicySettings};
+    use airlock_web::policy::{HostPolicy, PolicySettings};
     let world = world(100).await;
     let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
     settings.public_url = Some(url::Url::parse("https://airlock.example").unwrap());
     let router = || {
-        airlock_api::guarded(
+        airlock_web::guarded(
             airlock_api::router(world.app.clone()),
             HostPolicy::new(&settings),
         )

@@ -17,6 +17,12 @@ use crate::output::{
 };
 use crate::{CmdResult, Failure, wiring};
 
+/// How many posts `post list` prints without `--limit`.
+pub const LIST_DEFAULT: u32 = 100;
+
+/// The most `post list --limit` prints: one listing stays a bounded read.
+pub const LIST_MAX: u32 = 10_000;
+
 #[derive(Debug, Subcommand)]
 pub enum PostCommand {
     /// Create a draft; prints its id.
@@ -65,7 +71,7 @@ pub enum PostCommand {
         #[arg(long)]
         channel: Option<String>,
         /// At most this many.
-        #[arg(long, default_value_t = 100)]
+        #[arg(long, default_value_t = LIST_DEFAULT)]
         limit: u32,
         /// Only quarantined posts.
         #[arg(long)]
@@ -355,7 +361,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                     .transpose()?,
                 before: None,
                 slot: None,
-                limit: Some(limit.clamp(1, 10_000)),
+                limit: Some(limit.clamp(1, LIST_MAX)),
                 platform_post_id: None,
                 quarantined: quarantined.then_some(true),
             };

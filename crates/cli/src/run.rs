@@ -185,6 +185,14 @@ pub fn start_warnings(config: &Config, address: std::net::SocketAddr) -> Vec<Str
     warnings
 }
 
+/// The longest `serve` waits between two reaper passes, whatever `poll_interval` is: an
+/// expired lease is taken back within this.
+pub const REAP_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The longest `serve` waits between two delivery passes: a notification goes out within
+/// this of being written.
+pub const DELIVER_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Everything `serve` runs, built and checked before anything starts.
 pub struct Server {
     app: App,
@@ -193,7 +201,7 @@ pub struct Server {
     deliverer: airlock_notify::Deliverer,
     scheduler: Option<airlock_compose::Scheduler>,
     dispatcher: DispatcherSettings,
-    policy: airlock_api::policy::PolicySettings,
+    policy: airlock_web::policy::PolicySettings,
     api: airlock_api::ApiSettings,
     dashboard: airlock_dashboard::DashboardSettings,
     deliver_interval: std::time::Duration,
@@ -224,7 +232,7 @@ impl Server {
             None
         };
         let poll = config.poll_interval.as_std();
-        let mut policy = airlock_api::policy::PolicySettings::new(address);
+        let mut policy = airlock_web::policy::PolicySettings::new(address);
         policy.public_url = config.public_url.clone();
         policy.allowed_hosts = config.allowed_hosts.clone();
         policy.allowed_origins = config.allowed_origins.clone();
@@ -247,14 +255,14 @@ impl Server {
             dispatcher: DispatcherSettings {
                 workers: config.workers,
                 poll_interval: poll,
-                reap_interval: poll.min(std::time::Duration::from_secs(30)),
+                reap_interval: poll.min(REAP_INTERVAL_MAX),
             },
             policy,
             api: airlock_api::ApiSettings {
                 metrics_token_required: config.metrics_token_required,
             },
             dashboard,
-            deliver_interval: poll.min(std::time::Duration::from_secs(5)),
+            deliver_interval: poll.min(DELIVER_INTERVAL_MAX),
         })
     }
 
@@ -268,15 +276,14 @@ impl Server {
         let shutdown = CancellationToken::new();
         let mut tasks = tokio::task::JoinSet::new();
         let mut mcp = airlock_mcp::HttpSettings::new(self.address);
-        mcp.allowed_origins = self.policy.all_allowed_origins();
-        mcp.allowed_hosts = self.policy.all_allowed_hosts();
+        mcp.policy = self.policy.clone();
         mcp.shutdown = shutdown.child_token();
         let router = airlock_api::router_with(self.app.clone(), self.api)
             .merge(airlock_dashboard::router(self.app.clone(), self.dashboard))
             .merge(airlock_mcp::router(self.app.clone(), mcp));
         // One Host and Origin policy in front of every route (dashboard, API, MCP).
         let router =
-            airlock_api::guarded(router, airlock_api::policy::HostPolicy::new(&self.policy));
+            airlock_web::guarded(router, airlock_web::policy::HostPolicy::new(&self.policy));
         let listener = self.listener;
         let token = shutdown.clone();
         tasks.spawn(async move {

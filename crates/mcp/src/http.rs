@@ -1,20 +1,17 @@
 //! MCP over streamable HTTP at `/mcp`, behind a guard that runs on every request:
 //!
-//! 1. **Origin**: a request with an `Origin` header must come from the server's own
-//!    origin (`http://127.0.0.1:<port>`, `http://localhost:<port>`, `http://[::1]:<port>`)
-//!    or one listed in [`HttpSettings::allowed_origins`], else 403. Requests without an
-//!    `Origin` (agents, CLIs: not browsers) pass. This keeps a web page the user visits
-//!    from driving the tools.
-//! 2. **Host**: the `Host` header must name loopback, the listen address, or one of
-//!    [`HttpSettings::allowed_hosts`], else 403 (DNS rebinding).
-//! 3. **Bearer token**: `Authorization: Bearer <token>` is checked with
+//! 1. **Host and Origin**: the server's one policy ([`airlock_web::policy`], configured
+//!    by [`HttpSettings::policy`]), checked again here so that the endpoint is guarded
+//!    when served alone too: a foreign `Host` (DNS rebinding) or a foreign `Origin` (a
+//!    web page the user visits driving the tools) gets 403 before the token is read.
+//! 2. **Bearer token**: `Authorization: Bearer <token>` is checked with
 //!    [`App::authenticate`] on every request, not only when a session starts, so a
 //!    revoked token stops working at once. Missing, unknown or revoked: 401 with
 //!    `WWW-Authenticate: Bearer`. The token's [`airlock_app::Principal`] goes into the
 //!    request's extensions, where each tool reads it.
-//! 4. **Size**: a message body is read up to [`airlock_core::limits::MAX_BODY_BYTES`];
+//! 3. **Size**: a message body is read up to [`airlock_core::limits::MAX_BODY_BYTES`];
 //!    a larger one is refused with 413 before rmcp sees it.
-//! 5. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
+//! 4. **Session binding**: a session (`Mcp-Session-Id`) belongs to the token that opened
 //!    it; a request in that session with another token is refused with 403, so a session
 //!    id that leaks (a log, a proxy) gives no other token its stream or its place. A
 //!    session id with no binding is refused with 404 (the MCP answer that tells a client
@@ -24,18 +21,19 @@
 //!    [`HttpSettings::max_sessions_per_token`] sessions (the server at most
 //!    [`HttpSettings::max_sessions`]): past it, that token's oldest (the server's
 //!    oldest) session is closed.
-//! 6. **Headers**: every answer carries `Cache-Control: no-store` and
+//! 5. **Headers**: every answer carries `Cache-Control: no-store` and
 //!    `X-Content-Type-Options: nosniff`, like the HTTP API's.
 //!
-//! rmcp's own `Host` and `Origin` checks are configured with the same lists, as a second
-//! line; this guard answers first, with airlock's JSON error shape
+//! rmcp's own `Host` and `Origin` checks are configured with the policy's lists, as a
+//! further line; this guard answers first, with airlock's JSON error shape
 //! `{"error": {"code", "message"}}`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::net::{IpAddr, SocketAddr};
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use airlock_app::{App, Error, ErrorBody};
+use airlock_web::policy::{HostPolicy, PolicySettings};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -55,30 +53,27 @@ use crate::AirlockMcp;
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
 
+/// The most sessions one token may hold open by default: enough for an agent that
+/// reconnects, few enough that one token cannot crowd out the others.
+pub const MAX_SESSIONS_PER_TOKEN: usize = 16;
+
+/// The most sessions the server holds open by default; each is a task and buffers.
+pub const MAX_SESSIONS: usize = 10_000;
+
 /// How the HTTP transport is exposed.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// The address the server listens on. Its port makes the server's own origins
-    /// (`http://127.0.0.1:<port>`, `http://localhost:<port>`), and a specific IP is
-    /// accepted as `Host`.
-    pub listen: SocketAddr,
-    /// Further browser origins allowed to call `/mcp`, written `scheme://host[:port]`
-    /// (`https://agents.example`); the port defaults to the scheme's. An entry that does
-    /// not parse allows nothing and is logged.
-    pub allowed_origins: Vec<String>,
-    /// Further names accepted in the `Host` header (`airlock.example` or
-    /// `airlock.example:8443`), needed when clients reach the server by a name other
-    /// than loopback or the listen IP (for example behind a reverse proxy, or when
-    /// listening on `0.0.0.0`).
-    pub allowed_hosts: Vec<String>,
+    /// Which `Host` names and `Origin`s the endpoint answers to: the settings of the
+    /// server's one policy (`airlock serve` passes its own), with the listen address.
+    pub policy: PolicySettings,
     /// Cancelled when the server shuts down: open MCP sessions and their streams end,
     /// so a graceful shutdown does not wait for clients to hang up.
     pub shutdown: CancellationToken,
-    /// The most MCP sessions one token may hold open (default 16); opening one more
-    /// closes that token's oldest.
+    /// The most MCP sessions one token may hold open (default
+    /// [`MAX_SESSIONS_PER_TOKEN`]); opening one more closes that token's oldest.
     pub max_sessions_per_token: usize,
-    /// The most MCP sessions the server holds open (default 10 000); opening one more
-    /// closes the oldest.
+    /// The most MCP sessions the server holds open (default [`MAX_SESSIONS`]); opening
+    /// one more closes the oldest.
     pub max_sessions: usize,
 }
 
@@ -87,90 +82,21 @@ impl HttpSettings {
     /// loopback host names.
     pub fn new(listen: SocketAddr) -> Self {
         HttpSettings {
-            listen,
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
+            policy: PolicySettings::new(listen),
             shutdown: CancellationToken::new(),
-            max_sessions_per_token: 16,
-            max_sessions: 10_000,
+            max_sessions_per_token: MAX_SESSIONS_PER_TOKEN,
+            max_sessions: MAX_SESSIONS,
         }
     }
-
-    /// The origins allowed in an `Origin` header, normalized as
-    /// `scheme://host:port` with an explicit port.
-    pub fn origins(&self) -> BTreeSet<String> {
-        let port = self.listen.port();
-        let mut origins: BTreeSet<String> = [
-            format!("http://127.0.0.1:{port}"),
-            format!("http://localhost:{port}"),
-            format!("http://[::1]:{port}"),
-        ]
-        .into_iter()
-        .collect();
-        if !self.listen.ip().is_unspecified() {
-            origins.insert(format!("http://{}", self.listen));
-        }
-        for entry in &self.allowed_origins {
-            match normalize_origin(entry) {
-                Some(origin) => {
-                    origins.insert(origin);
-                }
-                None => tracing::warn!(
-                    origin = entry.as_str(),
-                    "ignoring allowed origin that is not scheme://host[:port]: it allows nothing"
-                ),
-            }
-        }
-        origins
-    }
-
-    /// The names allowed in a `Host` header (`host` or `host:port`).
-    pub fn hosts(&self) -> BTreeSet<String> {
-        let mut hosts: BTreeSet<String> = ["localhost", "127.0.0.1", "::1"]
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let ip = self.listen.ip();
-        if !ip.is_unspecified() {
-            hosts.insert(ip.to_string());
-        }
-        hosts.extend(
-            self.allowed_hosts
-                .iter()
-                .map(|h| h.trim().to_ascii_lowercase())
-                .filter(|h| !h.is_empty()),
-        );
-        hosts
-    }
-}
-
-/// `scheme://host:port` with an explicit port and a lowercase host, or `None` when
-/// `origin` is not an http(s) origin (`null`, a path, garbage).
-pub fn normalize_origin(origin: &str) -> Option<String> {
-    let url = url::Url::parse(origin.trim()).ok()?;
-    if !matches!(url.scheme(), "http" | "https") || url.path() != "/" && !url.path().is_empty() {
-        return None;
-    }
-    if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
-        return None;
-    }
-    let host = match url.host()? {
-        url::Host::Domain(domain) => domain.to_ascii_lowercase(),
-        url::Host::Ipv4(ip) => ip.to_string(),
-        url::Host::Ipv6(ip) => format!("[{ip}]"),
-    };
-    let port = url.port_or_known_default()?;
-    Some(format!("{}://{host}:{port}", url.scheme()))
 }
 
 /// The `/mcp` endpoint as a router to merge into `airlock serve`'s router. Every request
 /// passes the guard described in the module docs; tools run as the request's token.
 pub fn router(app: App, settings: HttpSettings) -> Router {
-    let origins = settings.origins();
-    let hosts = settings.hosts();
+    let policy = HostPolicy::new(&settings.policy);
     let config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts.iter().cloned())
-        .with_allowed_origins(origins.iter().cloned())
+        .with_allowed_hosts(policy.hosts().iter().cloned())
+        .with_allowed_origins(policy.origins().iter().cloned())
         .enforce_origin_validation()
         .with_cancellation_token(settings.shutdown.child_token());
     let factory_app = app.clone();
@@ -190,8 +116,7 @@ pub fn router(app: App, settings: HttpSettings) -> Router {
     );
     let guard = Guard {
         app,
-        origins: Arc::new(origins),
-        hosts: Arc::new(hosts),
+        policy,
         sessions,
         manager,
     };
@@ -207,7 +132,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     mut settings: HttpSettings,
 ) -> std::io::Result<()> {
-    settings.listen = listener.local_addr()?;
+    settings.policy.listen = listener.local_addr()?;
     let shutdown = settings.shutdown.clone();
     axum::serve(listener, router(app, settings))
         .with_graceful_shutdown(shutdown.cancelled_owned())
@@ -217,8 +142,7 @@ pub async fn serve(
 #[derive(Clone)]
 struct Guard {
     app: App,
-    origins: Arc<BTreeSet<String>>,
-    hosts: Arc<BTreeSet<String>>,
+    policy: HostPolicy,
     sessions: Arc<Mutex<Sessions>>,
     manager: Arc<BoundSessionManager>,
 }
@@ -349,28 +273,8 @@ async fn check_request(State(guard): State<Guard>, request: Request, next: Next)
 
 async fn guarded(guard: Guard, mut request: Request, next: Next) -> Response {
     let headers = request.headers();
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let allowed = origin
-            .to_str()
-            .ok()
-            .and_then(normalize_origin)
-            .is_some_and(|o| guard.origins.contains(&o));
-        if !allowed {
-            tracing::warn!(origin = ?origin, "refused an MCP request from a foreign Origin");
-            return error_response(
-                StatusCode::FORBIDDEN,
-                "forbidden_origin",
-                "this Origin may not call /mcp: browsers may call it only from airlock's own origin or one listed in the server's allowed origins",
-            );
-        }
-    }
-    if !host_allowed(headers, request.uri(), &guard.hosts) {
-        tracing::warn!(host = ?headers.get(header::HOST), "refused an MCP request for a foreign Host");
-        return error_response(
-            StatusCode::FORBIDDEN,
-            "forbidden_host",
-            "this Host may not call /mcp: connect through loopback or the listen address, or add the name to the server's allowed hosts",
-        );
+    if let Err(refusal) = guard.policy.check(headers, request.uri()) {
+        return refusal.into_response();
     }
     let token_sha256 = bearer(headers).map(|t| airlock_core::hash::sha256_hex(t.as_bytes()));
     let principal = match bearer(headers) {
@@ -481,47 +385,6 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-fn host_allowed(headers: &HeaderMap, uri: &axum::http::Uri, allowed: &BTreeSet<String>) -> bool {
-    let authority = match headers.get(header::HOST) {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|s| s.parse::<axum::http::uri::Authority>().ok()),
-        None => uri.authority().cloned(),
-    };
-    let Some(authority) = authority else {
-        return false;
-    };
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase();
-    let port = authority.port_u16();
-    allowed.iter().any(|entry| {
-        let (entry_host, entry_port) = split_host_port(entry);
-        entry_host == host && entry_port.is_none_or(|p| Some(p) == port)
-    })
-}
-
-/// `host` or `host:port` (IPv6 addresses bare or in brackets).
-fn split_host_port(entry: &str) -> (String, Option<u16>) {
-    if entry.parse::<IpAddr>().is_ok() {
-        return (entry.to_owned(), None);
-    }
-    match entry.parse::<axum::http::uri::Authority>() {
-        Ok(authority) => (
-            authority
-                .host()
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-            authority.port_u16(),
-        ),
-        Err(_) => (entry.to_owned(), None),
-    }
-}
-
 fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
     (status, axum::Json(ErrorBody::new(code, message))).into_response()
 }
@@ -529,56 +392,6 @@ fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn origins_are_normalized_with_explicit_ports() {
-        assert_eq!(
-            normalize_origin("https://Agents.Example").as_deref(),
-            Some("https://agents.example:443")
-        );
-        assert_eq!(
-            normalize_origin("http://localhost:8080/").as_deref(),
-            Some("http://localhost:8080")
-        );
-        assert_eq!(
-            normalize_origin("http://[::1]:9").as_deref(),
-            Some("http://[::1]:9")
-        );
-        assert_eq!(normalize_origin("null"), None);
-        assert_eq!(normalize_origin("https://evil.example/path"), None);
-        assert_eq!(normalize_origin("file:///etc/passwd"), None);
-    }
-
-    #[test]
-    fn own_origins_follow_the_listen_port() {
-        let mut settings = HttpSettings::new("127.0.0.1:8080".parse().unwrap());
-        settings.allowed_origins = vec!["https://agents.example".into(), "nonsense".into()];
-        let origins = settings.origins();
-        assert!(origins.contains("http://127.0.0.1:8080"));
-        assert!(origins.contains("http://localhost:8080"));
-        assert!(origins.contains("https://agents.example:443"));
-        assert!(!origins.contains("http://localhost:8081"));
-        assert_eq!(origins.len(), 4, "{origins:?}");
-    }
-
-    #[test]
-    fn hosts_match_by_name_and_optional_port() {
-        let mut settings = HttpSettings::new("0.0.0.0:8080".parse().unwrap());
-        settings.allowed_hosts = vec!["airlock.example:8443".into()];
-        let hosts = settings.hosts();
-        let check = |host: &str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::HOST, HeaderValue::from_str(host).unwrap());
-            host_allowed(&headers, &axum::http::Uri::from_static("/mcp"), &hosts)
-        };
-        assert!(check("127.0.0.1:8080"));
-        assert!(check("localhost"));
-        assert!(check("[::1]:8080"));
-        assert!(check("airlock.example:8443"));
-        assert!(!check("airlock.example:80"));
-        assert!(!check("0.0.0.0:8080"));
-        assert!(!check("evil.example:8080"));
-    }
 
     #[tokio::test]
     async fn a_binding_ends_when_rmcp_ends_its_session() {

@@ -12,19 +12,21 @@
 //!   anything else (including `null`) is refused with 403. Requests without an `Origin`
 //!   (agents, CLIs, same-origin navigation) pass.
 //!
-//! Refusals carry airlock's JSON error shape `{"error": {"code", "message"}}` with the
-//! codes `forbidden_host` and `forbidden_origin`. `airlock serve` applies [`enforce`]
-//! around every router it merges; the MCP endpoint keeps its own copy of the same
-//! checks (configured with the same lists) as a second line.
+//! Refusals ([`Refusal`]) carry airlock's JSON error shape `{"error": {"code", "message"}}`
+//! with the codes `forbidden_host` and `forbidden_origin`. `airlock serve` applies
+//! [`enforce`] around every router it merges ([`crate::guarded`]); the MCP endpoint
+//! calls [`HostPolicy::check`] with the same settings as a second line.
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use airlock_app::ErrorBody;
+use axum::Json;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 /// What the policy is built from; `airlock serve` fills it from `[server]`.
 #[derive(Debug, Clone)]
@@ -51,9 +53,8 @@ impl PolicySettings {
         }
     }
 
-    /// `allowed_hosts` with the host of `public_url` added: the list to give every
-    /// component that checks `Host` on its own (the MCP endpoint).
-    pub fn all_allowed_hosts(&self) -> Vec<String> {
+    /// `allowed_hosts` with the host of `public_url` added.
+    fn all_allowed_hosts(&self) -> Vec<String> {
         let mut hosts = self.allowed_hosts.clone();
         if let Some(host) = self.public_url.as_ref().and_then(url_host) {
             hosts.push(host);
@@ -62,7 +63,7 @@ impl PolicySettings {
     }
 
     /// `allowed_origins` with `public_url`'s origin added.
-    pub fn all_allowed_origins(&self) -> Vec<String> {
+    fn all_allowed_origins(&self) -> Vec<String> {
         let mut origins = self.allowed_origins.clone();
         if let Some(url) = &self.public_url {
             origins.push(url.origin().ascii_serialization());
@@ -171,6 +172,22 @@ impl HostPolicy {
     pub fn allows_origin(&self, origin: &str) -> bool {
         normalize_origin(origin).is_some_and(|o| self.origins.contains(&o))
     }
+
+    /// The policy's verdict on a request: its `Host` first, then its `Origin` if it
+    /// carries one. A refusal is logged here, so every front end logs it alike.
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
+        if !self.allows_host(headers, uri) {
+            tracing::warn!(host = ?headers.get(header::HOST), path = %uri.path(), "refused a request for a foreign Host");
+            return Err(Refusal::ForeignHost);
+        }
+        if let Some(origin) = headers.get(header::ORIGIN)
+            && !origin.to_str().is_ok_and(|o| self.allows_origin(o))
+        {
+            tracing::warn!(origin = ?origin, path = %uri.path(), "refused a request from a foreign Origin");
+            return Err(Refusal::ForeignOrigin);
+        }
+        Ok(())
+    }
 }
 
 /// `scheme://host:port` with an explicit port and a lowercase host, or `None` when
@@ -210,39 +227,62 @@ fn split_host_port(entry: &str) -> (String, Option<u16>) {
     }
 }
 
-/// Middleware: refuses a foreign `Host` or `Origin` with 403 before any route runs.
-pub async fn enforce(State(policy): State<HostPolicy>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    if !policy.allows_host(headers, request.uri()) {
-        tracing::warn!(host = ?headers.get(header::HOST), path = %request.uri().path(), "refused a request for a foreign Host");
-        return refusal(
-            "forbidden_host",
-            "this server does not answer to this Host: reach it by loopback, its listen address, [server] public_url, or a name in [server] allowed_hosts",
-        );
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let allowed = origin.to_str().is_ok_and(|o| policy.allows_origin(o));
-        if !allowed {
-            tracing::warn!(origin = ?origin, path = %request.uri().path(), "refused a request from a foreign Origin");
-            return refusal(
-                "forbidden_origin",
-                "requests from this Origin are refused: browsers may call airlock only from its own origin, [server] public_url, or one in [server] allowed_origins",
-            );
-        }
-    }
-    next.run(request).await
+/// Why the policy refused a request; answered as 403 with airlock's JSON error shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The `Host` names nothing the server answers to (DNS rebinding).
+    ForeignHost,
+    /// The `Origin` is not one the server allows (a cross-site request).
+    ForeignOrigin,
 }
 
-fn refusal(code: &str, message: &str) -> Response {
-    let mut response = crate::error::error_response(StatusCode::FORBIDDEN, code, message);
-    crate::no_store(response.headers_mut());
-    response
+impl Refusal {
+    /// The error code: `forbidden_host` or `forbidden_origin`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::ForeignHost => "forbidden_host",
+            Refusal::ForeignOrigin => "forbidden_origin",
+        }
+    }
+
+    /// What the person who configures the server can do about it.
+    pub fn message(self) -> &'static str {
+        match self {
+            Refusal::ForeignHost => {
+                "this server does not answer to this Host: reach it by loopback, its listen address, [server] public_url, or a name in [server] allowed_hosts"
+            }
+            Refusal::ForeignOrigin => {
+                "requests from this Origin are refused: browsers may call airlock only from its own origin, [server] public_url, or one in [server] allowed_origins"
+            }
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = (
+            StatusCode::FORBIDDEN,
+            Json(ErrorBody::new(self.code(), self.message())),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}
+
+/// Middleware: refuses a foreign `Host` or `Origin` with 403 before any route runs.
+pub async fn enforce(State(policy): State<HostPolicy>, request: Request, next: Next) -> Response {
+    match policy.check(request.headers(), request.uri()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
 
     fn check(policy: &HostPolicy, host: &str) -> bool {
         let mut headers = HeaderMap::new();
@@ -286,5 +326,82 @@ mod tests {
         let policy = HostPolicy::new(&PolicySettings::new("0.0.0.0:8080".parse().unwrap()));
         assert!(!check(&policy, "0.0.0.0:8080"));
         assert!(check(&policy, "localhost:8080"));
+    }
+
+    // Moved with the policy from the MCP endpoint's own copy of it.
+
+    #[test]
+    fn origins_are_normalized_with_explicit_ports() {
+        assert_eq!(
+            normalize_origin("https://Agents.Example").as_deref(),
+            Some("https://agents.example:443")
+        );
+        assert_eq!(
+            normalize_origin("http://localhost:8080/").as_deref(),
+            Some("http://localhost:8080")
+        );
+        assert_eq!(
+            normalize_origin("http://[::1]:9").as_deref(),
+            Some("http://[::1]:9")
+        );
+        assert_eq!(normalize_origin("null"), None);
+        assert_eq!(normalize_origin("https://evil.example/path"), None);
+        assert_eq!(normalize_origin("file:///etc/passwd"), None);
+    }
+
+    #[test]
+    fn own_origins_follow_the_listen_port() {
+        let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
+        settings.allowed_origins = vec!["https://agents.example".into(), "nonsense".into()];
+        let policy = HostPolicy::new(&settings);
+        let origins = policy.origins();
+        assert!(origins.contains("http://127.0.0.1:8080"));
+        assert!(origins.contains("http://localhost:8080"));
+        assert!(origins.contains("https://agents.example:443"));
+        assert!(!origins.contains("http://localhost:8081"));
+        assert_eq!(origins.len(), 4, "{origins:?}");
+    }
+
+    #[test]
+    fn hosts_match_by_name_and_optional_port() {
+        let mut settings = PolicySettings::new("0.0.0.0:8080".parse().unwrap());
+        settings.allowed_hosts = vec!["airlock.example:8443".into()];
+        let policy = HostPolicy::new(&settings);
+        let check = |host: &str| check(&policy, host);
+        assert!(check("127.0.0.1:8080"));
+        assert!(check("localhost"));
+        assert!(check("[::1]:8080"));
+        assert!(check("airlock.example:8443"));
+        assert!(!check("airlock.example:80"));
+        assert!(!check("0.0.0.0:8080"));
+        assert!(!check("evil.example:8080"));
+    }
+
+    #[test]
+    fn a_foreign_host_is_refused_before_its_origin_is_read() {
+        let policy = HostPolicy::new(&PolicySettings::new("127.0.0.1:8080".parse().unwrap()));
+        let request = |host: &str, origin: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+            if let Some(origin) = origin {
+                headers.insert(header::ORIGIN, HeaderValue::from_str(origin).unwrap());
+            }
+            policy.check(&headers, &Uri::from_static("/mcp"))
+        };
+        assert_eq!(request("localhost:8080", None), Ok(()));
+        assert_eq!(
+            request("localhost:8080", Some("http://localhost:8080")),
+            Ok(())
+        );
+        assert_eq!(
+            request("localhost:8080", Some("null")),
+            Err(Refusal::ForeignOrigin)
+        );
+        assert_eq!(
+            request("evil.example", Some("https://evil.example")),
+            Err(Refusal::ForeignHost)
+        );
+        assert_eq!(Refusal::ForeignHost.code(), "forbidden_host");
+        assert_eq!(Refusal::ForeignOrigin.code(), "forbidden_origin");
     }
 }
