@@ -3,7 +3,7 @@
 //!
 //! In JSON mode *every* stderr line is JSON, not only `tracing` events: the one-line
 //! refusals and failures of docs/cli.md, the `serve` banner and panics go through
-//! [`line`] too. Each object has `time` (RFC 3339, UTC), `level`, `target` and
+//! [`line()`] too. Each object has `time` (RFC 3339, UTC), `level`, `target` and
 //! `message`, then the fields of the spans the event happened in (outermost first) and
 //! of the event itself, flattened, so `post_id`, `channel`, `sink` and the like are
 //! top-level keys wherever a span or an event carries them. `AIRLOCK_LOG` filters

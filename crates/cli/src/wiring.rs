@@ -19,7 +19,7 @@ use airlock_platforms::webhook::Webhook;
 use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
 use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{Platform, http};
-use airlock_store::Store;
+use airlock_store::{Reads, Store};
 use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_sqlite::SqliteStore;
 

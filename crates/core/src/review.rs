@@ -590,7 +590,7 @@ const IGNORABLE: &[(char, char)] = &[
     ('\u{E0000}', '\u{E0FFF}'),
 ];
 
-/// Whether `c` shows nothing ([`IGNORABLE`]).
+/// Whether `c` shows nothing (a default-ignorable code point).
 pub fn is_ignorable(c: char) -> bool {
     IGNORABLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }

@@ -2,7 +2,7 @@
 //!
 //! One pass ([`Deliverer::deliver_once`]):
 //! 1. lease up to [`DeliverySettings::batch`] due rows to this worker until
-//!    `now + lease` ([`Store::claim_notifications`]); another deliverer on the same store
+//!    `now + lease` ([`Admin::claim_notifications`](airlock_store::Admin::claim_notifications)); another deliverer on the same store
 //!    skips leased rows, so each row is sent by one worker at a time;
 //! 2. send each row to the sink it names, one after another. A row whose send could
 //!    outlast the lease is left alone; its lease lapses and it is claimed again later;

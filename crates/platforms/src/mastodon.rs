@@ -62,7 +62,7 @@ pub const KEY_TRUSTED_FOR: Duration = Duration::minutes(50);
 /// The least time after a send before its key may be sent again, whatever the timeouts:
 /// room for an instance still processing it and for clocks that disagree. A send that may
 /// run longer (slow media, a long `request_timeout`) holds its key longer
-/// ([`busy_until`]).
+/// (`busy_until`).
 pub const RESEND_AFTER: Duration = Duration::minutes(5);
 
 /// The most images a status carries (Mastodon's default `max_media_attachments`).

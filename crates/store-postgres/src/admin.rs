@@ -5,6 +5,7 @@
 //! processes never hand out the same notification at once. Nothing here touches a
 //! post's status.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use airlock_store::{
@@ -15,167 +16,170 @@ use airlock_store_sql::rows;
 use crate::dialect::Pg;
 use crate::{PgStore, db, is_unique_violation, notify_json};
 
-/// Store::pause: `airlock_pause` (a new pause and its notifications, or nothing when the
-/// scope is paused already).
-pub(crate) async fn pause(
-    store: &PgStore,
-    scope: &PauseScope,
-    reason: &str,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: &[NewNotification],
-) -> Result<bool> {
-    sqlx::query_scalar("SELECT airlock_pause($1, $2, $3, $4, $5)")
-        .bind(scope.as_key())
-        .bind(reason)
-        .bind(actor)
-        .bind(now)
-        .bind(notify_json(notify))
-        .fetch_one(&store.pool)
-        .await
-        .map_err(db)
-}
-
-/// Store::resume: `airlock_resume` (the pause lifted, a channel's failures reset, the
-/// notifications queued).
-pub(crate) async fn resume(
-    store: &PgStore,
-    scope: &PauseScope,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: Vec<NewNotification>,
-) -> Result<bool> {
-    sqlx::query_scalar("SELECT airlock_resume($1, $2, $3, $4, $5)")
-        .bind(scope.as_key())
-        .bind(matches!(scope, PauseScope::Channel(_)))
-        .bind(actor)
-        .bind(now)
-        .bind(notify_json(&notify))
-        .fetch_one(&store.pool)
-        .await
-        .map_err(db)
-}
-
-pub(crate) async fn claim_notifications(
-    store: &PgStore,
-    now: DateTime<Utc>,
-    worker: &str,
-    lease_until: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<Notification>> {
-    let rows = sqlx::query("SELECT * FROM airlock_claim_notifications($1, $2, $3, $4)")
-        .bind(now)
-        .bind(worker)
-        .bind(lease_until)
-        .bind(i64::from(limit))
-        .fetch_all(&store.pool)
-        .await
-        .map_err(db)?;
-    rows::notifications::<Pg>(&rows)
-}
-
-/// Marks a notification delivered while `worker` still holds it.
-pub(crate) async fn notification_delivered(
-    store: &PgStore,
-    id: i64,
-    worker: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    sqlx::query_scalar("SELECT airlock_notification_delivered($1, $2, $3)")
-        .bind(id)
-        .bind(worker)
-        .bind(now)
-        .fetch_one(&store.pool)
-        .await
-        .map_err(db)
-}
-
-/// Records a failed delivery while `worker` still holds it.
-pub(crate) async fn notification_failed(
-    store: &PgStore,
-    id: i64,
-    worker: &str,
-    error: &str,
-    retry_at: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    sqlx::query_scalar("SELECT airlock_notification_failed($1, $2, $3, $4, $5)")
-        .bind(id)
-        .bind(worker)
-        .bind(error)
-        .bind(retry_at)
-        .bind(now)
-        .fetch_one(&store.pool)
-        .await
-        .map_err(db)
-}
-
-pub(crate) async fn create_token(store: &PgStore, token: NewToken) -> Result<()> {
-    let result = sqlx::query("SELECT airlock_create_token($1, $2, $3, $4)")
-        .bind(&token.name)
-        .bind(token.roles.to_list())
-        .bind(&token.secret_sha256)
-        .bind(token.now)
-        .execute(&store.pool)
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if is_unique_violation(&e) => Err(StoreError::Duplicate(format!(
-            "a token named {:?}",
-            token.name
-        ))),
-        Err(e) => Err(db(e)),
+#[async_trait]
+impl airlock_store::Admin for PgStore {
+    /// Store::pause: `airlock_pause` (a new pause and its notifications, or nothing when the
+    /// scope is paused already).
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_pause($1, $2, $3, $4, $5)")
+            .bind(scope.as_key())
+            .bind(reason)
+            .bind(actor)
+            .bind(now)
+            .bind(notify_json(&notify))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
     }
-}
 
-pub(crate) async fn revoke_token(store: &PgStore, name: &str, now: DateTime<Utc>) -> Result<bool> {
-    sqlx::query_scalar("SELECT airlock_revoke_token($1, $2)")
-        .bind(name)
-        .bind(now)
-        .fetch_one(&store.pool)
-        .await
-        .map_err(db)
-}
+    /// Store::resume: `airlock_resume` (the pause lifted, a channel's failures reset, the
+    /// notifications queued).
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_resume($1, $2, $3, $4, $5)")
+            .bind(scope.as_key())
+            .bind(matches!(scope, PauseScope::Channel(_)))
+            .bind(actor)
+            .bind(now)
+            .bind(notify_json(&notify))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
 
-/// Store::authenticate: `airlock_authenticate` (the live token with this hash, its use
-/// noted at most once a minute); the hashes never leave the database.
-pub(crate) async fn authenticate(
-    store: &PgStore,
-    secret_sha256: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<TokenRecord>> {
-    let row = sqlx::query("SELECT * FROM airlock_authenticate($1, $2)")
-        .bind(secret_sha256)
-        .bind(now)
-        .fetch_optional(&store.pool)
-        .await
-        .map_err(db)?;
-    row.as_ref().map(rows::token::<Pg>).transpose()
-}
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Notification>> {
+        let rows = sqlx::query("SELECT * FROM airlock_claim_notifications($1, $2, $3, $4)")
+            .bind(now)
+            .bind(worker)
+            .bind(lease_until)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows::notifications::<Pg>(&rows)
+    }
 
-/// Server settings under which a commit may not survive a crash.
-pub(crate) async fn durability_warnings(store: &PgStore) -> Result<Vec<String>> {
-    let settings: Vec<(String, String)> = sqlx::query_as(
-        "SELECT name, setting FROM pg_settings \
-         WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')",
-    )
-    .fetch_all(&store.pool)
-    .await
-    .map_err(db)?;
-    let mut warnings = Vec::new();
-    for (name, setting) in settings {
-        match (name.as_str(), setting.as_str()) {
-            ("fsync", "off") => warnings.push(
-                "PostgreSQL fsync is off: a crash can lose or corrupt any commit, intents included; set fsync = on".to_owned(),
-            ),
-            ("full_page_writes", "off") => warnings.push(
-                "PostgreSQL full_page_writes is off: a crash can leave torn pages; set full_page_writes = on".to_owned(),
-            ),
-            ("synchronous_commit", "off") => warnings.push(
-                "PostgreSQL synchronous_commit is off for this role or database: airlock forces it on for intents and outcomes, but approvals, pauses and other writes may be lost in a crash; set it to on".to_owned(),
-            ),
-            _ => {}
+    /// Marks a notification delivered while `worker` still holds it.
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_notification_delivered($1, $2, $3)")
+            .bind(id)
+            .bind(worker)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    /// Records a failed delivery while `worker` still holds it.
+    async fn notification_failed(
+        &self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_notification_failed($1, $2, $3, $4, $5)")
+            .bind(id)
+            .bind(worker)
+            .bind(error)
+            .bind(retry_at)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        let result = sqlx::query("SELECT airlock_create_token($1, $2, $3, $4)")
+            .bind(&token.name)
+            .bind(token.roles.to_list())
+            .bind(&token.secret_sha256)
+            .bind(token.now)
+            .execute(&self.pool)
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Duplicate(format!(
+                "a token named {:?}",
+                token.name
+            ))),
+            Err(e) => Err(db(e)),
         }
     }
-    Ok(warnings)
+
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_revoke_token($1, $2)")
+            .bind(name)
+            .bind(now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    /// Store::authenticate: `airlock_authenticate` (the live token with this hash, its use
+    /// noted at most once a minute); the hashes never leave the database.
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
+        let row = sqlx::query("SELECT * FROM airlock_authenticate($1, $2)")
+            .bind(secret_sha256)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(rows::token::<Pg>).transpose()
+    }
+
+    /// Server settings under which a commit may not survive a crash.
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        let settings: Vec<(String, String)> = sqlx::query_as(
+            "SELECT name, setting FROM pg_settings \
+             WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut warnings = Vec::new();
+        for (name, setting) in settings {
+            match (name.as_str(), setting.as_str()) {
+                ("fsync", "off") => warnings.push(
+                    "PostgreSQL fsync is off: a crash can lose or corrupt any commit, intents included; set fsync = on".to_owned(),
+                ),
+                ("full_page_writes", "off") => warnings.push(
+                    "PostgreSQL full_page_writes is off: a crash can leave torn pages; set full_page_writes = on".to_owned(),
+                ),
+                ("synchronous_commit", "off") => warnings.push(
+                    "PostgreSQL synchronous_commit is off for this role or database: airlock forces it on for intents and outcomes, but approvals, pauses and other writes may be lost in a crash; set it to on".to_owned(),
+                ),
+                _ => {}
+            }
+        }
+        Ok(warnings)
+    }
 }

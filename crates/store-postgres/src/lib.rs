@@ -17,18 +17,19 @@
 //!   append the event of every status change, whatever SQL statement made it.
 //! - **Wake-ups**: a status change to `approved` and a lifted pause send
 //!   `NOTIFY airlock_due` inside their transaction; [`Store::wait_for_due`] listens on a
-//!   dedicated connection ([`wake`]). A notification is a hint; a missed one costs the
+//!   dedicated connection (`wake`). A notification is a hint; a missed one costs the
 //!   caller one poll interval.
 //! - **Migrations** are embedded and applied by [`PgStore::connect`] under an advisory
 //!   lock, so processes starting together do not race, followed by the functions; a
 //!   runtime role applies nothing and starts only on a current ledger.
 //!
-//! Layout: the reads are shared with SQLite (`airlock_store_sql::reads`, over
-//! [`dialect`]); here are the writes, each a call of one function: [`posts`] (drafts,
-//! guarded updates, events, verification records), [`publish`] (claims, reservations,
-//! intents, the fail-closed quota read), [`admin`] (pauses, outbox, tokens, durability
-//! settings), [`ops`] (dashboard sessions, server secrets); [`wake`] (LISTEN/NOTIFY),
-//! `functions` (installing `sql/functions.sql`, the mode for `doctor`). Row shapes and
+//! Layout: the reads are shared with SQLite (`airlock_store_sql::reads::SqlReads`, over
+//! `dialect`); each write module implements one part of the store, each write a call of
+//! one function: `posts` ([`Posts`](airlock_store::Posts)), `publish`
+//! ([`Publishing`](airlock_store::Publishing), with the fail-closed quota read), `admin`
+//! ([`Admin`](airlock_store::Admin)), `ops` ([`Sessions`](airlock_store::Sessions));
+//! `wake` (LISTEN/NOTIFY), `functions` (installing `sql/functions.sql`, the mode for
+//! `doctor`). Row shapes and
 //! sqlx types stay inside the store crates: errors leave them as [`StoreError`].
 
 use std::sync::Arc;
@@ -39,16 +40,9 @@ use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool};
 use sqlx::{Connection, PgConnection};
 
-use airlock_core::{
-    ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
-};
-use airlock_store::{
-    ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification, OutboxStats,
-    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, QuotaRows, Result, ReviewItem, Scanned,
-    Session, Store, StoreError, TokenRecord, VerificationRecord,
-};
-use airlock_store_sql::{reads, rows};
+use airlock_core::{PostEvent, PostId};
+use airlock_store::{NewNotification, Result, Store, StoreError};
+use airlock_store_sql::rows;
 
 use crate::dialect::Pg;
 
@@ -65,6 +59,7 @@ mod wake;
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    reads: airlock_store_sql::reads::SqlReads<Pg>,
     wake: Arc<wake::Wake>,
     runtime_role: Arc<str>,
 }
@@ -395,255 +390,15 @@ pub(crate) async fn xact_lock(conn: &mut PgConnection, class: i32, key: i32) -> 
     Ok(())
 }
 
+impl airlock_store::ReadsFrom for PgStore {
+    fn reader(&self) -> &dyn airlock_store::Reads {
+        &self.reads
+    }
+}
+
 #[async_trait]
 impl Store for PgStore {
-    // Reads: written once for both backends in `airlock_store_sql::reads`.
-
-    async fn get_post(&self, id: PostId) -> Result<Post> {
-        reads::get_post::<Pg>(&self.pool, id).await
-    }
-
-    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
-        reads::post_detail::<Pg>(&self.pool, id).await
-    }
-
-    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>> {
-        reads::verdicts::<Pg>(&self.pool, id).await
-    }
-
-    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
-        reads::list_posts::<Pg>(&self.pool, filter).await
-    }
-
-    async fn list_summaries(&self, filter: &PostFilter, chars: u32) -> Result<Vec<PostSummary>> {
-        reads::list_summaries::<Pg>(&self.pool, filter, chars).await
-    }
-
-    async fn list_excerpts(&self, filter: &PostFilter, chars: u32) -> Result<Vec<Post>> {
-        reads::list_excerpts::<Pg>(&self.pool, filter, chars).await
-    }
-
-    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        reads::live_drafts_by::<Pg>(&self.pool, actor).await
-    }
-
-    async fn due_posts(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Post>> {
-        reads::due_posts::<Pg>(&self.pool, channels, test_channels, now, limit).await
-    }
-
-    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
-        reads::deferred_posts::<Pg>(&self.pool).await
-    }
-
-    async fn next_due_at(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-    ) -> Result<Option<DateTime<Utc>>> {
-        reads::next_due_at::<Pg>(&self.pool, channels, test_channels).await
-    }
-
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Scanned<ExpiredLease>>> {
-        reads::expired_leases::<Pg>(&self.pool, now).await
-    }
-
-    async fn review_queue(&self) -> Result<Vec<Scanned<ReviewItem>>> {
-        reads::review_queue::<Pg>(&self.pool).await
-    }
-
-    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
-        reads::quota_rows::<Pg>(&self.pool, since, now).await
-    }
-
-    async fn pauses(&self) -> Result<Vec<Pause>> {
-        reads::pauses::<Pg>(&self.pool).await
-    }
-
-    async fn outbox_stats(&self) -> Result<OutboxStats> {
-        reads::outbox_stats::<Pg>(&self.pool).await
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
-        reads::tokens::<Pg>(&self.pool).await
-    }
-
-    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
-        reads::status_counts::<Pg>(&self.pool).await
-    }
-
-    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
-        reads::check_invariants::<Pg>(&self.pool, now).await
-    }
-
-    async fn sources_used(
-        &self,
-        channel: &ChannelName,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        reads::sources_used::<Pg>(&self.pool, channel, since).await
-    }
-
-    async fn export_page(
-        &self,
-        filter: &ExportFilter,
-        after: Option<PostId>,
-        limit: u32,
-    ) -> Result<Vec<PostDetail>> {
-        reads::export_page::<Pg>(&self.pool, filter, after, limit).await
-    }
-
-    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
-        reads::health_stats::<Pg>(&self.pool, now).await
-    }
-
-    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
-        reads::due_by_channel::<Pg>(&self.pool, now).await
-    }
-
-    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        reads::session::<Pg>(&self.pool, id_sha256).await
-    }
-
-    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
-        reads::live_sessions::<Pg>(&self.pool, now).await
-    }
-
-    async fn durability_warnings(&self) -> Result<Vec<String>> {
-        admin::durability_warnings(self).await
-    }
-
     // Writes: each one call of airlock's functions, one round trip.
-
-    async fn create_post(&self, req: CreatePost) -> Result<Created> {
-        posts::create(self, req).await
-    }
-
-    async fn change_post(&self, change: airlock_store::PostChange) -> Result<Post> {
-        posts::change(self, change).await
-    }
-
-    async fn delete_draft(
-        &self,
-        id: PostId,
-        version: i64,
-        actor: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        posts::delete_draft(self, id, version, actor, now).await
-    }
-
-    async fn add_event(
-        &self,
-        id: PostId,
-        event: EventNote,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<()> {
-        posts::add_event(self, id, event, actor, now, notify).await
-    }
-
-    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
-        posts::record_verifications(self, records).await
-    }
-
-    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
-        publish::claim_post(self, req).await
-    }
-
-    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
-        publish::record_intent(self, req).await
-    }
-
-    async fn pause(
-        &self,
-        scope: &PauseScope,
-        reason: &str,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::pause(self, scope, reason, actor, now, &notify).await
-    }
-
-    async fn resume(
-        &self,
-        scope: &PauseScope,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::resume(self, scope, actor, now, notify).await
-    }
-
-    async fn claim_notifications(
-        &self,
-        now: DateTime<Utc>,
-        worker: &str,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Notification>> {
-        admin::claim_notifications(self, now, worker, lease_until, limit).await
-    }
-
-    async fn notification_delivered(
-        &self,
-        id: i64,
-        worker: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_delivered(self, id, worker, now).await
-    }
-
-    async fn notification_failed(
-        &self,
-        id: i64,
-        worker: &str,
-        error: &str,
-        retry_at: Option<DateTime<Utc>>,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_failed(self, id, worker, error, retry_at, now).await
-    }
-
-    async fn create_token(&self, token: NewToken) -> Result<()> {
-        admin::create_token(self, token).await
-    }
-
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        admin::revoke_token(self, name, now).await
-    }
-
-    async fn authenticate(
-        &self,
-        secret_sha256: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<TokenRecord>> {
-        admin::authenticate(self, secret_sha256, now).await
-    }
-
-    async fn open_session(&self, session: NewSession) -> Result<()> {
-        ops::open_session(self, session).await
-    }
-
-    async fn end_session(&self, id_sha256: &str) -> Result<bool> {
-        ops::end_session(self, id_sha256).await
-    }
-
-    async fn server_secret(
-        &self,
-        name: &str,
-        candidate: &str,
-        now: DateTime<Utc>,
-    ) -> Result<String> {
-        ops::server_secret(self, name, candidate, now).await
-    }
 
     // PostgreSQL's own: the event feed and wake-ups.
 

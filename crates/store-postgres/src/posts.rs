@@ -6,6 +6,7 @@
 //! trigger. Creation serializes per idempotency key and per slot with advisory locks, so
 //! two agents retrying at once still make one post.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::AssertSqlSafe;
@@ -24,55 +25,6 @@ use crate::{
     PgStore, begin, db, is_unique_violation, json_time, lock, micros, notify_json, refusal,
     xact_lock,
 };
-
-/// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
-/// draft count, the duplicate text, the draft and its key) in one round trip.
-pub(crate) async fn create(store: &PgStore, req: CreatePost) -> Result<Created> {
-    let new = &req.new;
-    let content = &new.content;
-    let key = req.idempotency.as_ref();
-    let row = sqlx::query(
-        "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
-         $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
-    )
-    .bind(content.channel.as_str())
-    .bind(&content.title)
-    .bind(&content.text)
-    .bind(Json(&content.media))
-    .bind(&content.link)
-    .bind(content.source.as_ref().map(Json))
-    .bind(content.source.as_ref().map(|s| s.path.clone()))
-    .bind(new.scheduled_at)
-    .bind(content.hash().as_str())
-    .bind(&req.actor)
-    .bind(new.test)
-    .bind(&new.slot)
-    .bind(req.now)
-    .bind(airlock_core::review::text_key(&content.text))
-    .bind(key.map(|k| k.scope.as_str()))
-    .bind(key.map(|k| k.key.as_str()))
-    .bind(key.map(|k| k.request_hash.as_str()))
-    .bind(key.map(|k| micros(k.ttl)))
-    .bind(req.duplicate_window.map(micros))
-    .bind(req.max_live_drafts.map(i64::from))
-    .fetch_one(&store.pool)
-    .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            StoreError::Duplicate(format!(
-                "a post for slot {:?} on {}",
-                new.slot.as_deref().unwrap_or(""),
-                content.channel
-            ))
-        } else {
-            refusal(e, PostId(0))
-        }
-    })?;
-    Ok(Created {
-        existing: get(&row, "existing")?,
-        post: rows::post::<Pg>(&row)?,
-    })
-}
 
 /// A change's content as `airlock_change_edited` reads it.
 fn content_json(content: &PostContent, hash: &ContentHash) -> Value {
@@ -104,320 +56,6 @@ enum Arg {
     Json(Option<Json<Value>>),
 }
 
-/// Store::change_post: the change's own function, `airlock_change_<name>` (each passes
-/// its one combination to `airlock_apply_change`), in one round trip.
-pub(crate) async fn change(store: &PgStore, change: PostChange) -> Result<Post> {
-    use Arg::*;
-    let PostChange {
-        id,
-        actor,
-        now,
-        change,
-        notify,
-    } = change;
-    let name = change.name();
-    let guard = match change.guard() {
-        Guard::Version(v) | Guard::Generation(v) => v,
-    };
-    let args: Vec<Arg> = match change {
-        Change::Published {
-            generation,
-            posted_at,
-            platform_post_id,
-            permalink,
-            sent_by,
-            note,
-            flag,
-            pause,
-        } => vec![
-            Int(Some(generation)),
-            Time(Some(posted_at)),
-            Text(platform_post_id),
-            Text(permalink),
-            Int(sent_by),
-            Text(Some(note)),
-            Text(flag),
-            Json(pause.as_ref().map(pause_json)),
-        ],
-        Change::NotSent {
-            generation,
-            reason,
-            note,
-            not_before,
-            counts_attempt,
-            counts_wait,
-            settles_intent,
-        } => vec![
-            Int(Some(generation)),
-            Text(Some(reason)),
-            Text(Some(note)),
-            Time(Some(not_before)),
-            Flag(counts_attempt),
-            Flag(counts_wait),
-            Flag(settles_intent),
-        ],
-        Change::Failed {
-            generation,
-            reason,
-            counts_attempt,
-            settles_intent,
-            pause,
-        } => vec![
-            Int(Some(generation)),
-            Text(Some(reason)),
-            Flag(counts_attempt),
-            Flag(settles_intent),
-            Json(pause.as_ref().map(pause_json)),
-        ],
-        Change::Unknown {
-            generation,
-            reason,
-            pause,
-        }
-        | Change::ReapedSent {
-            generation,
-            reason,
-            pause,
-        } => vec![
-            Int(Some(generation)),
-            Text(Some(reason)),
-            Json(pause.as_ref().map(pause_json)),
-        ],
-        Change::Held {
-            generation,
-            note,
-            pause,
-        } => vec![
-            Int(Some(generation)),
-            Text(Some(note)),
-            Json(pause.as_ref().map(pause_json)),
-        ],
-        Change::ReapedUnsent {
-            generation,
-            reason,
-            note,
-            gives_up,
-            not_before,
-        } => vec![
-            Int(Some(generation)),
-            Text(Some(reason)),
-            Text(Some(note)),
-            Flag(gives_up),
-            Time(not_before),
-        ],
-        Change::Edited {
-            version,
-            content,
-            scheduled_at,
-            fields,
-            duplicate_window,
-        } => vec![
-            Int(Some(version)),
-            Json(content.map(|(c, h)| sqlx::types::Json(content_json(&c, &h)))),
-            Time(scheduled_at),
-            Text(Some(fields)),
-            Int(duplicate_window.map(micros)),
-        ],
-        Change::Verdict {
-            version,
-            verdict,
-            effect,
-        } => {
-            let verdict = sqlx::types::Json(json!({
-                "verdict": verdict.verdict.as_str(),
-                "reasons": verdict.reasons,
-                "content_hash": verdict.content_hash.as_str(),
-                "rubric_hash": verdict.rubric_hash,
-                "content": verdict.content,
-            }));
-            let (effect, approved_by, note, window, counts, quarantine, error) = match effect {
-                VerdictEffect::Approve {
-                    approved_by,
-                    note,
-                    duplicate_window,
-                } => (
-                    "approve",
-                    Some(approved_by),
-                    note,
-                    duplicate_window,
-                    false,
-                    false,
-                    None,
-                ),
-                VerdictEffect::AwaitMore { note } => {
-                    ("await", None, note, None, false, false, None)
-                }
-                VerdictEffect::Revise {
-                    counts,
-                    quarantine,
-                    error,
-                    note,
-                } => ("revise", None, note, None, counts, quarantine, Some(error)),
-            };
-            vec![
-                Int(Some(version)),
-                Json(Some(verdict)),
-                Text(Some(effect.to_owned())),
-                Text(approved_by),
-                Text(Some(note)),
-                Int(window.map(micros)),
-                Flag(counts),
-                Flag(quarantine),
-                Text(error),
-            ]
-        }
-        Change::Withdrawn {
-            version,
-            note,
-            error,
-        } => vec![Int(Some(version)), Text(Some(note)), Text(error)],
-        Change::Released { version, note }
-        | Change::CannotLand { version, note }
-        | Change::ResendClaimed { version, note } => {
-            vec![Int(Some(version)), Text(Some(note))]
-        }
-        Change::Requeued { version } => vec![Int(Some(version))],
-        Change::SettledPublished {
-            version,
-            posted_at,
-            platform_post_id,
-            permalink,
-            note,
-        } => vec![
-            Int(Some(version)),
-            Time(Some(posted_at)),
-            Text(platform_post_id),
-            Text(permalink),
-            Text(Some(note)),
-        ],
-        Change::SettledNotPublished {
-            version,
-            error,
-            note,
-        } => vec![Int(Some(version)), Text(Some(error)), Text(Some(note))],
-        Change::Deferred {
-            version,
-            until,
-            note,
-        } => vec![Int(Some(version)), Time(Some(until)), Text(Some(note))],
-        Change::DeferralLifted {
-            version,
-            until,
-            note,
-        } => vec![Int(Some(version)), Time(until), Text(Some(note))],
-    };
-    let placeholders: Vec<String> = (1..=4 + args.len()).map(|n| format!("${n}")).collect();
-    let text = format!(
-        "SELECT r.outcome, (r.post).* FROM airlock_change_{name}({}) r",
-        placeholders.join(", ")
-    );
-    let mut query = sqlx::query(AssertSqlSafe(text))
-        .bind(id.0)
-        .bind(&actor)
-        .bind(now)
-        .bind(notify_json(&notify));
-    for arg in args {
-        query = match arg {
-            Int(v) => query.bind(v),
-            Text(v) => query.bind(v),
-            Time(v) => query.bind(v),
-            Flag(v) => query.bind(v),
-            Json(v) => query.bind(v),
-        };
-    }
-    let row = query
-        .fetch_one(&store.pool)
-        .await
-        .map_err(|e| refusal(e, id))?;
-    let outcome: String = get(&row, "outcome")?;
-    if outcome == "fenced" {
-        return Err(StoreError::Fenced {
-            id,
-            generation: guard,
-        });
-    }
-    rows::post::<Pg>(&row)
-}
-
-/// Store::delete_draft: `airlock_delete_draft`.
-pub(crate) async fn delete_draft(
-    store: &PgStore,
-    id: PostId,
-    version: i64,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    sqlx::query("SELECT airlock_delete_draft($1, $2, $3, $4, $5, $6)")
-        .bind(id.0)
-        .bind(version)
-        .bind(actor)
-        .bind(now)
-        .bind("discarded")
-        .bind("draft discarded")
-        .execute(&store.pool)
-        .await
-        .map_err(|e| refusal(e, id))?;
-    Ok(())
-}
-
-/// Store::add_event: `airlock_add_event`.
-pub(crate) async fn add_event(
-    store: &PgStore,
-    id: PostId,
-    event: EventNote,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: Vec<NewNotification>,
-) -> Result<()> {
-    sqlx::query("SELECT airlock_add_event($1, $2, $3, $4, $5, $6)")
-        .bind(id.0)
-        .bind(&event.kind)
-        .bind(&event.note)
-        .bind(actor)
-        .bind(now)
-        .bind(notify_json(&notify))
-        .execute(&store.pool)
-        .await
-        .map_err(|e| refusal(e, id))?;
-    Ok(())
-}
-
-/// Store::record_verifications: `airlock_record_verifications`, the batch in one round
-/// trip.
-pub(crate) async fn record_verifications(
-    store: &PgStore,
-    records: &[VerificationRecord],
-) -> Result<()> {
-    if records.is_empty() {
-        return Ok(());
-    }
-    let batch: Vec<Value> = records
-        .iter()
-        .map(|r| {
-            let (ok, permalink, event) = match &r.result {
-                Ok(permalink) => (true, permalink.clone(), airlock_store::verified_event()),
-                Err(reason) => (false, None, airlock_store::verify_failed_event(reason)),
-            };
-            json!({
-                "id": r.id.0,
-                "actor": r.actor,
-                "at": json_time(r.at),
-                "ok": ok,
-                "permalink": permalink,
-                "kind": event.kind,
-                "note": event.note,
-                "notify": notify_json(&r.notify).0,
-            })
-        })
-        .collect();
-    sqlx::query("SELECT airlock_record_verifications($1)")
-        .bind(Json(Value::Array(batch)))
-        .execute(&store.pool)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
 /// Events with ids above `after`, oldest first, never skipping one that commits late.
 ///
 /// Ids are taken in insert order but transactions commit in any order, so a plain
@@ -442,4 +80,367 @@ pub(crate) async fn events_after(
         return Ok(Vec::new());
     };
     reads::events_after::<Pg>(&store.pool, after, Some(watermark), limit).await
+}
+
+#[async_trait]
+impl airlock_store::Posts for PgStore {
+    /// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
+    /// draft count, the duplicate text, the draft and its key) in one round trip.
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        let new = &req.new;
+        let content = &new.content;
+        let key = req.idempotency.as_ref();
+        let row = sqlx::query(
+            "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
+             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
+        )
+        .bind(content.channel.as_str())
+        .bind(&content.title)
+        .bind(&content.text)
+        .bind(Json(&content.media))
+        .bind(&content.link)
+        .bind(content.source.as_ref().map(Json))
+        .bind(content.source.as_ref().map(|s| s.path.clone()))
+        .bind(new.scheduled_at)
+        .bind(content.hash().as_str())
+        .bind(&req.actor)
+        .bind(new.test)
+        .bind(&new.slot)
+        .bind(req.now)
+        .bind(airlock_core::review::text_key(&content.text))
+        .bind(key.map(|k| k.scope.as_str()))
+        .bind(key.map(|k| k.key.as_str()))
+        .bind(key.map(|k| k.request_hash.as_str()))
+        .bind(key.map(|k| micros(k.ttl)))
+        .bind(req.duplicate_window.map(micros))
+        .bind(req.max_live_drafts.map(i64::from))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                StoreError::Duplicate(format!(
+                    "a post for slot {:?} on {}",
+                    new.slot.as_deref().unwrap_or(""),
+                    content.channel
+                ))
+            } else {
+                refusal(e, PostId(0))
+            }
+        })?;
+        Ok(Created {
+            existing: get(&row, "existing")?,
+            post: rows::post::<Pg>(&row)?,
+        })
+    }
+
+    /// Store::change_post: the change's own function, `airlock_change_<name>` (each passes
+    /// its one combination to `airlock_apply_change`), in one round trip.
+    async fn change_post(&self, change: PostChange) -> Result<Post> {
+        use Arg::*;
+        let PostChange {
+            id,
+            actor,
+            now,
+            change,
+            notify,
+        } = change;
+        let name = change.name();
+        let guard = match change.guard() {
+            Guard::Version(v) | Guard::Generation(v) => v,
+        };
+        let args: Vec<Arg> = match change {
+            Change::Published {
+                generation,
+                posted_at,
+                platform_post_id,
+                permalink,
+                sent_by,
+                note,
+                flag,
+                pause,
+            } => vec![
+                Int(Some(generation)),
+                Time(Some(posted_at)),
+                Text(platform_post_id),
+                Text(permalink),
+                Int(sent_by),
+                Text(Some(note)),
+                Text(flag),
+                Json(pause.as_ref().map(pause_json)),
+            ],
+            Change::NotSent {
+                generation,
+                reason,
+                note,
+                not_before,
+                counts_attempt,
+                counts_wait,
+                settles_intent,
+            } => vec![
+                Int(Some(generation)),
+                Text(Some(reason)),
+                Text(Some(note)),
+                Time(Some(not_before)),
+                Flag(counts_attempt),
+                Flag(counts_wait),
+                Flag(settles_intent),
+            ],
+            Change::Failed {
+                generation,
+                reason,
+                counts_attempt,
+                settles_intent,
+                pause,
+            } => vec![
+                Int(Some(generation)),
+                Text(Some(reason)),
+                Flag(counts_attempt),
+                Flag(settles_intent),
+                Json(pause.as_ref().map(pause_json)),
+            ],
+            Change::Unknown {
+                generation,
+                reason,
+                pause,
+            }
+            | Change::ReapedSent {
+                generation,
+                reason,
+                pause,
+            } => vec![
+                Int(Some(generation)),
+                Text(Some(reason)),
+                Json(pause.as_ref().map(pause_json)),
+            ],
+            Change::Held {
+                generation,
+                note,
+                pause,
+            } => vec![
+                Int(Some(generation)),
+                Text(Some(note)),
+                Json(pause.as_ref().map(pause_json)),
+            ],
+            Change::ReapedUnsent {
+                generation,
+                reason,
+                note,
+                gives_up,
+                not_before,
+            } => vec![
+                Int(Some(generation)),
+                Text(Some(reason)),
+                Text(Some(note)),
+                Flag(gives_up),
+                Time(not_before),
+            ],
+            Change::Edited {
+                version,
+                content,
+                scheduled_at,
+                fields,
+                duplicate_window,
+            } => vec![
+                Int(Some(version)),
+                Json(content.map(|(c, h)| sqlx::types::Json(content_json(&c, &h)))),
+                Time(scheduled_at),
+                Text(Some(fields)),
+                Int(duplicate_window.map(micros)),
+            ],
+            Change::Verdict {
+                version,
+                verdict,
+                effect,
+            } => {
+                let verdict = sqlx::types::Json(json!({
+                    "verdict": verdict.verdict.as_str(),
+                    "reasons": verdict.reasons,
+                    "content_hash": verdict.content_hash.as_str(),
+                    "rubric_hash": verdict.rubric_hash,
+                    "content": verdict.content,
+                }));
+                let (effect, approved_by, note, window, counts, quarantine, error) = match effect {
+                    VerdictEffect::Approve {
+                        approved_by,
+                        note,
+                        duplicate_window,
+                    } => (
+                        "approve",
+                        Some(approved_by),
+                        note,
+                        duplicate_window,
+                        false,
+                        false,
+                        None,
+                    ),
+                    VerdictEffect::AwaitMore { note } => {
+                        ("await", None, note, None, false, false, None)
+                    }
+                    VerdictEffect::Revise {
+                        counts,
+                        quarantine,
+                        error,
+                        note,
+                    } => ("revise", None, note, None, counts, quarantine, Some(error)),
+                };
+                vec![
+                    Int(Some(version)),
+                    Json(Some(verdict)),
+                    Text(Some(effect.to_owned())),
+                    Text(approved_by),
+                    Text(Some(note)),
+                    Int(window.map(micros)),
+                    Flag(counts),
+                    Flag(quarantine),
+                    Text(error),
+                ]
+            }
+            Change::Withdrawn {
+                version,
+                note,
+                error,
+            } => vec![Int(Some(version)), Text(Some(note)), Text(error)],
+            Change::Released { version, note }
+            | Change::CannotLand { version, note }
+            | Change::ResendClaimed { version, note } => {
+                vec![Int(Some(version)), Text(Some(note))]
+            }
+            Change::Requeued { version } => vec![Int(Some(version))],
+            Change::SettledPublished {
+                version,
+                posted_at,
+                platform_post_id,
+                permalink,
+                note,
+            } => vec![
+                Int(Some(version)),
+                Time(Some(posted_at)),
+                Text(platform_post_id),
+                Text(permalink),
+                Text(Some(note)),
+            ],
+            Change::SettledNotPublished {
+                version,
+                error,
+                note,
+            } => vec![Int(Some(version)), Text(Some(error)), Text(Some(note))],
+            Change::Deferred {
+                version,
+                until,
+                note,
+            } => vec![Int(Some(version)), Time(Some(until)), Text(Some(note))],
+            Change::DeferralLifted {
+                version,
+                until,
+                note,
+            } => vec![Int(Some(version)), Time(until), Text(Some(note))],
+        };
+        let placeholders: Vec<String> = (1..=4 + args.len()).map(|n| format!("${n}")).collect();
+        let text = format!(
+            "SELECT r.outcome, (r.post).* FROM airlock_change_{name}({}) r",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(AssertSqlSafe(text))
+            .bind(id.0)
+            .bind(&actor)
+            .bind(now)
+            .bind(notify_json(&notify));
+        for arg in args {
+            query = match arg {
+                Int(v) => query.bind(v),
+                Text(v) => query.bind(v),
+                Time(v) => query.bind(v),
+                Flag(v) => query.bind(v),
+                Json(v) => query.bind(v),
+            };
+        }
+        let row = query
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| refusal(e, id))?;
+        let outcome: String = get(&row, "outcome")?;
+        if outcome == "fenced" {
+            return Err(StoreError::Fenced {
+                id,
+                generation: guard,
+            });
+        }
+        rows::post::<Pg>(&row)
+    }
+
+    /// Store::delete_draft: `airlock_delete_draft`.
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        sqlx::query("SELECT airlock_delete_draft($1, $2, $3, $4, $5, $6)")
+            .bind(id.0)
+            .bind(version)
+            .bind(actor)
+            .bind(now)
+            .bind("discarded")
+            .bind("draft discarded")
+            .execute(&self.pool)
+            .await
+            .map_err(|e| refusal(e, id))?;
+        Ok(())
+    }
+
+    /// Store::add_event: `airlock_add_event`.
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        sqlx::query("SELECT airlock_add_event($1, $2, $3, $4, $5, $6)")
+            .bind(id.0)
+            .bind(&event.kind)
+            .bind(&event.note)
+            .bind(actor)
+            .bind(now)
+            .bind(notify_json(&notify))
+            .execute(&self.pool)
+            .await
+            .map_err(|e| refusal(e, id))?;
+        Ok(())
+    }
+
+    /// Store::record_verifications: `airlock_record_verifications`, the batch in one round
+    /// trip.
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let batch: Vec<Value> = records
+            .iter()
+            .map(|r| {
+                let (ok, permalink, event) = match &r.result {
+                    Ok(permalink) => (true, permalink.clone(), airlock_store::verified_event()),
+                    Err(reason) => (false, None, airlock_store::verify_failed_event(reason)),
+                };
+                json!({
+                    "id": r.id.0,
+                    "actor": r.actor,
+                    "at": json_time(r.at),
+                    "ok": ok,
+                    "permalink": permalink,
+                    "kind": event.kind,
+                    "note": event.note,
+                    "notify": notify_json(&r.notify).0,
+                })
+            })
+            .collect();
+        sqlx::query("SELECT airlock_record_verifications($1)")
+            .bind(Json(Value::Array(batch)))
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
 }

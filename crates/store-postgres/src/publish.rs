@@ -7,6 +7,7 @@
 //! window, so the count it decides on includes every reservation committed before it,
 //! from any process.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 
@@ -67,28 +68,6 @@ pub(crate) async fn live_reservations(
     QuotaRows::check(raw, now)
 }
 
-/// Store::record_intent: `airlock_record_intent` (fence, lease, pause, the intent and
-/// the reservation's send time, committed durably) in one round trip.
-pub(crate) async fn record_intent(store: &PgStore, req: &IntentRequest) -> Result<Intent> {
-    let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6)")
-        .bind(req.post_id.0)
-        .bind(req.generation)
-        .bind(&req.idempotency_key)
-        .bind(req.platform_ref.as_deref())
-        .bind(req.now)
-        .bind(micros(req.lease_margin))
-        .fetch_one(&store.pool)
-        .await
-        .map_err(|e| match refusal(e, req.post_id) {
-            StoreError::Fenced { id, .. } => StoreError::Fenced {
-                id,
-                generation: req.generation,
-            },
-            other => other,
-        })?;
-    rows::intent::<Pg>(&row)
-}
-
 /// The period starts `airlock_quota_decision` reads: the local day (month) a day before
 /// `now`, and the ones after it, enough for any decision within the clock allowance of
 /// `now` and the periods its next free time may pass over.
@@ -107,106 +86,132 @@ fn bounds(
 /// How many consecutive periods [`bounds`] spans.
 const PERIODS: usize = 7;
 
-/// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
-/// the reservation decided under the quota lock, and the intent when asked) in one round
-/// trip.
-pub(crate) async fn claim_post(store: &PgStore, req: &PostClaim) -> Result<PostClaimed> {
-    let quota = req.quota.as_ref();
-    let budget = quota.and_then(|q| q.budget);
-    let row = sqlx::query(AssertSqlSafe(
-        "SELECT r.outcome, r.pause_scope, r.pause_reason, r.denial_limit, \
-           r.denial_used::text AS denial_used, r.denial_max::text AS denial_max, \
-           r.denial_next_free_at, r.intent_phase, r.intent_key, r.intent_platform_ref, \
-           r.intent_created_at, r.intent_settled_at, (r.post).* \
-         FROM airlock_claim_post($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-           $14, $15, $16, $17) r"
-            .to_owned(),
-    ))
-    .bind(req.id.0)
-    .bind(req.version)
-    .bind(req.allow_test)
-    .bind(&req.worker)
-    .bind(&req.actor)
-    .bind(req.now)
-    .bind(req.lease_until)
-    .bind(format!(
-        "claimed, lease until {}",
-        airlock_core::time::format_utc(req.lease_until)
-    ))
-    .bind(quota.map(|q| micros(q.window.window)))
-    .bind(quota.map(|q| i64::from(q.window.limit)))
-    .bind(quota.map(|q| i64::from(q.daily.limit)))
-    .bind(quota.map(|q| {
-        bounds(req.now, |at| {
-            airlock_core::quota::day_bounds(at, q.daily.tz)
-        })
-    }))
-    .bind(budget.map(|b| i64::try_from(b.rule.monthly).unwrap_or(i64::MAX)))
-    .bind(budget.map(|b| i64::try_from(b.cost).unwrap_or(i64::MAX)))
-    .bind(budget.map(|b| {
-        bounds(req.now, |at| {
-            airlock_core::budget::month_bounds(at, b.rule.tz)
-        })
-    }))
-    .bind(req.intent.as_ref().map(|i| i.idempotency_key.as_str()))
-    .bind(req.intent.as_ref().map(|i| micros(i.lease_margin)))
-    .fetch_one(&store.pool)
-    .await
-    .map_err(|e| refusal(e, req.id))?;
-    let outcome: String = get(&row, "outcome")?;
-    match outcome.as_str() {
-        "gone" => {
-            let id: Option<i64> = get(&row, "id")?;
-            Ok(PostClaimed::Gone(match id {
-                Some(_) => Some(Box::new(rows::post::<Pg>(&row)?)),
-                None => None,
-            }))
-        }
-        "paused" => Ok(PostClaimed::Paused {
-            scope: get(&row, "pause_scope")?,
-            reason: get(&row, "pause_reason")?,
-        }),
-        "over_quota" => {
-            let limit: String = get(&row, "denial_limit")?;
-            let number = |column: &str| -> Result<u64> {
-                let text: String = get(&row, column)?;
-                text.parse()
-                    .map_err(|_| StoreError::Corrupt(format!("quota decision {column} {text:?}")))
-            };
-            Ok(PostClaimed::OverQuota(Denial {
-                limit: match limit.as_str() {
-                    "window" => Limit::Window,
-                    "daily" => Limit::Daily,
-                    "budget" => Limit::Budget,
-                    other => {
-                        return Err(StoreError::Corrupt(format!("quota limit {other:?}")));
-                    }
-                },
-                used: number("denial_used")?,
-                max: number("denial_max")?,
-                next_free_at: get(&row, "denial_next_free_at")?,
-            }))
-        }
-        "claimed" => {
-            let post = rows::post::<Pg>(&row)?;
-            let key: Option<String> = get(&row, "intent_key")?;
-            let intent = match key {
-                Some(idempotency_key) => Some(Intent {
-                    post_id: post.id,
-                    generation: post.generation,
-                    idempotency_key,
-                    phase: get(&row, "intent_phase")?,
-                    platform_ref: get(&row, "intent_platform_ref")?,
-                    created_at: get(&row, "intent_created_at")?,
-                    settled_at: get(&row, "intent_settled_at")?,
-                }),
-                None => None,
-            };
-            Ok(PostClaimed::Claimed {
-                post: Box::new(post),
-                intent,
+#[async_trait]
+impl airlock_store::Publishing for PgStore {
+    /// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
+    /// the reservation decided under the quota lock, and the intent when asked) in one round
+    /// trip.
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        let quota = req.quota.as_ref();
+        let budget = quota.and_then(|q| q.budget);
+        let row = sqlx::query(AssertSqlSafe(
+            "SELECT r.outcome, r.pause_scope, r.pause_reason, r.denial_limit, \
+               r.denial_used::text AS denial_used, r.denial_max::text AS denial_max, \
+               r.denial_next_free_at, r.intent_phase, r.intent_key, r.intent_platform_ref, \
+               r.intent_created_at, r.intent_settled_at, (r.post).* \
+             FROM airlock_claim_post($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+               $14, $15, $16, $17) r"
+                .to_owned(),
+        ))
+        .bind(req.id.0)
+        .bind(req.version)
+        .bind(req.allow_test)
+        .bind(&req.worker)
+        .bind(&req.actor)
+        .bind(req.now)
+        .bind(req.lease_until)
+        .bind(format!(
+            "claimed, lease until {}",
+            airlock_core::time::format_utc(req.lease_until)
+        ))
+        .bind(quota.map(|q| micros(q.window.window)))
+        .bind(quota.map(|q| i64::from(q.window.limit)))
+        .bind(quota.map(|q| i64::from(q.daily.limit)))
+        .bind(quota.map(|q| {
+            bounds(req.now, |at| {
+                airlock_core::quota::day_bounds(at, q.daily.tz)
             })
+        }))
+        .bind(budget.map(|b| i64::try_from(b.rule.monthly).unwrap_or(i64::MAX)))
+        .bind(budget.map(|b| i64::try_from(b.cost).unwrap_or(i64::MAX)))
+        .bind(budget.map(|b| {
+            bounds(req.now, |at| {
+                airlock_core::budget::month_bounds(at, b.rule.tz)
+            })
+        }))
+        .bind(req.intent.as_ref().map(|i| i.idempotency_key.as_str()))
+        .bind(req.intent.as_ref().map(|i| micros(i.lease_margin)))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| refusal(e, req.id))?;
+        let outcome: String = get(&row, "outcome")?;
+        match outcome.as_str() {
+            "gone" => {
+                let id: Option<i64> = get(&row, "id")?;
+                Ok(PostClaimed::Gone(match id {
+                    Some(_) => Some(Box::new(rows::post::<Pg>(&row)?)),
+                    None => None,
+                }))
+            }
+            "paused" => Ok(PostClaimed::Paused {
+                scope: get(&row, "pause_scope")?,
+                reason: get(&row, "pause_reason")?,
+            }),
+            "over_quota" => {
+                let limit: String = get(&row, "denial_limit")?;
+                let number = |column: &str| -> Result<u64> {
+                    let text: String = get(&row, column)?;
+                    text.parse().map_err(|_| {
+                        StoreError::Corrupt(format!("quota decision {column} {text:?}"))
+                    })
+                };
+                Ok(PostClaimed::OverQuota(Denial {
+                    limit: match limit.as_str() {
+                        "window" => Limit::Window,
+                        "daily" => Limit::Daily,
+                        "budget" => Limit::Budget,
+                        other => {
+                            return Err(StoreError::Corrupt(format!("quota limit {other:?}")));
+                        }
+                    },
+                    used: number("denial_used")?,
+                    max: number("denial_max")?,
+                    next_free_at: get(&row, "denial_next_free_at")?,
+                }))
+            }
+            "claimed" => {
+                let post = rows::post::<Pg>(&row)?;
+                let key: Option<String> = get(&row, "intent_key")?;
+                let intent = match key {
+                    Some(idempotency_key) => Some(Intent {
+                        post_id: post.id,
+                        generation: post.generation,
+                        idempotency_key,
+                        phase: get(&row, "intent_phase")?,
+                        platform_ref: get(&row, "intent_platform_ref")?,
+                        created_at: get(&row, "intent_created_at")?,
+                        settled_at: get(&row, "intent_settled_at")?,
+                    }),
+                    None => None,
+                };
+                Ok(PostClaimed::Claimed {
+                    post: Box::new(post),
+                    intent,
+                })
+            }
+            other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
         }
-        other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
+    }
+
+    /// Store::record_intent: `airlock_record_intent` (fence, lease, pause, the intent and
+    /// the reservation's send time, committed durably) in one round trip.
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6)")
+            .bind(req.post_id.0)
+            .bind(req.generation)
+            .bind(&req.idempotency_key)
+            .bind(req.platform_ref.as_deref())
+            .bind(req.now)
+            .bind(micros(req.lease_margin))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| match refusal(e, req.post_id) {
+                StoreError::Fenced { id, .. } => StoreError::Fenced {
+                    id,
+                    generation: req.generation,
+                },
+                other => other,
+            })?;
+        rows::intent::<Pg>(&row)
     }
 }

@@ -34,6 +34,7 @@ impl PgStore {
             .await
             .map_err(|e| unavailable_at(&options, e))?;
         Ok(PgStore {
+            reads: airlock_store_sql::reads::SqlReads::new(pool.clone()),
             pool,
             wake: Arc::new(wake::Wake::new(options)),
             runtime_role: settings.runtime_role.into(),

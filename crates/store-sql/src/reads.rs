@@ -16,7 +16,7 @@ use airlock_core::{
 };
 use airlock_store::{
     ChannelDue, Deferred, ExpiredLease, ExportFilter, HealthStats, LiveSession, MigrationStatus,
-    OutboxStats, Pause, PostFilter, QuotaRows, Result, ReviewItem, Session, StoreError,
+    OutboxStats, Pause, PostFilter, QuotaRows, Reads, Result, ReviewItem, Session, StoreError,
     TokenRecord, Unreadable,
 };
 
@@ -57,35 +57,6 @@ pub async fn get_in<D: Dialect>(conn: &mut Conn<D>, id: PostId) -> Result<Post> 
         .ok_or(StoreError::NotFound(id))
 }
 
-/// Store::get_post.
-pub async fn get_post<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Post> {
-    get_in::<D>(&mut *acquire::<D>(pool).await?, id).await
-}
-
-/// Store::post_detail: the post and its timeline, from one snapshot.
-pub async fn post_detail<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<PostDetail> {
-    let mut tx = D::snapshot(pool).await?;
-    let post = get_in::<D>(&mut tx, id).await?;
-    let detail = details::<D>(&mut tx, vec![post]).await?.pop();
-    commit::<D>(tx).await?;
-    Ok(detail.expect("one post, one detail"))
-}
-
-/// Store::verdicts.
-pub async fn verdicts<D: Dialect>(pool: &Pool<D>, id: PostId) -> Result<Vec<Verdict>> {
-    let mut conn = acquire::<D>(pool).await?;
-    let mut verdicts = children::<D, _>(
-        &mut conn,
-        VERDICT_COLUMNS,
-        "verdicts",
-        &[id.0],
-        rows::verdict::<D>,
-        |v| v.post_id,
-    )
-    .await?;
-    Ok(verdicts.remove(&id).unwrap_or_default())
-}
-
 /// Appends the conditions (after a `WHERE`), order and limit of a post list.
 fn push_filter(sql: &mut Sql, filter: &PostFilter) {
     if let Some(status) = filter.status {
@@ -121,45 +92,6 @@ fn excerpt(sql: &mut Sql, excerpt_chars: u32) {
         .push(" AS INTEGER))");
 }
 
-/// Store::list_posts.
-pub async fn list_posts<D: Dialect>(pool: &Pool<D>, filter: &PostFilter) -> Result<Vec<Post>> {
-    let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
-    push_filter(&mut sql, filter);
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
-}
-
-/// Store::list_summaries: summaries with the text cut to `excerpt_chars` (+1, so a
-/// caller sees it was cut) by the database.
-pub async fn list_summaries<D: Dialect>(
-    pool: &Pool<D>,
-    filter: &PostFilter,
-    excerpt_chars: u32,
-) -> Result<Vec<PostSummary>> {
-    let mut sql = Sql::new("SELECT ");
-    excerpt(&mut sql, excerpt_chars);
-    sql.push(&format!(
-        " AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"
-    ));
-    push_filter(&mut sql, filter);
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::summary::<D>).await
-}
-
-/// Store::list_excerpts: whole posts but for the text, cut as in [`list_summaries`].
-pub async fn list_excerpts<D: Dialect>(
-    pool: &Pool<D>,
-    filter: &PostFilter,
-    excerpt_chars: u32,
-) -> Result<Vec<Post>> {
-    let (before, after) = POST_COLUMNS
-        .split_once(" text,")
-        .expect("POST_COLUMNS names text");
-    let mut sql = Sql::new(format!("SELECT {before} "));
-    excerpt(&mut sql, excerpt_chars);
-    sql.push(&format!(" AS text,{after} FROM posts WHERE 1 = 1"));
-    push_filter(&mut sql, filter);
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
-}
-
 /// The live drafts `actor` created, on a connection (inside a transaction too).
 pub async fn live_drafts_in<D: Dialect>(conn: &mut Conn<D>, actor: &str) -> Result<i64> {
     let sql =
@@ -173,11 +105,6 @@ async fn count<D: Dialect>(conn: &mut Conn<D>, sql: &Sql) -> Result<i64> {
         Some(row) => Cols::<D>(&row).int("n"),
         None => Ok(0),
     }
-}
-
-/// Store::live_drafts_by.
-pub async fn live_drafts_by<D: Dialect>(pool: &Pool<D>, actor: &str) -> Result<i64> {
-    live_drafts_in::<D>(&mut *acquire::<D>(pool).await?, actor).await
 }
 
 /// Appends "on one of `channels`, and a test post only on one of `test_channels`".
@@ -197,68 +124,6 @@ const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE s
 /// Posts due now, approved, never posted, not on a paused channel.
 const DUE_NOW: &str = "status = 'approved' AND posted_at IS NULL \
     AND scheduled_at <= $1 AND (not_before IS NULL OR not_before <= $1)";
-
-/// Store::due_posts: the earliest due posts on open channels, for claims.
-pub async fn due_posts<D: Dialect>(
-    pool: &Pool<D>,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-    now: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<Post>> {
-    if channels.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut sql = Sql::new(format!(
-        "SELECT {POST_COLUMNS} FROM {} WHERE {DUE_NOW}",
-        D::posts_by("posts_due")
-    ))
-    .arg(now);
-    push_channels::<D>(&mut sql, channels, test_channels);
-    sql.push(
-        " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
-         AND (scope = '*' OR scope = posts.channel)) ORDER BY scheduled_at, id LIMIT ",
-    )
-    .bind(i64::from(limit));
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::post::<D>).await
-}
-
-/// Store::next_due_at: when the next approved post on these channels becomes due.
-pub async fn next_due_at<D: Dialect>(
-    pool: &Pool<D>,
-    channels: &[ChannelName],
-    test_channels: &[ChannelName],
-) -> Result<Option<DateTime<Utc>>> {
-    if channels.is_empty() {
-        return Ok(None);
-    }
-    let mut sql = Sql::new(format!(
-        "SELECT min({DUE_AT}) AS next FROM {} WHERE status = 'approved' AND posted_at IS NULL",
-        D::posts_by("posts_due")
-    ));
-    push_channels::<D>(&mut sql, channels, test_channels);
-    let row = D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql).await?;
-    row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
-}
-
-/// Store::deferred_posts: approved posts held by a quota deferral, soonest first (the
-/// partial index `posts_deferred`).
-pub async fn deferred_posts<D: Dialect>(pool: &Pool<D>) -> Result<Vec<Deferred>> {
-    let sql = Sql::new(
-        "SELECT id, channel, version, deferred_until FROM posts \
-         WHERE deferred_until IS NOT NULL AND status = 'approved' ORDER BY deferred_until, id",
-    );
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
-        let cols = Cols::<D>(row);
-        Ok(Deferred {
-            id: PostId(cols.int("id")?),
-            channel: ChannelName::parse(&cols.text("channel")?).map_err(crate::corrupt)?,
-            version: cols.int("version")?,
-            until: cols.time("deferred_until")?,
-        })
-    })
-    .await
-}
 
 /// The latest intent of post `id` (of `generation`, when given).
 async fn intent_for<D: Dialect>(
@@ -307,49 +172,6 @@ async fn with_intents<D: Dialect>(
     Ok(items)
 }
 
-/// Store::expired_leases: `posting` posts whose lease ran out, with their intent.
-pub async fn expired_leases<D: Dialect>(
-    pool: &Pool<D>,
-    now: DateTime<Utc>,
-) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
-    let sql = Sql::new(format!(
-        "SELECT {POST_COLUMNS} FROM {} WHERE status = 'posting' AND lease_expires_at < $1 \
-         ORDER BY id",
-        D::posts_by("posts_lease")
-    ))
-    .arg(now);
-    let found = with_intents::<D>(pool, &sql, true).await?;
-    Ok(found
-        .into_iter()
-        .map(|item| item.map(|(post, intent)| ExpiredLease { post, intent }))
-        .collect())
-}
-
-/// Store::review_queue: `needs_review` posts, longest waiting first, with their intent.
-pub async fn review_queue<D: Dialect>(
-    pool: &Pool<D>,
-) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
-    let sql = Sql::new(format!(
-        "SELECT {POST_COLUMNS} FROM {} WHERE status = 'needs_review' AND {OPEN} \
-         ORDER BY updated_at, id",
-        D::posts_by("posts_open")
-    ));
-    let found = with_intents::<D>(pool, &sql, false).await?;
-    Ok(found
-        .into_iter()
-        .map(|item| item.map(|(post, intent)| ReviewItem { post, intent }))
-        .collect())
-}
-
-/// Store::quota_rows.
-pub async fn quota_rows<D: Dialect>(
-    pool: &Pool<D>,
-    since: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<QuotaRows> {
-    D::live_reservations(&mut *acquire::<D>(pool).await?, since, now).await
-}
-
 /// Events with ids above `after` (and at most `upto`), oldest first.
 pub async fn events_after<D: Dialect>(
     pool: &Pool<D>,
@@ -365,51 +187,6 @@ pub async fn events_after<D: Dialect>(
     .arg(upto)
     .arg(i64::from(limit));
     all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::event::<D>).await
-}
-
-/// Store::pauses: the pauses in force, oldest first.
-pub async fn pauses<D: Dialect>(pool: &Pool<D>) -> Result<Vec<Pause>> {
-    let sql = Sql::new(
-        "SELECT scope, reason, actor, created_at FROM pauses WHERE resumed_at IS NULL ORDER BY id",
-    );
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::pause::<D>).await
-}
-
-/// Store::outbox_stats.
-pub async fn outbox_stats<D: Dialect>(pool: &Pool<D>) -> Result<OutboxStats> {
-    const PENDING: &str = "delivered_at IS NULL AND abandoned_at IS NULL";
-    // One scan: the outbox keeps every notification it delivered.
-    let sql = Sql::new(format!(
-        "SELECT count(CASE WHEN {PENDING} THEN 1 END) AS pending, \
-           count(abandoned_at) AS abandoned, count(delivered_at) AS delivered, \
-           min(CASE WHEN {PENDING} THEN created_at END) AS oldest FROM outbox"
-    ));
-    let row = D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt("the outbox figures returned no row".into()))?;
-    let r = Cols::<D>(&row);
-    Ok(OutboxStats {
-        pending: r.int("pending")?,
-        abandoned: r.int("abandoned")?,
-        delivered: r.int("delivered")?,
-        oldest_pending_at: r.opt_time("oldest")?,
-    })
-}
-
-/// Store::tokens: every token by name, without its secret's hash.
-pub async fn tokens<D: Dialect>(pool: &Pool<D>) -> Result<Vec<TokenRecord>> {
-    let sql = Sql::new(format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY name"));
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, rows::token::<D>).await
-}
-
-/// Store::status_counts.
-pub async fn status_counts<D: Dialect>(pool: &Pool<D>) -> Result<Vec<(PostStatus, i64)>> {
-    let sql = Sql::new("SELECT status, count(*) AS n FROM posts GROUP BY status ORDER BY status");
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
-        let r = Cols::<D>(row);
-        Ok((rows::status_of(&r.text("status")?)?, r.int("n")?))
-    })
-    .await
 }
 
 /// Each check is a query returning offending post ids (as `id`), and the sentence that
@@ -469,51 +246,6 @@ const INVARIANTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Store::check_invariants: sentences naming the posts that break an invariant, and a
-/// quota ledger that does not read.
-pub async fn check_invariants<D: Dialect>(
-    pool: &Pool<D>,
-    now: DateTime<Utc>,
-) -> Result<Vec<String>> {
-    let mut conn = acquire::<D>(pool).await?;
-    let mut problems = Vec::new();
-    for (query, sentence) in INVARIANTS {
-        let ids = all::<D, _>(&mut conn, &Sql::new(*query), |row| Cols::<D>(row).int("id")).await?;
-        if !ids.is_empty() {
-            let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
-            problems.push(format!("posts {} {sentence}", ids.join(", ")));
-        }
-    }
-    match D::live_reservations(&mut conn, now - Duration::days(2), now).await {
-        Err(StoreError::CorruptQuota(reason)) => problems.push(reason),
-        other => {
-            other?;
-        }
-    }
-    Ok(problems)
-}
-
-/// Store::sources_used: each source file drafted on `channel` since `since`, with its
-/// latest draft's time.
-pub async fn sources_used<D: Dialect>(
-    pool: &Pool<D>,
-    channel: &ChannelName,
-    since: DateTime<Utc>,
-) -> Result<Vec<(String, DateTime<Utc>)>> {
-    let sql = Sql::new(
-        "SELECT source_path, max(created_at) AS last FROM posts \
-         WHERE channel = $1 AND source_path IS NOT NULL AND created_at >= $2 \
-         GROUP BY source_path ORDER BY source_path",
-    )
-    .arg(channel.as_str())
-    .arg(since);
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
-        let r = Cols::<D>(row);
-        Ok((r.text("source_path")?, r.time("last")?))
-    })
-    .await
-}
-
 /// Rows of a child table for a page of posts, grouped by post id, in id order.
 async fn children<D: Dialect, T>(
     conn: &mut Conn<D>,
@@ -533,44 +265,6 @@ async fn children<D: Dialect, T>(
         grouped.entry(post_id(&item)).or_default().push(item);
     }
     Ok(grouped)
-}
-
-/// Store::export_page: up to `limit` posts after `after` in id order, each with its
-/// timeline, from one snapshot.
-pub async fn export_page<D: Dialect>(
-    pool: &Pool<D>,
-    filter: &ExportFilter,
-    after: Option<PostId>,
-    limit: u32,
-) -> Result<Vec<PostDetail>> {
-    let mut tx = D::snapshot(pool).await?;
-    let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE id > $1"))
-        .arg(after.map_or(0, |id| id.0));
-    if let Some(status) = filter.status {
-        sql.push(" AND status = ").bind(status.as_str());
-    }
-    if let Some(channel) = &filter.channel {
-        sql.push(" AND channel = ").bind(channel.as_str());
-    }
-    if let Some(since) = filter.since {
-        // updated_at covers creation and every change of the row; events cover notes
-        // and verification results, which leave the row alone.
-        sql.push(" AND (updated_at >= ")
-            .bind(since)
-            .push(" OR EXISTS (SELECT 1 FROM post_events e WHERE e.post_id = posts.id AND e.at >= ")
-            .bind(since)
-            .push("))");
-    }
-    sql.push(" ORDER BY id LIMIT ")
-        .bind(i64::from(limit.max(1)));
-    let posts = all::<D, _>(&mut tx, &sql, rows::post::<D>).await?;
-    let page = if posts.is_empty() {
-        Vec::new()
-    } else {
-        details::<D>(&mut tx, posts).await?
-    };
-    commit::<D>(tx).await?;
-    Ok(page)
 }
 
 /// `posts` with their timelines (events, intents, reservations, verdicts), read on the
@@ -641,63 +335,6 @@ const VERIFY_FAILED: &str = "SELECT count(*) AS n FROM posts p WHERE status = 'p
     AND verified_at IS NULL AND NOT test AND EXISTS (SELECT 1 FROM post_events e \
     WHERE e.post_id = p.id AND e.kind = 'verify_failed'";
 
-/// Store::health_stats: the figures for alerts, from one snapshot.
-pub async fn health_stats<D: Dialect>(pool: &Pool<D>, now: DateTime<Utc>) -> Result<HealthStats> {
-    let mut tx = D::snapshot(pool).await?;
-    let due = Sql::new(format!(
-        "SELECT count(*) AS n, min({DUE_AT}) AS oldest FROM {} WHERE {DUE_OPEN}",
-        D::posts_by("posts_due")
-    ))
-    .arg(now);
-    let due = D::fetch_optional(&mut tx, &due)
-        .await?
-        .ok_or_else(|| StoreError::Corrupt("the due count returned no row".into()))?;
-    let review = Sql::new(format!(
-        "SELECT min(updated_at) AS oldest FROM {} WHERE status = 'needs_review' AND {OPEN}",
-        D::posts_by("posts_open")
-    ));
-    let review = match D::fetch_optional(&mut tx, &review).await? {
-        Some(row) => Cols::<D>(&row).opt_time("oldest")?,
-        None => None,
-    };
-    let ever = Sql::new(format!("{VERIFY_FAILED})"));
-    let verify_failed = count::<D>(&mut tx, &ever).await?;
-    let recent =
-        Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
-    let verify_failed_recent = count::<D>(&mut tx, &recent).await?;
-    commit::<D>(tx).await?;
-    let due = Cols::<D>(&due);
-    Ok(HealthStats {
-        due: due.int("n")?,
-        oldest_due_at: due.opt_time("oldest")?,
-        oldest_needs_review_at: review,
-        verify_failed,
-        verify_failed_recent,
-    })
-}
-
-/// Store::due_by_channel: the due figures of [`health_stats`] per channel.
-pub async fn due_by_channel<D: Dialect>(
-    pool: &Pool<D>,
-    now: DateTime<Utc>,
-) -> Result<Vec<ChannelDue>> {
-    let sql = Sql::new(format!(
-        "SELECT channel, count(*) AS n, min({DUE_AT}) AS oldest FROM {} WHERE {DUE_OPEN} \
-         GROUP BY channel ORDER BY channel",
-        D::posts_by("posts_due")
-    ))
-    .arg(now);
-    all::<D, _>(&mut *acquire::<D>(pool).await?, &sql, |row| {
-        let r = Cols::<D>(row);
-        Ok(ChannelDue {
-            channel: r.text("channel")?,
-            due: r.int("n")?,
-            oldest_due_at: r.time("oldest")?,
-        })
-    })
-    .await
-}
-
 /// How the ledger's applied migrations compare with `migrator`'s (this binary's).
 pub async fn migration_status<D: Dialect>(
     pool: &Pool<D>,
@@ -723,26 +360,406 @@ pub async fn migration_status<D: Dialect>(
     Ok(MigrationStatus::compare(&known, &applied))
 }
 
-/// Store::session.
-pub async fn session<D: Dialect>(pool: &Pool<D>, id_sha256: &str) -> Result<Option<Session>> {
-    let sql = Sql::new(D::SESSION).arg(id_sha256);
-    D::fetch_optional(&mut *acquire::<D>(pool).await?, &sql)
-        .await?
-        .as_ref()
-        .map(rows::session::<D>)
-        .transpose()
+/// The shared reads over one pool.
+pub struct SqlReads<D: Dialect> {
+    pool: Pool<D>,
 }
 
-/// Store::live_sessions.
-pub async fn live_sessions<D: Dialect>(
-    pool: &Pool<D>,
-    now: DateTime<Utc>,
-) -> Result<Vec<LiveSession>> {
-    let sql = Sql::new(D::LIVE_SESSIONS).arg(now);
-    all::<D, _>(
-        &mut *acquire::<D>(pool).await?,
-        &sql,
-        rows::live_session::<D>,
-    )
-    .await
+impl<D: Dialect> SqlReads<D> {
+    /// Reads through `pool`.
+    pub fn new(pool: Pool<D>) -> Self {
+        SqlReads { pool }
+    }
+}
+
+// By hand: a derive would ask the dialect marker, not the pool, to be `Clone`.
+impl<D: Dialect> Clone for SqlReads<D> {
+    fn clone(&self) -> Self {
+        SqlReads::new(self.pool.clone())
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for SqlReads<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlReads").finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl<D: Dialect> Reads for SqlReads<D> {
+    async fn get_post(&self, id: PostId) -> Result<Post> {
+        get_in::<D>(&mut *acquire::<D>(&self.pool).await?, id).await
+    }
+
+    /// The post and its timeline, from one snapshot.
+    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
+        let mut tx = D::snapshot(&self.pool).await?;
+        let post = get_in::<D>(&mut tx, id).await?;
+        let detail = details::<D>(&mut tx, vec![post]).await?.pop();
+        commit::<D>(tx).await?;
+        Ok(detail.expect("one post, one detail"))
+    }
+
+    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>> {
+        let mut conn = acquire::<D>(&self.pool).await?;
+        let mut verdicts = children::<D, _>(
+            &mut conn,
+            VERDICT_COLUMNS,
+            "verdicts",
+            &[id.0],
+            rows::verdict::<D>,
+            |v| v.post_id,
+        )
+        .await?;
+        Ok(verdicts.remove(&id).unwrap_or_default())
+    }
+
+    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
+        let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE 1 = 1"));
+        push_filter(&mut sql, filter);
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, rows::post::<D>).await
+    }
+
+    /// Summaries with the text cut to `excerpt_chars` (+1, so a
+    /// Caller sees it was cut) by the database.
+    async fn list_summaries(
+        &self,
+        filter: &PostFilter,
+        excerpt_chars: u32,
+    ) -> Result<Vec<PostSummary>> {
+        let mut sql = Sql::new("SELECT ");
+        excerpt(&mut sql, excerpt_chars);
+        sql.push(&format!(
+            " AS excerpt, {SUMMARY_COLUMNS} FROM posts WHERE 1 = 1"
+        ));
+        push_filter(&mut sql, filter);
+        all::<D, _>(
+            &mut *acquire::<D>(&self.pool).await?,
+            &sql,
+            rows::summary::<D>,
+        )
+        .await
+    }
+
+    /// Whole posts but for the text, cut as in [`Reads::list_summaries`].
+    async fn list_excerpts(&self, filter: &PostFilter, excerpt_chars: u32) -> Result<Vec<Post>> {
+        let (before, after) = POST_COLUMNS
+            .split_once(" text,")
+            .expect("POST_COLUMNS names text");
+        let mut sql = Sql::new(format!("SELECT {before} "));
+        excerpt(&mut sql, excerpt_chars);
+        sql.push(&format!(" AS text,{after} FROM posts WHERE 1 = 1"));
+        push_filter(&mut sql, filter);
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, rows::post::<D>).await
+    }
+
+    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
+        live_drafts_in::<D>(&mut *acquire::<D>(&self.pool).await?, actor).await
+    }
+
+    /// The earliest due posts on open channels, for claims.
+    async fn due_posts(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Post>> {
+        if channels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::new(format!(
+            "SELECT {POST_COLUMNS} FROM {} WHERE {DUE_NOW}",
+            D::posts_by("posts_due")
+        ))
+        .arg(now);
+        push_channels::<D>(&mut sql, channels, test_channels);
+        sql.push(
+            " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+             AND (scope = '*' OR scope = posts.channel)) ORDER BY scheduled_at, id LIMIT ",
+        )
+        .bind(i64::from(limit));
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, rows::post::<D>).await
+    }
+
+    /// Approved posts held by a quota deferral, soonest first (the
+    /// Partial index `posts_deferred`).
+    async fn deferred_posts(&self) -> Result<Vec<Deferred>> {
+        let sql = Sql::new(
+            "SELECT id, channel, version, deferred_until FROM posts \
+             WHERE deferred_until IS NOT NULL AND status = 'approved' ORDER BY deferred_until, id",
+        );
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, |row| {
+            let cols = Cols::<D>(row);
+            Ok(Deferred {
+                id: PostId(cols.int("id")?),
+                channel: ChannelName::parse(&cols.text("channel")?).map_err(crate::corrupt)?,
+                version: cols.int("version")?,
+                until: cols.time("deferred_until")?,
+            })
+        })
+        .await
+    }
+
+    /// When the next approved post on these channels becomes due.
+    async fn next_due_at(
+        &self,
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>> {
+        if channels.is_empty() {
+            return Ok(None);
+        }
+        let mut sql = Sql::new(format!(
+            "SELECT min({DUE_AT}) AS next FROM {} WHERE status = 'approved' AND posted_at IS NULL",
+            D::posts_by("posts_due")
+        ));
+        push_channels::<D>(&mut sql, channels, test_channels);
+        let row = D::fetch_optional(&mut *acquire::<D>(&self.pool).await?, &sql).await?;
+        row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
+    }
+
+    /// `posting` posts whose lease ran out, with their intent.
+    async fn expired_leases(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<std::result::Result<ExpiredLease, Unreadable>>> {
+        let sql = Sql::new(format!(
+            "SELECT {POST_COLUMNS} FROM {} WHERE status = 'posting' AND lease_expires_at < $1 \
+             ORDER BY id",
+            D::posts_by("posts_lease")
+        ))
+        .arg(now);
+        let found = with_intents::<D>(&self.pool, &sql, true).await?;
+        Ok(found
+            .into_iter()
+            .map(|item| item.map(|(post, intent)| ExpiredLease { post, intent }))
+            .collect())
+    }
+
+    /// `needs_review` posts, longest waiting first, with their intent.
+    async fn review_queue(&self) -> Result<Vec<std::result::Result<ReviewItem, Unreadable>>> {
+        let sql = Sql::new(format!(
+            "SELECT {POST_COLUMNS} FROM {} WHERE status = 'needs_review' AND {OPEN} \
+             ORDER BY updated_at, id",
+            D::posts_by("posts_open")
+        ));
+        let found = with_intents::<D>(&self.pool, &sql, false).await?;
+        Ok(found
+            .into_iter()
+            .map(|item| item.map(|(post, intent)| ReviewItem { post, intent }))
+            .collect())
+    }
+
+    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
+        D::live_reservations(&mut *acquire::<D>(&self.pool).await?, since, now).await
+    }
+
+    /// The pauses in force, oldest first.
+    async fn pauses(&self) -> Result<Vec<Pause>> {
+        let sql = Sql::new(
+            "SELECT scope, reason, actor, created_at FROM pauses WHERE resumed_at IS NULL ORDER BY id",
+        );
+        all::<D, _>(
+            &mut *acquire::<D>(&self.pool).await?,
+            &sql,
+            rows::pause::<D>,
+        )
+        .await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        const PENDING: &str = "delivered_at IS NULL AND abandoned_at IS NULL";
+        // One scan: the outbox keeps every notification it delivered.
+        let sql = Sql::new(format!(
+            "SELECT count(CASE WHEN {PENDING} THEN 1 END) AS pending, \
+               count(abandoned_at) AS abandoned, count(delivered_at) AS delivered, \
+               min(CASE WHEN {PENDING} THEN created_at END) AS oldest FROM outbox"
+        ));
+        let row = D::fetch_optional(&mut *acquire::<D>(&self.pool).await?, &sql)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("the outbox figures returned no row".into()))?;
+        let r = Cols::<D>(&row);
+        Ok(OutboxStats {
+            pending: r.int("pending")?,
+            abandoned: r.int("abandoned")?,
+            delivered: r.int("delivered")?,
+            oldest_pending_at: r.opt_time("oldest")?,
+        })
+    }
+
+    /// Every token by name, without its secret's hash.
+    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        let sql = Sql::new(format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY name"));
+        all::<D, _>(
+            &mut *acquire::<D>(&self.pool).await?,
+            &sql,
+            rows::token::<D>,
+        )
+        .await
+    }
+
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
+        let sql =
+            Sql::new("SELECT status, count(*) AS n FROM posts GROUP BY status ORDER BY status");
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, |row| {
+            let r = Cols::<D>(row);
+            Ok((rows::status_of(&r.text("status")?)?, r.int("n")?))
+        })
+        .await
+    }
+
+    /// Sentences naming the posts that break an invariant, and a
+    /// Quota ledger that does not read.
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
+        let mut conn = acquire::<D>(&self.pool).await?;
+        let mut problems = Vec::new();
+        for (query, sentence) in INVARIANTS {
+            let ids =
+                all::<D, _>(&mut conn, &Sql::new(*query), |row| Cols::<D>(row).int("id")).await?;
+            if !ids.is_empty() {
+                let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+                problems.push(format!("posts {} {sentence}", ids.join(", ")));
+            }
+        }
+        match D::live_reservations(&mut conn, now - Duration::days(2), now).await {
+            Err(StoreError::CorruptQuota(reason)) => problems.push(reason),
+            other => {
+                other?;
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Each source file drafted on `channel` since `since`, with its
+    /// Latest draft's time.
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        let sql = Sql::new(
+            "SELECT source_path, max(created_at) AS last FROM posts \
+             WHERE channel = $1 AND source_path IS NOT NULL AND created_at >= $2 \
+             GROUP BY source_path ORDER BY source_path",
+        )
+        .arg(channel.as_str())
+        .arg(since);
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, |row| {
+            let r = Cols::<D>(row);
+            Ok((r.text("source_path")?, r.time("last")?))
+        })
+        .await
+    }
+
+    /// Up to `limit` posts after `after` in id order, each with its
+    /// Timeline, from one snapshot.
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        let mut tx = D::snapshot(&self.pool).await?;
+        let mut sql = Sql::new(format!("SELECT {POST_COLUMNS} FROM posts WHERE id > $1"))
+            .arg(after.map_or(0, |id| id.0));
+        if let Some(status) = filter.status {
+            sql.push(" AND status = ").bind(status.as_str());
+        }
+        if let Some(channel) = &filter.channel {
+            sql.push(" AND channel = ").bind(channel.as_str());
+        }
+        if let Some(since) = filter.since {
+            // updated_at covers creation and every change of the row; events cover notes
+            // and verification results, which leave the row alone.
+            sql.push(" AND (updated_at >= ")
+                .bind(since)
+                .push(" OR EXISTS (SELECT 1 FROM post_events e WHERE e.post_id = posts.id AND e.at >= ")
+                .bind(since)
+                .push("))");
+        }
+        sql.push(" ORDER BY id LIMIT ")
+            .bind(i64::from(limit.max(1)));
+        let posts = all::<D, _>(&mut tx, &sql, rows::post::<D>).await?;
+        let page = if posts.is_empty() {
+            Vec::new()
+        } else {
+            details::<D>(&mut tx, posts).await?
+        };
+        commit::<D>(tx).await?;
+        Ok(page)
+    }
+
+    /// The figures for alerts, from one snapshot.
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        let mut tx = D::snapshot(&self.pool).await?;
+        let due = Sql::new(format!(
+            "SELECT count(*) AS n, min({DUE_AT}) AS oldest FROM {} WHERE {DUE_OPEN}",
+            D::posts_by("posts_due")
+        ))
+        .arg(now);
+        let due = D::fetch_optional(&mut tx, &due)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("the due count returned no row".into()))?;
+        let review = Sql::new(format!(
+            "SELECT min(updated_at) AS oldest FROM {} WHERE status = 'needs_review' AND {OPEN}",
+            D::posts_by("posts_open")
+        ));
+        let review = match D::fetch_optional(&mut tx, &review).await? {
+            Some(row) => Cols::<D>(&row).opt_time("oldest")?,
+            None => None,
+        };
+        let ever = Sql::new(format!("{VERIFY_FAILED})"));
+        let verify_failed = count::<D>(&mut tx, &ever).await?;
+        let recent =
+            Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
+        let verify_failed_recent = count::<D>(&mut tx, &recent).await?;
+        commit::<D>(tx).await?;
+        let due = Cols::<D>(&due);
+        Ok(HealthStats {
+            due: due.int("n")?,
+            oldest_due_at: due.opt_time("oldest")?,
+            oldest_needs_review_at: review,
+            verify_failed,
+            verify_failed_recent,
+        })
+    }
+
+    /// The due figures of [`Reads::health_stats`] per channel.
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
+        let sql = Sql::new(format!(
+            "SELECT channel, count(*) AS n, min({DUE_AT}) AS oldest FROM {} WHERE {DUE_OPEN} \
+             GROUP BY channel ORDER BY channel",
+            D::posts_by("posts_due")
+        ))
+        .arg(now);
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, |row| {
+            let r = Cols::<D>(row);
+            Ok(ChannelDue {
+                channel: r.text("channel")?,
+                due: r.int("n")?,
+                oldest_due_at: r.time("oldest")?,
+            })
+        })
+        .await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        let sql = Sql::new(D::SESSION).arg(id_sha256);
+        D::fetch_optional(&mut *acquire::<D>(&self.pool).await?, &sql)
+            .await?
+            .as_ref()
+            .map(rows::session::<D>)
+            .transpose()
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
+        let sql = Sql::new(D::LIVE_SESSIONS).arg(now);
+        all::<D, _>(
+            &mut *acquire::<D>(&self.pool).await?,
+            &sql,
+            rows::live_session::<D>,
+        )
+        .await
+    }
 }

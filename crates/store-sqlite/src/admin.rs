@@ -1,6 +1,7 @@
 //! Pauses, the notification outbox, API tokens, and the durability settings (their reads
 //! are shared: `airlock_store_sql::reads`).
 
+use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use sqlx::{AssertSqlSafe, SqliteConnection};
 
@@ -11,22 +12,6 @@ use airlock_store_sql::rows::{self, TOKEN_COLUMNS};
 
 use crate::dialect::Lite;
 use crate::{SqliteStore, db, ts};
-
-/// Store::pause: a new pause and its notifications, or nothing when the scope is paused
-/// already.
-pub(crate) async fn pause(
-    store: &SqliteStore,
-    scope: &PauseScope,
-    reason: &str,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: &[NewNotification],
-) -> Result<bool> {
-    let mut tx = store.begin_write().await?;
-    let created = insert_pause(&mut tx, scope, reason, actor, now, notify).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(created)
-}
 
 /// Inserts a pause unless the scope is already paused; queues `notify` only for a new pause.
 pub(crate) async fn insert_pause(
@@ -55,39 +40,6 @@ pub(crate) async fn insert_pause(
     Ok(inserted)
 }
 
-pub(crate) async fn resume(
-    store: &SqliteStore,
-    scope: &PauseScope,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: Vec<NewNotification>,
-) -> Result<bool> {
-    let mut tx = store.begin_write().await?;
-    let lifted = sqlx::query(
-        "UPDATE pauses SET resumed_at = ?, resumed_by = ? WHERE scope = ? AND resumed_at IS NULL",
-    )
-    .bind(ts(now))
-    .bind(actor)
-    .bind(scope.as_key())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?
-    .rows_affected()
-        > 0;
-    if lifted {
-        if let PauseScope::Channel(channel) = scope {
-            sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
-                .bind(channel.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
-        insert_outbox(&mut tx, &notify, now).await?;
-    }
-    tx.commit().await.map_err(db)?;
-    Ok(lifted)
-}
-
 pub(crate) async fn insert_outbox(
     conn: &mut SqliteConnection,
     notify: &[NewNotification],
@@ -111,175 +63,223 @@ pub(crate) async fn insert_outbox(
     Ok(())
 }
 
-pub(crate) async fn claim_notifications(
-    store: &SqliteStore,
-    now: DateTime<Utc>,
-    worker: &str,
-    lease_until: DateTime<Utc>,
-    limit: u32,
-) -> Result<Vec<Notification>> {
-    let mut tx = store.begin_write().await?;
-    let rows = sqlx::query(
-        "UPDATE outbox SET locked_by = ?, locked_until = ? WHERE id IN ( \
-           SELECT id FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL \
-           AND next_attempt_at <= ? AND (locked_until IS NULL OR locked_until < ?) \
-           ORDER BY id LIMIT ?) \
-         RETURNING id, sink, event, post_id, payload, attempts, created_at",
-    )
-    .bind(worker)
-    .bind(ts(lease_until))
-    .bind(ts(now))
-    .bind(ts(now))
-    .bind(i64::from(limit))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)?;
-    rows::notifications::<Lite>(&rows)
-}
+#[async_trait]
+impl airlock_store::Admin for SqliteStore {
+    /// Store::pause: a new pause and its notifications, or nothing when the scope is paused
+    /// already.
+    async fn pause(
+        &self,
+        scope: &PauseScope,
+        reason: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let created = insert_pause(&mut tx, scope, reason, actor, now, &notify).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(created)
+    }
 
-/// Marks a notification delivered while `worker` still holds it.
-pub(crate) async fn notification_delivered(
-    store: &SqliteStore,
-    id: i64,
-    worker: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    let done = sqlx::query(
-        "UPDATE outbox SET delivered_at = ?, locked_by = NULL, locked_until = NULL, last_error = NULL \
-         WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
-    )
-    .bind(ts(now))
-    .bind(id)
-    .bind(worker)
-    .execute(&store.pool)
-    .await
-    .map_err(db)?;
-    Ok(done.rows_affected() > 0)
-}
+    async fn resume(
+        &self,
+        scope: &PauseScope,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let lifted = sqlx::query(
+            "UPDATE pauses SET resumed_at = ?, resumed_by = ? WHERE scope = ? AND resumed_at IS NULL",
+        )
+        .bind(ts(now))
+        .bind(actor)
+        .bind(scope.as_key())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?
+        .rows_affected()
+            > 0;
+        if lifted {
+            if let PauseScope::Channel(channel) = scope {
+                sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
+                    .bind(channel.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            }
+            insert_outbox(&mut tx, &notify, now).await?;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(lifted)
+    }
 
-/// Records a failed delivery while `worker` still holds it.
-pub(crate) async fn notification_failed(
-    store: &SqliteStore,
-    id: i64,
-    worker: &str,
-    error: &str,
-    retry_at: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    let query = match retry_at {
-        Some(at) => sqlx::query(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, \
-             locked_by = NULL, locked_until = NULL \
+    async fn claim_notifications(
+        &self,
+        now: DateTime<Utc>,
+        worker: &str,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Notification>> {
+        let mut tx = self.begin_write().await?;
+        let rows = sqlx::query(
+            "UPDATE outbox SET locked_by = ?, locked_until = ? WHERE id IN ( \
+               SELECT id FROM outbox WHERE delivered_at IS NULL AND abandoned_at IS NULL \
+               AND next_attempt_at <= ? AND (locked_until IS NULL OR locked_until < ?) \
+               ORDER BY id LIMIT ?) \
+             RETURNING id, sink, event, post_id, payload, attempts, created_at",
+        )
+        .bind(worker)
+        .bind(ts(lease_until))
+        .bind(ts(now))
+        .bind(ts(now))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        rows::notifications::<Lite>(&rows)
+    }
+
+    /// Marks a notification delivered while `worker` still holds it.
+    async fn notification_delivered(
+        &self,
+        id: i64,
+        worker: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE outbox SET delivered_at = ?, locked_by = NULL, locked_until = NULL, last_error = NULL \
              WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
         )
-        .bind(error)
-        .bind(ts(at)),
-        None => sqlx::query(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ?, abandoned_at = ?, \
-             locked_by = NULL, locked_until = NULL \
-             WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
-        )
-        .bind(error)
-        .bind(ts(now)),
-    };
-    let done = query
+        .bind(ts(now))
         .bind(id)
         .bind(worker)
-        .execute(&store.pool)
+        .execute(&self.pool)
         .await
         .map_err(db)?;
-    Ok(done.rows_affected() > 0)
-}
-
-pub(crate) async fn create_token(store: &SqliteStore, token: NewToken) -> Result<()> {
-    let result = sqlx::query(
-        "INSERT INTO tokens (name, roles, secret_sha256, created_at) VALUES (?, ?, ?, ?)",
-    )
-    .bind(&token.name)
-    .bind(token.roles.to_list())
-    .bind(&token.secret_sha256)
-    .bind(ts(token.now))
-    .execute(&store.pool)
-    .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate(
-            format!("a token named {:?}", token.name),
-        )),
-        Err(e) => Err(db(e)),
+        Ok(done.rows_affected() > 0)
     }
-}
 
-pub(crate) async fn revoke_token(
-    store: &SqliteStore,
-    name: &str,
-    now: DateTime<Utc>,
-) -> Result<bool> {
-    Ok(
-        sqlx::query("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL")
-            .bind(ts(now))
-            .bind(name)
-            .execute(&store.pool)
-            .await
-            .map_err(db)?
-            .rows_affected()
-            > 0,
-    )
-}
-
-pub(crate) async fn authenticate(
-    store: &SqliteStore,
-    secret_sha256: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<TokenRecord>> {
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_sha256 = ? AND revoked_at IS NULL"
-    )))
-    .bind(secret_sha256)
-    .fetch_optional(&store.pool)
-    .await
-    .map_err(db)?;
-    let Some(record) = row.as_ref().map(rows::token::<Lite>).transpose()? else {
-        return Ok(None);
-    };
-    // Note use at most once a minute: a write per request would serialize readers behind the write lock.
-    if record
-        .last_used_at
-        .is_none_or(|at| now - at > Duration::minutes(1))
-    {
-        sqlx::query("UPDATE tokens SET last_used_at = ? WHERE name = ?")
-            .bind(ts(now))
-            .bind(&record.name)
-            .execute(&store.pool)
+    /// Records a failed delivery while `worker` still holds it.
+    async fn notification_failed(
+        &self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        retry_at: Option<DateTime<Utc>>,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let query = match retry_at {
+            Some(at) => sqlx::query(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, \
+                 locked_by = NULL, locked_until = NULL \
+                 WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
+            )
+            .bind(error)
+            .bind(ts(at)),
+            None => sqlx::query(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?, abandoned_at = ?, \
+                 locked_by = NULL, locked_until = NULL \
+                 WHERE id = ? AND locked_by = ? AND delivered_at IS NULL AND abandoned_at IS NULL",
+            )
+            .bind(error)
+            .bind(ts(now)),
+        };
+        let done = query
+            .bind(id)
+            .bind(worker)
+            .execute(&self.pool)
             .await
             .map_err(db)?;
+        Ok(done.rows_affected() > 0)
     }
-    Ok(Some(record))
-}
 
-/// The connection settings airlock opens SQLite with, read back: WAL and `synchronous =
-/// FULL` (2), so a committed intent survives a power cut.
-pub(crate) async fn durability_warnings(store: &SqliteStore) -> Result<Vec<String>> {
-    let mut conn = store.pool.acquire().await.map_err(db)?;
-    let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
-        .fetch_one(&mut *conn)
+    async fn create_token(&self, token: NewToken) -> Result<()> {
+        let result = sqlx::query(
+            "INSERT INTO tokens (name, roles, secret_sha256, created_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&token.name)
+        .bind(token.roles.to_list())
+        .bind(&token.secret_sha256)
+        .bind(ts(token.now))
+        .execute(&self.pool)
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate(
+                format!("a token named {:?}", token.name),
+            )),
+            Err(e) => Err(db(e)),
+        }
+    }
+
+    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+        Ok(
+            sqlx::query("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL")
+                .bind(ts(now))
+                .bind(name)
+                .execute(&self.pool)
+                .await
+                .map_err(db)?
+                .rows_affected()
+                > 0,
+        )
+    }
+
+    async fn authenticate(
+        &self,
+        secret_sha256: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<TokenRecord>> {
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_sha256 = ? AND revoked_at IS NULL"
+        )))
+        .bind(secret_sha256)
+        .fetch_optional(&self.pool)
         .await
         .map_err(db)?;
-    let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db)?;
-    let mut warnings = Vec::new();
-    if synchronous < 2 {
-        warnings.push(format!(
-            "SQLite synchronous is {synchronous}, not FULL (2): a commit may not survive a power cut"
-        ));
+        let Some(record) = row.as_ref().map(rows::token::<Lite>).transpose()? else {
+            return Ok(None);
+        };
+        // Note use at most once a minute: a write per request would serialize readers behind the write lock.
+        if record
+            .last_used_at
+            .is_none_or(|at| now - at > Duration::minutes(1))
+        {
+            sqlx::query("UPDATE tokens SET last_used_at = ? WHERE name = ?")
+                .bind(ts(now))
+                .bind(&record.name)
+                .execute(&self.pool)
+                .await
+                .map_err(db)?;
+        }
+        Ok(Some(record))
     }
-    if !journal.eq_ignore_ascii_case("wal") {
-        warnings.push(format!(
-            "SQLite journal_mode is {journal}, not wal: readers and writers block each other"
-        ));
+
+    /// The connection settings airlock opens SQLite with, read back: WAL and `synchronous =
+    /// FULL` (2), so a committed intent survives a power cut.
+    async fn durability_warnings(&self) -> Result<Vec<String>> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+        let mut warnings = Vec::new();
+        if synchronous < 2 {
+            warnings.push(format!(
+                "SQLite synchronous is {synchronous}, not FULL (2): a commit may not survive a power cut"
+            ));
+        }
+        if !journal.eq_ignore_ascii_case("wal") {
+            warnings.push(format!(
+                "SQLite journal_mode is {journal}, not wal: readers and writers block each other"
+            ));
+        }
+        Ok(warnings)
     }
-    Ok(warnings)
 }

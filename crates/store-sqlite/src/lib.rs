@@ -9,12 +9,13 @@
 //! - Triggers in `migrations/0001_ledger.sql` refuse illegal status changes and append
 //!   the event row of every status change, whatever SQL statement made it.
 //!
-//! Layout: the reads are shared with PostgreSQL (`airlock_store_sql::reads`, over
-//! [`dialect`]: times as canonical text, lists through `json_each`); here are the writes:
-//! [`posts`] (drafts, guarded updates, events, verification records), [`publish`]
-//! (claims, reservations, intents, the fail-closed quota read), [`admin`] (pauses,
-//! outbox, tokens, durability settings), [`ops`] (dashboard sessions, server secrets),
-//! [`backup`] (online, checked copies for `airlock backup`).
+//! Layout: the reads are shared with PostgreSQL (`airlock_store_sql::reads::SqlReads`,
+//! over `dialect`: times as canonical text, lists through `json_each`); each write module
+//! implements one part of the store: `posts` ([`Posts`](airlock_store::Posts)),
+//! `publish` ([`Publishing`](airlock_store::Publishing), with the fail-closed quota
+//! read), `admin` ([`Admin`](airlock_store::Admin)), `ops`
+//! ([`Sessions`](airlock_store::Sessions)); `backup` makes online, checked copies for
+//! `airlock backup`.
 
 use std::path::Path;
 use std::time::Duration as StdDuration;
@@ -26,16 +27,9 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use airlock_core::PostEvent;
 use airlock_core::time::format_utc;
-use airlock_core::{
-    ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary, Verdict,
-};
-use airlock_store::{
-    ChannelDue, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats,
-    IntentRequest, LiveSession, NewNotification, NewSession, NewToken, Notification, OutboxStats,
-    Pause, PauseScope, PostClaim, PostClaimed, PostFilter, QuotaRows, Result, ReviewItem, Scanned,
-    Session, Store, StoreError, TokenRecord, VerificationRecord,
-};
+use airlock_store::{Result, Store, StoreError};
 use airlock_store_sql::reads;
 
 use crate::dialect::Lite;
@@ -52,6 +46,7 @@ mod schema;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    reads: airlock_store_sql::reads::SqlReads<Lite>,
     /// Writers of this process, one at a time: SQLite has one write lock, and a writer
     /// that finds it taken sleeps in the busy handler (milliseconds at a time). Queueing
     /// here instead hands the lock on as soon as the previous transaction commits.
@@ -147,6 +142,7 @@ impl SqliteStore {
 
     fn over(pool: SqlitePool) -> Self {
         SqliteStore {
+            reads: airlock_store_sql::reads::SqlReads::new(pool.clone()),
             pool,
             writer: std::sync::Arc::new(tokio::sync::Mutex::new(())),
         }
@@ -216,255 +212,15 @@ pub(crate) fn parse_ts(text: &str) -> std::result::Result<DateTime<Utc>, String>
         .map_err(|_| text.to_owned())
 }
 
+impl airlock_store::ReadsFrom for SqliteStore {
+    fn reader(&self) -> &dyn airlock_store::Reads {
+        &self.reads
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
-    // Reads: written once for both backends in `airlock_store_sql::reads`.
-
-    async fn get_post(&self, id: PostId) -> Result<Post> {
-        reads::get_post::<Lite>(&self.pool, id).await
-    }
-
-    async fn post_detail(&self, id: PostId) -> Result<PostDetail> {
-        reads::post_detail::<Lite>(&self.pool, id).await
-    }
-
-    async fn verdicts(&self, id: PostId) -> Result<Vec<Verdict>> {
-        reads::verdicts::<Lite>(&self.pool, id).await
-    }
-
-    async fn list_posts(&self, filter: &PostFilter) -> Result<Vec<Post>> {
-        reads::list_posts::<Lite>(&self.pool, filter).await
-    }
-
-    async fn list_summaries(&self, filter: &PostFilter, chars: u32) -> Result<Vec<PostSummary>> {
-        reads::list_summaries::<Lite>(&self.pool, filter, chars).await
-    }
-
-    async fn list_excerpts(&self, filter: &PostFilter, chars: u32) -> Result<Vec<Post>> {
-        reads::list_excerpts::<Lite>(&self.pool, filter, chars).await
-    }
-
-    async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
-        reads::live_drafts_by::<Lite>(&self.pool, actor).await
-    }
-
-    async fn due_posts(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-        now: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Post>> {
-        reads::due_posts::<Lite>(&self.pool, channels, test_channels, now, limit).await
-    }
-
-    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
-        reads::deferred_posts::<Lite>(&self.pool).await
-    }
-
-    async fn next_due_at(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-    ) -> Result<Option<DateTime<Utc>>> {
-        reads::next_due_at::<Lite>(&self.pool, channels, test_channels).await
-    }
-
-    async fn expired_leases(&self, now: DateTime<Utc>) -> Result<Vec<Scanned<ExpiredLease>>> {
-        reads::expired_leases::<Lite>(&self.pool, now).await
-    }
-
-    async fn review_queue(&self) -> Result<Vec<Scanned<ReviewItem>>> {
-        reads::review_queue::<Lite>(&self.pool).await
-    }
-
-    async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
-        reads::quota_rows::<Lite>(&self.pool, since, now).await
-    }
-
-    async fn pauses(&self) -> Result<Vec<Pause>> {
-        reads::pauses::<Lite>(&self.pool).await
-    }
-
-    async fn outbox_stats(&self) -> Result<OutboxStats> {
-        reads::outbox_stats::<Lite>(&self.pool).await
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
-        reads::tokens::<Lite>(&self.pool).await
-    }
-
-    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
-        reads::status_counts::<Lite>(&self.pool).await
-    }
-
-    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
-        reads::check_invariants::<Lite>(&self.pool, now).await
-    }
-
-    async fn sources_used(
-        &self,
-        channel: &ChannelName,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        reads::sources_used::<Lite>(&self.pool, channel, since).await
-    }
-
-    async fn export_page(
-        &self,
-        filter: &ExportFilter,
-        after: Option<PostId>,
-        limit: u32,
-    ) -> Result<Vec<PostDetail>> {
-        reads::export_page::<Lite>(&self.pool, filter, after, limit).await
-    }
-
-    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
-        reads::health_stats::<Lite>(&self.pool, now).await
-    }
-
-    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<ChannelDue>> {
-        reads::due_by_channel::<Lite>(&self.pool, now).await
-    }
-
-    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        reads::session::<Lite>(&self.pool, id_sha256).await
-    }
-
-    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {
-        reads::live_sessions::<Lite>(&self.pool, now).await
-    }
-
-    async fn durability_warnings(&self) -> Result<Vec<String>> {
-        admin::durability_warnings(self).await
-    }
-
     // Writes: each one `BEGIN IMMEDIATE` transaction.
-
-    async fn create_post(&self, req: CreatePost) -> Result<Created> {
-        posts::create(self, req).await
-    }
-
-    async fn change_post(&self, change: airlock_store::PostChange) -> Result<Post> {
-        posts::change(self, change).await
-    }
-
-    async fn delete_draft(
-        &self,
-        id: PostId,
-        version: i64,
-        actor: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        posts::delete_draft(self, id, version, actor, now).await
-    }
-
-    async fn add_event(
-        &self,
-        id: PostId,
-        event: EventNote,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<()> {
-        posts::add_event(self, id, event, actor, now, notify).await
-    }
-
-    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
-        posts::record_verifications(self, records).await
-    }
-
-    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
-        publish::claim_post(self, req).await
-    }
-
-    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
-        publish::record_intent(self, req).await
-    }
-
-    async fn pause(
-        &self,
-        scope: &PauseScope,
-        reason: &str,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::pause(self, scope, reason, actor, now, &notify).await
-    }
-
-    async fn resume(
-        &self,
-        scope: &PauseScope,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<bool> {
-        admin::resume(self, scope, actor, now, notify).await
-    }
-
-    async fn claim_notifications(
-        &self,
-        now: DateTime<Utc>,
-        worker: &str,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<Vec<Notification>> {
-        admin::claim_notifications(self, now, worker, lease_until, limit).await
-    }
-
-    async fn notification_delivered(
-        &self,
-        id: i64,
-        worker: &str,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_delivered(self, id, worker, now).await
-    }
-
-    async fn notification_failed(
-        &self,
-        id: i64,
-        worker: &str,
-        error: &str,
-        retry_at: Option<DateTime<Utc>>,
-        now: DateTime<Utc>,
-    ) -> Result<bool> {
-        admin::notification_failed(self, id, worker, error, retry_at, now).await
-    }
-
-    async fn create_token(&self, token: NewToken) -> Result<()> {
-        admin::create_token(self, token).await
-    }
-
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        admin::revoke_token(self, name, now).await
-    }
-
-    async fn authenticate(
-        &self,
-        secret_sha256: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<TokenRecord>> {
-        admin::authenticate(self, secret_sha256, now).await
-    }
-
-    async fn open_session(&self, session: NewSession) -> Result<()> {
-        ops::open_session(self, session).await
-    }
-
-    async fn end_session(&self, id_sha256: &str) -> Result<bool> {
-        ops::end_session(self, id_sha256).await
-    }
-
-    async fn server_secret(
-        &self,
-        name: &str,
-        candidate: &str,
-        now: DateTime<Utc>,
-    ) -> Result<String> {
-        ops::server_secret(self, name, candidate, now).await
-    }
 
     // SQLite's own: the event feed and wake-ups.
 

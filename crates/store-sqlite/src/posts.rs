@@ -1,6 +1,7 @@
 //! Drafts, guarded post updates, discarding, events and verification records (the
 //! reads are shared: `airlock_store_sql::reads`).
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
@@ -21,120 +22,6 @@ use crate::{SqliteStore, admin, db, is_trigger_refusal, ts};
 
 async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
     reads::get_in::<Lite>(conn, id).await
-}
-
-pub(crate) async fn create(store: &SqliteStore, req: CreatePost) -> Result<Created> {
-    let mut tx = store.begin_write().await?;
-    if let Some(key) = &req.idempotency {
-        sqlx::query("DELETE FROM create_keys WHERE created_at < ?")
-            .bind(ts(req.now - key.ttl))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        let earlier = sqlx::query(
-            "SELECT request_sha256, post_id FROM create_keys WHERE scope = ? AND key = ?",
-        )
-        .bind(&key.scope)
-        .bind(&key.key)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some(row) = earlier {
-            let request: String = row.try_get("request_sha256").map_err(db)?;
-            if request != key.request_hash {
-                return Err(StoreError::IdempotencyMismatch(key.key.clone()));
-            }
-            let post = get_in(&mut tx, PostId(row.try_get("post_id").map_err(db)?)).await?;
-            return Ok(Created {
-                post,
-                existing: true,
-            });
-        }
-    }
-    let new = &req.new;
-    if let Some(slot) = &new.slot {
-        let taken = sqlx::query("SELECT id FROM posts WHERE channel = ? AND slot = ?")
-            .bind(new.content.channel.as_str())
-            .bind(slot)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-        if let Some(row) = taken {
-            let post = get_in(&mut tx, PostId(row.try_get("id").map_err(db)?)).await?;
-            return Ok(Created {
-                post,
-                existing: true,
-            });
-        }
-    }
-    if req.max_live_drafts.is_some() {
-        // Inside the write transaction (BEGIN IMMEDIATE): no other create counts meanwhile.
-        let held = reads::live_drafts_in::<Lite>(&mut tx, &req.actor).await?;
-        draft_limit(&req.actor, held, req.max_live_drafts)?;
-    }
-    let content = &new.content;
-    let text_key = airlock_core::review::text_key(&content.text);
-    if let Some(window) = req.duplicate_window {
-        refuse_duplicate(
-            &mut tx,
-            content.channel.as_str(),
-            &text_key,
-            new.scheduled_at,
-            window,
-            None,
-        )
-        .await?;
-    }
-    let media = serde_json::to_string(&content.media).expect("media serializes");
-    let source = content
-        .source
-        .as_ref()
-        .map(|s| serde_json::to_string(s).expect("source serializes"));
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
-         scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
-         event_actor, event_note, text_key) \
-         VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?) RETURNING id",
-    )
-    .bind(content.channel.as_str())
-    .bind(&content.title)
-    .bind(&content.text)
-    .bind(media)
-    .bind(&content.link)
-    .bind(source)
-    .bind(content.source.as_ref().map(|s| s.path.clone()))
-    .bind(ts(new.scheduled_at))
-    .bind(content.hash().as_str())
-    .bind(&req.actor)
-    .bind(&req.actor)
-    .bind(new.test as i64)
-    .bind(&new.slot)
-    .bind(ts(req.now))
-    .bind(ts(req.now))
-    .bind(&req.actor)
-    .bind(&text_key)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    if let Some(key) = &req.idempotency {
-        sqlx::query(
-            "INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(&key.scope)
-        .bind(&key.key)
-        .bind(&key.request_hash)
-        .bind(id)
-        .bind(ts(req.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    let post = get_in(&mut tx, PostId(id)).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Created {
-        post,
-        existing: false,
-    })
 }
 
 /// Refuses ([`StoreError::DuplicateText`]) a text key that a post on the channel other
@@ -172,197 +59,6 @@ async fn refuse_duplicate(
         }),
         None => Ok(()),
     }
-}
-
-pub(crate) async fn change(store: &SqliteStore, change: PostChange) -> Result<Post> {
-    let PostChange {
-        id,
-        actor,
-        now,
-        change,
-        notify,
-    } = change;
-    let effects = change.effects(&actor, now);
-    let mut tx = store.begin_write().await?;
-    let current = sqlx::query(
-        "SELECT status, version, generation, channel, review_round, content_hash, \
-         quarantined_at IS NOT NULL AS quarantined, \
-         (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
-          ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
-    )
-    .bind(id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?
-    .ok_or(StoreError::NotFound(id))?;
-    let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
-    let version: i64 = current.try_get("version").map_err(db)?;
-    let generation: i64 = current.try_get("generation").map_err(db)?;
-    let channel: String = current.try_get("channel").map_err(db)?;
-    let review_round: i64 = current.try_get("review_round").map_err(db)?;
-    let quarantined: bool = current.try_get("quarantined").map_err(db)?;
-    let content_hash: String = current.try_get("content_hash").map_err(db)?;
-    let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
-    match check_guard(effects.guard, status, version, generation) {
-        GuardCheck::Holds => {}
-        GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
-        GuardCheck::Fenced => {
-            // Nothing of the stale write applies; only the evidence is recorded.
-            let stale = guard_generation(effects.guard).unwrap_or(generation);
-            if effects.record_stale {
-                let event = stale_evidence(&effects, stale);
-                insert_event(&mut tx, id, &event, status, &actor, now).await?;
-                sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
-                    .bind(id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
-                tx.commit().await.map_err(db)?;
-            }
-            return Err(StoreError::Fenced {
-                id,
-                generation: stale,
-            });
-        }
-    }
-    if effects
-        .intent_required
-        .is_some_and(|required| required != claim_intent.is_some())
-    {
-        return Err(StoreError::Conflict(id));
-    }
-    if let Some((from, to)) = illegal_step(status, effects.to) {
-        return Err(StoreError::IllegalTransition { id, from, to });
-    }
-    if let Some(rule) = write_refusal(&effects, status, &content_hash) {
-        return Err(StoreError::Refused {
-            id,
-            rule: rule.to_owned(),
-        });
-    }
-    if leaves_quarantine(&effects, quarantined) {
-        return Err(StoreError::Quarantined(id));
-    }
-    if effects.duplicate_window.is_some() {
-        let before = get_in(&mut tx, id).await?;
-        if let Some((key, at, window)) =
-            edit_duplicate_check(&effects, status, &before.content.text, before.scheduled_at)
-        {
-            refuse_duplicate(&mut tx, &channel, &key, at, window, Some(id)).await?;
-        }
-    }
-    let after = effects.to.unwrap_or(status);
-    if let Some(verdict) = &effects.verdict {
-        // In the round the verdict was given in, before this change may start a new one.
-        sqlx::query(
-            "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
-             review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id.0)
-        .bind(verdict.verdict.as_str())
-        .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
-        .bind(&actor)
-        .bind(verdict.content_hash.as_str())
-        .bind(&verdict.rubric_hash)
-        .bind(review_round)
-        .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
-        .bind(ts(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-
-    let mut query =
-        QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
-    query.push_bind(ts(now));
-    query.push(", event_actor = ").push_bind(actor.clone());
-    query
-        .push(", event_note = ")
-        .push_bind(effects.note.clone());
-    if let Some(to) = effects.to {
-        query.push(", status = ").push_bind(to.as_str());
-        if to != PostStatus::Posting {
-            query.push(", lease_owner = NULL, lease_expires_at = NULL");
-        }
-    }
-    push_fields(&mut query, &effects);
-    query.push(" WHERE id = ").push_bind(id.0);
-    query.build().execute(&mut *tx).await.map_err(|e| {
-        if is_trigger_refusal(&e, "airlock: quarantined") {
-            StoreError::Quarantined(id)
-        } else if is_trigger_refusal(&e, "illegal status transition") {
-            StoreError::IllegalTransition {
-                id,
-                from: status,
-                to: after,
-            }
-        } else {
-            db(e)
-        }
-    })?;
-
-    // The status event says what happened when the status moved.
-    if let Some(event) = &effects.event
-        && !(effects.event_unless_moved && after != status)
-    {
-        insert_event(&mut tx, id, event, after, &actor, now).await?;
-    }
-    if let Some(phase) = effects.intent_phase {
-        sqlx::query(
-            "UPDATE intents SET phase = ?, settled_at = ? \
-             WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
-        )
-        .bind(phase.as_str())
-        .bind(ts(now))
-        .bind(id.0)
-        .bind(guard_generation(effects.guard))
-        .bind(guard_generation(effects.guard))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    if let Some(settle) = effects.reservation {
-        settle_reservations(&mut tx, id, settle, now).await?;
-    }
-    let mut failures = 0;
-    if let Some(step) = effects.failures {
-        failures = match step {
-            FailureStep::Reset => {
-                sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
-                    .bind(&channel)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
-                0
-            }
-            FailureStep::Increment => sqlx::query_scalar(
-                "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
-                 ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
-                 RETURNING consecutive",
-            )
-            .bind(&channel)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?,
-        };
-    }
-    if let Some(pause) = &effects.pause
-        && pause_applies(pause.after_failures, failures)
-    {
-        admin::insert_pause(
-            &mut tx,
-            &pause.scope,
-            &pause.reason,
-            &actor,
-            now,
-            &pause.notify,
-        )
-        .await?;
-    }
-    admin::insert_outbox(&mut tx, &notify, now).await?;
-    let post = get_in(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(post)
 }
 
 /// Ends a post's live reservations as `settle` says.
@@ -512,118 +208,424 @@ pub(crate) async fn insert_event(
     Ok(())
 }
 
-pub(crate) async fn delete_draft(
-    store: &SqliteStore,
-    id: PostId,
-    version: i64,
-    actor: &str,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let mut tx = store.begin_write().await?;
-    let post = get_in(&mut tx, id).await?;
-    if post.version != version {
-        return Err(StoreError::Conflict(id));
-    }
-    if post.status != PostStatus::Draft {
-        return Err(StoreError::IllegalTransition {
-            id,
-            from: post.status,
-            to: PostStatus::Draft,
-        });
-    }
-    let history: i64 = sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM intents WHERE post_id = ?1) + (SELECT count(*) FROM reservations WHERE post_id = ?1)",
-    )
-    .bind(id.0)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    if history > 0 {
-        return Err(StoreError::HasHistory(id));
-    }
-    let event = EventNote {
-        kind: "discarded".into(),
-        note: Some("draft discarded".into()),
-    };
-    insert_event(&mut tx, id, &event, PostStatus::Draft, actor, now).await?;
-    sqlx::query("DELETE FROM create_keys WHERE post_id = ?")
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    sqlx::query("DELETE FROM posts WHERE id = ?")
-        .bind(id.0)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)
-}
-
-pub(crate) async fn add_event(
-    store: &SqliteStore,
-    id: PostId,
-    event: EventNote,
-    actor: &str,
-    now: DateTime<Utc>,
-    notify: Vec<NewNotification>,
-) -> Result<()> {
-    let mut tx = store.begin_write().await?;
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
-        .bind(id.0)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    let status = status_of(&status.ok_or(StoreError::NotFound(id))?)?;
-    insert_event(&mut tx, id, &event, status, actor, now).await?;
-    admin::insert_outbox(&mut tx, &notify, now).await?;
-    tx.commit().await.map_err(db)
-}
-
-pub(crate) async fn record_verifications(
-    store: &SqliteStore,
-    records: &[VerificationRecord],
-) -> Result<()> {
-    if records.is_empty() {
-        return Ok(());
-    }
-    let mut tx = store.begin_write().await?;
-    for record in records {
-        let status: Option<String> = sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
-            .bind(record.id.0)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
-        if status.as_deref() != Some(PostStatus::Posted.as_str()) {
-            continue;
-        }
-        let event = match &record.result {
-            Ok(permalink) => {
-                sqlx::query(
-                    "UPDATE posts SET verified_at = ?, permalink = coalesce(permalink, ?), \
-                     version = version + 1 WHERE id = ?",
-                )
-                .bind(ts(record.at))
-                .bind(permalink)
-                .bind(record.id.0)
+#[async_trait]
+impl airlock_store::Posts for SqliteStore {
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        let mut tx = self.begin_write().await?;
+        if let Some(key) = &req.idempotency {
+            sqlx::query("DELETE FROM create_keys WHERE created_at < ?")
+                .bind(ts(req.now - key.ttl))
                 .execute(&mut *tx)
                 .await
                 .map_err(db)?;
-                airlock_store::verified_event()
+            let earlier = sqlx::query(
+                "SELECT request_sha256, post_id FROM create_keys WHERE scope = ? AND key = ?",
+            )
+            .bind(&key.scope)
+            .bind(&key.key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+            if let Some(row) = earlier {
+                let request: String = row.try_get("request_sha256").map_err(db)?;
+                if request != key.request_hash {
+                    return Err(StoreError::IdempotencyMismatch(key.key.clone()));
+                }
+                let post = get_in(&mut tx, PostId(row.try_get("post_id").map_err(db)?)).await?;
+                return Ok(Created {
+                    post,
+                    existing: true,
+                });
             }
-            Err(reason) => {
-                admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
-                airlock_store::verify_failed_event(reason)
+        }
+        let new = &req.new;
+        if let Some(slot) = &new.slot {
+            let taken = sqlx::query("SELECT id FROM posts WHERE channel = ? AND slot = ?")
+                .bind(new.content.channel.as_str())
+                .bind(slot)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+            if let Some(row) = taken {
+                let post = get_in(&mut tx, PostId(row.try_get("id").map_err(db)?)).await?;
+                return Ok(Created {
+                    post,
+                    existing: true,
+                });
             }
-        };
-        insert_event(
-            &mut tx,
-            record.id,
-            &event,
-            PostStatus::Posted,
-            &record.actor,
-            record.at,
+        }
+        if req.max_live_drafts.is_some() {
+            // Inside the write transaction (BEGIN IMMEDIATE): no other create counts meanwhile.
+            let held = reads::live_drafts_in::<Lite>(&mut tx, &req.actor).await?;
+            draft_limit(&req.actor, held, req.max_live_drafts)?;
+        }
+        let content = &new.content;
+        let text_key = airlock_core::review::text_key(&content.text);
+        if let Some(window) = req.duplicate_window {
+            refuse_duplicate(
+                &mut tx,
+                content.channel.as_str(),
+                &text_key,
+                new.scheduled_at,
+                window,
+                None,
+            )
+            .await?;
+        }
+        let media = serde_json::to_string(&content.media).expect("media serializes");
+        let source = content
+            .source
+            .as_ref()
+            .map(|s| serde_json::to_string(s).expect("source serializes"));
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
+             scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
+             event_actor, event_note, text_key) \
+             VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?) RETURNING id",
         )
-        .await?;
+        .bind(content.channel.as_str())
+        .bind(&content.title)
+        .bind(&content.text)
+        .bind(media)
+        .bind(&content.link)
+        .bind(source)
+        .bind(content.source.as_ref().map(|s| s.path.clone()))
+        .bind(ts(new.scheduled_at))
+        .bind(content.hash().as_str())
+        .bind(&req.actor)
+        .bind(&req.actor)
+        .bind(new.test as i64)
+        .bind(&new.slot)
+        .bind(ts(req.now))
+        .bind(ts(req.now))
+        .bind(&req.actor)
+        .bind(&text_key)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(key) = &req.idempotency {
+            sqlx::query(
+                "INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&key.scope)
+            .bind(&key.key)
+            .bind(&key.request_hash)
+            .bind(id)
+            .bind(ts(req.now))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        let post = get_in(&mut tx, PostId(id)).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(Created {
+            post,
+            existing: false,
+        })
     }
-    tx.commit().await.map_err(db)
+
+    async fn change_post(&self, change: PostChange) -> Result<Post> {
+        let PostChange {
+            id,
+            actor,
+            now,
+            change,
+            notify,
+        } = change;
+        let effects = change.effects(&actor, now);
+        let mut tx = self.begin_write().await?;
+        let current = sqlx::query(
+            "SELECT status, version, generation, channel, review_round, content_hash, \
+             quarantined_at IS NOT NULL AS quarantined, \
+             (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
+              ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
+        )
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        .ok_or(StoreError::NotFound(id))?;
+        let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
+        let version: i64 = current.try_get("version").map_err(db)?;
+        let generation: i64 = current.try_get("generation").map_err(db)?;
+        let channel: String = current.try_get("channel").map_err(db)?;
+        let review_round: i64 = current.try_get("review_round").map_err(db)?;
+        let quarantined: bool = current.try_get("quarantined").map_err(db)?;
+        let content_hash: String = current.try_get("content_hash").map_err(db)?;
+        let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
+        match check_guard(effects.guard, status, version, generation) {
+            GuardCheck::Holds => {}
+            GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
+            GuardCheck::Fenced => {
+                // Nothing of the stale write applies; only the evidence is recorded.
+                let stale = guard_generation(effects.guard).unwrap_or(generation);
+                if effects.record_stale {
+                    let event = stale_evidence(&effects, stale);
+                    insert_event(&mut tx, id, &event, status, &actor, now).await?;
+                    sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
+                        .bind(id.0)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                    tx.commit().await.map_err(db)?;
+                }
+                return Err(StoreError::Fenced {
+                    id,
+                    generation: stale,
+                });
+            }
+        }
+        if effects
+            .intent_required
+            .is_some_and(|required| required != claim_intent.is_some())
+        {
+            return Err(StoreError::Conflict(id));
+        }
+        if let Some((from, to)) = illegal_step(status, effects.to) {
+            return Err(StoreError::IllegalTransition { id, from, to });
+        }
+        if let Some(rule) = write_refusal(&effects, status, &content_hash) {
+            return Err(StoreError::Refused {
+                id,
+                rule: rule.to_owned(),
+            });
+        }
+        if leaves_quarantine(&effects, quarantined) {
+            return Err(StoreError::Quarantined(id));
+        }
+        if effects.duplicate_window.is_some() {
+            let before = get_in(&mut tx, id).await?;
+            if let Some((key, at, window)) =
+                edit_duplicate_check(&effects, status, &before.content.text, before.scheduled_at)
+            {
+                refuse_duplicate(&mut tx, &channel, &key, at, window, Some(id)).await?;
+            }
+        }
+        let after = effects.to.unwrap_or(status);
+        if let Some(verdict) = &effects.verdict {
+            // In the round the verdict was given in, before this change may start a new one.
+            sqlx::query(
+                "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
+                 review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(id.0)
+            .bind(verdict.verdict.as_str())
+            .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
+            .bind(&actor)
+            .bind(verdict.content_hash.as_str())
+            .bind(&verdict.rubric_hash)
+            .bind(review_round)
+            .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
+            .bind(ts(now))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+
+        let mut query =
+            QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
+        query.push_bind(ts(now));
+        query.push(", event_actor = ").push_bind(actor.clone());
+        query
+            .push(", event_note = ")
+            .push_bind(effects.note.clone());
+        if let Some(to) = effects.to {
+            query.push(", status = ").push_bind(to.as_str());
+            if to != PostStatus::Posting {
+                query.push(", lease_owner = NULL, lease_expires_at = NULL");
+            }
+        }
+        push_fields(&mut query, &effects);
+        query.push(" WHERE id = ").push_bind(id.0);
+        query.build().execute(&mut *tx).await.map_err(|e| {
+            if is_trigger_refusal(&e, "airlock: quarantined") {
+                StoreError::Quarantined(id)
+            } else if is_trigger_refusal(&e, "illegal status transition") {
+                StoreError::IllegalTransition {
+                    id,
+                    from: status,
+                    to: after,
+                }
+            } else {
+                db(e)
+            }
+        })?;
+
+        // The status event says what happened when the status moved.
+        if let Some(event) = &effects.event
+            && !(effects.event_unless_moved && after != status)
+        {
+            insert_event(&mut tx, id, event, after, &actor, now).await?;
+        }
+        if let Some(phase) = effects.intent_phase {
+            sqlx::query(
+                "UPDATE intents SET phase = ?, settled_at = ? \
+                 WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
+            )
+            .bind(phase.as_str())
+            .bind(ts(now))
+            .bind(id.0)
+            .bind(guard_generation(effects.guard))
+            .bind(guard_generation(effects.guard))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        if let Some(settle) = effects.reservation {
+            settle_reservations(&mut tx, id, settle, now).await?;
+        }
+        let mut failures = 0;
+        if let Some(step) = effects.failures {
+            failures = match step {
+                FailureStep::Reset => {
+                    sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
+                        .bind(&channel)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                    0
+                }
+                FailureStep::Increment => sqlx::query_scalar(
+                    "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
+                     ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
+                     RETURNING consecutive",
+                )
+                .bind(&channel)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db)?,
+            };
+        }
+        if let Some(pause) = &effects.pause
+            && pause_applies(pause.after_failures, failures)
+        {
+            admin::insert_pause(
+                &mut tx,
+                &pause.scope,
+                &pause.reason,
+                &actor,
+                now,
+                &pause.notify,
+            )
+            .await?;
+        }
+        admin::insert_outbox(&mut tx, &notify, now).await?;
+        let post = get_in(&mut tx, id).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(post)
+    }
+
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        let post = get_in(&mut tx, id).await?;
+        if post.version != version {
+            return Err(StoreError::Conflict(id));
+        }
+        if post.status != PostStatus::Draft {
+            return Err(StoreError::IllegalTransition {
+                id,
+                from: post.status,
+                to: PostStatus::Draft,
+            });
+        }
+        let history: i64 = sqlx::query_scalar(
+            "SELECT (SELECT count(*) FROM intents WHERE post_id = ?1) + (SELECT count(*) FROM reservations WHERE post_id = ?1)",
+        )
+        .bind(id.0)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        if history > 0 {
+            return Err(StoreError::HasHistory(id));
+        }
+        let event = EventNote {
+            kind: "discarded".into(),
+            note: Some("draft discarded".into()),
+        };
+        insert_event(&mut tx, id, &event, PostStatus::Draft, actor, now).await?;
+        sqlx::query("DELETE FROM create_keys WHERE post_id = ?")
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query("DELETE FROM posts WHERE id = ?")
+            .bind(id.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
+            .bind(id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+        let status = status_of(&status.ok_or(StoreError::NotFound(id))?)?;
+        insert_event(&mut tx, id, &event, status, actor, now).await?;
+        admin::insert_outbox(&mut tx, &notify, now).await?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        for record in records {
+            let status: Option<String> =
+                sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
+                    .bind(record.id.0)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            if status.as_deref() != Some(PostStatus::Posted.as_str()) {
+                continue;
+            }
+            let event = match &record.result {
+                Ok(permalink) => {
+                    sqlx::query(
+                        "UPDATE posts SET verified_at = ?, permalink = coalesce(permalink, ?), \
+                         version = version + 1 WHERE id = ?",
+                    )
+                    .bind(ts(record.at))
+                    .bind(permalink)
+                    .bind(record.id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                    airlock_store::verified_event()
+                }
+                Err(reason) => {
+                    admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
+                    airlock_store::verify_failed_event(reason)
+                }
+            };
+            insert_event(
+                &mut tx,
+                record.id,
+                &event,
+                PostStatus::Posted,
+                &record.actor,
+                record.at,
+            )
+            .await?;
+        }
+        tx.commit().await.map_err(db)
+    }
 }

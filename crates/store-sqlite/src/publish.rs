@@ -1,6 +1,7 @@
 //! The store's side of the guarded publish path: claims, reservations and intents
 //! (what is due, expired leases and the review queue are shared reads).
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
@@ -133,85 +134,6 @@ const ACTIVE_PAUSE: &str = "(SELECT scope FROM pauses WHERE resumed_at IS NULL \
      (SELECT reason FROM pauses WHERE resumed_at IS NULL \
      AND (scope = '*' OR scope = posts.channel) ORDER BY scope = '*' DESC, id LIMIT 1) AS pause_reason";
 
-pub(crate) async fn claim_post(store: &SqliteStore, req: &PostClaim) -> Result<PostClaimed> {
-    let started = std::time::Instant::now();
-    let mut tx = store.begin_write().await?;
-    let now = now_after(req.now, started);
-    // The post and the pause that holds it, in one statement.
-    let Some(row) = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
-    )))
-    .bind(req.id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?
-    else {
-        return Ok(PostClaimed::Gone(None));
-    };
-    let post = rows::post::<Lite>(&row)?;
-    if !claimable(&post, req.version, req.allow_test) {
-        return Ok(PostClaimed::Gone(Some(Box::new(post))));
-    }
-    let scope: Option<String> = row.try_get("pause_scope").map_err(db)?;
-    if let Some(scope) = scope {
-        let reason: String = row.try_get("pause_reason").map_err(db)?;
-        return Ok(PostClaimed::Paused { scope, reason });
-    }
-    if let Some(rules) = &req.quota
-        && let Err(denial) = decide_quota(&mut tx, &post.content.channel, rules, now).await?
-    {
-        return Ok(PostClaimed::OverQuota(denial));
-    }
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
-         generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
-         event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
-    )))
-    .bind(&req.worker)
-    .bind(ts(req.lease_until))
-    .bind(ts(now))
-    .bind(&req.actor)
-    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
-    .bind(req.id.0)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    // Nothing below changes the post row: the row as written is the answer.
-    let post = rows::post::<Lite>(&row)?;
-    if let Some(intent) = &req.intent
-        && !lease_outlasts(req.lease_until, now, intent.lease_margin)
-    {
-        return Err(StoreError::Fenced {
-            id: req.id,
-            generation: post.generation,
-        });
-    }
-    if let Some(rules) = &req.quota {
-        // With the intent in this transaction, the request is as good as sent now.
-        let sent = req.intent.is_some().then_some(now);
-        insert_reservation(&mut tx, &post, rules, now, sent).await?;
-    }
-    let intent = match &req.intent {
-        Some(intent) => Some(
-            insert_intent(
-                &mut tx,
-                req.id,
-                post.generation,
-                &intent.idempotency_key,
-                None,
-                now,
-            )
-            .await?,
-        ),
-        None => None,
-    };
-    tx.commit().await.map_err(db)?;
-    Ok(PostClaimed::Claimed {
-        post: Box::new(post),
-        intent,
-    })
-}
-
 /// Live reservations sent at or after `since`, and every unsent one, checked fail-closed.
 pub(crate) async fn live_reservations(
     conn: &mut SqliteConnection,
@@ -258,38 +180,120 @@ pub(crate) async fn live_reservations(
     Ok(live)
 }
 
-pub(crate) async fn record_intent(store: &SqliteStore, req: &IntentRequest) -> Result<Intent> {
-    let started = std::time::Instant::now();
-    let mut tx = store.begin_write().await?;
-    let now = now_after(req.now, started);
-    check_fence(
-        &mut tx,
-        req.post_id,
-        req.generation,
-        Some(now + req.lease_margin),
-    )
-    .await?;
-    if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
-        return Err(StoreError::Paused { scope, reason });
+#[async_trait]
+impl airlock_store::Publishing for SqliteStore {
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        let started = std::time::Instant::now();
+        let mut tx = self.begin_write().await?;
+        let now = now_after(req.now, started);
+        // The post and the pause that holds it, in one statement.
+        let Some(row) = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
+        )))
+        .bind(req.id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        else {
+            return Ok(PostClaimed::Gone(None));
+        };
+        let post = rows::post::<Lite>(&row)?;
+        if !claimable(&post, req.version, req.allow_test) {
+            return Ok(PostClaimed::Gone(Some(Box::new(post))));
+        }
+        let scope: Option<String> = row.try_get("pause_scope").map_err(db)?;
+        if let Some(scope) = scope {
+            let reason: String = row.try_get("pause_reason").map_err(db)?;
+            return Ok(PostClaimed::Paused { scope, reason });
+        }
+        if let Some(rules) = &req.quota
+            && let Err(denial) = decide_quota(&mut tx, &post.content.channel, rules, now).await?
+        {
+            return Ok(PostClaimed::OverQuota(denial));
+        }
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
+             generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
+             event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
+        )))
+        .bind(&req.worker)
+        .bind(ts(req.lease_until))
+        .bind(ts(now))
+        .bind(&req.actor)
+        .bind(format!("claimed, lease until {}", ts(req.lease_until)))
+        .bind(req.id.0)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        // Nothing below changes the post row: the row as written is the answer.
+        let post = rows::post::<Lite>(&row)?;
+        if let Some(intent) = &req.intent
+            && !lease_outlasts(req.lease_until, now, intent.lease_margin)
+        {
+            return Err(StoreError::Fenced {
+                id: req.id,
+                generation: post.generation,
+            });
+        }
+        if let Some(rules) = &req.quota {
+            // With the intent in this transaction, the request is as good as sent now.
+            let sent = req.intent.is_some().then_some(now);
+            insert_reservation(&mut tx, &post, rules, now, sent).await?;
+        }
+        let intent = match &req.intent {
+            Some(intent) => Some(
+                insert_intent(
+                    &mut tx,
+                    req.id,
+                    post.generation,
+                    &intent.idempotency_key,
+                    None,
+                    now,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        tx.commit().await.map_err(db)?;
+        Ok(PostClaimed::Claimed {
+            post: Box::new(post),
+            intent,
+        })
     }
-    let intent = insert_intent(
-        &mut tx,
-        req.post_id,
-        req.generation,
-        &req.idempotency_key,
-        req.platform_ref.as_deref(),
-        now,
-    )
-    .await?;
-    sqlx::query(
-        "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
-    )
-    .bind(ts(now))
-    .bind(req.post_id.0)
-    .bind(req.generation)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)?;
-    Ok(intent)
+
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        let started = std::time::Instant::now();
+        let mut tx = self.begin_write().await?;
+        let now = now_after(req.now, started);
+        check_fence(
+            &mut tx,
+            req.post_id,
+            req.generation,
+            Some(now + req.lease_margin),
+        )
+        .await?;
+        if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
+            return Err(StoreError::Paused { scope, reason });
+        }
+        let intent = insert_intent(
+            &mut tx,
+            req.post_id,
+            req.generation,
+            &req.idempotency_key,
+            req.platform_ref.as_deref(),
+            now,
+        )
+        .await?;
+        sqlx::query(
+            "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
+        )
+        .bind(ts(now))
+        .bind(req.post_id.0)
+        .bind(req.generation)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(intent)
+    }
 }

@@ -14,10 +14,10 @@ use airlock_core::{
     ChannelName, Intent, Post, PostDetail, PostEvent, PostId, PostStatus, PostSummary,
 };
 use airlock_store::{
-    CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
+    Admin, CreatePost, Created, EventNote, ExpiredLease, ExportFilter, HealthStats, IntentRequest,
     NewNotification, NewSession, NewToken, Notification, OutboxStats, Pause, PauseScope,
-    PostChange, PostClaim, PostClaimed, PostFilter, QuotaRows, Result, ReviewItem, Session, Store,
-    TokenRecord, Unreadable, VerificationRecord,
+    PostChange, PostClaim, PostClaimed, PostFilter, Posts, Publishing, QuotaRows, Reads, Result,
+    ReviewItem, Session, Sessions, Store, TokenRecord, Unreadable, VerificationRecord,
 };
 
 /// A store that counts what it returns.
@@ -82,12 +82,7 @@ impl Metered {
 }
 
 #[async_trait]
-impl Store for Metered {
-    async fn create_post(&self, req: CreatePost) -> Result<Created> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.create_post(req).await
-    }
-
+impl Reads for Metered {
     async fn get_post(&self, id: PostId) -> Result<Post> {
         let res = self.inner.get_post(id).await;
         self.count_post(&res);
@@ -150,39 +145,6 @@ impl Store for Metered {
         self.inner.live_drafts_by(actor).await
     }
 
-    async fn server_secret(
-        &self,
-        name: &str,
-        candidate: &str,
-        now: DateTime<Utc>,
-    ) -> Result<String> {
-        self.inner.server_secret(name, candidate, now).await
-    }
-
-    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
-        self.inner.live_sessions(now).await
-    }
-
-    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
-        self.inner.due_by_channel(now).await
-    }
-
-    async fn change_post(&self, change: PostChange) -> Result<Post> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.change_post(change).await
-    }
-
-    async fn delete_draft(
-        &self,
-        id: PostId,
-        version: i64,
-        actor: &str,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.delete_draft(id, version, actor, now).await
-    }
-
     async fn due_posts(
         &self,
         channels: &[ChannelName],
@@ -202,35 +164,16 @@ impl Store for Metered {
         res
     }
 
-    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.claim_post(req).await
+    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
+        self.inner.deferred_posts().await
     }
 
-    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.record_verifications(records).await
-    }
-
-    async fn add_event(
+    async fn next_due_at(
         &self,
-        id: PostId,
-        event: EventNote,
-        actor: &str,
-        now: DateTime<Utc>,
-        notify: Vec<NewNotification>,
-    ) -> Result<()> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.add_event(id, event, actor, now, notify).await
-    }
-
-    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
-        self.inner.events_after(after, limit).await
-    }
-
-    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.record_intent(req).await
+        channels: &[ChannelName],
+        test_channels: &[ChannelName],
+    ) -> Result<Option<DateTime<Utc>>> {
+        self.inner.next_due_at(channels, test_channels).await
     }
 
     async fn expired_leases(
@@ -256,22 +199,126 @@ impl Store for Metered {
         res
     }
 
-    async fn deferred_posts(&self) -> Result<Vec<airlock_store::Deferred>> {
-        self.inner.deferred_posts().await
-    }
-
-    async fn next_due_at(
-        &self,
-        channels: &[ChannelName],
-        test_channels: &[ChannelName],
-    ) -> Result<Option<DateTime<Utc>>> {
-        self.inner.next_due_at(channels, test_channels).await
-    }
-
     async fn quota_rows(&self, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<QuotaRows> {
         self.inner.quota_rows(since, now).await
     }
 
+    async fn pauses(&self) -> Result<Vec<Pause>> {
+        self.inner.pauses().await
+    }
+
+    async fn outbox_stats(&self) -> Result<OutboxStats> {
+        self.inner.outbox_stats().await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        self.inner.tokens().await
+    }
+
+    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
+        self.inner.status_counts().await
+    }
+
+    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
+        self.inner.check_invariants(now).await
+    }
+
+    async fn sources_used(
+        &self,
+        channel: &ChannelName,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, DateTime<Utc>)>> {
+        self.inner.sources_used(channel, since).await
+    }
+
+    async fn export_page(
+        &self,
+        filter: &ExportFilter,
+        after: Option<PostId>,
+        limit: u32,
+    ) -> Result<Vec<PostDetail>> {
+        let res = self.inner.export_page(filter, after, limit).await;
+        if let Ok(page) = &res {
+            for detail in page {
+                self.count_text(&detail.post.content.text);
+            }
+        }
+        res
+    }
+
+    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
+        self.inner.health_stats(now).await
+    }
+
+    async fn due_by_channel(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::ChannelDue>> {
+        self.inner.due_by_channel(now).await
+    }
+
+    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
+        self.inner.session(id_sha256).await
+    }
+
+    async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<airlock_store::LiveSession>> {
+        self.inner.live_sessions(now).await
+    }
+}
+
+#[async_trait]
+impl Posts for Metered {
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.create_post(req).await
+    }
+
+    async fn change_post(&self, change: PostChange) -> Result<Post> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.change_post(change).await
+    }
+
+    async fn delete_draft(
+        &self,
+        id: PostId,
+        version: i64,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.delete_draft(id, version, actor, now).await
+    }
+
+    async fn add_event(
+        &self,
+        id: PostId,
+        event: EventNote,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.add_event(id, event, actor, now, notify).await
+    }
+
+    async fn record_verifications(&self, records: &[VerificationRecord]) -> Result<()> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.record_verifications(records).await
+    }
+}
+
+#[async_trait]
+impl Publishing for Metered {
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.claim_post(req).await
+    }
+
+    async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner.record_intent(req).await
+    }
+}
+
+#[async_trait]
+impl Admin for Metered {
     async fn pause(
         &self,
         scope: &PauseScope,
@@ -293,10 +340,6 @@ impl Store for Metered {
     ) -> Result<bool> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.resume(scope, actor, now, notify).await
-    }
-
-    async fn pauses(&self) -> Result<Vec<Pause>> {
-        self.inner.pauses().await
     }
 
     async fn claim_notifications(
@@ -336,17 +379,9 @@ impl Store for Metered {
             .await
     }
 
-    async fn outbox_stats(&self) -> Result<OutboxStats> {
-        self.inner.outbox_stats().await
-    }
-
     async fn create_token(&self, token: NewToken) -> Result<()> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.create_token(token).await
-    }
-
-    async fn tokens(&self) -> Result<Vec<TokenRecord>> {
-        self.inner.tokens().await
     }
 
     async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
@@ -362,40 +397,16 @@ impl Store for Metered {
         self.inner.authenticate(secret_sha256, now).await
     }
 
-    async fn status_counts(&self) -> Result<Vec<(PostStatus, i64)>> {
-        self.inner.status_counts().await
-    }
-
-    async fn check_invariants(&self, now: DateTime<Utc>) -> Result<Vec<String>> {
-        self.inner.check_invariants(now).await
-    }
-
     async fn durability_warnings(&self) -> Result<Vec<String>> {
         self.inner.durability_warnings().await
     }
+}
 
-    async fn export_page(
-        &self,
-        filter: &ExportFilter,
-        after: Option<PostId>,
-        limit: u32,
-    ) -> Result<Vec<PostDetail>> {
-        let res = self.inner.export_page(filter, after, limit).await;
-        if let Ok(page) = &res {
-            for detail in page {
-                self.count_text(&detail.post.content.text);
-            }
-        }
-        res
-    }
-
+#[async_trait]
+impl Sessions for Metered {
     async fn open_session(&self, session: NewSession) -> Result<()> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.open_session(session).await
-    }
-
-    async fn session(&self, id_sha256: &str) -> Result<Option<Session>> {
-        self.inner.session(id_sha256).await
     }
 
     async fn end_session(&self, id_sha256: &str) -> Result<bool> {
@@ -403,8 +414,20 @@ impl Store for Metered {
         self.inner.end_session(id_sha256).await
     }
 
-    async fn health_stats(&self, now: DateTime<Utc>) -> Result<HealthStats> {
-        self.inner.health_stats(now).await
+    async fn server_secret(
+        &self,
+        name: &str,
+        candidate: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String> {
+        self.inner.server_secret(name, candidate, now).await
+    }
+}
+
+#[async_trait]
+impl Store for Metered {
+    async fn events_after(&self, after: i64, limit: u32) -> Result<Vec<PostEvent>> {
+        self.inner.events_after(after, limit).await
     }
 
     async fn ledger_clock(&self) -> Result<airlock_store::LedgerClock> {
@@ -417,13 +440,5 @@ impl Store for Metered {
 
     async fn wait_for_due(&self, seen: u64, timeout: std::time::Duration) -> u64 {
         self.inner.wait_for_due(seen, timeout).await
-    }
-
-    async fn sources_used(
-        &self,
-        channel: &ChannelName,
-        since: DateTime<Utc>,
-    ) -> Result<Vec<(String, DateTime<Utc>)>> {
-        self.inner.sources_used(channel, since).await
     }
 }

@@ -7,7 +7,7 @@ use airlock_app::{Error, Principal};
 use airlock_core::limits::MAX_TEXT_CHARS;
 use airlock_core::{ChannelKind, PostStatus, Role};
 use airlock_platforms::sandbox::Simulate;
-use airlock_store::{PostFilter, Store};
+use airlock_store::{PostFilter, Reads};
 
 use crate::support::*;
 

@@ -10,7 +10,7 @@ use airlock_compose::{ComposeRequest, Composed, SkipReason, Slot, compose};
 use airlock_core::hash::sha256_hex;
 use airlock_core::policy::Violation;
 use airlock_core::{ChannelKind, PostStatus, Source};
-use airlock_store::{PostFilter, Store};
+use airlock_store::{PostFilter, Reads};
 
 use crate::support::*;
 

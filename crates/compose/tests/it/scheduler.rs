@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use airlock_compose::{ScheduleSettings, Scheduler, Slot, SlotOutcome};
 use airlock_core::{ChannelKind, PostStatus};
-use airlock_store::{PostFilter, Store};
+use airlock_store::{PostFilter, Reads};
 
 use crate::support::*;
 

@@ -7,7 +7,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use airlock_notify::{Deliverer, DeliveryReport, DeliverySettings, Sink};
-use airlock_store::{PauseScope, Store};
+use airlock_store::{Admin, PauseScope, Reads, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::fakes::{DiscordFake, SlackFake};

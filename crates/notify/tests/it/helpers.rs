@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use airlock_core::{ChannelName, NewPost, Post, PostContent, PostId};
 use airlock_notify::{Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
-use airlock_store::{CreatePost, EventNote, NewNotification, Store};
+use airlock_store::{CreatePost, EventNote, NewNotification, Posts, Store};
 use airlock_store_sqlite::SqliteStore;
 
 pub use airlock_testkit::clock::TestClock;

@@ -3,7 +3,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
 use airlock_notify::{DeliveryReport, DeliverySettings};
-use airlock_store::Store;
+use airlock_store::Reads;
 
 use crate::fakes::SlackFake;
 use crate::helpers::{Harness, slack_sink, ts};

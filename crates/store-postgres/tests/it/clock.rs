@@ -5,7 +5,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::quota::CLOCK_ALLOWANCE;
-use airlock_store::{LedgerClock, Store, StoreError};
+use airlock_store::{LedgerClock, Publishing, Reads, StoreError};
 use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_tests::fixture::*;
 

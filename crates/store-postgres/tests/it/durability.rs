@@ -6,7 +6,7 @@
 use sqlx::{Executor, Row};
 
 use airlock_core::PostStatus;
-use airlock_store::Store;
+use airlock_store::{Admin, Posts};
 use airlock_store_tests::fixture::*;
 
 use crate::support::{TestDb, store};

@@ -276,7 +276,7 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
         refused(&mut conn, query, "content under a bad hash").await,
         "AL020"
     );
-    use airlock_store::Store;
+    use airlock_store::Reads;
     assert_eq!(owner.get_post(draft.id).await.unwrap(), draft);
     owner.close().await;
     conn.close().await.ok();

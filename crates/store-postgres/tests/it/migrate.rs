@@ -4,7 +4,7 @@
 
 use airlock_core::limits::MAX_TEXT_CHARS;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::Store;
+use airlock_store::{Posts, Reads};
 use airlock_store_tests::fixture::*;
 use sqlx::Connection;
 

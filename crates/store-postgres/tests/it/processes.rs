@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Change, PostChange, PostClaim, PostClaimed, Store, StoreError};
+use airlock_store::{Change, PostChange, PostClaim, PostClaimed, Reads, Store, StoreError};
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 

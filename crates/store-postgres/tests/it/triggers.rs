@@ -8,7 +8,7 @@ use sqlx::{Executor, PgConnection, Row};
 
 use airlock_core::status::is_legal;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Store, StoreError};
+use airlock_store::{Posts, Publishing, Reads, Store, StoreError};
 use airlock_store_tests::fixture::*;
 
 use crate::support::{TestDb, store};

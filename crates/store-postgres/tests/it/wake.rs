@@ -7,7 +7,7 @@
 
 use std::time::Duration as StdDuration;
 
-use airlock_store::{PauseScope, Store};
+use airlock_store::{Admin, PauseScope, Store};
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use airlock_core::PostStatus;
-use airlock_store::Store;
+use airlock_store::Reads;
 use airlock_store_sqlite::{BackupError, SqliteStore};
 use airlock_store_tests::fixture::*;
 

@@ -6,7 +6,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
 use airlock_core::limits::MAX_TEXT_CHARS;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::Store;
+use airlock_store::{Posts, Reads};
 use airlock_store_sqlite::SqliteStore;
 use airlock_store_tests::fixture::*;
 

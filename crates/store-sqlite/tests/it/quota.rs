@@ -2,7 +2,7 @@
 //! a claim with quota with `CorruptQuota` (and shows in `check_invariants`), whatever its shape,
 //! instead of being skipped or reset.
 
-use airlock_store::{Store, StoreError};
+use airlock_store::{Publishing, Reads, StoreError};
 use airlock_store_tests::fixture::*;
 
 use crate::fresh;

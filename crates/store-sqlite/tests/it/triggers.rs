@@ -7,7 +7,7 @@ use sqlx::Executor;
 
 use airlock_core::status::is_legal;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Store, StoreError};
+use airlock_store::{Posts, Publishing, Reads, StoreError};
 use airlock_store_tests::fixture::*;
 
 use crate::fresh;
