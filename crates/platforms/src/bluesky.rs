@@ -45,7 +45,7 @@ use airlock_core::policy::url_spans;
 use airlock_core::{ChannelKind, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, fetch_media, rate_limit_wait,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, fetch_media,
     send, transport_failure,
 };
 use crate::{
@@ -125,6 +125,17 @@ pub struct Bluesky {
 }
 
 const CREDENTIAL_HINT: &str = "the app password was refused or the account cannot post (revoked app password, takedown): write a new app password to the token file, then resume the channel";
+
+/// A PDS answers by the outcome table, reading waits from its rate-limit headers.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some("the PDS limits requests now; nothing was published"),
+    publish_throttled: Some("the PDS limits writes now; nothing was published"),
+    unknown: Some(
+        "whether the record was written is unknown (a key that already holds one answers 500); reading the record at its key settles it",
+    ),
+    wait: Wait::RateLimit,
+};
 
 /// The base32-sortable alphabet of TIDs.
 const TID_ALPHABET: &[u8; 32] = b"234567abcdefghijklmnopqrstuvwxyz";
@@ -307,26 +318,7 @@ impl Bluesky {
 
     /// A failed repeatable step.
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!("{reason}: the PDS limits requests now; nothing was published"),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     fn remember(&self, session: &Session) {
@@ -612,29 +604,7 @@ impl Bluesky {
 
     /// A non-2xx answer to the create call.
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create record", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => Outcome::NotSent {
-                reason: format!("{reason}: the PDS limits writes now; nothing was published"),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether the record was written is unknown (a key that already holds one answers 500); reading the record at its key settles it"
-                ),
-            },
-        }
+        STATUSES.outcome(answer, self.summary("create record", answer))
     }
 }
 

@@ -27,8 +27,8 @@ use serde_json::Value;
 use airlock_core::{Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, describe_transport, endpoint, form_body, id_string, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, describe_transport, endpoint, form_body, id_string, retry_after,
+    send, transport_failure,
 };
 use crate::{Evidence, Prepared, Proof, PublishRequest, StepError, Verification};
 
@@ -590,7 +590,7 @@ impl Graph {
     fn publish_failure(&self, answer: &Answer) -> Outcome {
         let reason = self.summary("publish", answer);
         if !(400..500).contains(&answer.status) || matches!(answer.status, 408 | 429) {
-            return outcome_for_status(answer.status, &answer.headers, reason);
+            return StatusTable::PLAIN.outcome(answer, reason);
         }
         match refusal(answer) {
             Refusal::Credential => Outcome::Rejected {

@@ -40,8 +40,8 @@ use serde_json::{Value, json};
 use airlock_core::{ChannelKind, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, check_base_url, describe_transport, endpoint, retry_after, send,
+    transport_failure,
 };
 use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
 
@@ -97,6 +97,13 @@ pub struct Linkedin {
 }
 
 const CREDENTIAL_HINT: &str = "the token was refused (invalid, expired, revoked or missing a scope): replace the token file, then resume the channel";
+
+/// LinkedIn answers by the outcome table, with its credential hint; its 429 is its own
+/// (a daily limit, reset at midnight UTC: [`throttle_retry`]).
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    ..StatusTable::PLAIN
+};
 
 /// Escapes text for the "little" text format: each reserved character gets a backslash.
 pub fn escape_little_text(text: &str) -> String {
@@ -232,22 +239,11 @@ impl Linkedin {
         if !answer.is_success() {
             let reason = self.summary(what, &answer);
             return Err(match answer.status {
-                401 | 403 => StepError::Rejected {
-                    reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                    credential: true,
-                },
-                400..=499 if !matches!(answer.status, 408 | 429) => StepError::Rejected {
-                    reason,
-                    credential: false,
-                },
                 429 => StepError::Transient {
                     reason,
                     retry_after: throttle_retry(&answer, Utc::now()),
                 },
-                _ => StepError::Transient {
-                    reason,
-                    retry_after: retry_after(&answer.headers),
-                },
+                _ => STATUSES.step_error(&answer, reason),
             });
         }
         let sub = answer
@@ -351,17 +347,13 @@ impl Linkedin {
                 ),
                 credential: false,
             },
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             429 => Outcome::NotSent {
                 reason: format!(
                     "{reason}: LinkedIn's daily limit is reached; nothing was published"
                 ),
                 retry_after: throttle_retry(answer, Utc::now()),
             },
-            status => outcome_for_status(status, &answer.headers, reason),
+            _ => STATUSES.outcome(answer, reason),
         }
     }
 }

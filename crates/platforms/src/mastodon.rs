@@ -44,8 +44,8 @@ use airlock_core::policy::url_spans;
 use airlock_core::{ChannelKind, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, fetch_media, id_string,
-    multipart, rate_limit_wait, send, transport_failure,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, fetch_media,
+    id_string, multipart, send, transport_failure,
 };
 use crate::{
     Account, EarlierAttempt, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest,
@@ -155,6 +155,19 @@ pub struct Mastodon {
 }
 
 const CREDENTIAL_HINT: &str = "the access token was refused (revoked, or missing the read:accounts, write:statuses or write:media scope): write a new token to the token file, then resume the channel";
+
+/// An instance answers by the outcome table, reading waits from its rate-limit headers.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some(THROTTLED),
+    publish_throttled: Some(THROTTLED),
+    unknown: Some(
+        "whether the instance made the status is unknown; sending it again with the same Idempotency-Key within the hour settles it",
+    ),
+    wait: Wait::RateLimit,
+};
+
+const THROTTLED: &str = "the instance limits requests now; nothing was published";
 
 /// The text sent: the post's text, with its link appended when the text lacks it.
 fn status_text(req: &PublishRequest) -> String {
@@ -329,28 +342,7 @@ impl Mastodon {
     }
 
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!(
-                    "{reason}: the instance limits requests now; nothing was published"
-                ),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     async fn get_json(&self, what: &str, segments: &[&str]) -> Result<Value, StepError> {
@@ -466,31 +458,7 @@ impl Mastodon {
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create status", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => Outcome::NotSent {
-                reason: format!(
-                    "{reason}: the instance limits requests now; nothing was published"
-                ),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether the instance made the status is unknown; sending it again with the same Idempotency-Key within the hour settles it"
-                ),
-            },
-        }
+        STATUSES.outcome(answer, self.summary("create status", answer))
     }
 }
 

@@ -26,7 +26,7 @@ use sha2::Sha256;
 
 use airlock_core::{ChannelKind, Outcome, Published};
 
-use crate::http::{Redactor, describe_transport, outcome_for_status, transport_failure};
+use crate::http::{Redactor, StatusTable, describe_transport, transport_failure};
 use crate::{Account, Platform, Prepared, PublishRequest, StepError};
 
 /// A webhook channel.
@@ -185,7 +185,12 @@ impl Platform for Webhook {
                     status.as_u16(),
                     describe_transport(&e)
                 ));
-                return outcome_for_status(status.as_u16(), &headers, reason);
+                let answer = crate::http::Answer {
+                    status: status.as_u16(),
+                    headers,
+                    body: None,
+                };
+                return StatusTable::PLAIN.outcome(&answer, reason);
             }
         };
         if status.is_success() {
@@ -207,7 +212,12 @@ impl Platform for Webhook {
             status.as_u16(),
             answer_detail(&self.redactor, &text)
         ));
-        outcome_for_status(status.as_u16(), &headers, reason)
+        let answer = crate::http::Answer {
+            status: status.as_u16(),
+            headers,
+            body: Some(text),
+        };
+        StatusTable::PLAIN.outcome(&answer, reason)
     }
 }
 

@@ -40,8 +40,8 @@ use serde_json::{Value, json};
 use airlock_core::{ChannelKind, Outcome, PostId, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, id_string, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, check_base_url, describe_transport, endpoint, id_string, send,
+    transport_failure,
 };
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
@@ -111,6 +111,12 @@ pub fn key_marker(idempotency_key: &str) -> String {
 }
 
 const CREDENTIAL_HINT: &str = "the application password was refused or lacks a capability (some hosts strip the Authorization header): fix the credential file or the user's role, then resume the channel";
+
+/// WordPress answers by the outcome table, with its credential hint.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    ..StatusTable::PLAIN
+};
 
 /// An article found by slug.
 #[derive(Debug, Clone)]
@@ -363,28 +369,13 @@ impl Wordpress {
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
         let reason = self.summary(what, answer);
         match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             404 => StepError::Rejected {
                 reason: format!(
                     "{reason}: the REST API is not at this address; check base_url (or set rest_route for sites without pretty permalinks)"
                 ),
                 credential: false,
             },
-            408 | 429 => StepError::Transient {
-                reason,
-                retry_after: retry_after(&answer.headers),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: retry_after(&answer.headers),
-            },
+            _ => STATUSES.step_error(answer, reason),
         }
     }
 
@@ -472,14 +463,7 @@ impl Wordpress {
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create article", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            status => outcome_for_status(status, &answer.headers, reason),
-        }
+        STATUSES.outcome(answer, self.summary("create article", answer))
     }
 }
 

@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 use airlock_core::{ChannelKind, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, form_body, id_string,
-    rate_limit_wait, send, transport_failure,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, form_body,
+    id_string, send, transport_failure,
 };
 use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
 
@@ -310,6 +310,18 @@ pub struct X {
 
 const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
 
+/// X answers by the outcome table, reading waits from its rate-limit headers; its
+/// duplicate content and used-up credits are its own.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some("X limits requests now; nothing was published"),
+    publish_throttled: Some("X limits posting now; nothing was published"),
+    unknown: Some(
+        "whether X made the post is unknown, and X has no key to find out: check the account and settle the post",
+    ),
+    wait: Wait::RateLimit,
+};
+
 /// The permalink of a post.
 pub fn permalink(username: &str, id: &str) -> String {
     format!("https://x.com/{username}/status/{id}")
@@ -380,26 +392,7 @@ impl X {
     }
 
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!("{reason}: X limits requests now; nothing was published"),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     async fn access_token(&self) -> SecretString {
@@ -673,32 +666,13 @@ impl X {
             };
         }
         match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             402 => Outcome::Rejected {
                 reason: format!(
                     "{reason}: X says the account's API credits are used up; nothing was published; add credits, then requeue"
                 ),
                 credential: false,
             },
-            408 | 429 => Outcome::NotSent {
-                reason: format!("{reason}: X limits posting now; nothing was published"),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether X made the post is unknown, and X has no key to find out: check the account and settle the post"
-                ),
-            },
+            _ => STATUSES.outcome(answer, reason),
         }
     }
 }
