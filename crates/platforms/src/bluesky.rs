@@ -32,22 +32,25 @@
 //! with their alt text.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use airlock_core::channel::MAX_MENTIONS_RESOLVED;
 use airlock_core::policy::url_spans;
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
     Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, fetch_media,
     send, transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
@@ -62,7 +65,8 @@ const POST_COLLECTION: &str = "app.bsky.feed.post";
 /// The largest image blob `app.bsky.embed.images` takes.
 pub const MAX_IMAGE_BYTES: usize = 1_000_000;
 
-/// How a `bluesky` channel reaches its account. Built by the CLI from the channel's table.
+/// How a `bluesky` channel reaches its account. Built from the channel's table
+/// ([`BlueskyConfig`]).
 #[derive(Debug, Clone)]
 pub struct BlueskySettings {
     /// The account's PDS (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
@@ -850,6 +854,54 @@ impl Platform for Bluesky {
                 Evidence::NoProof
             }
         }
+    }
+}
+
+/// `kind = "bluesky"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlueskyConfig {
+    /// The app password's file (0600).
+    pub token_file: PathBuf,
+    /// The handle the session must name.
+    pub account: String,
+    /// What the session is created with, if not the handle (the account's email or DID).
+    pub identifier: Option<String>,
+    /// The account's PDS (default [`DEFAULT_BASE_URL`]).
+    pub base_url: Option<String>,
+}
+
+impl KindConfig for BlueskyConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let defaults = BlueskySettings::new(self.account.clone(), read_token(&self.token_file)?);
+        let settings = BlueskySettings {
+            base_url: self.base_url.clone().unwrap_or(defaults.base_url.clone()),
+            identifier: self.identifier.clone(),
+            request_timeout: timeout,
+            ..defaults
+        };
+        let bluesky = Bluesky::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(bluesky.map_err(|e| e.to_string())?))
     }
 }
 

@@ -101,7 +101,8 @@ pub fn check_webhook_url(url: &str) -> Result<String, BaseUrlError> {
     check_url("url", url)
 }
 
-fn check_url(key: &'static str, url: &str) -> Result<String, BaseUrlError> {
+/// The rule of [`check_base_url`] for the URL of setting `key`, reported under that key.
+pub fn check_url(key: &'static str, url: &str) -> Result<String, BaseUrlError> {
     let err = |problem| BaseUrlError {
         key,
         url: without_secrets(url),

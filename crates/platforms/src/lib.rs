@@ -7,10 +7,15 @@
 //! rest.
 //!
 //! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
-//! no redirects, https-only base URLs, transport classification, redaction), and one
-//! module per kind: [`sandbox`], [`webhook`], [`threads`], [`instagram`], [`linkedin`],
-//! [`wordpress`], [`bluesky`], [`mastodon`], [`x`]. Threads and Instagram share Meta's Graph API conventions (error
+//! no redirects, https-only base URLs, the outcome table in each platform's words,
+//! transport classification, redaction), and one module per kind: [`sandbox`],
+//! [`webhook`], [`threads`], [`instagram`], [`linkedin`], [`wordpress`], [`bluesky`],
+//! [`mastodon`], [`x`]. Threads and Instagram share Meta's Graph API conventions (error
 //! envelope, container polling, publishing-limit reads) in a private `graph` module.
+//!
+//! A kind's module holds its adapter and its configuration type ([`KindConfig`]: its
+//! `[channels.NAME]` keys and how its adapter is built); one list below registers every
+//! kind, and [`PlatformConfig`] derives from it.
 //!
 //! Every real-platform adapter sends its token in a header only (never in a query
 //! string), follows no redirect, and renders errors through [`http::Redactor`], so no
@@ -21,10 +26,12 @@ use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::{ChannelKind, ChannelName, Media, Outcome, PostId};
 
-pub mod bluesky;
 pub mod credential;
 mod graph;
 pub mod http;
+mod kind;
+
+pub mod bluesky;
 pub mod instagram;
 pub mod linkedin;
 pub mod mastodon;
@@ -33,6 +40,21 @@ pub mod threads;
 pub mod webhook;
 pub mod wordpress;
 pub mod x;
+
+pub use kind::{Common, KindConfig};
+
+// Every channel kind, once: its `ChannelKind` variant and its module's configuration type.
+kind::kinds! {
+    Sandbox(sandbox::SandboxConfig),
+    Webhook(webhook::WebhookConfig),
+    Threads(threads::ThreadsConfig),
+    Instagram(instagram::InstagramConfig),
+    Linkedin(linkedin::LinkedinConfig),
+    Wordpress(wordpress::WordpressConfig),
+    Bluesky(bluesky::BlueskyConfig),
+    Mastodon(mastodon::MastodonConfig),
+    X(x::XConfig),
+}
 
 /// A channel setting an adapter cannot work with; raised when the adapter is built, so a
 /// bad configuration is refused before anything is sent.

@@ -30,25 +30,30 @@
 //! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
 //! into the site. Categories, tags, excerpts and featured images are not set.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use airlock_core::{ChannelKind, Outcome, PostId, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
 
 use crate::http::{
     Answer, Redactor, StatusTable, check_base_url, describe_transport, endpoint, id_string, send,
     transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
 };
 
-/// How a `wordpress` channel reaches its site. Built by the CLI from the channel's table.
+/// How a `wordpress` channel reaches its site. Built from the channel's table
+/// ([`WordpressConfig`]).
 #[derive(Debug, Clone)]
 pub struct WordpressSettings {
     /// The site's address (`https://blog.example`, or with a path for a site in a
@@ -672,6 +677,54 @@ impl Platform for Wordpress {
                 Evidence::NoProof
             }
         }
+    }
+}
+
+/// `kind = "wordpress"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordpressConfig {
+    /// The application password's file (0600).
+    pub token_file: PathBuf,
+    /// The user slug the password must belong to.
+    pub account: String,
+    /// The site's address.
+    pub base_url: String,
+    /// The login name the application password belongs to.
+    pub username: String,
+    /// Route requests through `/?rest_route=` (sites without pretty permalinks).
+    #[serde(default)]
+    pub rest_route: bool,
+}
+
+impl KindConfig for WordpressConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        vec![("base_url", &self.base_url)]
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let mut settings = WordpressSettings::new(
+            self.base_url.clone(),
+            self.username.clone(),
+            read_token(&self.token_file)?,
+        );
+        settings.request_timeout = timeout;
+        settings.rest_route = self.rest_route;
+        let wordpress = Wordpress::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(wordpress.map_err(|e| e.to_string())?))
     }
 }
 
