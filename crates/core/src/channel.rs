@@ -192,6 +192,19 @@ channel_kinds! {
         // create once more.
         requests_in_publish: 3,
     }
+    /// Telegram messages to one chat through the Bot API's `sendMessage`.
+    Telegram = "telegram" {
+        // Telegram's limit; it counts UTF-16 units, so a text of astral characters may
+        // still be refused (definitely: nothing is sent).
+        policy: || ContentPolicy {
+            max_chars: Some(4096),
+            max_media: Some(0),
+            appends_link: true,
+            ..ContentPolicy::default()
+        },
+        // The bot's identity (`getMe`) and the message.
+        requests_per_publish: 2,
+    }
 }
 
 impl ChannelKind {
@@ -328,7 +341,7 @@ mod tests {
         let err = "twitter".parse::<ChannelKind>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "invalid channel kind \"twitter\": expected sandbox, webhook, threads, instagram, linkedin, wordpress, bluesky, mastodon or x"
+            "invalid channel kind \"twitter\": expected sandbox, webhook, threads, instagram, linkedin, wordpress, bluesky, mastodon, x or telegram"
         );
     }
 
