@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::Duration;
 use chrono_tz::Tz;
 
-use airlock_core::budget::{BudgetRule, Charge, Costs};
+use airlock_core::budget::{BudgetRule, Charge};
 use airlock_core::quota::{DailyRule, WindowRule};
 use airlock_core::review::ReviewRules;
 use airlock_core::{ChannelKind, ChannelName, ContentPolicy};
@@ -124,14 +124,7 @@ impl Default for ReviewSettings {
     }
 }
 
-/// A channel's monthly money budget and what its posts cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
-    /// Most spending per calendar month in the channel's zone, in micro-dollars.
-    pub monthly: u64,
-    /// What a post costs.
-    pub costs: Costs,
-}
+pub use airlock_core::budget::Budget;
 
 impl ChannelSettings {
     /// A channel with the platform's policy and the default calendar.

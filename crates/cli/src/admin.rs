@@ -226,8 +226,7 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
         .values()
         .flat_map(|c| {
             let owner = format!("channel {}", c.name);
-            c.platform
-                .credential_files()
+            c.credential_files()
                 .into_iter()
                 .map(move |f| (owner.clone(), f))
         })
@@ -244,22 +243,12 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
             Err(e) => report(false, format!("{owner}: {e}")),
         }
     }
-    // A refreshable X token file whose directory airlock cannot write: a refresh would
-    // spend the refresh token and leave it in the file.
+    // What each kind checks beyond its files (X: a token file whose directory airlock
+    // cannot write, where a refresh would spend the refresh token).
     for channel in config.channels.values() {
-        if let crate::config::PlatformConfig::X(c) = &channel.platform
-            && let Ok(text) = airlock_platforms::credential::read_secret(&c.token_file)
-            && let Ok(credential) = airlock_platforms::x::Credential::parse(&text, &c.token_file)
-            && credential.refreshable()
-        {
-            match airlock_platforms::x::check_token_dir(&c.token_file, &credential) {
-                Ok(()) => report(
-                    true,
-                    format!(
-                        "channel {}: the token file's directory is writable (refresh tokens rotate)",
-                        channel.name
-                    ),
-                ),
+        for check in channel.platform.keys().doctor() {
+            match check {
+                Ok(what) => report(true, format!("channel {}: {what}", channel.name)),
                 Err(e) => report(false, format!("channel {}: {e}", channel.name)),
             }
         }
@@ -384,7 +373,7 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
                             ),
                         ),
                         Ok(Some(account)) => {
-                            let expected = channel.platform.account().unwrap_or_default();
+                            let expected = channel.account().unwrap_or_default();
                             let matches = expected
                                 .trim_start_matches('@')
                                 .eq_ignore_ascii_case(account.username.trim_start_matches('@'));

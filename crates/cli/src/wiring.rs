@@ -8,23 +8,14 @@ use std::sync::Arc;
 use airlock_app::App;
 use airlock_core::ChannelName;
 use airlock_notify::{DISCORD_API, Deliverer, DeliverySettings, Sink, SinkKind, SinkSettings};
-use airlock_platforms::bluesky::{Bluesky, BlueskySettings};
 use airlock_platforms::credential::read_secret;
-use airlock_platforms::instagram::{Instagram, InstagramSettings};
-use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
-use airlock_platforms::mastodon::{Mastodon, MastodonSettings};
-use airlock_platforms::sandbox::Sandbox;
-use airlock_platforms::threads::{Threads, ThreadsSettings};
-use airlock_platforms::webhook::Webhook;
-use airlock_platforms::wordpress::{Wordpress, WordpressSettings};
-use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{Platform, http};
 use airlock_store::{Reads, Store};
 use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_sqlite::SqliteStore;
 
 use crate::Failure;
-use crate::config::{ChannelConfig, Config, PlatformConfig, SinkTarget};
+use crate::config::{Config, SinkTarget};
 
 /// Opens the configured store (SQLite or PostgreSQL by the URL's scheme), applying
 /// pending migrations. The only place that names a concrete backend.
@@ -129,116 +120,12 @@ pub fn build_platforms(
         .channels
         .values()
         .map(|channel| {
-            build_platform(channel)
+            (channel.platform.keys())
+                .build(&channel.name, &channel.common)
                 .map(|platform| (channel.name.clone(), platform))
                 .map_err(|e| Failure::refused(format!("channel {}: {e}", channel.name)))
         })
         .collect()
-}
-
-fn build_platform(channel: &ChannelConfig) -> Result<Arc<dyn Platform>, String> {
-    let timeout = channel.platform.request_timeout().as_std();
-    let client = || http::client(timeout);
-    let token = |file: &Path| read_secret(file).map_err(|e| e.to_string());
-    let or = |url: &Option<String>, default: String| url.clone().unwrap_or(default);
-    Ok(match &channel.platform {
-        PlatformConfig::Sandbox(c) => Arc::new(Sandbox::new(
-            channel.name.clone(),
-            c.path
-                .clone()
-                .expect("a sandbox's path is resolved when it is read"),
-            c.simulate,
-        )),
-        PlatformConfig::Webhook(c) => {
-            let secret = c.secret_file.as_deref().map(token).transpose()?;
-            let webhook = Webhook::new(&c.url, secret, client()).map_err(|e| e.to_string())?;
-            Arc::new(if c.signature_v1 {
-                webhook
-            } else {
-                webhook.without_signature_v1()
-            })
-        }
-        PlatformConfig::Threads(c) => {
-            let defaults = ThreadsSettings::new(token(&c.token_file)?);
-            let settings = ThreadsSettings {
-                base_url: or(&c.base_url, defaults.base_url.clone()),
-                request_timeout: timeout,
-                poll_interval: c.poll_interval.as_std(),
-                poll_timeout: c.poll_timeout.as_std(),
-                ..defaults
-            };
-            Arc::new(Threads::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::Instagram(c) => {
-            let defaults = InstagramSettings::new(token(&c.token_file)?);
-            let settings = InstagramSettings {
-                base_url: or(&c.base_url, defaults.base_url.clone()),
-                api_version: or(&c.api_version, defaults.api_version.clone()),
-                user_id: c.user_id.clone(),
-                request_timeout: timeout,
-                poll_interval: c.poll_interval.as_std(),
-                poll_timeout: c.poll_timeout.as_std(),
-                ..defaults
-            };
-            Arc::new(Instagram::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::Linkedin(c) => {
-            let defaults = LinkedinSettings::new(token(&c.token_file)?);
-            let settings = LinkedinSettings {
-                base_url: or(&c.base_url, defaults.base_url.clone()),
-                version: or(&c.version, defaults.version.clone()),
-                author: c.author.clone(),
-                request_timeout: timeout,
-                ..defaults
-            };
-            Arc::new(Linkedin::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::Wordpress(c) => {
-            let mut settings = WordpressSettings::new(
-                c.base_url.clone(),
-                c.username.clone(),
-                token(&c.token_file)?,
-            );
-            settings.request_timeout = timeout;
-            settings.rest_route = c.rest_route;
-            Arc::new(Wordpress::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::Bluesky(c) => {
-            let defaults = BlueskySettings::new(c.account.clone(), token(&c.token_file)?);
-            let settings = BlueskySettings {
-                base_url: or(&c.base_url, defaults.base_url.clone()),
-                identifier: c.identifier.clone(),
-                request_timeout: timeout,
-                ..defaults
-            };
-            Arc::new(Bluesky::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::Mastodon(c) => {
-            let settings = MastodonSettings {
-                visibility: c.visibility(channel.name.as_str())?,
-                request_timeout: timeout,
-                ..MastodonSettings::new(c.base_url.clone(), token(&c.token_file)?)
-            };
-            Arc::new(Mastodon::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-        PlatformConfig::X(c) => {
-            let credential = Credential::parse(&token(&c.token_file)?, &c.token_file)
-                .map_err(|e| e.to_string())?;
-            // A refresh spends the refresh token: refuse to start where the rotated pair
-            // could not be written back.
-            airlock_platforms::x::check_token_dir(&c.token_file, &credential)?;
-            let settings = XSettings {
-                base_url: or(
-                    &c.base_url,
-                    airlock_platforms::x::DEFAULT_BASE_URL.to_owned(),
-                ),
-                token_file: c.token_file.clone(),
-                credential,
-                request_timeout: timeout,
-            };
-            Arc::new(X::new(settings, client()).map_err(|e| e.to_string())?)
-        }
-    })
 }
 
 /// The notification deliverer for the configured sinks (reading their secret files).

@@ -75,6 +75,15 @@ pub fn may_carry_url(text: &str) -> bool {
         })
 }
 
+/// A channel's monthly money budget and what its posts cost, as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Most spending per calendar month in the channel's zone, in micro-dollars.
+    pub monthly: u64,
+    /// What a post costs.
+    pub costs: Costs,
+}
+
 /// A channel's monthly budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetRule {

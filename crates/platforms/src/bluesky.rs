@@ -32,22 +32,25 @@
 //! with their alt text.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use airlock_core::channel::MAX_MENTIONS_RESOLVED;
 use airlock_core::policy::url_spans;
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, fetch_media, rate_limit_wait,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, fetch_media,
     send, transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
@@ -62,7 +65,8 @@ const POST_COLLECTION: &str = "app.bsky.feed.post";
 /// The largest image blob `app.bsky.embed.images` takes.
 pub const MAX_IMAGE_BYTES: usize = 1_000_000;
 
-/// How a `bluesky` channel reaches its account. Built by the CLI from the channel's table.
+/// How a `bluesky` channel reaches its account. Built from the channel's table
+/// ([`BlueskyConfig`]).
 #[derive(Debug, Clone)]
 pub struct BlueskySettings {
     /// The account's PDS (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
@@ -125,6 +129,17 @@ pub struct Bluesky {
 }
 
 const CREDENTIAL_HINT: &str = "the app password was refused or the account cannot post (revoked app password, takedown): write a new app password to the token file, then resume the channel";
+
+/// A PDS answers by the outcome table, reading waits from its rate-limit headers.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some("the PDS limits requests now; nothing was published"),
+    publish_throttled: Some("the PDS limits writes now; nothing was published"),
+    unknown: Some(
+        "whether the record was written is unknown (a key that already holds one answers 500); reading the record at its key settles it",
+    ),
+    wait: Wait::RateLimit,
+};
 
 /// The base32-sortable alphabet of TIDs.
 const TID_ALPHABET: &[u8; 32] = b"234567abcdefghijklmnopqrstuvwxyz";
@@ -307,26 +322,7 @@ impl Bluesky {
 
     /// A failed repeatable step.
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!("{reason}: the PDS limits requests now; nothing was published"),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     fn remember(&self, session: &Session) {
@@ -612,29 +608,7 @@ impl Bluesky {
 
     /// A non-2xx answer to the create call.
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create record", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => Outcome::NotSent {
-                reason: format!("{reason}: the PDS limits writes now; nothing was published"),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether the record was written is unknown (a key that already holds one answers 500); reading the record at its key settles it"
-                ),
-            },
-        }
+        STATUSES.outcome(answer, self.summary("create record", answer))
     }
 }
 
@@ -880,6 +854,54 @@ impl Platform for Bluesky {
                 Evidence::NoProof
             }
         }
+    }
+}
+
+/// `kind = "bluesky"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlueskyConfig {
+    /// The app password's file (0600).
+    pub token_file: PathBuf,
+    /// The handle the session must name.
+    pub account: String,
+    /// What the session is created with, if not the handle (the account's email or DID).
+    pub identifier: Option<String>,
+    /// The account's PDS (default [`DEFAULT_BASE_URL`]).
+    pub base_url: Option<String>,
+}
+
+impl KindConfig for BlueskyConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let defaults = BlueskySettings::new(self.account.clone(), read_token(&self.token_file)?);
+        let settings = BlueskySettings {
+            base_url: self.base_url.clone().unwrap_or(defaults.base_url.clone()),
+            identifier: self.identifier.clone(),
+            request_timeout: timeout,
+            ..defaults
+        };
+        let bluesky = Bluesky::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(bluesky.map_err(|e| e.to_string())?))
     }
 }
 

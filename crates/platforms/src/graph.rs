@@ -24,13 +24,23 @@ use reqwest::header::CONTENT_TYPE;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
-use airlock_core::{Outcome, Published};
+use airlock_core::{Outcome, Published, Span};
 
 use crate::http::{
-    Answer, Redactor, describe_transport, endpoint, form_body, id_string, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, describe_transport, endpoint, form_body, id_string, retry_after,
+    send, transport_failure,
 };
 use crate::{Evidence, Prepared, Proof, PublishRequest, StepError, Verification};
+
+/// A channel's `poll_interval` when it sets none: the pause between two container reads.
+pub(crate) fn default_poll_interval() -> Span {
+    Span::seconds(5)
+}
+
+/// A channel's `poll_timeout` when it sets none: how long a container may take.
+pub(crate) fn default_poll_timeout() -> Span {
+    Span::minutes(5)
+}
 
 /// How long after an attempt's publish was sent its container may be published again
 /// (when that attempt's outcome is unknown and a person requeued the post).
@@ -590,7 +600,7 @@ impl Graph {
     fn publish_failure(&self, answer: &Answer) -> Outcome {
         let reason = self.summary("publish", answer);
         if !(400..500).contains(&answer.status) || matches!(answer.status, 408 | 429) {
-            return outcome_for_status(answer.status, &answer.headers, reason);
+            return StatusTable::PLAIN.outcome(answer, reason);
         }
         match refusal(answer) {
             Refusal::Credential => Outcome::Rejected {

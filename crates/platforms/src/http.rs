@@ -4,7 +4,9 @@
 //!   loopback, so a token is only ever sent to its own platform.
 //! - Idle connections are not reused: a request on a connection the server already
 //!   closed would fail ambiguously, and an irreversible request must fail clearly.
-//! - [`transport_failure`] splits transport errors into "never sent" and "maybe sent".
+//! - [`transport_failure`] splits transport errors into "never sent" and "maybe sent";
+//!   `StatusTable` reads a non-2xx answer by the one outcome table, in each platform's
+//!   words and with its waits.
 //! - [`Redactor`] scrubs secrets out of every summary before it is stored or shown,
 //!   and `reqwest` errors are rendered without their URL.
 
@@ -99,7 +101,8 @@ pub fn check_webhook_url(url: &str) -> Result<String, BaseUrlError> {
     check_url("url", url)
 }
 
-fn check_url(key: &'static str, url: &str) -> Result<String, BaseUrlError> {
+/// The rule of [`check_base_url`] for the URL of setting `key`, reported under that key.
+pub fn check_url(key: &'static str, url: &str) -> Result<String, BaseUrlError> {
     let err = |problem| BaseUrlError {
         key,
         url: without_secrets(url),
@@ -205,7 +208,7 @@ pub fn form_body(pairs: &[(&str, &str)]) -> String {
 
 /// A platform's answer: status, headers and body, read in full.
 #[derive(Debug)]
-pub(crate) struct Answer {
+pub struct Answer {
     /// The HTTP status.
     pub status: u16,
     /// The headers.
@@ -444,24 +447,113 @@ pub fn default_retry_after() -> Duration {
     Duration::seconds(60)
 }
 
-/// The outcome of a non-2xx answer to the irreversible request, by the outcome table of
-/// docs/channels.md.
-pub fn outcome_for_status(status: u16, headers: &HeaderMap, summary: String) -> Outcome {
-    match classify_status(status) {
-        StatusClass::Success => unreachable!("outcome_for_status is for non-2xx answers"),
-        StatusClass::NotSent => Outcome::NotSent {
-            reason: summary,
-            retry_after: Some(retry_after(headers).unwrap_or_else(default_retry_after)),
-        },
-        StatusClass::CredentialRejected => Outcome::Rejected {
-            reason: summary,
-            credential: true,
-        },
-        StatusClass::Rejected => Outcome::Rejected {
-            reason: summary,
-            credential: false,
-        },
-        StatusClass::Unknown => Outcome::Unknown { reason: summary },
+/// Where a platform says how long to wait after a 408 or 429.
+#[derive(Debug, Clone, Copy)]
+pub enum Wait {
+    /// `Retry-After` only. A repeatable step's 408 or 429 without it counts as an attempt.
+    RetryAfter,
+    /// `Retry-After`, else the reset time of the exhausted limit ([`rate_limit_wait`]).
+    /// A 408 or 429 without either waits [`default_retry_after`], in a repeatable step too.
+    RateLimit,
+    /// Read by the platform's own rule (a wait in the body), else as [`Wait::RateLimit`].
+    Body(fn(&Answer) -> Option<Duration>),
+}
+
+/// One platform's wording and waits over the one outcome table of docs/channels.md
+/// ([`classify_status`]): what a non-2xx answer means is the same for every platform,
+/// and an adapter overrides a status only where its platform really differs (a Graph
+/// error code, LinkedIn's daily limit, X's duplicate content), before asking the table.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusTable {
+    /// Said after the reason of a 401 or 403: what to do about the credential.
+    pub credential_hint: Option<&'static str>,
+    /// Said after the reason of a 408 or 429 answering a repeatable step.
+    pub step_throttled: Option<&'static str>,
+    /// Said after the reason of a 408 or 429 answering the irreversible request.
+    pub publish_throttled: Option<&'static str>,
+    /// Said after the reason of an unknown outcome: how it can be settled.
+    pub unknown: Option<&'static str>,
+    /// Where the platform says how long to wait.
+    pub wait: Wait,
+}
+
+impl StatusTable {
+    /// The table as docs/channels.md writes it: reasons as they are, `Retry-After` waits.
+    pub const PLAIN: StatusTable = StatusTable {
+        credential_hint: None,
+        step_throttled: None,
+        publish_throttled: None,
+        unknown: None,
+        wait: Wait::RetryAfter,
+    };
+
+    /// The outcome of a non-2xx answer to the irreversible request.
+    pub fn outcome(&self, answer: &Answer, reason: String) -> Outcome {
+        match classify_status(answer.status) {
+            StatusClass::Success => unreachable!("the outcome table is for non-2xx answers"),
+            StatusClass::NotSent => Outcome::NotSent {
+                reason: said(reason, self.publish_throttled),
+                retry_after: Some(self.wait(answer).unwrap_or_else(default_retry_after)),
+            },
+            StatusClass::CredentialRejected => Outcome::Rejected {
+                reason: said(reason, self.credential_hint),
+                credential: true,
+            },
+            StatusClass::Rejected => Outcome::Rejected {
+                reason,
+                credential: false,
+            },
+            StatusClass::Unknown => Outcome::Unknown {
+                reason: said(reason, self.unknown),
+            },
+        }
+    }
+
+    /// The error of a non-2xx answer to a repeatable step: what the irreversible request
+    /// would not have sent, or would not know, may pass later.
+    pub fn step_error(&self, answer: &Answer, reason: String) -> crate::StepError {
+        use crate::StepError;
+        match classify_status(answer.status) {
+            StatusClass::NotSent => StepError::Transient {
+                reason: said(reason, self.step_throttled),
+                retry_after: match self.wait {
+                    Wait::RetryAfter => self.wait(answer),
+                    Wait::RateLimit | Wait::Body(_) => {
+                        Some(self.wait(answer).unwrap_or_else(default_retry_after))
+                    }
+                },
+            },
+            StatusClass::CredentialRejected => StepError::Rejected {
+                reason: said(reason, self.credential_hint),
+                credential: true,
+            },
+            StatusClass::Rejected => StepError::Rejected {
+                reason,
+                credential: false,
+            },
+            StatusClass::Success | StatusClass::Unknown => StepError::Transient {
+                reason,
+                retry_after: self.wait(answer),
+            },
+        }
+    }
+
+    /// How long the answer asks to wait, if it says.
+    pub fn wait(&self, answer: &Answer) -> Option<Duration> {
+        let now = chrono::Utc::now();
+        match self.wait {
+            Wait::RetryAfter => retry_after(&answer.headers),
+            Wait::RateLimit => rate_limit_wait(&answer.headers, now),
+            Wait::Body(read) => read(answer).or_else(|| rate_limit_wait(&answer.headers, now)),
+        }
+    }
+}
+
+/// `reason`, then what the platform's table says about it.
+fn said(reason: String, more: Option<&str>) -> String {
+    match more {
+        Some(more) => format!("{reason}: {more}"),
+        None => reason,
     }
 }
 
@@ -870,6 +962,96 @@ mod tests {
         headers.insert("x-rate-limit-reset", in_90s.parse().unwrap());
         assert_eq!(rate_limit_wait(&headers, now), Some(Duration::seconds(7)));
         assert_eq!(rate_limit_wait(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn one_status_table_in_each_platforms_words_and_waits() {
+        use crate::StepError;
+        let answer = |status: u16, header: Option<(&'static str, &str)>, body: &str| {
+            let mut headers = HeaderMap::new();
+            if let Some((name, value)) = header {
+                headers.insert(name, value.parse().unwrap());
+            }
+            Answer {
+                status,
+                headers,
+                body: Some(body.to_owned()),
+            }
+        };
+        let plain = StatusTable::PLAIN;
+        let worded = StatusTable {
+            credential_hint: Some("replace the token"),
+            step_throttled: Some("busy"),
+            publish_throttled: Some("busy posting"),
+            unknown: Some("a person settles it"),
+            wait: Wait::RateLimit,
+        };
+        let throttled = answer(429, None, "");
+        // The irreversible request: "not now" always carries a wait.
+        assert_eq!(
+            plain.outcome(&throttled, "r".into()),
+            Outcome::NotSent {
+                reason: "r".into(),
+                retry_after: Some(default_retry_after())
+            }
+        );
+        assert_eq!(
+            worded.outcome(&throttled, "r".into()),
+            Outcome::NotSent {
+                reason: "r: busy posting".into(),
+                retry_after: Some(default_retry_after())
+            }
+        );
+        // A repeatable step: without Retry-After only the rate-limit readers assume one.
+        assert_eq!(
+            plain.step_error(&throttled, "r".into()),
+            StepError::Transient {
+                reason: "r".into(),
+                retry_after: None
+            }
+        );
+        assert_eq!(
+            worded.step_error(&throttled, "r".into()),
+            StepError::Transient {
+                reason: "r: busy".into(),
+                retry_after: Some(default_retry_after())
+            }
+        );
+        let reset = answer(503, Some(("ratelimit-reset", "30")), "");
+        assert_eq!(plain.wait(&reset), None);
+        assert_eq!(worded.wait(&reset), Some(Duration::seconds(30)));
+        assert_eq!(
+            worded.outcome(&reset, "r".into()),
+            Outcome::Unknown {
+                reason: "r: a person settles it".into()
+            }
+        );
+        assert_eq!(
+            worded.outcome(&answer(403, None, ""), "r".into()),
+            Outcome::Rejected {
+                reason: "r: replace the token".into(),
+                credential: true
+            }
+        );
+        assert_eq!(
+            worded.step_error(&answer(422, None, ""), "r".into()),
+            StepError::Rejected {
+                reason: "r".into(),
+                credential: false
+            }
+        );
+        // A wait in the body, read by the platform's own rule.
+        let in_body = StatusTable {
+            wait: Wait::Body(|answer| {
+                answer.json()?["retry_after"]
+                    .as_i64()
+                    .map(Duration::seconds)
+            }),
+            ..StatusTable::PLAIN
+        };
+        let answer = answer(429, Some(("retry-after", "5")), r#"{"retry_after": 35}"#);
+        assert_eq!(in_body.wait(&answer), Some(Duration::seconds(35)));
+        assert_eq!(plain.wait(&answer), Some(Duration::seconds(5)));
     }
 
     #[test]

@@ -25,18 +25,21 @@
 //! The token travels only in the `Authorization: Bearer` header. Carousels, reels and
 //! stories are not supported; tokens are not refreshed.
 
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use secrecy::SecretString;
+use serde::Deserialize;
 use serde_json::Value;
 
 use airlock_core::policy::is_jpeg_url;
-use airlock_core::{ChannelKind, Outcome};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Span};
 
 use crate::graph::{ContainerFields, Graph, PrepareSteps};
 use crate::http::{check_base_url, id_string};
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
@@ -55,7 +58,8 @@ const CONTAINER: ContainerFields = ContainerFields {
     detail: "status",
 };
 
-/// How an `instagram` channel reaches its account. Built by the CLI from the channel's table.
+/// How an `instagram` channel reaches its account. Built from the channel's table
+/// ([`InstagramConfig`]).
 #[derive(Debug, Clone)]
 pub struct InstagramSettings {
     /// The API host, without the version (default [`DEFAULT_BASE_URL`]; `https://graph.facebook.com`
@@ -299,6 +303,72 @@ impl Platform for Instagram {
         self.graph
             .container_evidence(req.platform_ref.as_deref(), CONTAINER)
             .await
+    }
+}
+
+/// `kind = "instagram"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstagramConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The account the token must belong to.
+    pub account: String,
+    /// API host override (`https://graph.facebook.com` for Facebook Login; tests: a fake).
+    pub base_url: Option<String>,
+    /// Pause between two container status reads.
+    #[serde(default = "crate::graph::default_poll_interval")]
+    pub poll_interval: Span,
+    /// How long a container may take to be processed.
+    #[serde(default = "crate::graph::default_poll_timeout")]
+    pub poll_timeout: Span,
+    /// Graph API version (`vNN.0`).
+    pub api_version: Option<String>,
+    /// The professional account's user id (Facebook Login).
+    pub user_id: Option<String>,
+}
+
+impl KindConfig for InstagramConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn poll_timeout(&self) -> Option<Span> {
+        Some(self.poll_timeout)
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let defaults = InstagramSettings::new(read_token(&self.token_file)?);
+        let settings = InstagramSettings {
+            base_url: self.base_url.clone().unwrap_or(defaults.base_url.clone()),
+            api_version: self
+                .api_version
+                .clone()
+                .unwrap_or(defaults.api_version.clone()),
+            user_id: self.user_id.clone(),
+            request_timeout: timeout,
+            poll_interval: self.poll_interval.as_std(),
+            poll_timeout: self.poll_timeout.as_std(),
+            ..defaults
+        };
+        let instagram = Instagram::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(instagram.map_err(|e| e.to_string())?))
     }
 }
 

@@ -7,32 +7,55 @@
 //! rest.
 //!
 //! Layout: [`credential`] (reading secret files safely), [`http`] (the shared client:
-//! no redirects, https-only base URLs, transport classification, redaction), and one
-//! module per kind: [`sandbox`], [`webhook`], [`threads`], [`instagram`], [`linkedin`],
-//! [`wordpress`], [`bluesky`], [`mastodon`], [`x`]. Threads and Instagram share Meta's Graph API conventions (error
-//! envelope, container polling, publishing-limit reads) in a private `graph` module.
+//! no redirects, https-only base URLs, the outcome table in each platform's words,
+//! transport classification, redaction), and one module per channel kind, holding its
+//! adapter and its configuration type ([`KindConfig`]: its `[channels.NAME]` keys and how
+//! its adapter is built). The `kinds!` list below registers every kind once, and
+//! [`PlatformConfig`] derives from it. Threads and Instagram share Meta's Graph API
+//! conventions (error envelope, container polling, publishing-limit reads) in a private
+//! `graph` module.
 //!
 //! Every real-platform adapter sends its token in a header only (never in a query
-//! string), follows no redirect, and renders errors through [`http::Redactor`], so no
-//! reason, note or log line it produces can carry the token.
+//! string; Telegram's Bot API takes it only in the URL path, see [`telegram`]), follows no
+//! redirect, and renders errors through [`http::Redactor`], so no reason, note or log line
+//! it produces can carry the token.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
 use airlock_core::{ChannelKind, ChannelName, Media, Outcome, PostId};
 
-pub mod bluesky;
 pub mod credential;
 mod graph;
 pub mod http;
+mod kind;
+
+pub mod bluesky;
 pub mod instagram;
 pub mod linkedin;
 pub mod mastodon;
 pub mod sandbox;
+pub mod telegram;
 pub mod threads;
 pub mod webhook;
 pub mod wordpress;
 pub mod x;
+
+pub use kind::{Common, KindConfig};
+
+// Every channel kind, once: its `ChannelKind` variant and its module's configuration type.
+kind::kinds! {
+    Sandbox(sandbox::SandboxConfig),
+    Webhook(webhook::WebhookConfig),
+    Threads(threads::ThreadsConfig),
+    Instagram(instagram::InstagramConfig),
+    Linkedin(linkedin::LinkedinConfig),
+    Wordpress(wordpress::WordpressConfig),
+    Bluesky(bluesky::BlueskyConfig),
+    Mastodon(mastodon::MastodonConfig),
+    X(x::XConfig),
+    Telegram(telegram::TelegramConfig),
+}
 
 /// A channel setting an adapter cannot work with; raised when the adapter is built, so a
 /// bad configuration is refused before anything is sent.

@@ -29,20 +29,23 @@
 //! instead of being read as markup (an unescaped one can silently cut the post short).
 //! Media are not supported.
 
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, check_base_url, describe_transport, endpoint, retry_after, send,
+    transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
 
 /// The LinkedIn API host.
@@ -52,7 +55,8 @@ pub const DEFAULT_BASE_URL: &str = "https://api.linkedin.com";
 /// about a year, so it is a setting.
 pub const DEFAULT_VERSION: &str = "202609";
 
-/// How a `linkedin` channel reaches its member. Built by the CLI from the channel's table.
+/// How a `linkedin` channel reaches its member. Built from the channel's table
+/// ([`LinkedinConfig`]).
 #[derive(Debug, Clone)]
 pub struct LinkedinSettings {
     /// The API host (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
@@ -97,6 +101,13 @@ pub struct Linkedin {
 }
 
 const CREDENTIAL_HINT: &str = "the token was refused (invalid, expired, revoked or missing a scope): replace the token file, then resume the channel";
+
+/// LinkedIn answers by the outcome table, with its credential hint; its 429 is its own
+/// (a daily limit, reset at midnight UTC: [`throttle_retry`]).
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    ..StatusTable::PLAIN
+};
 
 /// Escapes text for the "little" text format: each reserved character gets a backslash.
 pub fn escape_little_text(text: &str) -> String {
@@ -232,22 +243,11 @@ impl Linkedin {
         if !answer.is_success() {
             let reason = self.summary(what, &answer);
             return Err(match answer.status {
-                401 | 403 => StepError::Rejected {
-                    reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                    credential: true,
-                },
-                400..=499 if !matches!(answer.status, 408 | 429) => StepError::Rejected {
-                    reason,
-                    credential: false,
-                },
                 429 => StepError::Transient {
                     reason,
                     retry_after: throttle_retry(&answer, Utc::now()),
                 },
-                _ => StepError::Transient {
-                    reason,
-                    retry_after: retry_after(&answer.headers),
-                },
+                _ => STATUSES.step_error(&answer, reason),
             });
         }
         let sub = answer
@@ -351,17 +351,13 @@ impl Linkedin {
                 ),
                 credential: false,
             },
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             429 => Outcome::NotSent {
                 reason: format!(
                     "{reason}: LinkedIn's daily limit is reached; nothing was published"
                 ),
                 retry_after: throttle_retry(answer, Utc::now()),
             },
-            status => outcome_for_status(status, &answer.headers, reason),
+            _ => STATUSES.outcome(answer, reason),
         }
     }
 }
@@ -458,6 +454,57 @@ impl Platform for Linkedin {
 
     async fn verify(&self, _platform_post_id: &str) -> Verification {
         Verification::Unsupported
+    }
+}
+
+/// `kind = "linkedin"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkedinConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The member (`sub`) the token must belong to.
+    pub account: String,
+    /// API host override.
+    pub base_url: Option<String>,
+    /// `LinkedIn-Version` (`YYYYMM`).
+    pub version: Option<String>,
+    /// Author URN, to post as an organization.
+    pub author: Option<String>,
+}
+
+impl KindConfig for LinkedinConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let defaults = LinkedinSettings::new(read_token(&self.token_file)?);
+        let settings = LinkedinSettings {
+            base_url: self.base_url.clone().unwrap_or(defaults.base_url.clone()),
+            version: self.version.clone().unwrap_or(defaults.version.clone()),
+            author: self.author.clone(),
+            request_timeout: timeout,
+            ..defaults
+        };
+        let linkedin = Linkedin::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(linkedin.map_err(|e| e.to_string())?))
     }
 }
 

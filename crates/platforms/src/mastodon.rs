@@ -32,21 +32,24 @@
 //! `Authorization: Bearer` header.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use airlock_core::policy::url_spans;
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, fetch_media, id_string,
-    multipart, rate_limit_wait, send, transport_failure,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, fetch_media,
+    id_string, multipart, send, transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, EarlierAttempt, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest,
     SettingsError, StepError, Verification,
@@ -112,7 +115,8 @@ impl Visibility {
     }
 }
 
-/// How a `mastodon` channel reaches its account. Built by the CLI from the channel's table.
+/// How a `mastodon` channel reaches its account. Built from the channel's table
+/// ([`MastodonConfig`]).
 #[derive(Debug, Clone)]
 pub struct MastodonSettings {
     /// The instance (`https://mastodon.social`).
@@ -155,6 +159,19 @@ pub struct Mastodon {
 }
 
 const CREDENTIAL_HINT: &str = "the access token was refused (revoked, or missing the read:accounts, write:statuses or write:media scope): write a new token to the token file, then resume the channel";
+
+/// An instance answers by the outcome table, reading waits from its rate-limit headers.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some(THROTTLED),
+    publish_throttled: Some(THROTTLED),
+    unknown: Some(
+        "whether the instance made the status is unknown; sending it again with the same Idempotency-Key within the hour settles it",
+    ),
+    wait: Wait::RateLimit,
+};
+
+const THROTTLED: &str = "the instance limits requests now; nothing was published";
 
 /// The text sent: the post's text, with its link appended when the text lacks it.
 fn status_text(req: &PublishRequest) -> String {
@@ -329,28 +346,7 @@ impl Mastodon {
     }
 
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!(
-                    "{reason}: the instance limits requests now; nothing was published"
-                ),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     async fn get_json(&self, what: &str, segments: &[&str]) -> Result<Value, StepError> {
@@ -466,31 +462,7 @@ impl Mastodon {
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create status", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => Outcome::NotSent {
-                reason: format!(
-                    "{reason}: the instance limits requests now; nothing was published"
-                ),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether the instance made the status is unknown; sending it again with the same Idempotency-Key within the hour settles it"
-                ),
-            },
-        }
+        STATUSES.outcome(answer, self.summary("create status", answer))
     }
 }
 
@@ -702,6 +674,71 @@ impl Platform for Mastodon {
                 Evidence::NoProof
             }
         }
+    }
+}
+
+/// `kind = "mastodon"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MastodonConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The `acct` the token must belong to.
+    pub account: String,
+    /// The instance.
+    pub base_url: String,
+    /// `public` (default), `unlisted`, `private` or `direct`.
+    pub visibility: Option<String>,
+}
+
+impl MastodonConfig {
+    /// Who may see the statuses; a value Mastodon does not know is refused naming the key.
+    pub fn visibility(&self, table: &str) -> Result<Visibility, String> {
+        Ok(match self.visibility.as_deref() {
+            None | Some("public") => Visibility::Public,
+            Some("unlisted") => Visibility::Unlisted,
+            Some("private") => Visibility::Private,
+            Some("direct") => Visibility::Direct,
+            Some(other) => {
+                return Err(format!(
+                    "{table}.visibility = {other:?} is not a Mastodon visibility: write \"public\", \"unlisted\", \"private\" or \"direct\""
+                ));
+            }
+        })
+    }
+}
+
+impl KindConfig for MastodonConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        vec![("base_url", &self.base_url)]
+    }
+
+    fn check(&self, table: &str, common: &Common) -> Result<(), String> {
+        self.visibility(table)?;
+        check_request_timeout(common.request_timeout.as_std()).map_err(|e| format!("{table}.{e}"))
+    }
+
+    fn build(&self, channel: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let settings = MastodonSettings {
+            visibility: self.visibility(&format!("channels.{channel}"))?,
+            request_timeout: timeout,
+            ..MastodonSettings::new(self.base_url.clone(), read_token(&self.token_file)?)
+        };
+        let mastodon = Mastodon::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(mastodon.map_err(|e| e.to_string())?))
     }
 }
 

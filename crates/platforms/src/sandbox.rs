@@ -8,6 +8,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ use serde_json::json;
 
 use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
+use crate::kind::{Common, KindConfig};
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, StepError,
     Verification,
@@ -221,6 +223,37 @@ impl Platform for Sandbox {
             // Absence proves nothing: a frozen worker may still write its line.
             None => Evidence::NoProof,
         }
+    }
+}
+
+/// `kind = "sandbox"`: a local JSON-lines log instead of a platform.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// `ok`, `reject` or `unknown`: the outcome it acts out.
+    #[serde(default)]
+    pub simulate: Simulate,
+    /// The log (default `sandbox/<channel>.jsonl` beside the config).
+    pub path: Option<PathBuf>,
+}
+
+impl SandboxConfig {
+    fn default_path(channel: &str) -> PathBuf {
+        PathBuf::from("sandbox").join(format!("{channel}.jsonl"))
+    }
+}
+
+impl KindConfig for SandboxConfig {
+    fn resolve_paths(&mut self, channel: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(self.path.get_or_insert_with(|| Self::default_path(channel)));
+    }
+
+    fn build(&self, channel: &ChannelName, _: &Common) -> Result<Arc<dyn Platform>, String> {
+        let path = self
+            .path
+            .clone()
+            .unwrap_or_else(|| Self::default_path(channel.as_str()));
+        Ok(Arc::new(Sandbox::new(channel.clone(), path, self.simulate)))
     }
 }
 

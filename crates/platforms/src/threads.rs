@@ -20,16 +20,20 @@
 //! `auto_publish_text` (it would make container creation irreversible and leave nothing
 //! to reconcile with), carousels, videos or replies, and it does not refresh tokens.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use secrecy::SecretString;
+use serde::Deserialize;
 use serde_json::Value;
 
-use airlock_core::{ChannelKind, Outcome};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Span};
 
 use crate::graph::{ContainerFields, Graph, PrepareSteps};
 use crate::http::check_base_url;
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
@@ -47,7 +51,8 @@ const CONTAINER: ContainerFields = ContainerFields {
     detail: "error_message",
 };
 
-/// How a `threads` channel reaches its profile. Built by the CLI from the channel's table.
+/// How a `threads` channel reaches its profile. Built from the channel's table
+/// ([`ThreadsConfig`]).
 #[derive(Debug, Clone)]
 pub struct ThreadsSettings {
     /// The API host, without the version (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
@@ -206,6 +211,63 @@ impl Platform for Threads {
         self.graph
             .container_evidence(req.platform_ref.as_deref(), CONTAINER)
             .await
+    }
+}
+
+/// `kind = "threads"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsConfig {
+    /// The access token's file (0600).
+    pub token_file: PathBuf,
+    /// The account the token must belong to.
+    pub account: String,
+    /// API host override (tests point it at a fake).
+    pub base_url: Option<String>,
+    /// Pause between two container status reads.
+    #[serde(default = "crate::graph::default_poll_interval")]
+    pub poll_interval: Span,
+    /// How long a container may take to be processed.
+    #[serde(default = "crate::graph::default_poll_timeout")]
+    pub poll_timeout: Span,
+}
+
+impl KindConfig for ThreadsConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn poll_timeout(&self) -> Option<Span> {
+        Some(self.poll_timeout)
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let defaults = ThreadsSettings::new(read_token(&self.token_file)?);
+        let settings = ThreadsSettings {
+            base_url: self.base_url.clone().unwrap_or(defaults.base_url.clone()),
+            request_timeout: timeout,
+            poll_interval: self.poll_interval.as_std(),
+            poll_timeout: self.poll_timeout.as_std(),
+            ..defaults
+        };
+        let threads = Threads::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(threads.map_err(|e| e.to_string())?))
     }
 }
 

@@ -17,6 +17,9 @@
 //! JSON `code` and a bounded, redacted JSON `message` (or `error`) are recorded: a body in
 //! any other shape is recorded by its size alone, since a receiver may echo anything back.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
@@ -24,9 +27,10 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
-use crate::http::{Redactor, describe_transport, outcome_for_status, transport_failure};
+use crate::http::{Redactor, StatusTable, describe_transport, transport_failure};
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{Account, Platform, Prepared, PublishRequest, StepError};
 
 /// A webhook channel.
@@ -185,7 +189,12 @@ impl Platform for Webhook {
                     status.as_u16(),
                     describe_transport(&e)
                 ));
-                return outcome_for_status(status.as_u16(), &headers, reason);
+                let answer = crate::http::Answer {
+                    status: status.as_u16(),
+                    headers,
+                    body: None,
+                };
+                return StatusTable::PLAIN.outcome(&answer, reason);
             }
         };
         if status.is_success() {
@@ -207,7 +216,59 @@ impl Platform for Webhook {
             status.as_u16(),
             answer_detail(&self.redactor, &text)
         ));
-        outcome_for_status(status.as_u16(), &headers, reason)
+        let answer = crate::http::Answer {
+            status: status.as_u16(),
+            headers,
+            body: Some(text),
+        };
+        StatusTable::PLAIN.outcome(&answer, reason)
+    }
+}
+
+/// `kind = "webhook"`: a JSON POST to `url`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where to POST.
+    pub url: String,
+    /// HMAC secret file (signs the body).
+    pub secret_file: Option<PathBuf>,
+    /// Whether to send `X-Airlock-Signature` (the body-only signature of
+    /// docs/channels.md#webhook, which a captured request replays) beside
+    /// `X-Airlock-Signature-V2`. Default `true`; set `false` once the receiver verifies V2
+    /// only.
+    #[serde(default = "yes")]
+    pub signature_v1: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl KindConfig for WebhookConfig {
+    fn secret_files(&self) -> Vec<&Path> {
+        self.secret_file.iter().map(PathBuf::as_path).collect()
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        self.secret_file.iter_mut().for_each(resolve);
+    }
+
+    // One rule and message with a webhook notification sink's url
+    // (`http::check_webhook_url`).
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        vec![("url", &self.url)]
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let secret = self.secret_file.as_deref().map(read_token).transpose()?;
+        let client = crate::http::client(common.request_timeout.as_std());
+        let webhook = Webhook::new(&self.url, secret, client).map_err(|e| e.to_string())?;
+        Ok(Arc::new(if self.signature_v1 {
+            webhook
+        } else {
+            webhook.without_signature_v1()
+        }))
     }
 }
 

@@ -30,25 +30,30 @@
 //! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
 //! into the site. Categories, tags, excerpts and featured images are not set.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use airlock_core::{ChannelKind, Outcome, PostId, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, id_string, outcome_for_status,
-    retry_after, send, transport_failure,
+    Answer, Redactor, StatusTable, check_base_url, describe_transport, endpoint, id_string, send,
+    transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{
     Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
 };
 
-/// How a `wordpress` channel reaches its site. Built by the CLI from the channel's table.
+/// How a `wordpress` channel reaches its site. Built from the channel's table
+/// ([`WordpressConfig`]).
 #[derive(Debug, Clone)]
 pub struct WordpressSettings {
     /// The site's address (`https://blog.example`, or with a path for a site in a
@@ -111,6 +116,12 @@ pub fn key_marker(idempotency_key: &str) -> String {
 }
 
 const CREDENTIAL_HINT: &str = "the application password was refused or lacks a capability (some hosts strip the Authorization header): fix the credential file or the user's role, then resume the channel";
+
+/// WordPress answers by the outcome table, with its credential hint.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    ..StatusTable::PLAIN
+};
 
 /// An article found by slug.
 #[derive(Debug, Clone)]
@@ -363,28 +374,13 @@ impl Wordpress {
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
         let reason = self.summary(what, answer);
         match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             404 => StepError::Rejected {
                 reason: format!(
                     "{reason}: the REST API is not at this address; check base_url (or set rest_route for sites without pretty permalinks)"
                 ),
                 credential: false,
             },
-            408 | 429 => StepError::Transient {
-                reason,
-                retry_after: retry_after(&answer.headers),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: retry_after(&answer.headers),
-            },
+            _ => STATUSES.step_error(answer, reason),
         }
     }
 
@@ -472,14 +468,7 @@ impl Wordpress {
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
-        let reason = self.summary("create article", answer);
-        match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            status => outcome_for_status(status, &answer.headers, reason),
-        }
+        STATUSES.outcome(answer, self.summary("create article", answer))
     }
 }
 
@@ -688,6 +677,54 @@ impl Platform for Wordpress {
                 Evidence::NoProof
             }
         }
+    }
+}
+
+/// `kind = "wordpress"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WordpressConfig {
+    /// The application password's file (0600).
+    pub token_file: PathBuf,
+    /// The user slug the password must belong to.
+    pub account: String,
+    /// The site's address.
+    pub base_url: String,
+    /// The login name the application password belongs to.
+    pub username: String,
+    /// Route requests through `/?rest_route=` (sites without pretty permalinks).
+    #[serde(default)]
+    pub rest_route: bool,
+}
+
+impl KindConfig for WordpressConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        vec![("base_url", &self.base_url)]
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let mut settings = WordpressSettings::new(
+            self.base_url.clone(),
+            self.username.clone(),
+            read_token(&self.token_file)?,
+        );
+        settings.request_timeout = timeout;
+        settings.rest_route = self.rest_route;
+        let wordpress = Wordpress::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(wordpress.map_err(|e| e.to_string())?))
     }
 }
 

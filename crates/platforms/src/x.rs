@@ -32,19 +32,23 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use airlock_core::{ChannelKind, Outcome, Published};
+use airlock_core::budget::{Budget, Costs, parse_usd};
+use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, check_base_url, describe_transport, endpoint, form_body, id_string,
-    rate_limit_wait, send, transport_failure,
+    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, form_body,
+    id_string, send, transport_failure,
 };
+use crate::kind::{Common, KindConfig, read_token};
 use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
 
 /// The X API host.
@@ -277,7 +281,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     result
 }
 
-/// How an `x` channel reaches its account. Built by the CLI from the channel's table.
+/// How an `x` channel reaches its account. Built from the channel's table ([`XConfig`]).
 #[derive(Debug, Clone)]
 pub struct XSettings {
     /// The API host (default [`DEFAULT_BASE_URL`]); tests point it at a fake.
@@ -309,6 +313,18 @@ pub struct X {
 }
 
 const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
+
+/// X answers by the outcome table, reading waits from its rate-limit headers; its
+/// duplicate content and used-up credits are its own.
+const STATUSES: StatusTable = StatusTable {
+    credential_hint: Some(CREDENTIAL_HINT),
+    step_throttled: Some("X limits requests now; nothing was published"),
+    publish_throttled: Some("X limits posting now; nothing was published"),
+    unknown: Some(
+        "whether X made the post is unknown, and X has no key to find out: check the account and settle the post",
+    ),
+    wait: Wait::RateLimit,
+};
 
 /// The permalink of a post.
 pub fn permalink(username: &str, id: &str) -> String {
@@ -380,26 +396,7 @@ impl X {
     }
 
     fn step_error(&self, what: &str, answer: &Answer) -> StepError {
-        let reason = self.summary(what, answer);
-        match answer.status {
-            401 | 403 => StepError::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
-            408 | 429 => StepError::Transient {
-                reason: format!("{reason}: X limits requests now; nothing was published"),
-                retry_after: rate_limit_wait(&answer.headers, Utc::now())
-                    .or(Some(crate::http::default_retry_after())),
-            },
-            400..=499 => StepError::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => StepError::Transient {
-                reason,
-                retry_after: rate_limit_wait(&answer.headers, Utc::now()),
-            },
-        }
+        STATUSES.step_error(answer, self.summary(what, answer))
     }
 
     async fn access_token(&self) -> SecretString {
@@ -673,32 +670,13 @@ impl X {
             };
         }
         match answer.status {
-            401 | 403 => Outcome::Rejected {
-                reason: format!("{reason}: {CREDENTIAL_HINT}"),
-                credential: true,
-            },
             402 => Outcome::Rejected {
                 reason: format!(
                     "{reason}: X says the account's API credits are used up; nothing was published; add credits, then requeue"
                 ),
                 credential: false,
             },
-            408 | 429 => Outcome::NotSent {
-                reason: format!("{reason}: X limits posting now; nothing was published"),
-                retry_after: Some(
-                    rate_limit_wait(&answer.headers, Utc::now())
-                        .unwrap_or_else(crate::http::default_retry_after),
-                ),
-            },
-            400..=499 => Outcome::Rejected {
-                reason,
-                credential: false,
-            },
-            _ => Outcome::Unknown {
-                reason: format!(
-                    "{reason}: whether X made the post is unknown, and X has no key to find out: check the account and settle the post"
-                ),
-            },
+            _ => STATUSES.outcome(answer, reason),
         }
     }
 }
@@ -852,6 +830,113 @@ impl Platform for X {
             Err(e) => Verification::Failed {
                 reason: e.to_string(),
             },
+        }
+    }
+}
+
+/// `kind = "x"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XConfig {
+    /// The token file (0600): an access token, or JSON with a refresh token.
+    pub token_file: PathBuf,
+    /// The username the token must belong to.
+    pub account: String,
+    /// API host override (default [`DEFAULT_BASE_URL`]).
+    pub base_url: Option<String>,
+    /// Most money spent per calendar month in the channel's zone, in US dollars.
+    pub monthly_budget_usd: Option<f64>,
+    /// What a post costs, in US dollars (default [`Costs::X_DEFAULT`]).
+    pub post_cost_usd: Option<f64>,
+    /// What a post with a link costs, in US dollars (default [`Costs::X_DEFAULT`]).
+    pub url_post_cost_usd: Option<f64>,
+}
+
+impl KindConfig for XConfig {
+    fn account(&self) -> Option<&str> {
+        Some(&self.account)
+    }
+
+    fn secret_files(&self) -> Vec<&Path> {
+        vec![&self.token_file]
+    }
+
+    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
+        resolve(&mut self.token_file);
+    }
+
+    fn urls(&self) -> Vec<(&'static str, &str)> {
+        self.base_url
+            .iter()
+            .map(|u| ("base_url", u.as_str()))
+            .collect()
+    }
+
+    fn check(&self, table: &str, _: &Common) -> Result<(), String> {
+        self.budget(table).map(drop)
+    }
+
+    /// The money budget, if the channel has one; a bad amount is refused naming its key.
+    fn budget(&self, table: &str) -> Result<Option<Budget>, String> {
+        let amount = |key: &str, value: Option<f64>, default: u64| match value {
+            None => Ok(default),
+            Some(value) => parse_usd(value).map_err(|e| format!("{table}.{key}: {e}")),
+        };
+        let costs = Costs {
+            post: amount("post_cost_usd", self.post_cost_usd, Costs::X_DEFAULT.post)?,
+            url_post: amount(
+                "url_post_cost_usd",
+                self.url_post_cost_usd,
+                Costs::X_DEFAULT.url_post,
+            )?,
+        };
+        let Some(monthly) = self.monthly_budget_usd else {
+            if self.post_cost_usd.is_some() || self.url_post_cost_usd.is_some() {
+                return Err(format!(
+                    "{table}.post_cost_usd and url_post_cost_usd need {table}.monthly_budget_usd, the budget they are counted against"
+                ));
+            }
+            return Ok(None);
+        };
+        Ok(Some(Budget {
+            monthly: amount("monthly_budget_usd", Some(monthly), 0)?,
+            costs,
+        }))
+    }
+
+    fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
+        let timeout = common.request_timeout.as_std();
+        let credential = Credential::parse(&read_token(&self.token_file)?, &self.token_file)
+            .map_err(|e| e.to_string())?;
+        // A refresh spends the refresh token: refuse to start where the rotated pair could
+        // not be written back.
+        check_token_dir(&self.token_file, &credential)?;
+        let settings = XSettings {
+            base_url: self
+                .base_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            token_file: self.token_file.clone(),
+            credential,
+            request_timeout: timeout,
+        };
+        let x = X::new(settings, crate::http::client(timeout));
+        Ok(Arc::new(x.map_err(|e| e.to_string())?))
+    }
+
+    /// A refreshable token file whose directory airlock cannot write: a refresh would
+    /// spend the refresh token and leave it in the file.
+    fn doctor(&self) -> Vec<Result<String, String>> {
+        let Ok(text) = crate::credential::read_secret(&self.token_file) else {
+            return Vec::new();
+        };
+        match Credential::parse(&text, &self.token_file) {
+            Ok(credential) if credential.refreshable() => {
+                vec![check_token_dir(&self.token_file, &credential).map(|()| {
+                    "the token file's directory is writable (refresh tokens rotate)".to_owned()
+                })]
+            }
+            _ => Vec::new(),
         }
     }
 }

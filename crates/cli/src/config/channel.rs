@@ -1,17 +1,18 @@
-//! `[channels.NAME]`: the keys every channel has, then one type per channel kind that
-//! carries only that kind's keys. The kind's table is read with `deny_unknown_fields`,
-//! so a key of another kind is refused by its own name; adding a kind is one variant of
-//! [`PlatformConfig`], its type here, and its adapter constructor in `wiring`.
+//! `[channels.NAME]`: the keys every channel has, the keys every platform shares
+//! ([`Common`]), then the kind's own keys, read by the kind's type in `airlock-platforms`
+//! ([`PlatformConfig`], one variant per registered kind). The kind's table is read with
+//! `deny_unknown_fields`, so a key of another kind is refused by its own name. Nothing
+//! here names a kind: adding one is its entry in `airlock_core::channel` and its module in
+//! `airlock-platforms`.
 
 use std::path::{Path, PathBuf};
 
 use chrono::Duration;
 use chrono_tz::Tz;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use airlock_core::{ChannelKind, ChannelName, Span};
-use airlock_platforms::sandbox::Simulate;
+use airlock_platforms::{Common, PlatformConfig};
 
 /// One configured channel.
 #[derive(Debug, Clone)]
@@ -38,7 +39,9 @@ pub struct ChannelConfig {
     pub auto_approve: Option<String>,
     /// How its posts are reviewed.
     pub review: ReviewConfig,
-    /// How it reaches its platform.
+    /// The keys every platform shares.
+    pub common: Common,
+    /// How it reaches its platform: its kind's own keys.
     pub platform: PlatformConfig,
 }
 
@@ -131,440 +134,6 @@ impl Default for ReviewConfig {
     }
 }
 
-/// What a channel's kind needs to reach its platform: one variant per kind, each with
-/// only that kind's keys.
-#[derive(Debug, Clone)]
-pub enum PlatformConfig {
-    /// `kind = "sandbox"`.
-    Sandbox(SandboxConfig),
-    /// `kind = "webhook"`.
-    Webhook(WebhookConfig),
-    /// `kind = "threads"`.
-    Threads(ThreadsConfig),
-    /// `kind = "instagram"`.
-    Instagram(InstagramConfig),
-    /// `kind = "linkedin"`.
-    Linkedin(LinkedinConfig),
-    /// `kind = "wordpress"`.
-    Wordpress(WordpressConfig),
-    /// `kind = "bluesky"`.
-    Bluesky(BlueskyConfig),
-    /// `kind = "mastodon"`.
-    Mastodon(MastodonConfig),
-    /// `kind = "x"`.
-    X(XConfig),
-}
-
-fn thirty_seconds() -> Span {
-    Span::seconds(30)
-}
-
-fn five_seconds() -> Span {
-    Span::seconds(5)
-}
-
-fn five_minutes() -> Span {
-    Span::minutes(5)
-}
-
-/// `sandbox`: a local JSON-lines log instead of a platform.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
-    /// `ok`, `reject` or `unknown`: the outcome it acts out.
-    #[serde(default)]
-    pub simulate: Simulate,
-    /// The log (default `sandbox/<channel>.jsonl` beside the config).
-    pub path: Option<PathBuf>,
-    /// Bound on one publish.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-}
-
-/// `webhook`: a JSON POST to `url`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookConfig {
-    /// Where to POST.
-    pub url: String,
-    /// HMAC secret file (signs the body).
-    pub secret_file: Option<PathBuf>,
-    /// Whether to send `X-Airlock-Signature` (the body-only signature of
-    /// docs/channels.md#webhook, which a captured request replays) beside
-    /// `X-Airlock-Signature-V2`. Default `true`; set `false` once the receiver verifies V2
-    /// only.
-    #[serde(default = "yes")]
-    pub signature_v1: bool,
-    /// Bound on the request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// `threads`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ThreadsConfig {
-    /// The access token's file (0600).
-    pub token_file: PathBuf,
-    /// The account the token must belong to.
-    pub account: String,
-    /// API host override (tests point it at a fake).
-    pub base_url: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-    /// Pause between two container status reads.
-    #[serde(default = "five_seconds")]
-    pub poll_interval: Span,
-    /// How long a container may take to be processed.
-    #[serde(default = "five_minutes")]
-    pub poll_timeout: Span,
-}
-
-/// `instagram`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InstagramConfig {
-    /// The access token's file (0600).
-    pub token_file: PathBuf,
-    /// The account the token must belong to.
-    pub account: String,
-    /// API host override (`https://graph.facebook.com` for Facebook Login; tests: a fake).
-    pub base_url: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-    /// Pause between two container status reads.
-    #[serde(default = "five_seconds")]
-    pub poll_interval: Span,
-    /// How long a container may take to be processed.
-    #[serde(default = "five_minutes")]
-    pub poll_timeout: Span,
-    /// Graph API version (`vNN.0`).
-    pub api_version: Option<String>,
-    /// The professional account's user id (Facebook Login).
-    pub user_id: Option<String>,
-}
-
-/// `linkedin`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkedinConfig {
-    /// The access token's file (0600).
-    pub token_file: PathBuf,
-    /// The member (`sub`) the token must belong to.
-    pub account: String,
-    /// API host override.
-    pub base_url: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-    /// `LinkedIn-Version` (`YYYYMM`).
-    pub version: Option<String>,
-    /// Author URN, to post as an organization.
-    pub author: Option<String>,
-}
-
-/// `wordpress`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WordpressConfig {
-    /// The application password's file (0600).
-    pub token_file: PathBuf,
-    /// The user slug the password must belong to.
-    pub account: String,
-    /// The site's address.
-    pub base_url: String,
-    /// The login name the application password belongs to.
-    pub username: String,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-    /// Route requests through `/?rest_route=` (sites without pretty permalinks).
-    #[serde(default)]
-    pub rest_route: bool,
-}
-
-/// `bluesky`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BlueskyConfig {
-    /// The app password's file (0600).
-    pub token_file: PathBuf,
-    /// The handle the session must name.
-    pub account: String,
-    /// What the session is created with, if not the handle (the account's email or DID).
-    pub identifier: Option<String>,
-    /// The account's PDS (default `https://bsky.social`).
-    pub base_url: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-}
-
-/// `mastodon`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MastodonConfig {
-    /// The access token's file (0600).
-    pub token_file: PathBuf,
-    /// The `acct` the token must belong to.
-    pub account: String,
-    /// The instance.
-    pub base_url: String,
-    /// `public` (default), `unlisted`, `private` or `direct`.
-    pub visibility: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-}
-
-/// `x`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct XConfig {
-    /// The token file (0600): an access token, or JSON with a refresh token.
-    pub token_file: PathBuf,
-    /// The username the token must belong to.
-    pub account: String,
-    /// API host override (default `https://api.x.com`).
-    pub base_url: Option<String>,
-    /// Bound on each request.
-    #[serde(default = "thirty_seconds")]
-    pub request_timeout: Span,
-    /// Most money spent per calendar month in the channel's zone, in US dollars.
-    pub monthly_budget_usd: Option<f64>,
-    /// What a post costs, in US dollars (default 0.015).
-    pub post_cost_usd: Option<f64>,
-    /// What a post with a link costs, in US dollars (default 0.20).
-    pub url_post_cost_usd: Option<f64>,
-}
-
-impl MastodonConfig {
-    /// Who may see the statuses; a value Mastodon does not know is refused naming the key.
-    pub fn visibility(
-        &self,
-        name: &str,
-    ) -> Result<airlock_platforms::mastodon::Visibility, String> {
-        use airlock_platforms::mastodon::Visibility;
-        Ok(match self.visibility.as_deref() {
-            None | Some("public") => Visibility::Public,
-            Some("unlisted") => Visibility::Unlisted,
-            Some("private") => Visibility::Private,
-            Some("direct") => Visibility::Direct,
-            Some(other) => {
-                return Err(format!(
-                    "channels.{name}.visibility = {other:?} is not a Mastodon visibility: write \"public\", \"unlisted\", \"private\" or \"direct\""
-                ));
-            }
-        })
-    }
-}
-
-impl XConfig {
-    /// The money budget, if the channel has one; a bad amount is refused naming its key.
-    pub fn budget(&self, name: &str) -> Result<Option<airlock_app::Budget>, String> {
-        use airlock_core::budget::{Costs, parse_usd};
-        let amount = |key: &str, value: Option<f64>, default: u64| match value {
-            None => Ok(default),
-            Some(value) => parse_usd(value).map_err(|e| format!("channels.{name}.{key}: {e}")),
-        };
-        let costs = Costs {
-            post: amount("post_cost_usd", self.post_cost_usd, Costs::X_DEFAULT.post)?,
-            url_post: amount(
-                "url_post_cost_usd",
-                self.url_post_cost_usd,
-                Costs::X_DEFAULT.url_post,
-            )?,
-        };
-        let Some(monthly) = self.monthly_budget_usd else {
-            if self.post_cost_usd.is_some() || self.url_post_cost_usd.is_some() {
-                return Err(format!(
-                    "channels.{name}.post_cost_usd and url_post_cost_usd need channels.{name}.monthly_budget_usd, the budget they are counted against"
-                ));
-            }
-            return Ok(None);
-        };
-        Ok(Some(airlock_app::Budget {
-            monthly: amount("monthly_budget_usd", Some(monthly), 0)?,
-            costs,
-        }))
-    }
-}
-
-impl PlatformConfig {
-    /// Reads a kind's own keys (`rest`: the table without the keys every channel has),
-    /// refusing a key of another kind by its own name.
-    fn read(name: &str, kind: ChannelKind, rest: toml::Table) -> Result<Self, String> {
-        fn read<T: DeserializeOwned>(
-            name: &str,
-            kind: ChannelKind,
-            rest: toml::Table,
-        ) -> Result<T, String> {
-            T::deserialize(toml::Value::Table(rest)).map_err(|e| {
-                field_error(&format!("channels.{name}"), &format!("{kind} channel"), &e)
-            })
-        }
-        Ok(match kind {
-            ChannelKind::Sandbox => PlatformConfig::Sandbox(read(name, kind, rest)?),
-            ChannelKind::Webhook => PlatformConfig::Webhook(read(name, kind, rest)?),
-            ChannelKind::Threads => PlatformConfig::Threads(read(name, kind, rest)?),
-            ChannelKind::Instagram => PlatformConfig::Instagram(read(name, kind, rest)?),
-            ChannelKind::Linkedin => PlatformConfig::Linkedin(read(name, kind, rest)?),
-            ChannelKind::Wordpress => PlatformConfig::Wordpress(read(name, kind, rest)?),
-            ChannelKind::Bluesky => PlatformConfig::Bluesky(read(name, kind, rest)?),
-            ChannelKind::Mastodon => PlatformConfig::Mastodon(read(name, kind, rest)?),
-            ChannelKind::X => PlatformConfig::X(read(name, kind, rest)?),
-        })
-    }
-
-    /// Its kind.
-    pub fn kind(&self) -> ChannelKind {
-        match self {
-            PlatformConfig::Sandbox(_) => ChannelKind::Sandbox,
-            PlatformConfig::Webhook(_) => ChannelKind::Webhook,
-            PlatformConfig::Threads(_) => ChannelKind::Threads,
-            PlatformConfig::Instagram(_) => ChannelKind::Instagram,
-            PlatformConfig::Linkedin(_) => ChannelKind::Linkedin,
-            PlatformConfig::Wordpress(_) => ChannelKind::Wordpress,
-            PlatformConfig::Bluesky(_) => ChannelKind::Bluesky,
-            PlatformConfig::Mastodon(_) => ChannelKind::Mastodon,
-            PlatformConfig::X(_) => ChannelKind::X,
-        }
-    }
-
-    /// The account the credential must belong to, for kinds with accounts.
-    pub fn account(&self) -> Option<&str> {
-        match self {
-            PlatformConfig::Sandbox(_) | PlatformConfig::Webhook(_) => None,
-            PlatformConfig::Threads(c) => Some(&c.account),
-            PlatformConfig::Instagram(c) => Some(&c.account),
-            PlatformConfig::Linkedin(c) => Some(&c.account),
-            PlatformConfig::Wordpress(c) => Some(&c.account),
-            PlatformConfig::Bluesky(c) => Some(&c.account),
-            PlatformConfig::Mastodon(c) => Some(&c.account),
-            PlatformConfig::X(c) => Some(&c.account),
-        }
-    }
-
-    /// The bound on each request.
-    pub fn request_timeout(&self) -> Span {
-        match self {
-            PlatformConfig::Sandbox(c) => c.request_timeout,
-            PlatformConfig::Webhook(c) => c.request_timeout,
-            PlatformConfig::Threads(c) => c.request_timeout,
-            PlatformConfig::Instagram(c) => c.request_timeout,
-            PlatformConfig::Linkedin(c) => c.request_timeout,
-            PlatformConfig::Wordpress(c) => c.request_timeout,
-            PlatformConfig::Bluesky(c) => c.request_timeout,
-            PlatformConfig::Mastodon(c) => c.request_timeout,
-            PlatformConfig::X(c) => c.request_timeout,
-        }
-    }
-
-    /// How long container processing may take, for kinds that poll containers.
-    fn poll_timeout(&self) -> Option<Span> {
-        match self {
-            PlatformConfig::Threads(c) => Some(c.poll_timeout),
-            PlatformConfig::Instagram(c) => Some(c.poll_timeout),
-            _ => None,
-        }
-    }
-
-    /// The secret files it reads (credentials, HMAC secrets), for `doctor`.
-    pub fn credential_files(&self) -> Vec<&Path> {
-        match self {
-            PlatformConfig::Sandbox(_) => Vec::new(),
-            PlatformConfig::Webhook(c) => c.secret_file.iter().map(PathBuf::as_path).collect(),
-            PlatformConfig::Threads(c) => vec![&c.token_file],
-            PlatformConfig::Instagram(c) => vec![&c.token_file],
-            PlatformConfig::Linkedin(c) => vec![&c.token_file],
-            PlatformConfig::Wordpress(c) => vec![&c.token_file],
-            PlatformConfig::Bluesky(c) => vec![&c.token_file],
-            PlatformConfig::Mastodon(c) => vec![&c.token_file],
-            PlatformConfig::X(c) => vec![&c.token_file],
-        }
-    }
-
-    /// Every `base_url` it sends a credential to, with the key naming it (a webhook's
-    /// `url` is checked by its own rule, `check_webhook_url`).
-    fn urls(&self) -> Vec<(&str, &'static str)> {
-        match self {
-            PlatformConfig::Sandbox(_) => Vec::new(),
-            PlatformConfig::Webhook(_) => Vec::new(),
-            PlatformConfig::Threads(c) => c
-                .base_url
-                .iter()
-                .map(|u| (u.as_str(), "base_url"))
-                .collect(),
-            PlatformConfig::Instagram(c) => c
-                .base_url
-                .iter()
-                .map(|u| (u.as_str(), "base_url"))
-                .collect(),
-            PlatformConfig::Linkedin(c) => c
-                .base_url
-                .iter()
-                .map(|u| (u.as_str(), "base_url"))
-                .collect(),
-            PlatformConfig::Wordpress(c) => vec![(c.base_url.as_str(), "base_url")],
-            PlatformConfig::Bluesky(c) => c
-                .base_url
-                .iter()
-                .map(|u| (u.as_str(), "base_url"))
-                .collect(),
-            PlatformConfig::Mastodon(c) => vec![(c.base_url.as_str(), "base_url")],
-            PlatformConfig::X(c) => c
-                .base_url
-                .iter()
-                .map(|u| (u.as_str(), "base_url"))
-                .collect(),
-        }
-    }
-
-    /// Resolves relative paths against the configuration's directory.
-    fn resolve(&mut self, name: &str, dir: &Path) {
-        let resolve = |p: &mut PathBuf| {
-            if p.is_relative() {
-                *p = dir.join(&*p);
-            }
-        };
-        match self {
-            PlatformConfig::Sandbox(c) => {
-                let path = c
-                    .path
-                    .get_or_insert_with(|| PathBuf::from("sandbox").join(format!("{name}.jsonl")));
-                resolve(path);
-            }
-            PlatformConfig::Webhook(c) => c.secret_file.iter_mut().for_each(resolve),
-            PlatformConfig::Threads(c) => resolve(&mut c.token_file),
-            PlatformConfig::Instagram(c) => resolve(&mut c.token_file),
-            PlatformConfig::Linkedin(c) => resolve(&mut c.token_file),
-            PlatformConfig::Wordpress(c) => resolve(&mut c.token_file),
-            PlatformConfig::Bluesky(c) => resolve(&mut c.token_file),
-            PlatformConfig::Mastodon(c) => resolve(&mut c.token_file),
-            PlatformConfig::X(c) => resolve(&mut c.token_file),
-        }
-    }
-
-    /// The longest one publish may take (every request up to and including the
-    /// irreversible one, container polling, and the slack the guarded path keeps before
-    /// the lease ends): what a lease must outlast.
-    pub fn longest_publish(&self) -> Duration {
-        let kind = self.kind();
-        let mut longest = self.request_timeout().as_chrono() * kind.requests_per_publish()
-            + airlock_app::publish::LEASE_SLACK;
-        if let Some(polling) = self.poll_timeout() {
-            longest += polling.as_chrono();
-        }
-        longest
-    }
-}
-
 /// The keys every channel has; the kind's own keys are left in `rest`.
 #[derive(Debug, Deserialize)]
 pub(super) struct RawChannel {
@@ -613,34 +182,26 @@ impl ChannelConfig {
             .kind
             .parse()
             .map_err(|e| format!("{}: {e}", key("kind")))?;
-        let mut platform = PlatformConfig::read(name, kind, raw.rest)?;
-        platform.resolve(name, cx.dir);
-        match &platform {
-            PlatformConfig::X(x) => {
-                x.budget(name)?;
-            }
-            PlatformConfig::Mastodon(m) => {
-                m.visibility(name)?;
-                airlock_platforms::mastodon::check_request_timeout(m.request_timeout.as_std())
-                    .map_err(|e| format!("channels.{name}.{e}"))?;
-            }
-            _ => {}
-        }
+        let table = format!("channels.{name}");
+        let (common, mut platform) = read_platform(&table, kind, raw.rest)?;
+        platform
+            .keys_mut()
+            .resolve_paths(name, &|path: &mut PathBuf| {
+                if path.is_relative() {
+                    *path = cx.dir.join(&*path);
+                }
+            });
+        platform.keys().check(&table, &common)?;
         if raw.daily_limit == 0 {
             return Err(format!(
                 "{} must be at least 1; to stop a channel, use `airlock pause {name}`",
                 key("daily_limit")
             ));
         }
-        for (url, k) in platform.urls() {
-            airlock_platforms::http::check_base_url(url).map_err(|e| format!("{}: {e}", key(k)))?;
+        for (k, url) in platform.keys().urls() {
+            airlock_platforms::http::check_url(k, url).map_err(|e| format!("{}: {e}", key(k)))?;
         }
-        if let PlatformConfig::Webhook(c) = &platform {
-            // One rule and message with a webhook notification sink's url.
-            airlock_platforms::http::check_webhook_url(&c.url)
-                .map_err(|e| format!("{}: {e}", key("url")))?;
-        }
-        let longest = platform.longest_publish();
+        let longest = longest_publish(&common, &platform);
         if kind != ChannelKind::Sandbox && cx.stale_after.as_chrono() <= longest {
             return Err(format!(
                 "dispatcher.stale_after = {} must exceed the longest publish of channel {name} ({}): a lease must never expire while its request can still be running; raise stale_after or lower {}",
@@ -693,6 +254,7 @@ impl ChannelConfig {
             slots: raw.slots,
             template: raw.template,
             auto_approve: raw.auto_approve,
+            common,
             platform,
         })
     }
@@ -704,11 +266,52 @@ impl ChannelConfig {
 
     /// Its monthly money budget (X channels with `monthly_budget_usd`), checked when read.
     pub fn budget(&self) -> Option<airlock_app::Budget> {
-        match &self.platform {
-            PlatformConfig::X(c) => c.budget(self.name.as_str()).ok().flatten(),
-            _ => None,
-        }
+        let table = format!("channels.{}", self.name);
+        self.platform.keys().budget(&table).ok().flatten()
     }
+
+    /// The account the credential must belong to, for kinds with accounts.
+    pub fn account(&self) -> Option<&str> {
+        self.platform.keys().account()
+    }
+
+    /// The secret files it reads (credentials, HMAC secrets), for `doctor`.
+    pub fn credential_files(&self) -> Vec<&Path> {
+        self.platform.keys().secret_files()
+    }
+}
+
+/// Reads a channel's platform keys (`rest`: the table without the keys every channel
+/// has): the kind's own keys by its type, then the [`Common`] ones. Serde's `flatten`
+/// would read them in one go, but under `deny_unknown_fields` it reports a misspelt
+/// required key as the missing one; split first, a misspelt key is named as written.
+fn read_platform(
+    table: &str,
+    kind: ChannelKind,
+    mut rest: toml::Table,
+) -> Result<(Common, PlatformConfig), String> {
+    let what = format!("{kind} channel");
+    let common: toml::Table = Common::KEYS
+        .iter()
+        .filter_map(|k| rest.remove_entry(*k))
+        .collect();
+    let platform = PlatformConfig::read(kind, toml::Value::Table(rest))
+        .map_err(|e| field_error(table, &what, &e))?;
+    let common = Common::deserialize(toml::Value::Table(common))
+        .map_err(|e| field_error(table, &what, &e))?;
+    Ok((common, platform))
+}
+
+/// The longest one publish may take (every request up to and including the irreversible
+/// one, container polling, and the slack the guarded path keeps before the lease ends):
+/// what a lease must outlast.
+fn longest_publish(common: &Common, platform: &PlatformConfig) -> Duration {
+    let mut longest = common.request_timeout.as_chrono() * platform.kind().requests_per_publish()
+        + airlock_app::publish::LEASE_SLACK;
+    if let Some(polling) = platform.keys().poll_timeout() {
+        longest += polling.as_chrono();
+    }
+    longest
 }
 
 /// A serde error on a kind's own keys in table `table` (`channels.NAME`), said with the

@@ -19,7 +19,7 @@ use airlock_core::{ChannelName, Span};
 mod channel;
 mod sink;
 
-pub use channel::{ChannelConfig, PlatformConfig, ReviewConfig};
+pub use channel::{ChannelConfig, ReviewConfig};
 pub use sink::{SinkConfig, SinkTarget};
 
 /// A configuration that cannot be used, naming the file and what is wrong.
@@ -372,7 +372,7 @@ impl Config {
                 channel.daily_limit,
                 channel.timezone,
             );
-            settings_channel.account = channel.platform.account().map(str::to_owned);
+            settings_channel.account = channel.account().map(str::to_owned);
             settings_channel.policy = kind.policy_with(
                 channel.max_chars,
                 channel.forbidden.clone(),
@@ -383,7 +383,7 @@ impl Config {
                 .as_ref()
                 .and_then(|site| self.sites.get(site))
                 .map(|site| site.dir.clone());
-            settings_channel.request_timeout = channel.platform.request_timeout().as_chrono();
+            settings_channel.request_timeout = channel.common.request_timeout.as_chrono();
             settings_channel.budget = channel.budget();
             settings_channel.review = crate::rubric::review_settings(&channel.review);
             settings = settings.with_channel(settings_channel);
@@ -462,6 +462,8 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use airlock_platforms::PlatformConfig;
+
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {

@@ -15,4 +15,5 @@ mod postgres;
 mod quotas;
 mod security;
 mod support;
+mod telegram;
 mod upgrade;

@@ -9,6 +9,7 @@ mod instagram;
 mod linkedin;
 mod mastodon;
 mod support;
+mod telegram;
 mod threads;
 mod webhook;
 mod wordpress;

@@ -11,6 +11,7 @@
 //! - [`bluesky`]: a Bluesky PDS (sessions, records at client-chosen keys, blobs);
 //! - [`mastodon`]: a Mastodon instance (idempotency keys kept an hour on a fake clock);
 //! - [`x`]: X's API v2 (OAuth 2.0 refresh with rotation, duplicate content);
+//! - [`telegram`]: the Telegram Bot API (the token in the path, flood control);
 //! - [`receiver`]: a receiver for `webhook` notifications.
 //!
 //! What they share lives here: [`Fake`], the server with its state that every fake is
@@ -23,6 +24,7 @@ pub mod linkedin;
 pub mod mastodon;
 pub mod meta;
 pub mod receiver;
+pub mod telegram;
 pub mod wordpress;
 pub mod x;
 
