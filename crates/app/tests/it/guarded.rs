@@ -538,7 +538,7 @@ async fn consecutive_failures_pause_the_channel() {
 /// carry the same numbers, once each, in the order the code runs them.
 #[test]
 fn the_publish_paths_step_comments_follow_its_module_doc() {
-    let source = include_str!("../../src/publish.rs");
+    let source = include_str!("../../src/publish/mod.rs");
     let number = |rest: &str| -> Option<u32> {
         let (n, after) = rest.split_once(". ")?;
         (!after.is_empty()).then_some(())?;
