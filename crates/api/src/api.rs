@@ -8,13 +8,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
+use airlock_app::PostFilter;
 use airlock_app::control::{ChannelStatus, QuotaStatus};
 use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, EditOptions, ListedPost};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Error};
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, VerdictKind};
-use airlock_store::PostFilter;
 
 use crate::auth::{ApiJson, Caller};
 use crate::error::{ApiError, ErrorBody, Recorded};

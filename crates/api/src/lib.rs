@@ -263,7 +263,7 @@ fn escape_label(value: &str) -> String {
 }
 
 /// Renders every series in the Prometheus text format.
-pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreError> {
+pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError> {
     let airlock_app::metrics::LedgerGauges {
         counts,
         outbox,
@@ -377,7 +377,7 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_store::StoreErr
     );
     // Per configured channel only: posts left approved on a channel removed from the
     // configuration wait for a person, not for a dispatcher.
-    let configured: Vec<(String, Option<&airlock_store::ChannelDue>)> = app
+    let configured: Vec<(String, Option<&airlock_app::ChannelDue>)> = app
         .settings()
         .channels
         .keys()

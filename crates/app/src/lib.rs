@@ -46,6 +46,9 @@ mod settings;
 pub mod tokens;
 
 pub use airlock_core::EVENTS;
+/// The store's types that the app's operations take and return: front ends name them
+/// here and never depend on the store.
+pub use airlock_store::{ChannelDue, Pause, PostFilter, StoreError};
 pub use error::{Error, ErrorBody, ErrorDetail, Result};
 pub use settings::{AppSettings, Budget, ChannelSettings, NotifyRoute, ReviewSettings};
 

@@ -22,11 +22,11 @@
 
 use chrono::{DateTime, Utc};
 
+use airlock_app::PostFilter;
 use airlock_app::posts::{DraftInput, DraftOrigin};
 use airlock_app::{App, Principal};
 use airlock_core::time::format_utc;
 use airlock_core::{Actor, Post, PostContent, PostStatus};
-use airlock_store::PostFilter;
 
 use crate::candidate::{Eligible, Skipped, first_eligible};
 use crate::head::Checker;

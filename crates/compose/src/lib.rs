@@ -78,8 +78,8 @@ impl Error {
     }
 }
 
-impl From<airlock_store::StoreError> for Error {
-    fn from(e: airlock_store::StoreError) -> Self {
+impl From<airlock_app::StoreError> for Error {
+    fn from(e: airlock_app::StoreError) -> Self {
         Error::App(e.into())
     }
 }

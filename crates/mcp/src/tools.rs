@@ -15,11 +15,11 @@
 //! its [`Principal`] into the request's extensions, where the tool reads it. A tool that
 //! finds no principal refuses (fail closed).
 
+use airlock_app::PostFilter;
 use airlock_app::critic::VerdictInput;
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
 use airlock_app::{App, Error, ErrorBody, Principal};
 use airlock_core::{ChannelName, Media, PostId, PostStatus, VerdictKind};
-use airlock_store::PostFilter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;

@@ -6,9 +6,9 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+use airlock_app::PostFilter;
 use airlock_app::{App, Error};
 use airlock_core::{ChannelName, Post, PostDetail, PostStatus, PostSummary};
-use airlock_store::PostFilter;
 
 use super::EXCERPT_CHARS;
 use crate::auth::Operator;

@@ -15,9 +15,9 @@ use serde::Deserialize;
 
 use airlock_app::control::{ChannelQuota, QuotaStatus};
 use airlock_app::{App, Error};
+use airlock_app::{Pause, PostFilter};
 use airlock_core::quota::day_bounds;
 use airlock_core::{ChannelName, PostId, PostStatus, PostSummary};
-use airlock_store::{Pause, PostFilter};
 
 use super::error::app_error_page;
 use super::parts::{Layout, PostRow, channel_tz, layout, post_row, quarantine_count};

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use airlock_app::Error;
+use airlock_app::PostFilter;
 use airlock_core::{PostId, PostStatus};
-use airlock_store::PostFilter;
 
 use super::REVIEW_PAGE;
 use super::error::app_error_page;
