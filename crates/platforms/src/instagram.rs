@@ -25,7 +25,7 @@
 //! The token travels only in the `Authorization: Bearer` header. Carousels, reels and
 //! stories are not supported; tokens are not refreshed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -329,24 +329,7 @@ pub struct InstagramConfig {
 }
 
 impl KindConfig for InstagramConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        self.base_url
-            .iter()
-            .map(|u| ("base_url", u.as_str()))
-            .collect()
-    }
+    crate::kind::token_keys!(base_url: optional);
 
     fn poll_timeout(&self) -> Option<Span> {
         Some(self.poll_timeout)

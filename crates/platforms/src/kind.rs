@@ -115,6 +115,44 @@ pub(crate) fn read_token(path: &Path) -> Result<secrecy::SecretString, String> {
     crate::credential::read_secret(path).map_err(|e| e.to_string())
 }
 
+/// The answers of a kind whose keys name a `token_file`, the `account` the token must
+/// belong to and a `base_url` (`optional` or `required`), for use inside its
+/// [`KindConfig`] impl.
+macro_rules! token_keys {
+    (base_url: optional) => {
+        $crate::kind::token_keys!(@credential);
+
+        fn urls(&self) -> Vec<(&'static str, &str)> {
+            self.base_url
+                .iter()
+                .map(|u| ("base_url", u.as_str()))
+                .collect()
+        }
+    };
+    (base_url: required) => {
+        $crate::kind::token_keys!(@credential);
+
+        fn urls(&self) -> Vec<(&'static str, &str)> {
+            vec![("base_url", &self.base_url)]
+        }
+    };
+    (@credential) => {
+        fn account(&self) -> Option<&str> {
+            Some(&self.account)
+        }
+
+        fn secret_files(&self) -> Vec<&::std::path::Path> {
+            vec![&self.token_file]
+        }
+
+        fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut ::std::path::PathBuf)) {
+            resolve(&mut self.token_file);
+        }
+    };
+}
+
+pub(crate) use token_keys;
+
 /// Registers every channel kind: `Variant(ConfigType)`, one entry per `ChannelKind`
 /// variant, and derives [`crate::PlatformConfig`] from the list.
 macro_rules! kinds {

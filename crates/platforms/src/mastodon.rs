@@ -32,7 +32,7 @@
 //! `Authorization: Bearer` header.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -709,21 +709,7 @@ impl MastodonConfig {
 }
 
 impl KindConfig for MastodonConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        vec![("base_url", &self.base_url)]
-    }
+    crate::kind::token_keys!(base_url: required);
 
     fn check(&self, table: &str, common: &Common) -> Result<(), String> {
         self.visibility(table)?;

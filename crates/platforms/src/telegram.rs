@@ -24,7 +24,7 @@
 //! through a [`Redactor`] that knows the token, so a server or proxy echoing the path
 //! shows `[redacted]`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
@@ -358,24 +358,7 @@ pub struct TelegramConfig {
 }
 
 impl KindConfig for TelegramConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        self.base_url
-            .iter()
-            .map(|u| ("base_url", u.as_str()))
-            .collect()
-    }
+    crate::kind::token_keys!(base_url: optional);
 
     fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
         let timeout = common.request_timeout.as_std();

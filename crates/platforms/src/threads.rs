@@ -20,7 +20,7 @@
 //! `auto_publish_text` (it would make container creation irreversible and leave nothing
 //! to reconcile with), carousels, videos or replies, and it does not refresh tokens.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
@@ -233,24 +233,7 @@ pub struct ThreadsConfig {
 }
 
 impl KindConfig for ThreadsConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        self.base_url
-            .iter()
-            .map(|u| ("base_url", u.as_str()))
-            .collect()
-    }
+    crate::kind::token_keys!(base_url: optional);
 
     fn poll_timeout(&self) -> Option<Span> {
         Some(self.poll_timeout)

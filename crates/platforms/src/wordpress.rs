@@ -30,7 +30,7 @@
 //! http, https and mailto are dropped: an agent's draft must not inject markup or scripts
 //! into the site. Categories, tags, excerpts and featured images are not set.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
@@ -698,21 +698,7 @@ pub struct WordpressConfig {
 }
 
 impl KindConfig for WordpressConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        vec![("base_url", &self.base_url)]
-    }
+    crate::kind::token_keys!(base_url: required);
 
     fn build(&self, _: &ChannelName, common: &Common) -> Result<Arc<dyn Platform>, String> {
         let timeout = common.request_timeout.as_std();

@@ -853,24 +853,7 @@ pub struct XConfig {
 }
 
 impl KindConfig for XConfig {
-    fn account(&self) -> Option<&str> {
-        Some(&self.account)
-    }
-
-    fn secret_files(&self) -> Vec<&Path> {
-        vec![&self.token_file]
-    }
-
-    fn resolve_paths(&mut self, _: &str, resolve: &dyn Fn(&mut PathBuf)) {
-        resolve(&mut self.token_file);
-    }
-
-    fn urls(&self) -> Vec<(&'static str, &str)> {
-        self.base_url
-            .iter()
-            .map(|u| ("base_url", u.as_str()))
-            .collect()
-    }
+    crate::kind::token_keys!(base_url: optional);
 
     fn check(&self, table: &str, _: &Common) -> Result<(), String> {
         self.budget(table).map(drop)
