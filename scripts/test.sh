@@ -121,6 +121,9 @@ cargo check --workspace
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+log "rustdoc builds without warnings (the inventories ARCHITECTURE.md leaves to it)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 log "cargo test"
 cargo test --workspace --no-fail-fast
 
