@@ -29,17 +29,22 @@ const MAX_USD: f64 = 1e9;
 /// What one post costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Costs {
-    /// A post without a link, in micro-dollars (X's default: $0.015).
+    /// A post without a link, in micro-dollars.
     pub post: u64,
-    /// A post with a link, in micro-dollars (X's default: $0.20).
+    /// A post with a link, in micro-dollars.
     pub url_post: u64,
 }
 
+/// Micro-dollars of a price written in dollars, as X publishes its prices.
+const fn usd(dollars: f64) -> u64 {
+    (dollars * 1_000_000.0 + 0.5) as u64
+}
+
 impl Costs {
-    /// X's published pay-per-use prices: $0.015 a post, $0.20 a post with a URL.
+    /// X's published pay-per-use prices.
     pub const X_DEFAULT: Costs = Costs {
-        post: 15_000,
-        url_post: 200_000,
+        post: usd(0.015),
+        url_post: usd(0.20),
     };
 
     /// What a post with this text and link costs: the URL price when it has a separate

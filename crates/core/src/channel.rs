@@ -194,10 +194,10 @@ channel_kinds! {
     }
     /// Telegram messages to one chat through the Bot API's `sendMessage`.
     Telegram = "telegram" {
-        // Telegram's limit; it counts UTF-16 units, so a text of astral characters may
-        // still be refused (definitely: nothing is sent).
+        // Telegram's limit, counted as Telegram counts it.
         policy: || ContentPolicy {
             max_chars: Some(4096),
+            unit: LengthUnit::Utf16,
             max_media: Some(0),
             appends_link: true,
             ..ContentPolicy::default()

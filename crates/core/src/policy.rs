@@ -25,6 +25,9 @@ pub enum LengthUnit {
     /// X's weighted length: most Latin, Greek, Cyrillic and punctuation characters count 1,
     /// everything else (CJK, emoji sequences) 2, every `http(s)://` URL 23.
     XWeighted,
+    /// UTF-16 code units: a character outside the Basic Multilingual Plane (most emoji)
+    /// counts 2 (Telegram).
+    Utf16,
 }
 
 /// How many characters Mastodon and X count for a URL, whatever its length.
@@ -42,6 +45,7 @@ impl LengthUnit {
             LengthUnit::Graphemes => text.graphemes(true).count(),
             LengthUnit::CharsUrlAs23 => mastodon_length(text),
             LengthUnit::XWeighted => x_weighted_length(text),
+            LengthUnit::Utf16 => text.encode_utf16().count(),
         }
     }
 
@@ -57,6 +61,7 @@ impl LengthUnit {
             LengthUnit::XWeighted => {
                 "weighted characters (links count 23, CJK and emoji 2, as X counts)"
             }
+            LengthUnit::Utf16 => "UTF-16 units (most emoji count 2, as Telegram counts)",
         }
     }
 
@@ -498,6 +503,14 @@ mod tests {
             link: None,
             source: None,
         }
+    }
+
+    #[test]
+    fn utf16_counts_astral_characters_twice() {
+        assert_eq!(LengthUnit::Utf16.count("猫の宿"), 3);
+        assert_eq!(LengthUnit::Utf16.count("🐈"), 2);
+        // 2,100 cats are 2,100 characters but 4,200 units: over Telegram's limit.
+        assert_eq!(LengthUnit::Utf16.count(&"🐈".repeat(2100)), 4200);
     }
 
     #[test]

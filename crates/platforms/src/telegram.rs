@@ -166,9 +166,14 @@ pub struct Telegram {
 impl Telegram {
     /// An adapter with these settings; refuses a `base_url` that could leak the token.
     pub fn new(settings: TelegramSettings, client: reqwest::Client) -> Result<Self, SettingsError> {
+        let mut redactor = Redactor::new([settings.token.clone()]);
+        // The secret after the bot id, on its own too: an echo of the path may split it.
+        if let Some((_, secret)) = settings.token.expose_secret().split_once(':') {
+            redactor.add(secret);
+        }
         Ok(Telegram {
             base_url: check_base_url(&settings.base_url)?,
-            redactor: Redactor::new([settings.token.clone()]),
+            redactor,
             token: settings.token,
             chat_id: settings.chat_id,
             client,
@@ -450,6 +455,17 @@ mod tests {
             ),
         };
         let outcome = telegram.publish_failure(&echo);
+        assert!(!format!("{outcome:?}").contains("canary"), "{outcome:?}");
+        // The secret half alone, as a server that splits the path at `:` would echo it.
+        let half = Answer {
+            body: Some(
+                json!({"ok": false, "error_code": 400,
+                    "description": "Bad Request: unknown bot secret AAH-canary-token-value"})
+                .to_string(),
+            ),
+            ..echo
+        };
+        let outcome = telegram.publish_failure(&half);
         assert!(!format!("{outcome:?}").contains("canary"), "{outcome:?}");
     }
 }

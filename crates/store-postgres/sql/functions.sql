@@ -39,6 +39,11 @@
 DROP FUNCTION IF EXISTS airlock_update_post(bigint, text, bigint, text, text, text, text,
     timestamptz, jsonb, text, text, boolean, text, jsonb, text, text, text, jsonb, jsonb, bigint);
 
+-- airlock_apply_change before it took the statuses a change starts from (never released).
+DROP FUNCTION IF EXISTS airlock_apply_change(bigint, text, bigint, text, text, text,
+    timestamptz, jsonb, text, text, boolean, boolean, text, jsonb, text, boolean, text,
+    jsonb, jsonb, bigint);
+
 -- The runtime role, created once per cluster (several databases may share it).
 DO $$
 BEGIN
@@ -511,7 +516,7 @@ CREATE OR REPLACE FUNCTION airlock_apply_change(
     p_event_kind text, p_event_note text, p_event_unless_moved boolean,
     p_intent_required boolean, p_intent_phase text,
     p_verdict jsonb, p_reservation text, p_record_stale boolean, p_failures text,
-    p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint,
+    p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint, p_from text[],
     OUT outcome text, OUT post posts)
 LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
@@ -524,6 +529,13 @@ DECLARE
     s jsonb := COALESCE(p_set, '{}'::jsonb);
     c jsonb := p_set->'content';
 BEGIN
+    -- A change without its guard, writer or starting statuses would skip the checks that
+    -- hold it (a NULL compares as neither equal nor different).
+    IF p_guard IS NULL OR p_guard_kind IS NULL OR p_guard_kind NOT IN ('version', 'generation')
+       OR p_actor IS NULL OR p_from IS NULL OR cardinality(p_from) = 0 THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a change names its guard, its writer and the statuses it starts from'));
+    END IF;
     p_now := airlock_time(p_now, false);
     IF p_guard_kind = 'generation' THEN
         -- An outcome of the guarded path: it must survive a crash like the intent did.
@@ -556,7 +568,16 @@ BEGIN
                    AND generation = cur.generation) <> p_intent_required THEN
         PERFORM airlock_raise('AL011', 'conflict', NULL);
     END IF;
-    -- The status edge (airlock_store::decide::illegal_step); the trigger checks it too.
+    -- The change's starting statuses and the status edge (airlock_store::decide::
+    -- illegal_step); the trigger checks the edge too.
+    IF NOT (cur.status = ANY (p_from)) THEN
+        PERFORM airlock_raise('AL001', 'illegal transition', jsonb_build_object(
+            'from', cur.status, 'to', COALESCE(p_to, cur.status)));
+    END IF;
+    IF p_to IS NOT NULL AND p_to <> cur.status AND p_note IS NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a status change carries its note'));
+    END IF;
     IF p_to IS NOT NULL AND p_to <> cur.status AND (cur.status || '>' || p_to) NOT IN (
             'draft>approved', 'approved>draft', 'approved>posting', 'posting>approved',
             'posting>posted', 'posting>failed', 'posting>needs_review', 'needs_review>posted',
@@ -734,7 +755,7 @@ SET search_path = {{schema}}, pg_temp AS $$
             || jsonb_build_object('not_before', NULL, 'error', p_flag),
         NULL, NULL, false, NULL, 'succeeded', NULL,
         CASE WHEN p_sent_by IS NULL THEN 'committed' ELSE 'attempt:' || p_sent_by END,
-        true, 'reset', p_pause, p_notify, NULL);
+        true, 'reset', p_pause, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_not_sent(p_id bigint, p_actor text,
@@ -749,7 +770,7 @@ SET search_path = {{schema}}, pg_temp AS $$
             'count_wait', COALESCE(p_counts_wait, false), 'not_before', p_not_before,
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'not_sent' END, NULL,
-        'released', true, NULL, NULL, p_notify, NULL);
+        'released', true, NULL, NULL, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_failed(p_id bigint, p_actor text,
@@ -763,7 +784,7 @@ SET search_path = {{schema}}, pg_temp AS $$
         jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'rejected' END, NULL,
-        'released', true, 'increment', p_pause, p_notify, NULL);
+        'released', true, 'increment', p_pause, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_unknown(p_id bigint, p_actor text,
@@ -773,7 +794,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
-        NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL);
+        NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_held(p_id bigint, p_actor text,
@@ -783,7 +804,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
         p_note, p_now, '{}'::jsonb, NULL, NULL, false, NULL, NULL, NULL, 'released', true,
-        NULL, p_pause, p_notify, NULL);
+        NULL, p_pause, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_sent(p_id bigint, p_actor text,
@@ -793,7 +814,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
-        NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL);
+        NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL, '{posting}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_unsent(p_id bigint, p_actor text,
@@ -806,7 +827,7 @@ SET search_path = {{schema}}, pg_temp AS $$
         jsonb_build_object('error', p_reason, 'count_attempt', true)
             || CASE WHEN p_gives_up THEN '{}'::jsonb
                     ELSE jsonb_build_object('not_before', p_not_before) END,
-        NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL);
+        NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL, '{posting}');
 $$;
 
 -- People and agents, at the version they read.
@@ -824,7 +845,7 @@ SET search_path = {{schema}}, pg_temp AS $$
                 'scheduled_at', p_scheduled_at,
                 'edited_by', CASE WHEN p_content IS NOT NULL THEN p_actor END)),
         'edited', 'edited ' || p_fields, true, NULL, NULL, NULL, NULL, false, NULL, NULL,
-        p_notify, p_duplicate_window_us);
+        p_notify, p_duplicate_window_us, '{draft,approved}');
 $$;
 
 -- p_effect: approve (p_approved_by, p_note, p_duplicate_window_us), await (p_note) or
@@ -839,17 +860,23 @@ DECLARE
     kind text := CASE WHEN p_quarantine THEN 'quarantined' ELSE 'rejected' END;
     applied record;
 BEGIN
+    -- A verdict names the content its critic read, and an approval who gave it.
+    IF p_verdict IS NULL OR COALESCE(p_verdict->>'content_hash', '') !~ '^[0-9a-f]{64}$'
+       OR (p_effect = 'approve' AND p_approved_by IS NULL) OR p_note IS NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a verdict names the content its critic read, and an approval who gave it'));
+    END IF;
     IF p_effect = 'approve' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved',
             p_actor, p_note, p_now,
             jsonb_build_object('approved_hash', p_verdict->>'content_hash',
                 'approved_by', p_approved_by, 'error', NULL),
             NULL, NULL, false, NULL, NULL, p_verdict, NULL, false, NULL, NULL, p_notify,
-            p_duplicate_window_us);
+            p_duplicate_window_us, '{draft}');
     ELSIF p_effect = 'await' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL,
             p_actor, NULL, p_now, '{}'::jsonb, 'verdict', p_note, false, NULL, NULL,
-            p_verdict, NULL, false, NULL, NULL, p_notify, NULL);
+            p_verdict, NULL, false, NULL, NULL, p_notify, NULL, '{draft}');
     ELSIF p_effect = 'revise' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'draft',
             p_actor, airlock_fit(kind || ': ' || p_note, 4000), p_now,
@@ -858,7 +885,7 @@ BEGIN
                 || CASE WHEN p_quarantine THEN jsonb_build_object('quarantined_at',
                         airlock_time(p_now, false)) ELSE '{}'::jsonb END,
             kind, airlock_fit(p_note, 4000), true, NULL, NULL, p_verdict, NULL, false, NULL,
-            NULL, p_notify, NULL);
+            NULL, p_notify, NULL, '{draft,approved}');
     ELSE
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a verdict approves, awaits more passes, or asks for a revision'));
@@ -875,7 +902,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor, p_note,
         p_now, jsonb_build_object('approved_hash', NULL, 'approved_by', NULL)
             || jsonb_strip_nulls(jsonb_build_object('error', p_error)),
-        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{approved}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_released(p_id bigint, p_actor text,
@@ -885,7 +912,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true),
-        'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+        'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{draft}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_requeued(p_id bigint, p_actor text,
@@ -895,7 +922,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor,
         'requeued', p_now,
         jsonb_build_object('reset_attempts', true, 'not_before', NULL, 'error', NULL),
-        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL);
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{failed}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_settled_published(p_id bigint, p_actor text,
@@ -910,7 +937,7 @@ SET search_path = {{schema}}, pg_temp AS $$
             'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
             || jsonb_build_object('error', NULL),
         NULL, NULL, false, NULL, 'succeeded', NULL, 'committed', false, NULL, NULL, p_notify,
-        NULL);
+        NULL, '{needs_review}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_settled_not_published(p_id bigint, p_actor text,
@@ -920,7 +947,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'failed', p_actor, p_note,
         p_now, jsonb_build_object('error', p_error), NULL, NULL, false, NULL, 'not_sent',
-        NULL, 'released', false, NULL, NULL, p_notify, NULL);
+        NULL, 'released', false, NULL, NULL, p_notify, NULL, '{needs_review}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_cannot_land(p_id bigint, p_actor text,
@@ -930,7 +957,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor, p_note,
         p_now, jsonb_build_object('error', NULL), NULL, NULL, false, NULL, 'not_sent', NULL,
-        'released', false, NULL, NULL, p_notify, NULL);
+        'released', false, NULL, NULL, p_notify, NULL, '{needs_review}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_resend_claimed(p_id bigint, p_actor text,
@@ -940,7 +967,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         '{}'::jsonb, 'resend', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL,
-        p_notify, NULL);
+        p_notify, NULL, '{needs_review}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferred(p_id bigint, p_actor text,
@@ -951,7 +978,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'quota_deferred', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
-        NULL);
+        NULL, '{approved}');
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferral_lifted(p_id bigint, p_actor text,
@@ -962,7 +989,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'deferral_lifted', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
-        NULL);
+        NULL, '{approved}');
 $$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,

@@ -381,7 +381,7 @@ impl airlock_store::Posts for SqliteStore {
         {
             return Err(StoreError::Conflict(id));
         }
-        if let Some((from, to)) = illegal_step(status, effects.to) {
+        if let Some((from, to)) = illegal_step(&effects, status) {
             return Err(StoreError::IllegalTransition { id, from, to });
         }
         if let Some(rule) = write_refusal(&effects, status, &content_hash) {

@@ -307,6 +307,9 @@ pub enum Guard {
 pub struct Effects {
     /// The write it must match.
     pub guard: Guard,
+    /// The statuses it may start from ([`Change::starts_from`]); from any other it is
+    /// [`crate::StoreError::IllegalTransition`] and changes nothing.
+    pub from: &'static [PostStatus],
     /// New status; the store appends the status event (with `note`).
     pub to: Option<PostStatus>,
     /// The status event's note.
@@ -375,9 +378,10 @@ pub struct Fields {
 }
 
 impl Effects {
-    fn new(guard: Guard) -> Self {
+    fn new(guard: Guard, from: &'static [PostStatus]) -> Self {
         Effects {
             guard,
+            from,
             to: None,
             note: None,
             event: None,
@@ -445,6 +449,37 @@ impl Change {
         }
     }
 
+    /// The statuses it may start from. A worker's outcome starts from `posting` only
+    /// (its generation fences it too); a person's or agent's change from the statuses
+    /// its move leaves, so that, say, settling a post nobody is reviewing cannot release
+    /// the reservation of a send under way.
+    pub fn starts_from(&self) -> &'static [PostStatus] {
+        use PostStatus::*;
+        match self {
+            Change::Published { .. }
+            | Change::NotSent { .. }
+            | Change::Failed { .. }
+            | Change::Unknown { .. }
+            | Change::Held { .. }
+            | Change::ReapedSent { .. }
+            | Change::ReapedUnsent { .. } => &[Posting],
+            Change::Edited { .. } => &[Draft, Approved],
+            Change::Verdict {
+                effect: VerdictEffect::Revise { .. },
+                ..
+            } => &[Draft, Approved],
+            Change::Verdict { .. } | Change::Released { .. } => &[Draft],
+            Change::Withdrawn { .. } | Change::Deferred { .. } | Change::DeferralLifted { .. } => {
+                &[Approved]
+            }
+            Change::Requeued { .. } => &[Failed],
+            Change::SettledPublished { .. }
+            | Change::SettledNotPublished { .. }
+            | Change::CannotLand { .. }
+            | Change::ResendClaimed { .. } => &[NeedsReview],
+        }
+    }
+
     /// Its name, as its PostgreSQL function is named (`airlock_change_<name>`).
     pub fn name(&self) -> &'static str {
         match self {
@@ -471,7 +506,7 @@ impl Change {
 
     /// Which rows it touches, and how, when `actor` makes it at `now`.
     pub fn effects(&self, actor: &str, now: DateTime<Utc>) -> Effects {
-        let e = Effects::new(self.guard());
+        let e = Effects::new(self.guard(), self.starts_from());
         match self.clone() {
             Change::Published {
                 posted_at,

@@ -36,11 +36,12 @@ pub fn check_guard(guard: Guard, status: PostStatus, version: i64, generation: i
     }
 }
 
-/// Whether the lifecycle allows the move from `from` to `to` (staying is no move):
-/// `Some((from, to))` when it does not.
-pub fn illegal_step(from: PostStatus, to: Option<PostStatus>) -> Option<(PostStatus, PostStatus)> {
-    to.filter(|to| *to != from && !is_legal(from, *to))
-        .map(|to| (from, to))
+/// Whether a change may start from `status` and the lifecycle allows its move (staying
+/// is no move): `Some((from, to))` when it may not.
+pub fn illegal_step(effects: &Effects, status: PostStatus) -> Option<(PostStatus, PostStatus)> {
+    let to = effects.to.unwrap_or(status);
+    let moves_illegally = to != status && !is_legal(status, to);
+    (!effects.from.contains(&status) || moves_illegally).then_some((status, to))
 }
 
 /// The rules of content and approval every change keeps, checked against the post as
@@ -273,12 +274,44 @@ mod tests {
     }
 
     #[test]
-    fn a_move_is_checked_against_the_lifecycle() {
-        assert_eq!(illegal_step(Posting, Some(Approved)), None);
-        assert_eq!(illegal_step(Draft, Some(Draft)), None);
-        assert_eq!(illegal_step(Draft, None), None);
-        assert_eq!(illegal_step(Draft, Some(Posted)), Some((Draft, Posted)));
-        assert_eq!(illegal_step(Posting, Some(Draft)), Some((Posting, Draft)));
+    fn a_change_starts_only_where_it_may_and_moves_along_the_lifecycle() {
+        let requeue = Change::Requeued { version: 1 }.effects("c", Utc::now());
+        assert_eq!(illegal_step(&requeue, Failed), None);
+        // Requeuing a post under review would skip settling its intent and reservation.
+        assert_eq!(
+            illegal_step(&requeue, NeedsReview),
+            Some((NeedsReview, Approved))
+        );
+        let cannot_land = Change::CannotLand {
+            version: 1,
+            note: "expired".into(),
+        }
+        .effects("c", Utc::now());
+        assert_eq!(illegal_step(&cannot_land, NeedsReview), None);
+        // The lifecycle has `posting -> approved`, but not for this change: a send may be
+        // under way.
+        assert_eq!(
+            illegal_step(&cannot_land, Posting),
+            Some((Posting, Approved))
+        );
+        let resend = Change::ResendClaimed {
+            version: 1,
+            note: "resend".into(),
+        }
+        .effects("c", Utc::now());
+        assert_eq!(illegal_step(&resend, NeedsReview), None);
+        assert_eq!(illegal_step(&resend, Posted), Some((Posted, Posted)));
+        let edit = Change::Edited {
+            version: 1,
+            content: None,
+            scheduled_at: None,
+            fields: "scheduled_at".into(),
+            duplicate_window: None,
+        }
+        .effects("c", Utc::now());
+        assert_eq!(illegal_step(&edit, Draft), None);
+        assert_eq!(illegal_step(&edit, Approved), None);
+        assert_eq!(illegal_step(&edit, Failed), Some((Failed, Draft)));
     }
 
     #[test]

@@ -228,7 +228,10 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
 /// The runtime role changes a post only through its named changes
 /// (`airlock_change_*`): the function they share, which applies any combination, is not
 /// its to call; a named change refuses what its change cannot be (an unknown verdict
-/// effect, content under a hash that is not a SHA-256); and nothing changes.
+/// effect, content under a hash that is not a SHA-256, a verdict without the content
+/// its critic read) and a change without its guard (a NULL version or generation
+/// compares as neither equal nor different, so it would skip fencing); and nothing
+/// changes.
 #[tokio::test]
 async fn the_runtime_role_changes_posts_only_through_named_changes() {
     let db = TestDb::create();
@@ -247,7 +250,7 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
     let query = sqlx::query(
         "SELECT * FROM airlock_apply_change($1, 'version', $2, 'approved', 'token:critic', \
          NULL, now(), '{}', NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, '[]', \
-         NULL)",
+         NULL, '{draft}')",
     )
     .bind(draft.id.0)
     .bind(draft.version);
@@ -257,12 +260,42 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
     );
     let query = sqlx::query(
         "SELECT * FROM airlock_change_verdict($1, 'token:critic', now(), '[]', $2, \
-         '{\"verdict\": \"pass\"}', 'approve quietly', NULL, NULL, NULL, false, false, NULL)",
+         jsonb_build_object('verdict', 'pass', 'content_hash', $3::text), 'approve quietly', \
+         NULL, 'quietly', NULL, false, false, NULL)",
+    )
+    .bind(draft.id.0)
+    .bind(draft.version)
+    .bind(draft.content_hash.as_str());
+    assert_eq!(
+        refused(&mut conn, query, "an unknown verdict effect").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_verdict($1, 'token:critic', now(), '[]', $2, NULL, \
+         'approve', 'token:critic', 'approved', NULL, false, false, NULL)",
     )
     .bind(draft.id.0)
     .bind(draft.version);
     assert_eq!(
-        refused(&mut conn, query, "an unknown verdict effect").await,
+        refused(&mut conn, query, "an approval without a verdict").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_edited($1, 'token:writer', now(), '[]', NULL, NULL, \
+         now() + interval '1 day', 'scheduled_at', NULL)",
+    )
+    .bind(draft.id.0);
+    assert_eq!(
+        refused(&mut conn, query, "an edit without the version read").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_published($1, 'dispatcher', now(), '[]', NULL, now(), \
+         'p1', NULL, NULL, 'published', NULL, NULL)",
+    )
+    .bind(draft.id.0);
+    assert_eq!(
+        refused(&mut conn, query, "an outcome without its generation").await,
         "AL020"
     );
     let query = sqlx::query(
