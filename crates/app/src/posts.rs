@@ -7,8 +7,8 @@ use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_
 use airlock_core::post::check_url;
 use airlock_core::time::parse_time;
 use airlock_core::{
-    Action, ChannelName, Media, NewPost, Post, PostContent, PostDetail, PostEdit, PostEvent,
-    PostId, PostStatus, PostSummary, Source,
+    Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit,
+    PostEvent, PostId, PostStatus, PostSummary, Source,
 };
 use airlock_store::{Change, CreateKey, Created, EventNote, PostFilter};
 use serde::{Deserialize, Serialize};
@@ -23,14 +23,21 @@ use crate::{App, Error, Principal, Result};
 pub struct DraftInput {
     /// Configured channel.
     pub channel: String,
-    /// Text (Markdown for article channels).
+    /// Text (Markdown for article channels); with `parts`, the first part's (or empty).
+    #[serde(default)]
     pub text: String,
     /// Title (articles).
     #[serde(default)]
     pub title: Option<String>,
-    /// Media `[{url, alt}]`.
+    /// Media `[{url, alt}]`; with `parts`, the first part's (or empty).
     #[serde(default)]
     pub media: Vec<Media>,
+    /// Every part of a thread, in order, `[{text, media}]` (docs/parts.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Vec<Part>>,
+    /// A comment published under the post once it is out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_comment: Option<String>,
     /// Link.
     #[serde(default)]
     pub link: Option<String>,
@@ -54,9 +61,15 @@ pub struct EditInput {
     /// New title.
     #[serde(default)]
     pub title: Option<String>,
-    /// New media.
+    /// New media (of the first part).
     #[serde(default)]
     pub media: Option<Vec<Media>>,
+    /// Every part anew, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Vec<Part>>,
+    /// A new first comment; empty removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_comment: Option<String>,
     /// New link.
     #[serde(default)]
     pub link: Option<String>,
@@ -129,14 +142,19 @@ impl App {
         let request_hash = sha256_hex(
             canonical_json(&serde_json::to_value(&input).expect("input serializes")).as_bytes(),
         );
-        let content = PostContent {
+        let mut content = PostContent {
             channel: channel.name.clone(),
             title: non_empty(input.title),
             text: input.text,
             media: input.media,
+            more: vec![],
+            first_comment: non_empty(input.first_comment),
             link: non_empty(input.link),
             source: origin.source,
         };
+        if let Some(parts) = input.parts {
+            content = with_parts(content, parts)?;
+        }
         check_content(&content, channel)?;
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
@@ -237,6 +255,8 @@ impl App {
             text: input.text,
             title: input.title.map(|t| non_empty(Some(t))),
             media: input.media,
+            parts: input.parts,
+            first_comment: input.first_comment.map(|c| non_empty(Some(c))),
             link: input.link.map(|l| non_empty(Some(l))),
             scheduled_at: input
                 .scheduled_at
@@ -555,6 +575,25 @@ fn duplicate_window(
 ) -> Option<chrono::Duration> {
     let window = channel.review.duplicate_window;
     (!allow_duplicate && window > chrono::Duration::zero()).then_some(window)
+}
+
+/// `content` with its parts given as a list: the first part may also be given as `text`
+/// and `media`, but then they must be that part's.
+fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent> {
+    let Some(first) = parts.first() else {
+        return Err(Error::Invalid(
+            "parts is empty: give at least one part {text, media}".into(),
+        ));
+    };
+    let text_differs = !content.text.is_empty() && content.text != first.text;
+    let media_differs = !content.media.is_empty() && content.media != first.media;
+    if text_differs || media_differs {
+        return Err(Error::Invalid(
+            "text and media with parts must be those of part 1: give the post's text in parts only".into(),
+        ));
+    }
+    content.set_parts(parts);
+    Ok(content)
 }
 
 /// Shape checks every draft meets: a text, well-formed URLs, and the size limits of

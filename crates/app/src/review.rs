@@ -226,6 +226,7 @@ impl App {
             publish: airlock_platforms::PublishRequest {
                 now: self.now(),
                 earlier: attempts,
+                part: airlock_platforms::PartRequest::SINGLE,
                 ..publish_request(&post, key)
             },
             platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
@@ -276,6 +277,7 @@ impl App {
                 );
                 let note = format!("reconciled: published; {}", proof.note);
                 let change = Change::SettledPublished {
+                    part: 1,
                     version,
                     posted_at: item
                         .intent
@@ -512,6 +514,7 @@ impl App {
                     json!({"channel": post.content.channel, "permalink": permalink}),
                 );
                 let change = Change::SettledPublished {
+                    part: 1,
                     version: post.version,
                     posted_at: sent_at,
                     platform_post_id: None,

@@ -184,6 +184,7 @@ pub async fn measure_reservations(
                 };
                 // Committed with the publish it stands for.
                 let commit = Change::Published {
+                    part: 1,
                     generation: post.generation,
                     posted_at: Utc::now(),
                     platform_post_id: Some(format!("bench-{}", post.id)),

@@ -238,10 +238,10 @@ async fn seed(app: &App, store: &dyn Store) -> Result<(), Failure> {
         "cats",
         &format!("The garden cats found the sunny spot. {PACE}"),
     );
-    with_image.media = vec![Media {
-        url: "https://inn.example/media/garden.jpg".into(),
-        alt: Some("Three cats asleep in the sun".into()),
-    }];
+    with_image.media = vec![Media::new(
+        "https://inn.example/media/garden.jpg".into(),
+        Some("Three cats asleep in the sun".into()),
+    )];
     for input in [
         with_image,
         draft(

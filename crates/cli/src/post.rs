@@ -8,7 +8,7 @@ use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, EditOptions};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Principal};
 use airlock_core::limits::{MAX_TEXT_CHARS, MAX_TEXT_FILE_BYTES};
-use airlock_core::{ChannelName, Media, Post, PostId, PostStatus};
+use airlock_core::{ChannelName, Media, Part, Post, PostId, PostStatus};
 use airlock_store::PostFilter;
 
 use crate::config::Config;
@@ -132,13 +132,15 @@ pub struct AddArgs {
     /// The text.
     #[arg(
         long,
-        conflicts_with = "text_file",
-        required_unless_present = "text_file"
+        conflicts_with_all = ["text_file", "part", "thread_file"],
+        required_unless_present_any = ["text_file", "part", "thread_file"]
     )]
     text: Option<String>,
     /// Read the text from a file.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", conflicts_with_all = ["part", "thread_file"])]
     text_file: Option<PathBuf>,
+    #[command(flatten)]
+    thread: ThreadArgs,
     /// Title (article channels).
     #[arg(long)]
     title: Option<String>,
@@ -168,11 +170,13 @@ pub struct EditArgs {
     /// The post id.
     id: String,
     /// New text.
-    #[arg(long, conflicts_with = "text_file")]
+    #[arg(long, conflicts_with_all = ["text_file", "part", "thread_file"])]
     text: Option<String>,
     /// Read the new text from a file.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", conflicts_with_all = ["part", "thread_file"])]
     text_file: Option<PathBuf>,
+    #[command(flatten)]
+    thread: ThreadArgs,
     /// New title (empty clears it).
     #[arg(long)]
     title: Option<String>,
@@ -195,6 +199,53 @@ pub struct EditArgs {
     /// Print the post as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// A thread and its first comment (docs/parts.md).
+#[derive(Debug, Args)]
+pub struct ThreadArgs {
+    /// One part of a thread, in order (repeatable); `--media` goes with the first.
+    #[arg(long, value_name = "TEXT", conflicts_with = "thread_file")]
+    part: Vec<String>,
+    /// A thread from a Markdown file: parts separated by `---` lines, a line
+    /// `![alt](url)` an image of its part.
+    #[arg(long, value_name = "F")]
+    thread_file: Option<PathBuf>,
+    /// A comment published under the post once it is out (an empty one removes it).
+    #[arg(long, value_name = "TEXT")]
+    first_comment: Option<String>,
+}
+
+impl ThreadArgs {
+    /// The parts given, if any; `media` (from `--media`) goes with the first.
+    fn parts(&self, media: &[Media]) -> Result<Option<Vec<Part>>, Failure> {
+        if let Some(path) = &self.thread_file {
+            let markdown = read_text_file(path)?;
+            let parts = airlock_core::thread::parse_thread(&markdown).map_err(|e| {
+                Failure::refused(format!("--thread-file {}: {e}", path.display()))
+            })?;
+            return Ok(Some(with_first_media(parts, media)));
+        }
+        if self.part.is_empty() {
+            return Ok(None);
+        }
+        let parts = self
+            .part
+            .iter()
+            .map(|text| Part {
+                text: text.clone(),
+                media: Vec::new(),
+            })
+            .collect();
+        Ok(Some(with_first_media(parts, media)))
+    }
+}
+
+fn with_first_media(mut parts: Vec<Part>, media: &[Media]) -> Vec<Part> {
+    if let Some(first) = parts.first_mut() {
+        first.media.extend(media.iter().cloned());
+    }
+    parts
 }
 
 fn parse_id(id: &str) -> Result<PostId, Failure> {
@@ -268,16 +319,20 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
         PostCommand::Add(args) => add(&app, &me, args).await,
         PostCommand::Edit(args) => {
             let id = parse_id(&args.id)?;
+            let media = if args.no_media {
+                Some(Vec::new())
+            } else if args.media.is_empty() {
+                None
+            } else {
+                Some(parse_media(&args.media)?)
+            };
+            let parts = args.thread.parts(media.as_deref().unwrap_or_default())?;
             let input = EditInput {
                 text: read_text(args.text, args.text_file)?,
                 title: args.title,
-                media: if args.no_media {
-                    Some(Vec::new())
-                } else if args.media.is_empty() {
-                    None
-                } else {
-                    Some(parse_media(&args.media)?)
-                },
+                media: media.filter(|_| parts.is_none()),
+                parts,
+                first_comment: args.thread.first_comment,
                 link: args.link,
                 scheduled_at: args.at,
             };
@@ -436,11 +491,15 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
 
 async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
     let text = read_text(args.text, args.text_file)?.unwrap_or_default();
+    let media = parse_media(&args.media)?;
+    let parts = args.thread.parts(&media)?;
     let input = DraftInput {
         channel: args.channel,
         text,
         title: args.title,
-        media: parse_media(&args.media)?,
+        media: if parts.is_some() { Vec::new() } else { media },
+        parts,
+        first_comment: args.thread.first_comment,
         link: args.link,
         scheduled_at: args.at,
         test: args.test,

@@ -489,10 +489,7 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
         if !is_jpeg_url(&resolved) {
             return Err(SkipReason::ImageNotJpegUrl { url: resolved });
         }
-        media.push(Media {
-            url: resolved,
-            alt: image.alt.clone(),
-        });
+        media.push(Media::new(resolved, image.alt.clone()));
     }
     let fields = Fields {
         title: title.clone(),
@@ -510,6 +507,8 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
         title: cx.channel.policy.require_title.then(|| title.clone()),
         text,
         media,
+        more: vec![],
+        first_comment: None,
         link: None,
         source: Some(Source {
             path: article.path.clone(),

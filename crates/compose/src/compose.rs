@@ -137,12 +137,14 @@ pub(crate) async fn compose_slot(
     let content = plan.content.clone();
     let input = DraftInput {
         channel: content.channel.to_string(),
-        text: content.text,
-        title: content.title,
-        media: content.media,
-        link: content.link,
+        text: content.text.clone(),
+        title: content.title.clone(),
+        media: content.media.clone(),
+        link: content.link.clone(),
         scheduled_at: Some(format_utc(plan.scheduled_at)),
         test: false,
+        parts: (!content.more.is_empty()).then(|| content.parts()),
+        first_comment: content.first_comment,
     };
     let origin = DraftOrigin {
         source: content.source,

@@ -7,8 +7,15 @@ use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{ContentPolicy, LengthUnit};
+use crate::limits;
+use crate::policy::{ContentPolicy, LengthUnit, VideoRule};
 use crate::post::InvalidValue;
+
+/// The most parts of a thread on the platforms that take threads: each part is one
+/// request and, on X, one paid post.
+pub const THREAD_PARTS: usize = 25;
+
+const MB: u64 = 1024 * 1024;
 
 /// The most `@handle` mentions a Bluesky post links (each needs a handle resolution);
 /// further mentions stay plain text.
@@ -92,6 +99,12 @@ macro_rules! channel_kinds {
 channel_kinds! {
     /// A local JSON-lines log, for demos, drills and test posts.
     Sandbox = "sandbox" {
+        policy: || ContentPolicy {
+            max_parts: limits::MAX_PARTS,
+            first_comment: true,
+            video: VideoRule::InAlbums,
+            ..ContentPolicy::default()
+        },
         requests_per_publish: 0,
         publishes_test_posts: true,
     }
@@ -102,8 +115,15 @@ channel_kinds! {
         policy: || ContentPolicy {
             max_chars: Some(500),
             unit: LengthUnit::CharsEmojiAsUtf8Bytes,
-            max_media: Some(1),
+            // A carousel takes 2 to 20 items; airlock's own bound is lower.
+            max_media: Some(limits::MAX_MEDIA),
             max_links: Some(5),
+            max_parts: THREAD_PARTS,
+            first_comment: true,
+            image_types: &["image/jpeg", "image/png"],
+            max_image_bytes: Some(8 * MB),
+            video: VideoRule::InAlbums,
+            max_video_bytes: Some(1024 * MB),
             ..ContentPolicy::default()
         },
         requests_per_publish: 5,
@@ -116,10 +136,15 @@ channel_kinds! {
         policy: || ContentPolicy {
             max_chars: Some(2200),
             require_media: true,
-            max_media: Some(1),
+            // A carousel takes 2 to 10 items.
+            max_media: Some(10),
             jpeg_only: true,
             max_hashtags: Some(30),
             max_mentions: Some(20),
+            first_comment: true,
+            max_image_bytes: Some(8 * MB),
+            video: VideoRule::InAlbums,
+            max_video_bytes: Some(1024 * MB),
             ..ContentPolicy::default()
         },
         requests_per_publish: 5,
@@ -130,7 +155,10 @@ channel_kinds! {
     Linkedin = "linkedin" {
         policy: || ContentPolicy {
             max_chars: Some(3000),
-            max_media: Some(0),
+            // Several images make a multi-image post (2 to 20); airlock's own bound is lower.
+            max_media: Some(limits::MAX_MEDIA),
+            first_comment: true,
+            image_types: &["image/jpeg", "image/png", "image/gif"],
             ..ContentPolicy::default()
         },
         requests_per_publish: 3,
@@ -152,6 +180,9 @@ channel_kinds! {
             max_bytes: Some(3000),
             unit: LengthUnit::Graphemes,
             max_media: Some(4),
+            max_parts: THREAD_PARTS,
+            first_comment: true,
+            max_image_bytes: Some(2_000_000),
             ..ContentPolicy::default()
         },
         // A session and its refresh, the earlier record's read, up to
@@ -170,6 +201,9 @@ channel_kinds! {
             max_chars: Some(500),
             unit: LengthUnit::CharsUrlAs23,
             max_media: Some(4),
+            max_parts: THREAD_PARTS,
+            first_comment: true,
+            max_image_bytes: Some(16 * MB),
             ..ContentPolicy::default()
         },
         // The account, the instance, four image downloads, uploads and one processing
@@ -182,8 +216,12 @@ channel_kinds! {
         policy: || ContentPolicy {
             max_chars: Some(280),
             unit: LengthUnit::XWeighted,
-            max_media: Some(0),
+            max_media: Some(4),
             appends_link: true,
+            max_parts: THREAD_PARTS,
+            first_comment: true,
+            image_types: &["image/jpeg", "image/png", "image/gif", "image/webp"],
+            max_image_bytes: Some(5 * MB),
             ..ContentPolicy::default()
         },
         // The account, a token refresh, the create with one refresh and resend.

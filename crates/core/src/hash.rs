@@ -49,20 +49,49 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The JSON object the approval hash covers.
+/// The JSON object the approval hash covers. A single-part post without checked media
+/// hashes exactly as it did before parts existed: `parts`, `first_comment` and a media
+/// item's `sha256` are keys only when there is something to put in them.
 pub fn hash_input(content: &PostContent) -> Value {
-    json!({
+    let mut input = json!({
         "channel": content.channel.as_str(),
         "title": content.title,
         "text": content.text,
-        "media": content.media.iter().map(|m| json!({"url": m.url, "alt": m.alt})).collect::<Vec<_>>(),
+        "media": media_input(&content.media),
         "link": content.link,
         "source": content.source.as_ref().map(|s| json!({
             "path": s.path,
             "sha256": s.sha256,
             "updated": s.updated,
         })),
-    })
+    });
+    let object = input.as_object_mut().expect("an object");
+    if !content.more.is_empty() {
+        let parts = content
+            .parts()
+            .iter()
+            .map(|p| json!({"text": p.text, "media": media_input(&p.media)}))
+            .collect();
+        object.insert("parts".into(), Value::Array(parts));
+    }
+    if let Some(comment) = &content.first_comment {
+        object.insert("first_comment".into(), Value::String(comment.clone()));
+    }
+    input
+}
+
+/// Media as hashed: URL and alt text, and the bytes' SHA-256 once they were checked.
+fn media_input(media: &[crate::post::Media]) -> Value {
+    media
+        .iter()
+        .map(|m| {
+            let mut item = json!({"url": m.url, "alt": m.alt});
+            if let Some(sha256) = &m.sha256 {
+                item["sha256"] = Value::String(sha256.clone());
+            }
+            item
+        })
+        .collect()
 }
 
 /// The content hash (docs/lifecycle.md#the-approval-hash).
@@ -118,7 +147,7 @@ fn write_string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::post::{ChannelName, Media, Source};
+    use crate::post::{ChannelName, Media, Part, Source};
     use proptest::prelude::*;
 
     fn sample() -> PostContent {
@@ -126,10 +155,12 @@ mod tests {
             channel: ChannelName::parse("threads-main").unwrap(),
             title: None,
             text: "猫の宿へようこそ 🐈\n\"quoted\"".into(),
-            media: vec![Media {
-                url: "https://inn.example/a.jpg".into(),
-                alt: Some("A cat".into()),
-            }],
+            media: vec![Media::new(
+                "https://inn.example/a.jpg".into(),
+                Some("A cat".into()),
+            )],
+            more: vec![],
+            first_comment: None,
             link: Some("https://inn.example/".into()),
             source: Some(Source {
                 path: "cats/a.md".into(),
@@ -160,14 +191,7 @@ mod tests {
         assert!(ContentHash::parse(content.hash().as_str()).is_some());
         // Fixed vector, computed independently with Python's json.dumps(sort_keys=True,
         // separators=(",", ":"), ensure_ascii=False) and hashlib.sha256.
-        let minimal = PostContent {
-            channel: ChannelName::parse("sandbox").unwrap(),
-            title: None,
-            text: "hello".into(),
-            media: vec![],
-            link: None,
-            source: None,
-        };
+        let minimal = PostContent::single(ChannelName::parse("sandbox").unwrap(), "hello");
         assert_eq!(
             canonical_json(&hash_input(&minimal)),
             r#"{"channel":"sandbox","link":null,"media":[],"source":null,"text":"hello","title":null}"#
@@ -204,9 +228,55 @@ mod tests {
         let mut c = base.clone();
         c.channel = ChannelName::parse("threads-other").unwrap();
         variants.push(c);
+        let mut c = base.clone();
+        c.media[0].sha256 = Some("0".repeat(64));
+        variants.push(c);
+        let mut c = base.clone();
+        c.first_comment = Some("more below".into());
+        variants.push(c);
+        let mut c = base.clone();
+        c.more.push(Part {
+            text: "2/2".into(),
+            media: vec![],
+        });
+        variants.push(c);
         for variant in variants {
             assert_ne!(variant.hash(), base.hash());
         }
+    }
+
+    #[test]
+    fn parts_and_media_bytes_are_hashed_in_order() {
+        let mut thread = PostContent::single(ChannelName::parse("x-main").unwrap(), "1/2");
+        let mut image = Media::new("https://inn.example/a.png".into(), None);
+        image.sha256 = Some("ab".repeat(32));
+        image.bytes = Some(10);
+        thread.more.push(Part {
+            text: "2/2".into(),
+            media: vec![image],
+        });
+        thread.first_comment = Some("c".into());
+        assert_eq!(
+            canonical_json(&hash_input(&thread)),
+            concat!(
+                r#"{"channel":"x-main","first_comment":"c","link":null,"media":[],"parts":[{"media":[],"text":"1/2"},"#,
+                r#"{"media":[{"alt":null,"sha256":"abababababababababababababababababababababababababababababababab","url":"https://inn.example/a.png"}],"text":"2/2"}],"#,
+                r#""source":null,"text":"1/2","title":null}"#
+            )
+        );
+        // Facts beside the digest (size, type, dimensions) follow from the bytes and are
+        // not hashed twice; the order of parts is.
+        let mut same = thread.clone();
+        same.more[0].media[0].bytes = Some(11);
+        assert_eq!(same.hash(), thread.hash());
+        let mut swapped = thread.clone();
+        let second = swapped.more[0].clone();
+        swapped.more[0] = Part {
+            text: swapped.text.clone(),
+            media: swapped.media.clone(),
+        };
+        swapped.set_parts(vec![second, swapped.more[0].clone()]);
+        assert_ne!(swapped.hash(), thread.hash());
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

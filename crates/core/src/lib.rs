@@ -15,6 +15,7 @@
 //! - [`review`]: the critic's workflow: rubrics, verdicts, approvals required, the
 //!   revision cap and quarantine, what changed since a verdict, duplicate texts.
 //! - [`outcome`]: what an answer to the irreversible request means.
+//! - [`thread`]: a thread written as one Markdown file.
 //! - [`time`]: durations (`15m`) and `TIME` arguments.
 //!
 //! Callers pass `now`, time zones and limits in; nothing here reads a clock, a file
@@ -31,6 +32,7 @@ pub mod post;
 pub mod quota;
 pub mod review;
 pub mod status;
+pub mod thread;
 pub mod time;
 
 pub use actor::{Action, Actor, Role, RoleSet};
@@ -39,8 +41,8 @@ pub use hash::ContentHash;
 pub use outcome::{Outcome, Published};
 pub use policy::{ContentPolicy, Violation};
 pub use post::{
-    ChannelName, Intent, InvalidValue, Media, NewPost, Post, PostContent, PostDetail, PostEdit,
-    PostEvent, PostId, PostSummary, Reservation, Source,
+    ChannelName, ContentJson, Intent, InvalidValue, Media, NewPost, Part, Post, PostContent,
+    PostDetail, PostEdit, PostEvent, PostId, PostSummary, Reservation, Source,
 };
 pub use review::{NewVerdict, Rubric, Verdict, VerdictKind};
 pub use status::{IllegalTransition, Mover, PostStatus, Transition};

@@ -23,8 +23,11 @@ pub const MAX_TEXT_CHARS: usize = 100_000;
 pub const MAX_TITLE_CHARS: usize = 300;
 /// The longest alternative text of one media item, in characters.
 pub const MAX_ALT_CHARS: usize = 1_500;
-/// The most media items on one post.
+/// The most media items on one part of a post (an Instagram carousel's most; Threads
+/// and LinkedIn would take 20).
 pub const MAX_MEDIA: usize = 10;
+/// The most parts of one post (a thread).
+pub const MAX_PARTS: usize = 50;
 /// The longest URL (media, link, permalink), in characters.
 pub const MAX_URL_CHARS: usize = 2_048;
 /// The longest note on a post's timeline, in characters.
@@ -69,10 +72,15 @@ pub struct TooLarge {
     pub unit: &'static str,
     /// Whose limit it is: `airlock's limit for every channel`, `channel threads-main (threads)`.
     pub whose: String,
+    /// The part it is in, numbered from 1, when the post has several.
+    pub part: Option<usize>,
 }
 
 impl fmt::Display for TooLarge {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(part) = self.part {
+            write!(f, "part {part}: ")?;
+        }
         write!(
             f,
             "the {} is {} {} long; {} allows at most {}: shorten it",
@@ -101,6 +109,7 @@ pub fn check_chars(field: &'static str, value: &str, max: usize) -> Result<(), T
         max,
         unit: "characters",
         whose: GLOBAL.to_owned(),
+        part: None,
     })
 }
 
@@ -140,34 +149,71 @@ pub fn check_content(
     policy: &ContentPolicy,
     channel_label: &str,
 ) -> Result<(), TooLarge> {
-    check_chars("text", &content.text, MAX_TEXT_CHARS)?;
     if let Some(title) = &content.title {
         check_chars("title", title, MAX_TITLE_CHARS)?;
     }
     if let Some(link) = &content.link {
         check_chars("link", link, MAX_URL_CHARS)?;
     }
-    if content.media.len() > MAX_MEDIA {
-        return Err(TooLarge {
-            field: "media list",
-            size: content.media.len(),
-            max: MAX_MEDIA,
-            unit: "items",
-            whose: GLOBAL.to_owned(),
-        });
+    let parts = content.parts();
+    let too_many = |max: usize, whose: &str| TooLarge {
+        field: "thread",
+        size: parts.len(),
+        max,
+        unit: "parts",
+        whose: whose.to_owned(),
+        part: None,
+    };
+    if parts.len() > MAX_PARTS {
+        return Err(too_many(MAX_PARTS, GLOBAL));
     }
-    for media in &content.media {
-        check_chars("media url", &media.url, MAX_URL_CHARS)?;
-        if let Some(alt) = &media.alt {
+    let multipart = content.is_multipart();
+    let numbered = |part: usize| {
+        move |mut e: TooLarge| {
+            e.part = multipart.then_some(part);
+            e
+        }
+    };
+    for (index, part) in parts.iter().enumerate() {
+        check_part(&part.text, &part.media, policy, channel_label).map_err(numbered(index + 1))?;
+    }
+    if let Some(comment) = &content.first_comment {
+        check_part(comment, &[], policy, channel_label).map_err(numbered(parts.len() + 1))?;
+    }
+    Ok(())
+}
+
+/// The limits of one part: its text's length and its media.
+fn check_part(
+    text: &str,
+    media: &[crate::post::Media],
+    policy: &ContentPolicy,
+    channel_label: &str,
+) -> Result<(), TooLarge> {
+    check_chars("text", text, MAX_TEXT_CHARS)?;
+    let items = |max: usize, whose: &str| TooLarge {
+        field: "media list",
+        size: media.len(),
+        max,
+        unit: "items",
+        whose: whose.to_owned(),
+        part: None,
+    };
+    if media.len() > MAX_MEDIA {
+        return Err(items(MAX_MEDIA, GLOBAL));
+    }
+    for item in media {
+        check_chars("media url", &item.url, MAX_URL_CHARS)?;
+        if let Some(alt) = &item.alt {
             check_chars("media alt text", alt, MAX_ALT_CHARS)?;
         }
     }
-    if !content.media.is_empty() {
-        let serialized = serde_json::to_string(&content.media).expect("media serializes");
+    if !media.is_empty() {
+        let serialized = serde_json::to_string(media).expect("media serializes");
         check_chars("media list (as JSON)", &serialized, MAX_MEDIA_JSON_CHARS)?;
     }
     if let Some(max) = policy.max_chars {
-        let size = policy.unit.count(&content.text);
+        let size = policy.unit.count(text);
         if size > max {
             return Err(TooLarge {
                 field: "text",
@@ -181,19 +227,14 @@ pub fn check_content(
                     unit => unit.name(),
                 },
                 whose: channel_label.to_owned(),
+                part: None,
             });
         }
     }
     if let Some(max) = policy.max_media
-        && content.media.len() > max
+        && media.len() > max
     {
-        return Err(TooLarge {
-            field: "media list",
-            size: content.media.len(),
-            max,
-            unit: "items",
-            whose: channel_label.to_owned(),
-        });
+        return Err(items(max, channel_label));
     }
     Ok(())
 }
@@ -223,14 +264,7 @@ mod tests {
     }
 
     fn content(text: &str) -> PostContent {
-        PostContent {
-            channel: ChannelName::parse("c").unwrap(),
-            title: None,
-            text: text.into(),
-            media: vec![],
-            link: None,
-            source: None,
-        }
+        PostContent::single(ChannelName::parse("c").unwrap(), text)
     }
 
     #[test]
@@ -257,9 +291,11 @@ mod tests {
         let mut post = content("ok");
         // Each within its own limits, but JSON writes a control character as \u0001.
         post.media = (0..MAX_MEDIA)
-            .map(|i| Media {
-                url: format!("https://x.example/{i}.jpg"),
-                alt: Some("\u{1}".repeat(MAX_ALT_CHARS)),
+            .map(|i| {
+                Media::new(
+                    format!("https://x.example/{i}.jpg"),
+                    Some("\u{1}".repeat(MAX_ALT_CHARS)),
+                )
             })
             .collect();
         let err = check_content(&post, &policy, "c").unwrap_err();
@@ -267,9 +303,11 @@ mod tests {
         assert!(err.size > 64_000, "{err}");
         // Ordinary media at every limit pass, and stay below the store's bound.
         post.media = (0..MAX_MEDIA)
-            .map(|i| Media {
-                url: format!("https://x.example/{}", "a".repeat(MAX_URL_CHARS - 20 - i)),
-                alt: Some("\"".repeat(MAX_ALT_CHARS)),
+            .map(|i| {
+                Media::new(
+                    format!("https://x.example/{}", "a".repeat(MAX_URL_CHARS - 20 - i)),
+                    Some("\"".repeat(MAX_ALT_CHARS)),
+                )
             })
             .collect();
         assert!(check_content(&post, &policy, "c").is_ok());
@@ -298,7 +336,7 @@ mod tests {
     #[test]
     fn every_field_has_a_ceiling() {
         let policy = ContentPolicy::default();
-        let media = |url: String, alt: Option<String>| Media { url, alt };
+        let media = |url: String, alt: Option<String>| Media::new(url, alt);
         let mut post = content("ok");
         post.title = Some("t".repeat(MAX_TITLE_CHARS + 1));
         assert_eq!(
@@ -327,11 +365,11 @@ mod tests {
         let err = check_content(&post, &policy, "c").unwrap_err();
         assert_eq!((err.field, err.unit), ("media list", "items"));
         // A channel's own media limit is named as the channel's.
-        let linkedin = ChannelKind::Linkedin.platform_policy();
+        let telegram = ChannelKind::Telegram.platform_policy();
         let mut post = content("ok");
         post.media = vec![media("https://x.example/a.jpg".into(), None)];
-        let err = check_content(&post, &linkedin, "li").unwrap_err();
+        let err = check_content(&post, &telegram, "tg").unwrap_err();
         assert_eq!(err.max, 0);
-        assert!(err.whose.contains("li"), "{err}");
+        assert!(err.whose.contains("tg"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::post::PostContent;
+use crate::post::{Media, PostContent};
 
 /// How a platform counts the length of a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -227,6 +227,32 @@ pub struct ContentPolicy {
     /// The adapter appends the post's separate link to the text as `\n<link>` when the
     /// text lacks it (X): the length counted is that of the text as sent.
     pub appends_link: bool,
+    /// Most parts a post may have (1: no threads). Each part after the first is a reply
+    /// to the one before.
+    pub max_parts: usize,
+    /// Whether the platform takes a first comment.
+    pub first_comment: bool,
+    /// The image types the platform takes, checked once the bytes' type is known; empty
+    /// takes any image.
+    pub image_types: &'static [&'static str],
+    /// The largest image the platform takes, in bytes.
+    pub max_image_bytes: Option<u64>,
+    /// Whether and how the platform takes video.
+    pub video: VideoRule,
+    /// The largest video the platform takes, in bytes.
+    pub max_video_bytes: Option<u64>,
+}
+
+/// How a platform takes video.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VideoRule {
+    /// Not at all (through airlock).
+    #[default]
+    None,
+    /// One video, alone in its part.
+    Alone,
+    /// Also as an item of an album or carousel.
+    InAlbums,
 }
 
 /// The text as an adapter that appends the separate link sends it: the text, trimmed at
@@ -299,6 +325,41 @@ pub enum Violation {
         /// The limit.
         max: usize,
     },
+    /// More parts than the platform takes.
+    TooManyParts {
+        /// How many there are.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A first comment on a platform without comments.
+    NoFirstComment,
+    /// A media item of a type the platform does not take.
+    MediaType {
+        /// Its URL.
+        url: String,
+        /// Its type, from the bytes.
+        found: String,
+        /// What the platform takes.
+        takes: String,
+    },
+    /// A media item larger than the platform takes.
+    MediaTooLarge {
+        /// Its URL.
+        url: String,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A violation in one part (numbered from 1; the first comment is the part after the
+    /// last).
+    InPart {
+        /// The part.
+        part: usize,
+        /// What is wrong with it.
+        violation: Box<Violation>,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -357,23 +418,96 @@ impl fmt::Display for Violation {
                     "the text has {count} distinct links; the channel allows at most {max}"
                 )
             }
+            Violation::TooManyParts { count, max } if *max <= 1 => write!(
+                f,
+                "the post has {count} parts; the channel publishes single posts only: post them separately"
+            ),
+            Violation::TooManyParts { count, max } => write!(
+                f,
+                "the post has {count} parts; the channel takes at most {max}: shorten the thread or split it"
+            ),
+            Violation::NoFirstComment => write!(
+                f,
+                "the channel takes no first comment: remove it, or add it to the text"
+            ),
+            Violation::MediaType { url, found, takes } => write!(
+                f,
+                "media {url:?} is {found}; the channel takes {takes}: convert it or choose another"
+            ),
+            Violation::MediaTooLarge { url, bytes, max } => write!(
+                f,
+                "media {url:?} is {bytes} bytes; the channel takes at most {max}: make it smaller"
+            ),
+            Violation::InPart { part, violation } => write!(f, "part {part}: {violation}"),
         }
     }
 }
 
 impl ContentPolicy {
-    /// Every violation of this policy by `content`, empty when it passes.
+    /// Every violation of this policy by `content`, empty when it passes. A post of several
+    /// parts is checked part by part, each violation naming its part.
     pub fn check(&self, content: &PostContent) -> Vec<Violation> {
         let mut violations = Vec::new();
-        let text = &content.text;
+        let parts = content.parts();
+        let multipart = content.is_multipart();
+        let in_part = |part: usize, found: Vec<Violation>| -> Vec<Violation> {
+            if !multipart {
+                return found;
+            }
+            found
+                .into_iter()
+                .map(|v| Violation::InPart {
+                    part,
+                    violation: Box::new(v),
+                })
+                .collect()
+        };
+        if parts.len() > self.max_parts.max(1) {
+            violations.push(Violation::TooManyParts {
+                count: parts.len(),
+                max: self.max_parts.max(1),
+            });
+        }
+        for (index, part) in parts.iter().enumerate() {
+            let link = (index == 0).then_some(content.link.as_deref()).flatten();
+            let found = self.check_part(&part.text, &part.media, link);
+            violations.extend(in_part(index + 1, found));
+        }
+        if let Some(comment) = &content.first_comment {
+            if !self.first_comment {
+                violations.push(Violation::NoFirstComment);
+            }
+            let found = self.check_part(comment, &[], None);
+            violations.extend(in_part(parts.len() + 1, found));
+        }
+        let searchable = searchable_text(content);
+        for phrase in &self.forbidden {
+            if !phrase.is_empty() && searchable.contains(&phrase.to_lowercase()) {
+                violations.push(Violation::Forbidden(phrase.clone()));
+            }
+        }
+        for phrase in &self.required {
+            if !content.text.contains(phrase.as_str()) {
+                violations.push(Violation::MissingRequired(phrase.clone()));
+            }
+        }
+        if self.require_title && content.title.as_deref().is_none_or(|t| t.trim().is_empty()) {
+            violations.push(Violation::MissingTitle);
+        }
+        violations
+    }
+
+    /// What is wrong with one part's text and media.
+    fn check_part(&self, text: &str, media: &[Media], link: Option<&str>) -> Vec<Violation> {
+        let mut violations = Vec::new();
         if text.trim().is_empty() {
             violations.push(Violation::EmptyText);
         }
         if let Some(max) = self.max_chars {
             let sent = if self.appends_link {
-                with_appended_link(text, content.link.as_deref())
+                with_appended_link(text, link)
             } else {
-                std::borrow::Cow::Borrowed(text.as_str())
+                std::borrow::Cow::Borrowed(text)
             };
             let length = self.unit.count(&sent);
             if length > max {
@@ -392,37 +526,19 @@ impl ContentPolicy {
                 max,
             });
         }
-        let searchable = searchable_text(content);
-        for phrase in &self.forbidden {
-            if !phrase.is_empty() && searchable.contains(&phrase.to_lowercase()) {
-                violations.push(Violation::Forbidden(phrase.clone()));
-            }
-        }
-        for phrase in &self.required {
-            if !text.contains(phrase.as_str()) {
-                violations.push(Violation::MissingRequired(phrase.clone()));
-            }
-        }
-        if self.require_title && content.title.as_deref().is_none_or(|t| t.trim().is_empty()) {
-            violations.push(Violation::MissingTitle);
-        }
-        if self.require_media && content.media.is_empty() {
+        if self.require_media && media.is_empty() {
             violations.push(Violation::MissingMedia);
         }
         if let Some(max) = self.max_media
-            && content.media.len() > max
+            && media.len() > max
         {
             violations.push(Violation::TooManyMedia {
-                count: content.media.len(),
+                count: media.len(),
                 max,
             });
         }
-        if self.jpeg_only {
-            for media in &content.media {
-                if !is_jpeg_url(&media.url) {
-                    violations.push(Violation::NotJpeg(media.url.clone()));
-                }
-            }
+        for item in media {
+            violations.extend(self.check_media(item, media.len()));
         }
         let count_limit = |max: Option<usize>, count: usize| max.filter(|max| count > *max);
         if let Some(max) = count_limit(self.max_hashtags, count_tokens(text, '#')) {
@@ -443,15 +559,68 @@ impl ContentPolicy {
         }
         violations
     }
+
+    /// What is wrong with one media item of a part of `items` items: by its URL until its
+    /// bytes were checked, then by what they are.
+    fn check_media(&self, media: &Media, items: usize) -> Vec<Violation> {
+        let mut violations = Vec::new();
+        let Some(found) = media.content_type.as_deref() else {
+            if self.jpeg_only && !is_jpeg_url(&media.url) {
+                violations.push(Violation::NotJpeg(media.url.clone()));
+            }
+            return violations;
+        };
+        let wrong = |takes: String| Violation::MediaType {
+            url: media.url.clone(),
+            found: found.to_owned(),
+            takes,
+        };
+        let max = if media.is_video() {
+            match self.video {
+                VideoRule::None => violations.push(wrong("images only".into())),
+                VideoRule::Alone if items > 1 => {
+                    violations.push(wrong("a video only alone in its part".into()))
+                }
+                _ => {}
+            }
+            self.max_video_bytes
+        } else if found.starts_with("image/") {
+            let types = if self.jpeg_only {
+                &["image/jpeg"][..]
+            } else {
+                self.image_types
+            };
+            if !types.is_empty() && !types.contains(&found) {
+                violations.push(wrong(types.join(", ")));
+            }
+            self.max_image_bytes
+        } else {
+            violations.push(wrong("images".into()));
+            None
+        };
+        if let (Some(max), Some(bytes)) = (max, media.bytes)
+            && bytes > max
+        {
+            violations.push(Violation::MediaTooLarge {
+                url: media.url.clone(),
+                bytes,
+                max,
+            });
+        }
+        violations
+    }
 }
 
-/// Text, title and media alt texts, lowercased, where forbidden phrases are searched.
+/// Every part's text, the first comment, the title and media alt texts, lowercased,
+/// where forbidden phrases are searched.
 fn searchable_text(content: &PostContent) -> String {
     let mut all = content.text.to_lowercase();
     for part in content
         .title
         .iter()
-        .chain(content.media.iter().filter_map(|m| m.alt.as_ref()))
+        .chain(content.more.iter().map(|p| &p.text))
+        .chain(content.first_comment.iter())
+        .chain(content.all_media().filter_map(|m| m.alt.as_ref()))
     {
         all.push('\n');
         all.push_str(&part.to_lowercase());
@@ -495,14 +664,7 @@ mod tests {
     use crate::post::{ChannelName, Media};
 
     fn content(text: &str) -> PostContent {
-        PostContent {
-            channel: ChannelName::parse("c").unwrap(),
-            title: None,
-            text: text.into(),
-            media: vec![],
-            link: None,
-            source: None,
-        }
+        PostContent::single(ChannelName::parse("c").unwrap(), text)
     }
 
     #[test]
@@ -673,10 +835,7 @@ mod tests {
         };
         let mut post =
             content("#a #b #c @x @y https://a.example https://b.example https://a.example");
-        post.media = vec![Media {
-            url: "https://x.example/a.png".into(),
-            alt: None,
-        }];
+        post.media = vec![Media::new("https://x.example/a.png".into(), None)];
         let violations = policy.check(&post);
         assert!(violations.contains(&Violation::MissingTitle));
         assert!(violations.contains(&Violation::NotJpeg("https://x.example/a.png".into())));

@@ -115,6 +115,10 @@ impl From<ChannelName> for String {
 }
 
 /// An image or other media item attached to a post.
+///
+/// `url` and `alt` are what a writer gives. The facts after them are what airlock found
+/// when it fetched the bytes at draft or edit (docs/media.md); the approval hash covers
+/// `sha256`, so approval binds the bytes and not only their address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -124,6 +128,21 @@ pub struct Media {
     /// Alternative text, if any.
     #[serde(default)]
     pub alt: Option<String>,
+    /// Lowercase hex SHA-256 of the bytes at `url` when they were checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Their media type, from the bytes (`image/jpeg`, `video/mp4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Their size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Width in pixels (images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    /// Height in pixels (images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<u32>,
 }
 
 impl Media {
@@ -134,11 +153,44 @@ impl Media {
             None => (arg.trim(), None),
         };
         check_url("media url", url)?;
-        Ok(Media {
-            url: url.to_owned(),
-            alt: alt.filter(|alt| !alt.is_empty()),
-        })
+        Ok(Media::new(
+            url.to_owned(),
+            alt.filter(|alt| !alt.is_empty()),
+        ))
     }
+
+    /// A media item not yet checked: its URL and alt text.
+    pub fn new(url: String, alt: Option<String>) -> Self {
+        Media {
+            url,
+            alt,
+            sha256: None,
+            content_type: None,
+            bytes: None,
+            width: None,
+            height: None,
+        }
+    }
+
+    /// Whether the bytes are a video (by the type airlock found).
+    pub fn is_video(&self) -> bool {
+        self.content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("video/"))
+    }
+}
+
+/// One part of a post: one item of a thread (each a reply to the one before), with its
+/// media (several make an album or carousel where the platform has one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Part {
+    /// Its text.
+    pub text: String,
+    /// Its media.
+    #[serde(default)]
+    pub media: Vec<Media>,
 }
 
 /// Checks that a URL is absolute http(s) with a host.
@@ -174,17 +226,25 @@ pub struct Source {
 }
 
 /// Everything the approval hash covers (docs/lifecycle.md#the-approval-hash).
+///
+/// `text` and `media` are the first part; `more` holds the parts after it, so a single
+/// post is what it always was. In JSON a post of several parts also carries `parts`, the
+/// whole list, and `first_comment` when it has one; a single post carries neither.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(into = "ContentJson", try_from = "ContentJson")]
 pub struct PostContent {
     /// The channel it goes to.
     pub channel: ChannelName,
     /// Title, for article channels; `null` unless set.
     pub title: Option<String>,
-    /// The text (Markdown for article channels).
+    /// The text (Markdown for article channels) of the first part.
     pub text: String,
-    /// Attached media.
+    /// The first part's media.
     pub media: Vec<Media>,
+    /// The parts after the first, in order (a thread); empty for a single post.
+    pub more: Vec<Part>,
+    /// A comment published under the post once it is out (a reply on thread platforms).
+    pub first_comment: Option<String>,
     /// A link to attach, if any.
     pub link: Option<String>,
     /// The article it was made from, if any.
@@ -195,6 +255,152 @@ impl PostContent {
     /// The content hash of this content (docs/lifecycle.md#the-approval-hash).
     pub fn hash(&self) -> ContentHash {
         crate::hash::content_hash(self)
+    }
+
+    /// Single-part content.
+    pub fn single(channel: ChannelName, text: impl Into<String>) -> Self {
+        PostContent {
+            channel,
+            title: None,
+            text: text.into(),
+            media: Vec::new(),
+            more: Vec::new(),
+            first_comment: None,
+            link: None,
+            source: None,
+        }
+    }
+
+    /// Every part in order, the first included.
+    pub fn parts(&self) -> Vec<Part> {
+        let first = Part {
+            text: self.text.clone(),
+            media: self.media.clone(),
+        };
+        std::iter::once(first)
+            .chain(self.more.iter().cloned())
+            .collect()
+    }
+
+    /// Replaces every part: the first becomes `text` and `media`. An empty list leaves
+    /// one empty part, which the checks refuse.
+    pub fn set_parts(&mut self, parts: Vec<Part>) {
+        let mut parts = parts.into_iter();
+        let first = parts.next().unwrap_or(Part {
+            text: String::new(),
+            media: Vec::new(),
+        });
+        self.text = first.text;
+        self.media = first.media;
+        self.more = parts.collect();
+    }
+
+    /// How many requests publishing it makes: one per part and one for the first comment.
+    pub fn part_count(&self) -> usize {
+        1 + self.more.len() + usize::from(self.first_comment.is_some())
+    }
+
+    /// Whether it is more than one plain post: several parts or a first comment.
+    pub fn is_multipart(&self) -> bool {
+        self.part_count() > 1
+    }
+
+    /// Every media item of every part.
+    pub fn all_media(&self) -> impl Iterator<Item = &Media> {
+        self.media
+            .iter()
+            .chain(self.more.iter().flat_map(|p| &p.media))
+    }
+
+    /// Every media item of every part, to fill in what was found about them.
+    pub fn all_media_mut(&mut self) -> impl Iterator<Item = &mut Media> {
+        self.media
+            .iter_mut()
+            .chain(self.more.iter_mut().flat_map(|p| &mut p.media))
+    }
+}
+
+/// [`PostContent`] as JSON: `parts` (the whole list) only when there are several.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(as = PostContent))]
+pub struct ContentJson {
+    /// The channel it goes to.
+    pub channel: ChannelName,
+    /// Title, for article channels; `null` unless set.
+    pub title: Option<String>,
+    /// The text of the first part (the whole text of a single post).
+    pub text: String,
+    /// The first part's media.
+    pub media: Vec<Media>,
+    /// Every part in order, when there are several; absent for a single post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Vec<Part>>,
+    /// A comment published under the post once it is out; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_comment: Option<String>,
+    /// A link to attach, if any.
+    pub link: Option<String>,
+    /// The article it was made from, if any.
+    pub source: Option<Source>,
+}
+
+impl From<PostContent> for ContentJson {
+    fn from(c: PostContent) -> Self {
+        let parts = (!c.more.is_empty()).then(|| c.parts());
+        ContentJson {
+            channel: c.channel,
+            title: c.title,
+            text: c.text,
+            media: c.media,
+            parts,
+            first_comment: c.first_comment,
+            link: c.link,
+            source: c.source,
+        }
+    }
+}
+
+impl TryFrom<ContentJson> for PostContent {
+    type Error = InvalidValue;
+
+    fn try_from(j: ContentJson) -> Result<Self, Self::Error> {
+        let mut content = PostContent {
+            channel: j.channel,
+            title: j.title,
+            text: j.text,
+            media: j.media,
+            more: Vec::new(),
+            first_comment: j.first_comment,
+            link: j.link,
+            source: j.source,
+        };
+        if let Some(parts) = j.parts {
+            let first = parts.first();
+            if first.is_some_and(|p| p.text != content.text || p.media != content.media) {
+                return Err(InvalidValue::new(
+                    "parts",
+                    &content.text,
+                    "the first of `parts` must be the post's `text` and `media`",
+                ));
+            }
+            content.set_parts(parts);
+        }
+        Ok(content)
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for PostContent {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <ContentJson as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for PostContent {
+    fn name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("PostContent")
     }
 }
 
@@ -218,8 +424,12 @@ pub struct PostEdit {
     pub text: Option<String>,
     /// New title (`Some(None)` clears it).
     pub title: Option<Option<String>>,
-    /// New media list.
+    /// New media list (of the first part).
     pub media: Option<Vec<Media>>,
+    /// Every part anew (replaces `text` and `media` too).
+    pub parts: Option<Vec<Part>>,
+    /// New first comment (`Some(None)` removes it).
+    pub first_comment: Option<Option<String>>,
     /// New link (`Some(None)` clears it).
     pub link: Option<Option<String>>,
     /// New schedule.
@@ -244,6 +454,12 @@ impl PostEdit {
         if self.media.is_some() {
             names.push("media");
         }
+        if self.parts.is_some() {
+            names.push("parts");
+        }
+        if self.first_comment.is_some() {
+            names.push("first_comment");
+        }
         if self.link.is_some() {
             names.push("link");
         }
@@ -264,6 +480,12 @@ impl PostEdit {
         }
         if let Some(media) = &self.media {
             next.media = media.clone();
+        }
+        if let Some(parts) = &self.parts {
+            next.set_parts(parts.clone());
+        }
+        if let Some(first_comment) = &self.first_comment {
+            next.first_comment = first_comment.clone();
         }
         if let Some(link) = &self.link {
             next.link = link.clone();
@@ -444,6 +666,13 @@ pub struct Intent {
     pub created_at: DateTime<Utc>,
     /// When the outcome was written.
     pub settled_at: Option<DateTime<Utc>>,
+    /// Which part of the post its request sends, from 1 (a single post has only part 1;
+    /// the first comment is the part after the last).
+    pub part: u32,
+    /// The part's id on the platform, once it is known to be out.
+    pub platform_post_id: Option<String>,
+    /// Where people see the part, when known.
+    pub permalink: Option<String>,
 }
 
 /// A quota reservation (docs/quotas.md).
@@ -525,6 +754,8 @@ mod tests {
             title: Some("t".into()),
             text: "old".into(),
             media: vec![],
+            more: vec![],
+            first_comment: None,
             link: None,
             source: None,
         };

@@ -938,16 +938,15 @@ mod tests {
             title: Some("Old".into()),
             text: "one\ntwo\nthree".into(),
             media: vec![],
+            more: vec![],
+            first_comment: None,
             link: None,
             source: None,
         };
         let mut after = before.clone();
         after.text = "one\n2\nthree".into();
         after.title = None;
-        after.media = vec![Media {
-            url: "https://x.example/a.jpg".into(),
-            alt: None,
-        }];
+        after.media = vec![Media::new("https://x.example/a.jpg".into(), None)];
         let change = changes(&before, &after);
         assert_eq!(change.fields, ["title", "text", "media"]);
         assert_eq!(change.text_diff, ["- two", "+ 2"]);

@@ -253,6 +253,7 @@ pub async fn edit(
             link: (link != post.content.link.clone().unwrap_or_default()).then_some(link),
             scheduled_at: (scheduled_at != local_rfc3339(post.scheduled_at, tz))
                 .then_some(scheduled_at),
+            ..EditInput::default()
         };
         if input == EditInput::default() {
             return Err(Error::Invalid(format!(

@@ -19,7 +19,7 @@ use airlock_app::PostFilter;
 use airlock_app::critic::VerdictInput;
 use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
 use airlock_app::{App, Error, ErrorBody, Principal};
-use airlock_core::{ChannelName, Media, PostId, PostStatus, VerdictKind};
+use airlock_core::{ChannelName, Media, Part, PostId, PostStatus, VerdictKind};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -159,11 +159,37 @@ pub struct MediaArg {
 
 impl From<MediaArg> for Media {
     fn from(media: MediaArg) -> Self {
-        Media {
-            url: media.url,
-            alt: media.alt,
+        Media::new(media.url, media.alt)
+    }
+}
+
+/// One part of a thread: its text and media.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PartArg {
+    /// The part's text.
+    pub text: String,
+    /// Images or videos of this part, each {url, alt}; several make an album or carousel.
+    #[serde(default)]
+    pub media: Option<Vec<MediaArg>>,
+}
+
+impl From<PartArg> for Part {
+    fn from(part: PartArg) -> Self {
+        Part {
+            text: part.text,
+            media: part
+                .media
+                .unwrap_or_default()
+                .into_iter()
+                .map(Media::from)
+                .collect(),
         }
     }
+}
+
+fn parts(args: Option<Vec<PartArg>>) -> Option<Vec<Part>> {
+    args.map(|parts| parts.into_iter().map(Part::from).collect())
 }
 
 /// Arguments of `draft_post`.
@@ -172,8 +198,18 @@ impl From<MediaArg> for Media {
 pub struct DraftPostArgs {
     /// A configured channel name (see list_channels), e.g. "threads-main".
     pub channel: String,
-    /// The post's text (Markdown for article channels such as wordpress).
+    /// The post's text (Markdown for article channels such as wordpress). With `parts`,
+    /// leave it out.
+    #[serde(default)]
     pub text: String,
+    /// A thread: every part in order, each {text, media}; each part after the first is
+    /// published as a reply to the one before. Leave out for a single post.
+    #[serde(default)]
+    pub parts: Option<Vec<PartArg>>,
+    /// A comment published under the post once it is out (Instagram, LinkedIn, Threads; a
+    /// reply on X, Bluesky and Mastodon).
+    #[serde(default)]
+    pub first_comment: Option<String>,
     /// Title; required by article channels (wordpress), ignored elsewhere.
     #[serde(default)]
     pub title: Option<String>,
@@ -209,6 +245,12 @@ pub struct UpdateDraftArgs {
     /// New media, replacing all current media; an empty list removes them.
     #[serde(default)]
     pub media: Option<Vec<MediaArg>>,
+    /// Every part anew, in order, each {text, media} (replaces text and media too).
+    #[serde(default)]
+    pub parts: Option<Vec<PartArg>>,
+    /// A new first comment; an empty string removes it.
+    #[serde(default)]
+    pub first_comment: Option<String>,
     /// New link; an empty string clears it.
     #[serde(default)]
     pub link: Option<String>,
@@ -372,6 +414,8 @@ that post instead. Returns the post JSON (status draft).",
                 link: args.link,
                 scheduled_at: args.scheduled_at,
                 test: false,
+                parts: parts(args.parts),
+                first_comment: args.first_comment,
             };
             let created = self
                 .app
@@ -413,6 +457,8 @@ approval again. Posts being published or already published cannot be edited, nor
                     .map(|media| media.into_iter().map(Media::from).collect()),
                 link: args.link,
                 scheduled_at: args.scheduled_at,
+                parts: parts(args.parts),
+                first_comment: args.first_comment,
             };
             self.app.edit_post(&who, PostId(args.id), edit).await
         }

@@ -554,7 +554,7 @@ impl Bluesky {
     async fn upload_images(&self, req: &PublishRequest) -> Result<Vec<Value>, StepError> {
         let mut images = Vec::new();
         for media in &req.media {
-            let file = fetch_media(&self.client, "bluesky", &media.url, MAX_IMAGE_BYTES).await?;
+            let file = fetch_media(&self.client, "bluesky", media, MAX_IMAGE_BYTES).await?;
             let (_, answer) = self
                 .authed("image upload", |_| {
                     self.client

@@ -327,9 +327,10 @@ pub struct MediaFile {
 pub(crate) async fn fetch_media(
     client: &reqwest::Client,
     platform: &str,
-    url: &str,
+    media: &airlock_core::Media,
     max_bytes: usize,
 ) -> Result<MediaFile, crate::StepError> {
+    let url = media.url.as_str();
     let refuse = |why: String| crate::StepError::Rejected {
         reason: format!(
             "{platform}: the image {} {why}: fix the media URL, then approve again",
@@ -338,16 +339,7 @@ pub(crate) async fn fetch_media(
         credential: false,
     };
     let parsed = reqwest::Url::parse(url).map_err(|_| refuse("is not an absolute URL".into()))?;
-    let loopback = match parsed.host() {
-        Some(url::Host::Domain(domain)) => domain == "localhost",
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback))
-        || !parsed.username().is_empty()
-        || parsed.password().is_some()
-    {
+    if !is_fetchable(&parsed) {
         return Err(refuse(
             "is not an https URL without credentials, which is all airlock downloads".into(),
         ));
@@ -404,11 +396,33 @@ pub(crate) async fn fetch_media(
     if bytes.len() > max_bytes {
         return Err(refuse(format!("is larger than {max_bytes} bytes")));
     }
+    // Bytes swapped at the URL after approval are never sent.
+    let digest = airlock_core::hash::sha256_hex(&bytes);
+    if let Some(why) = crate::media::changed_since_approval(media, &digest) {
+        return Err(crate::StepError::Rejected {
+            reason: format!("{platform}: {why}"),
+            credential: false,
+        });
+    }
     Ok(MediaFile {
         bytes: bytes.to_vec(),
         mime,
         name,
     })
+}
+
+/// Whether airlock fetches from `url`: `https`, or `http` to a loopback host, without
+/// credentials.
+pub(crate) fn is_fetchable(url: &reqwest::Url) -> bool {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(domain)) => domain == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    (url.scheme() == "https" || (url.scheme() == "http" && loopback))
+        && url.username().is_empty()
+        && url.password().is_none()
 }
 
 /// A `multipart/form-data` body of text fields and one file, with its `Content-Type`.

@@ -29,6 +29,7 @@ pub mod credential;
 mod graph;
 pub mod http;
 mod kind;
+pub mod media;
 
 pub mod bluesky;
 pub mod instagram;
@@ -98,11 +99,62 @@ pub struct PublishRequest {
     /// Now, by the guarded path's clock: adapters measure the age of earlier attempts
     /// against it.
     pub now: DateTime<Utc>,
-    /// Earlier attempts at this post that reached the irreversible request, oldest first.
+    /// Earlier attempts at this part that reached the irreversible request, oldest first.
     /// Their requests may still land, so an adapter reuses their handles (the same
     /// container, the same key) instead of making new ones wherever the platform then
     /// refuses a second copy, and looks for them before publishing again.
     pub earlier: Vec<EarlierAttempt>,
+    /// Which part of the post this request publishes; `text` and `media` are that part's.
+    pub part: PartRequest,
+}
+
+/// Which part of a post a request publishes (docs/parts.md). A single post is part 1 of 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartRequest {
+    /// Its number, from 1.
+    pub number: u32,
+    /// How many parts the post has, its first comment included.
+    pub of: u32,
+    /// Whether it is the post's first comment (the part after the last).
+    pub comment: bool,
+    /// The parts already out, in order: part k replies to part k-1, under part 1.
+    pub published: Vec<PublishedPart>,
+}
+
+impl PartRequest {
+    /// Part 1 of 1.
+    pub const SINGLE: PartRequest = PartRequest {
+        number: 1,
+        of: 1,
+        comment: false,
+        published: Vec::new(),
+    };
+
+    /// The post's first part, when this one is a later part.
+    pub fn root(&self) -> Option<&PublishedPart> {
+        self.published.first().filter(|_| self.number > 1)
+    }
+
+    /// The part this one replies to (the one before it), when it is a later part.
+    pub fn parent(&self) -> Option<&PublishedPart> {
+        self.published.last().filter(|_| self.number > 1)
+    }
+
+    /// Whether this is a later part (a reply, a comment, a carousel's follow-up).
+    pub fn is_later(&self) -> bool {
+        self.number > 1
+    }
+}
+
+/// A part of a post that is out, as its platform names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedPart {
+    /// Its number, from 1.
+    pub number: u32,
+    /// The platform's id (what the adapter answered as `platform_post_id`).
+    pub platform_post_id: String,
+    /// Where people see it.
+    pub permalink: Option<String>,
 }
 
 /// An earlier attempt at a post that recorded an intent: its request was (or may have

@@ -388,7 +388,7 @@ impl Mastodon {
     async fn upload_media(&self, req: &PublishRequest) -> Result<Vec<String>, StepError> {
         let mut ids = Vec::new();
         for media in &req.media {
-            let file = fetch_media(&self.client, "mastodon", &media.url, MAX_IMAGE_BYTES).await?;
+            let file = fetch_media(&self.client, "mastodon", media, MAX_IMAGE_BYTES).await?;
             let description = media.alt.clone().unwrap_or_default();
             let (content_type, body) = multipart(&[("description", &description)], ("file", &file));
             let what = "media upload";

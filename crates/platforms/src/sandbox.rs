@@ -274,6 +274,7 @@ mod tests {
             idempotency_key: "key-7".into(),
             now: chrono::Utc::now(),
             earlier: Vec::new(),
+            part: crate::PartRequest::SINGLE,
         }
     }
 

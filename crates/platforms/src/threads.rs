@@ -271,6 +271,7 @@ mod tests {
             idempotency_key: "k".into(),
             now: chrono::Utc::now(),
             earlier: Vec::new(),
+            part: crate::PartRequest::SINGLE,
         }
     }
 
@@ -280,10 +281,7 @@ mod tests {
         assert!(form.contains(&("media_type", "TEXT".into())));
         assert!(form.contains(&("link_attachment", "https://inn.example/a/".into())));
 
-        let image = Media {
-            url: "https://inn.example/cat.jpg".into(),
-            alt: Some("a cat".into()),
-        };
+        let image = Media::new("https://inn.example/cat.jpg".into(), Some("a cat".into()));
         let form = container_form(&request(vec![image], Some("https://inn.example/a/"))).unwrap();
         assert!(form.contains(&("media_type", "IMAGE".into())));
         assert!(form.contains(&("text", "Cats rest here.\nhttps://inn.example/a/".into())));

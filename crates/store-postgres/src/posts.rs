@@ -150,6 +150,7 @@ impl airlock_store::Posts for PgStore {
         };
         let args: Vec<Arg> = match change {
             Change::Published {
+                part,
                 generation,
                 posted_at,
                 platform_post_id,
@@ -160,6 +161,7 @@ impl airlock_store::Posts for PgStore {
                 pause,
             } => vec![
                 Int(Some(generation)),
+                Int(Some(part.into())),
                 Time(Some(posted_at)),
                 Text(platform_post_id),
                 Text(permalink),
@@ -167,6 +169,36 @@ impl airlock_store::Posts for PgStore {
                 Text(Some(note)),
                 Text(flag),
                 Json(pause.as_ref().map(pause_json)),
+            ],
+            Change::PartPublished {
+                generation,
+                part,
+                platform_post_id,
+                permalink,
+                sent_by,
+                lease_until,
+                note,
+            } => vec![
+                Int(Some(generation)),
+                Int(Some(part.into())),
+                Text(Some(platform_post_id)),
+                Text(permalink),
+                Int(sent_by),
+                Time(Some(lease_until)),
+                Text(Some(note)),
+            ],
+            Change::PartSettled {
+                version,
+                part,
+                platform_post_id,
+                permalink,
+                note,
+            } => vec![
+                Int(Some(version)),
+                Int(Some(part.into())),
+                Text(Some(platform_post_id)),
+                Text(permalink),
+                Text(Some(note)),
             ],
             Change::NotSent {
                 generation,
@@ -307,6 +339,7 @@ impl airlock_store::Posts for PgStore {
             }
             Change::Requeued { version } => vec![Int(Some(version))],
             Change::SettledPublished {
+                part,
                 version,
                 posted_at,
                 platform_post_id,
@@ -314,6 +347,7 @@ impl airlock_store::Posts for PgStore {
                 note,
             } => vec![
                 Int(Some(version)),
+                Int(Some(part.into())),
                 Time(Some(posted_at)),
                 Text(platform_post_id),
                 Text(permalink),

@@ -181,6 +181,9 @@ impl airlock_store::Publishing for PgStore {
                         platform_ref: get(&row, "intent_platform_ref")?,
                         created_at: get(&row, "intent_created_at")?,
                         settled_at: get(&row, "intent_settled_at")?,
+                        part: req.intent.as_ref().map_or(1, |i| i.part),
+                        platform_post_id: None,
+                        permalink: None,
                     }),
                     None => None,
                 };

@@ -18,7 +18,7 @@ pub const POST_COLUMNS: &str = "id, channel, status, title, text, media, link, s
     generation, attempts, waits, lease_owner, lease_expires_at, not_before, platform_post_id, \
     permalink, posted_at, \
     verified_at, error, test, slot, created_at, updated_at, version, review_round, revisions, \
-    quarantined_at, deferred_until";
+    quarantined_at, deferred_until, more_parts, first_comment";
 
 /// The columns [`summary`] reads besides `excerpt`, in a `SELECT` list.
 pub const SUMMARY_COLUMNS: &str = "id, status, channel, title, scheduled_at, not_before, \
@@ -29,7 +29,8 @@ pub const EVENT_COLUMNS: &str = "id, post_id, at, kind, from_status, to_status, 
 
 /// The columns [`intent`] reads.
 pub const INTENT_COLUMNS: &str =
-    "post_id, generation, idempotency_key, phase, platform_ref, created_at, settled_at";
+    "post_id, generation, idempotency_key, phase, platform_ref, created_at, settled_at, part, \
+     platform_post_id, permalink";
 
 /// The columns [`reservation`] reads.
 pub const RESERVATION_COLUMNS: &str =
@@ -79,6 +80,8 @@ pub fn post<D: Dialect>(row: &Row<D>) -> Result<Post> {
             title: r.opt_text("title")?,
             text: r.text("text")?,
             media: r.json("media", &format!("post {id} media"))?,
+            more: r.json("more_parts", &format!("post {id} parts"))?,
+            first_comment: r.opt_text("first_comment")?,
             link: r.opt_text("link")?,
             source: r.opt_json("source", &format!("post {id} source"))?,
         },
@@ -161,6 +164,9 @@ pub fn intent<D: Dialect>(row: &Row<D>) -> Result<Intent> {
         platform_ref: r.opt_text("platform_ref")?,
         created_at: r.time("created_at")?,
         settled_at: r.opt_time("settled_at")?,
+        part: u32::try_from(r.int("part")?).map_err(corrupt)?,
+        platform_post_id: r.opt_text("platform_post_id")?,
+        permalink: r.opt_text("permalink")?,
     })
 }
 

@@ -125,6 +125,12 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, effects: &Effects) {
             .push_bind(serde_json::to_string(&content.media).expect("media serializes"));
         query.push(", link = ").push_bind(content.link.clone());
         query
+            .push(", more_parts = ")
+            .push_bind(serde_json::to_string(&content.more).expect("parts serialize"));
+        query
+            .push(", first_comment = ")
+            .push_bind(content.first_comment.clone());
+        query
             .push(", content_hash = ")
             .push_bind(hash.as_str().to_owned());
         query
@@ -278,15 +284,18 @@ impl airlock_store::Posts for SqliteStore {
             .as_ref()
             .map(|s| serde_json::to_string(s).expect("source serializes"));
         let id: i64 = sqlx::query_scalar(
-            "INSERT INTO posts (channel, status, title, text, media, link, source, source_path, \
-             scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at, \
-             event_actor, event_note, text_key) \
-             VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?) RETURNING id",
+            "INSERT INTO posts (channel, status, title, text, media, more_parts, first_comment, \
+             link, source, source_path, scheduled_at, content_hash, created_by, edited_by, test, \
+             slot, created_at, updated_at, event_actor, event_note, text_key) \
+             VALUES (?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'created', ?) \
+             RETURNING id",
         )
         .bind(content.channel.as_str())
         .bind(&content.title)
         .bind(&content.text)
         .bind(media)
+        .bind(serde_json::to_string(&content.more).expect("parts serialize"))
+        .bind(&content.first_comment)
         .bind(&content.link)
         .bind(source)
         .bind(content.source.as_ref().map(|s| s.path.clone()))
@@ -435,6 +444,11 @@ impl airlock_store::Posts for SqliteStore {
                 query.push(", lease_owner = NULL, lease_expires_at = NULL");
             }
         }
+        if let Some(lease_until) = effects.next_part {
+            query
+                .push(", generation = generation + 1, lease_expires_at = ")
+                .push_bind(ts(lease_until));
+        }
         push_fields(&mut query, &effects);
         query.push(" WHERE id = ").push_bind(id.0);
         query.build().execute(&mut *tx).await.map_err(|e| {
@@ -458,12 +472,16 @@ impl airlock_store::Posts for SqliteStore {
             insert_event(&mut tx, id, event, after, &actor, now).await?;
         }
         if let Some(phase) = effects.intent_phase {
+            let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
             sqlx::query(
-                "UPDATE intents SET phase = ?, settled_at = ? \
+                "UPDATE intents SET phase = ?, settled_at = ?, \
+                 platform_post_id = coalesce(?, platform_post_id), permalink = coalesce(?, permalink) \
                  WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
             )
             .bind(phase.as_str())
             .bind(ts(now))
+            .bind(landed_id)
+            .bind(landed_link)
             .bind(id.0)
             .bind(guard_generation(effects.guard))
             .bind(guard_generation(effects.guard))

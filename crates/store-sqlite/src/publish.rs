@@ -96,16 +96,18 @@ async fn insert_intent(
     post_id: PostId,
     generation: i64,
     idempotency_key: &str,
+    part: u32,
     platform_ref: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Intent> {
     sqlx::query(
-        "INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at) \
-         VALUES (?, ?, ?, 'sending', ?, ?)",
+        "INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref, \
+         created_at) VALUES (?, ?, ?, ?, 'sending', ?, ?)",
     )
     .bind(post_id.0)
     .bind(generation)
     .bind(idempotency_key)
+    .bind(part)
     .bind(platform_ref)
     .bind(ts(now))
     .execute(&mut *conn)
@@ -124,6 +126,9 @@ async fn insert_intent(
         platform_ref: platform_ref.map(str::to_owned),
         created_at: now,
         settled_at: None,
+        part,
+        platform_post_id: None,
+        permalink: None,
     })
 }
 
@@ -247,6 +252,7 @@ impl airlock_store::Publishing for SqliteStore {
                     req.id,
                     post.generation,
                     &intent.idempotency_key,
+                    intent.part,
                     None,
                     now,
                 )
@@ -280,6 +286,7 @@ impl airlock_store::Publishing for SqliteStore {
             req.post_id,
             req.generation,
             &req.idempotency_key,
+            req.part,
             req.platform_ref.as_deref(),
             now,
         )

@@ -21,10 +21,10 @@ fn media(n: usize, url_chars: usize, alt_chars: usize) -> Vec<Media> {
     (0..n)
         .map(|i| {
             let prefix = format!("https://x.example/{i}/");
-            Media {
-                url: format!("{prefix}{}", "a".repeat(url_chars - prefix.len())),
-                alt: Some("猫".repeat(alt_chars)),
-            }
+            Media::new(
+                format!("{prefix}{}", "a".repeat(url_chars - prefix.len())),
+                Some("猫".repeat(alt_chars)),
+            )
         })
         .collect()
 }

@@ -299,6 +299,7 @@ fn full_claim(
 ) -> PostClaim {
     PostClaim {
         intent: intent.then(|| IntentClaim {
+            part: 1,
             idempotency_key: format!("airlock-{}", read.id),
             lease_margin: Duration::seconds(30),
         }),

@@ -55,6 +55,8 @@ pub fn content(channel: &str, text: &str) -> PostContent {
         title: None,
         text: text.to_owned(),
         media: Vec::new(),
+        more: vec![],
+        first_comment: None,
         link: None,
         source: None,
     }
@@ -266,6 +268,7 @@ pub async fn reserve_with(store: &dyn Store, claim: &PostClaim) -> Reserved {
 /// The intent request of a claimed post at `now`.
 pub fn intent_request(post: &Post, now: DateTime<Utc>) -> IntentRequest {
     IntentRequest {
+        part: 1,
         post_id: post.id,
         generation: post.generation,
         idempotency_key: format!("airlock-{}-{}", post.id, post.generation),
@@ -291,6 +294,7 @@ pub fn outcome(post: &Post, to: PostStatus, now: DateTime<Utc>) -> PostChange {
     let reason = format!("outcome {to}");
     let change = match to {
         PostStatus::Posted => Change::Published {
+            part: 1,
             generation,
             posted_at: now,
             platform_post_id: Some(format!("platform-{}", post.id)),

@@ -40,6 +40,7 @@ pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
         },
         |p| Change::Requeued { version: p.version },
         |p| Change::SettledPublished {
+            part: 1,
             version: p.version,
             posted_at: mins(30),
             platform_post_id: None,

@@ -29,10 +29,10 @@ pub async fn create_post_stores_a_draft_with_its_creation_event(store: Arc<dyn S
     let mut new = new_post("threads-main", "Hello from the inn", mins(30));
     new.content.title = Some("A title".into());
     new.content.link = Some("https://inn.example/a/".into());
-    new.content.media = vec![airlock_core::Media {
-        url: "https://inn.example/a.jpg".into(),
-        alt: Some("A cat asleep".into()),
-    }];
+    new.content.media = vec![airlock_core::Media::new(
+        "https://inn.example/a.jpg".into(),
+        Some("A cat asleep".into()),
+    )];
     let created = store
         .create_post(create_request(new.clone(), t0()))
         .await
@@ -287,10 +287,10 @@ pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store
     changed.text = "After".into();
     changed.title = Some("Now with a title".into());
     changed.link = Some("https://inn.example/b/".into());
-    changed.media = vec![airlock_core::Media {
-        url: "https://inn.example/b.jpg".into(),
-        alt: None,
-    }];
+    changed.media = vec![airlock_core::Media::new(
+        "https://inn.example/b.jpg".into(),
+        None,
+    )];
     let hash = changed.hash();
     let edit = Change::Edited {
         version: post.version,
@@ -337,6 +337,7 @@ pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store
     // Published: the platform's id and permalink, found by the id.
     let claimed = claim(s, &back, mins(96)).await;
     let published = Change::Published {
+        part: 1,
         generation: claimed.generation,
         posted_at: mins(96),
         platform_post_id: Some("p-1".into()),

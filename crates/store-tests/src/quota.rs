@@ -166,6 +166,7 @@ pub async fn a_publish_found_from_an_earlier_attempt_counts_that_attempt(store: 
         .unwrap();
     let retry = granted(reserve(s, &approved, mins(20), 10, 10).await);
     let found = Change::Published {
+        part: 1,
         generation: retry.generation,
         posted_at: mins(1),
         platform_post_id: Some("p-1".into()),

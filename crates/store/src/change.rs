@@ -62,6 +62,8 @@ pub enum Change {
     Published {
         /// The claim.
         generation: i64,
+        /// The part that went out last, from 1: the post's id and permalink are part 1's.
+        part: u32,
         /// When the platform received it.
         posted_at: DateTime<Utc>,
         /// The platform's id.
@@ -76,6 +78,26 @@ pub enum Change {
         flag: Option<String>,
         /// Out, but a retry there would be unsafe: the channel pauses.
         pause: Option<PauseSpec>,
+    },
+    /// One part of several is out, and more follow under the same claim: the post stays
+    /// `posting` under the next generation (each part's intent has one of its own), its
+    /// lease renewed; the part's intent settled with its id; the reservation committed
+    /// (it counts from the first part); the post's id and permalink are part 1's.
+    PartPublished {
+        /// The claim.
+        generation: i64,
+        /// The part, from 1.
+        part: u32,
+        /// The platform's id of the part.
+        platform_post_id: String,
+        /// Where people see it.
+        permalink: Option<String>,
+        /// The earlier attempt whose request made it, when this one sent nothing.
+        sent_by: Option<i64>,
+        /// The new lease end.
+        lease_until: DateTime<Utc>,
+        /// The event's note.
+        note: String,
     },
     /// Not sent: `posting -> approved` until `not_before`, the reservation released.
     NotSent {
@@ -206,11 +228,29 @@ pub enum Change {
     SettledPublished {
         /// The version read.
         version: i64,
+        /// The part settled, the post's last, from 1: the post's id and permalink are
+        /// part 1's.
+        part: u32,
         /// When it went out.
         posted_at: DateTime<Utc>,
         /// The platform's id, when known (else left as it is).
         platform_post_id: Option<String>,
         /// Where people see it, when known (else left as it is).
+        permalink: Option<String>,
+        /// The status event's note.
+        note: String,
+    },
+    /// A person or platform proof says a part that is not the last went out:
+    /// `needs_review -> approved`, so the next pass resumes at the part after it; the
+    /// part's intent `succeeded` with its id, the reservation committed.
+    PartSettled {
+        /// The version read.
+        version: i64,
+        /// The part, from 1.
+        part: u32,
+        /// The platform's id of the part (the next part replies to it).
+        platform_post_id: String,
+        /// Where people see it, when known.
         permalink: Option<String>,
         /// The status event's note.
         note: String,
@@ -326,6 +366,10 @@ pub struct Effects {
     pub intent_required: Option<bool>,
     /// Settle the intent of the guarded generation (or the post's latest).
     pub intent_phase: Option<IntentPhase>,
+    /// The platform's id and permalink of what that intent sent, once it is out.
+    pub intent_landed: Option<(Option<String>, Option<String>)>,
+    /// Keep the claim for the next part: the next generation, the lease until then.
+    pub next_part: Option<DateTime<Utc>>,
     /// A verdict, in the post's review round before this change.
     pub verdict: Option<NewVerdict>,
     /// Settle the post's live reservations.
@@ -389,6 +433,8 @@ impl Effects {
             set: Fields::default(),
             intent_required: None,
             intent_phase: None,
+            intent_landed: None,
+            next_part: None,
             verdict: None,
             reservation: None,
             record_stale: matches!(guard, Guard::Generation(_)),
@@ -429,6 +475,7 @@ impl Change {
     pub fn guard(&self) -> Guard {
         match self {
             Change::Published { generation, .. }
+            | Change::PartPublished { generation, .. }
             | Change::NotSent { generation, .. }
             | Change::Failed { generation, .. }
             | Change::Unknown { generation, .. }
@@ -441,6 +488,7 @@ impl Change {
             | Change::Released { version, .. }
             | Change::Requeued { version }
             | Change::SettledPublished { version, .. }
+            | Change::PartSettled { version, .. }
             | Change::SettledNotPublished { version, .. }
             | Change::CannotLand { version, .. }
             | Change::ResendClaimed { version, .. }
@@ -457,6 +505,7 @@ impl Change {
         use PostStatus::*;
         match self {
             Change::Published { .. }
+            | Change::PartPublished { .. }
             | Change::NotSent { .. }
             | Change::Failed { .. }
             | Change::Unknown { .. }
@@ -474,6 +523,7 @@ impl Change {
             }
             Change::Requeued { .. } => &[Failed],
             Change::SettledPublished { .. }
+            | Change::PartSettled { .. }
             | Change::SettledNotPublished { .. }
             | Change::CannotLand { .. }
             | Change::ResendClaimed { .. } => &[NeedsReview],
@@ -484,6 +534,7 @@ impl Change {
     pub fn name(&self) -> &'static str {
         match self {
             Change::Published { .. } => "published",
+            Change::PartPublished { .. } => "part_published",
             Change::NotSent { .. } => "not_sent",
             Change::Failed { .. } => "failed",
             Change::Unknown { .. } => "unknown",
@@ -496,6 +547,7 @@ impl Change {
             Change::Released { .. } => "released",
             Change::Requeued { .. } => "requeued",
             Change::SettledPublished { .. } => "settled_published",
+            Change::PartSettled { .. } => "part_settled",
             Change::SettledNotPublished { .. } => "settled_not_published",
             Change::CannotLand { .. } => "cannot_land",
             Change::ResendClaimed { .. } => "resend_claimed",
@@ -509,6 +561,7 @@ impl Change {
         let e = Effects::new(self.guard(), self.starts_from());
         match self.clone() {
             Change::Published {
+                part,
                 posted_at,
                 platform_post_id,
                 permalink,
@@ -520,14 +573,38 @@ impl Change {
             } => {
                 let mut e = e.to(PostStatus::Posted, note);
                 e.set.posted_at = Some(posted_at);
-                e.set.platform_post_id = platform_post_id;
-                e.set.permalink = permalink;
+                e.intent_landed = Some((platform_post_id.clone(), permalink.clone()));
+                if part == 1 {
+                    e.set.platform_post_id = platform_post_id;
+                    e.set.permalink = permalink;
+                }
                 e.set.not_before = Some(None);
                 e.set.error = Some(flag);
                 e.reservation = Some(sent_by.map_or(Settle::Commit, Settle::CommitAttempt));
                 e.intent_phase = Some(IntentPhase::Succeeded);
                 e.failures = Some(FailureStep::Reset);
                 e.pause = pause;
+                e
+            }
+            Change::PartPublished {
+                part,
+                platform_post_id,
+                permalink,
+                sent_by,
+                lease_until,
+                note,
+                ..
+            } => {
+                let mut e = e.event("part_published", note);
+                if part == 1 {
+                    e.set.platform_post_id = Some(platform_post_id.clone());
+                    e.set.permalink = permalink.clone();
+                }
+                e.intent_landed = Some((Some(platform_post_id), permalink));
+                e.intent_phase = Some(IntentPhase::Succeeded);
+                e.reservation = Some(sent_by.map_or(Settle::Commit, Settle::CommitAttempt));
+                e.next_part = Some(lease_until);
+                e.failures = Some(FailureStep::Reset);
                 e
             }
             Change::NotSent {
@@ -689,6 +766,7 @@ impl Change {
                 e
             }
             Change::SettledPublished {
+                part,
                 posted_at,
                 platform_post_id,
                 permalink,
@@ -697,9 +775,31 @@ impl Change {
             } => {
                 let mut e = e.to(PostStatus::Posted, note);
                 e.set.posted_at = Some(posted_at);
-                e.set.platform_post_id = platform_post_id;
-                e.set.permalink = permalink;
+                e.intent_landed = Some((platform_post_id.clone(), permalink.clone()));
+                if part == 1 {
+                    e.set.platform_post_id = platform_post_id;
+                    e.set.permalink = permalink;
+                }
                 e.set.error = Some(None);
+                e.reservation = Some(Settle::Commit);
+                e.intent_phase = Some(IntentPhase::Succeeded);
+                e
+            }
+            Change::PartSettled {
+                part,
+                platform_post_id,
+                permalink,
+                note,
+                ..
+            } => {
+                let mut e = e.to(PostStatus::Approved, note);
+                if part == 1 {
+                    e.set.platform_post_id = Some(platform_post_id.clone());
+                    e.set.permalink = permalink.clone();
+                }
+                e.intent_landed = Some((Some(platform_post_id), permalink));
+                e.set.error = Some(None);
+                e.set.not_before = Some(None);
                 e.reservation = Some(Settle::Commit);
                 e.intent_phase = Some(IntentPhase::Succeeded);
                 e

@@ -212,6 +212,8 @@ mod tests {
             title: None,
             text: text.to_owned(),
             media: Vec::new(),
+            more: vec![],
+            first_comment: None,
             link: None,
             source: None,
         }
@@ -354,6 +356,8 @@ mod tests {
             title: None,
             text: text.to_owned(),
             media: Vec::new(),
+            more: vec![],
+            first_comment: None,
             link: None,
             source: None,
         };

@@ -425,6 +425,8 @@ pub struct QuotaClaim {
 pub struct IntentClaim {
     /// Sent to platforms that accept one.
     pub idempotency_key: String,
+    /// The part it sends, from 1.
+    pub part: u32,
     /// The longest the irreversible step can take: the lease must outlast it.
     pub lease_margin: Duration,
 }
@@ -495,6 +497,8 @@ pub struct IntentRequest {
     pub generation: i64,
     /// Sent to platforms that accept one.
     pub idempotency_key: String,
+    /// The part it sends, from 1.
+    pub part: u32,
     /// A platform handle that can later prove what happened (container id).
     pub platform_ref: Option<String>,
     /// Now: also the reservation's send time.

@@ -436,6 +436,7 @@ impl App {
                 budget: channel.charge(&post.content),
             }),
             intent: fold_intent.then(|| IntentClaim {
+                part: 1,
                 idempotency_key: key.clone(),
                 lease_margin: channel.publish_time(),
             }),
@@ -518,6 +519,7 @@ impl App {
                         .map(Some);
                 }
                 let intent = IntentRequest {
+                    part: 1,
                     post_id: post.id,
                     generation: post.generation,
                     idempotency_key: request.idempotency_key.clone(),
@@ -813,6 +815,7 @@ pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
         idempotency_key,
         now: post.updated_at,
         earlier: Vec::new(),
+        part: airlock_platforms::PartRequest::SINGLE,
     }
 }
 

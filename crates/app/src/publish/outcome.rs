@@ -408,6 +408,7 @@ impl App {
             .by_worker(
                 &post,
                 Change::Published {
+                    part: 1,
                     generation: post.generation,
                     posted_at: sender.map_or_else(|| self.now(), |a| a.sent_at),
                     platform_post_id: published.platform_post_id.clone(),

@@ -619,10 +619,7 @@ async fn slow_mastodon_unknown(
     let app = h.app();
     let me = Principal::cli();
     let mut input = draft("masto", "Mochi naps.");
-    let image = airlock_core::Media {
-        url: format!("{}/cat.jpg", images.uri()),
-        alt: Some("a cat".into()),
-    };
+    let image = airlock_core::Media::new(format!("{}/cat.jpg", images.uri()), Some("a cat".into()));
     input.media = vec![image.clone(), image];
     let post = app
         .create_post(&me, input, None, airlock_app::posts::DraftOrigin::default())

@@ -31,10 +31,10 @@ async fn meta_post(app: &App, flavour: Flavour) -> PostId {
     let me = Principal::cli();
     let mut input = draft("meta", "Cats rest here.");
     if flavour == Flavour::Instagram {
-        input.media = vec![airlock_core::Media {
-            url: "https://inn.example/cat.jpg".into(),
-            alt: Some("a cat".into()),
-        }];
+        input.media = vec![airlock_core::Media::new(
+            "https://inn.example/cat.jpg".into(),
+            Some("a cat".into()),
+        )];
     }
     let post = app
         .create_post(&me, input, None, airlock_app::posts::DraftOrigin::default())

@@ -255,6 +255,7 @@ async fn a_stale_workers_outcome_is_refused_and_recorded() {
     assert_eq!(second.generation, first.generation + 1);
     // The old worker now tries to write its outcome.
     let late = airlock_store::Change::Published {
+        part: 1,
         generation: first.generation,
         posted_at: h.clock.now(),
         platform_post_id: Some("late".into()),

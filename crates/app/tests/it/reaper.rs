@@ -28,6 +28,7 @@ async fn die_after(h: &Harness, app: &App, post: &Post, with_intent: bool) -> Po
             budget: None,
         }),
         intent: with_intent.then(|| IntentClaim {
+            part: 1,
             idempotency_key: idempotency_key(
                 post.id,
                 post.approved_hash.as_ref().unwrap().as_str(),
@@ -245,6 +246,7 @@ async fn a_late_answer_from_the_sending_worker_keeps_the_post_for_a_person() {
     let report = app.publish_next(None).await.unwrap().unwrap();
     // The worker's late "it went out" arrives after the post needs review: refused, recorded.
     let late = airlock_store::Change::Published {
+        part: 1,
         generation: report.post.generation,
         posted_at: h.clock.now(),
         platform_post_id: Some("late".into()),

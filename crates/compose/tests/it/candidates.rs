@@ -340,10 +340,7 @@ async fn instagram_needs_a_jpeg_under_the_media_prefix() {
     let fm = &found.eligible[1];
     assert_eq!(
         fm.content.media,
-        vec![Media {
-            url: a.clone(),
-            alt: Some("眠る猫".into())
-        }]
+        vec![Media::new(a.clone(), Some("眠る猫".into()))]
     );
     assert_eq!(
         found.eligible[0].content.media[0].alt.as_deref(),

@@ -382,10 +382,10 @@ async fn agent_written_markup_is_escaped_wherever_it_shows() {
     let h = Harness::new().await;
     let mut input = draft("cats", &format!("Hello {XSS} cats"));
     input.title = Some(format!("Title {XSS}"));
-    input.media = vec![Media {
-        url: "https://inn.example/a.jpg?q=\"><script>alert(1)</script>".into(),
-        alt: Some(format!("Alt {XSS}")),
-    }];
+    input.media = vec![Media::new(
+        "https://inn.example/a.jpg?q=\"><script>alert(1)</script>".into(),
+        Some(format!("Alt {XSS}")),
+    )];
     input.link = Some("https://inn.example/?x=<script>alert(1)</script>".into());
     let id = h
         .app

@@ -206,10 +206,10 @@ pub async fn seed(app: &App) -> Seeded {
         "cats",
         &format!("The garden cats found the sunny spot. {PACE}"),
     );
-    with_image.media = vec![Media {
-        url: "https://inn.example/media/garden.jpg".into(),
-        alt: Some("Three cats asleep in the sun".into()),
-    }];
+    with_image.media = vec![Media::new(
+        "https://inn.example/media/garden.jpg".into(),
+        Some("Three cats asleep in the sun".into()),
+    )];
     let posted = create(app, with_image).await;
     app.approve(&me, posted).await.unwrap();
     app.publish_now(&me, posted).await.unwrap();

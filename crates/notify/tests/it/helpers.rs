@@ -86,6 +86,8 @@ impl Harness {
                         title: None,
                         text: "The cats nap in the sun.".to_owned(),
                         media: Vec::new(),
+                        more: vec![],
+                        first_comment: None,
                         link: None,
                         source: None,
                     },

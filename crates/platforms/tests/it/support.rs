@@ -40,15 +40,13 @@ pub fn request(channel: &str, text: &str) -> PublishRequest {
         idempotency_key: "42-0123456789abcdef".into(),
         now: chrono::Utc::now(),
         earlier: Vec::new(),
+        part: airlock_platforms::PartRequest::SINGLE,
     }
 }
 
 /// One image, with alt text.
 pub fn image(url: &str) -> Media {
-    Media {
-        url: url.to_owned(),
-        alt: Some("A cat asleep on a cushion".into()),
-    }
+    Media::new(url.to_owned(), Some("A cat asleep on a cushion".into()))
 }
 
 /// Asserts that a value's `Debug` form does not carry the token.
