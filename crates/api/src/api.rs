@@ -125,6 +125,10 @@ pub struct ResolveBody {
     /// Where it went out, if known.
     #[serde(default)]
     pub permalink: Option<String>,
+    /// Its id on the platform; needed for a part of a thread that is not the last, since
+    /// the next part replies to it.
+    #[serde(default)]
+    pub platform_post_id: Option<String>,
 }
 
 /// `POST /channels/{name}/pause` and `POST /pause`.
@@ -465,6 +469,7 @@ pub async fn resolve_post(
     let resolution = if body.published {
         Resolution::Published {
             permalink: body.permalink,
+            platform_post_id: body.platform_post_id,
         }
     } else {
         Resolution::NotPublished

@@ -133,6 +133,8 @@ struct Inner {
     verifications: Mutex<Vec<airlock_store::VerificationRecord>>,
     /// Whether a task is recording read-backs now.
     verifying: std::sync::atomic::AtomicBool,
+    /// The client media are fetched with, when they are checked.
+    media_client: Option<airlock_platforms::http::Client>,
 }
 
 impl std::fmt::Debug for App {
@@ -155,7 +157,6 @@ impl App {
         App {
             inner: Arc::new(Inner {
                 store,
-                settings,
                 platforms,
                 clock,
                 clock_offset_us: std::sync::atomic::AtomicI64::new(0),
@@ -166,6 +167,11 @@ impl App {
                 publishes: tokio_util::task::TaskTracker::new(),
                 verifications: Mutex::new(Vec::new()),
                 verifying: std::sync::atomic::AtomicBool::new(false),
+                media_client: settings
+                    .media_fetch_timeout
+                    .and_then(|t| t.to_std().ok())
+                    .map(airlock_platforms::http::client),
+                settings,
             }),
         }
     }
@@ -303,6 +309,11 @@ impl App {
                 }
             ))
         })
+    }
+
+    /// The client media are fetched with, when they are checked (docs/media.md).
+    fn media_client(&self) -> Option<&airlock_platforms::http::Client> {
+        self.inner.media_client.as_ref()
     }
 
     fn platform(&self, name: &ChannelName) -> Option<&Arc<dyn Platform>> {

@@ -7,8 +7,8 @@ use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_
 use airlock_core::post::check_url;
 use airlock_core::time::parse_time;
 use airlock_core::{
-    Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit,
-    PostEvent, PostId, PostStatus, PostSummary, Source,
+    Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit, PostEvent,
+    PostId, PostStatus, PostSummary, Source,
 };
 use airlock_store::{Change, CreateKey, Created, EventNote, PostFilter};
 use serde::{Deserialize, Serialize};
@@ -156,6 +156,8 @@ impl App {
             content = with_parts(content, parts)?;
         }
         check_content(&content, channel)?;
+        let content = self.inspect_media(content).await?;
+        check_shape(&content, channel)?;
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
             None => now,
@@ -282,6 +284,14 @@ impl App {
         let content = edit.apply_to(&post.content);
         let channel = self.channel(post.content.channel.as_str())?;
         check_content(&content, channel)?;
+        // New media (or new parts) are fetched and bound anew; the others keep what was
+        // found when they were drafted.
+        let content = if edit.media.is_some() || edit.parts.is_some() {
+            self.inspect_media(content).await?
+        } else {
+            content
+        };
+        check_shape(&content, channel)?;
         let hash = content.hash();
         // Only a change of content makes the editor an author (the store records it in
         // `authors`); moving the schedule changes no authorship.
@@ -577,6 +587,71 @@ fn duplicate_window(
     (!allow_duplicate && window > chrono::Duration::zero()).then_some(window)
 }
 
+impl App {
+    /// `content` with what its media's bytes are (docs/media.md): each fetched, hashed and
+    /// typed, so approval binds them. A URL that does not answer or serves something that
+    /// is not an image or video is refused, naming the part; a digest the caller gave
+    /// must be the bytes'. Without media checks configured, content is taken as given.
+    async fn inspect_media(&self, mut content: PostContent) -> Result<PostContent> {
+        let Some(client) = self.media_client() else {
+            return Ok(content);
+        };
+        let multipart = content.is_multipart();
+        let mut checked = Vec::new();
+        for (index, part) in content.parts().iter().enumerate() {
+            let label = if multipart {
+                format!("part {}: ", index + 1)
+            } else {
+                String::new()
+            };
+            for media in &part.media {
+                let found = airlock_platforms::media::inspect(
+                    client,
+                    media,
+                    airlock_platforms::media::MAX_CHECKED_BYTES,
+                )
+                .await
+                .map_err(|e| Error::Invalid(format!("{label}{e}")))?;
+                if let (Some(given), Some(digest)) = (&media.sha256, &found.sha256)
+                    && given != digest
+                {
+                    return Err(Error::Invalid(format!(
+                        "{label}media {}: its bytes have sha256 {digest}, not the {given} given: give the URL of the file you meant",
+                        media.url
+                    )));
+                }
+                checked.push(found);
+            }
+        }
+        let mut checked = checked.into_iter();
+        for media in content.all_media_mut() {
+            *media = checked.next().expect("one checked item per media item");
+        }
+        Ok(content)
+    }
+}
+
+/// The shape of a post (parts, media types and sizes, a first comment) against what the
+/// channel's platform takes: refused when drafted, naming the part and the limit.
+fn check_shape(content: &PostContent, channel: &crate::ChannelSettings) -> Result<()> {
+    let problems: Vec<String> = channel
+        .policy
+        .check(content)
+        .into_iter()
+        .filter(airlock_core::Violation::is_shape)
+        .map(|v| v.to_string())
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Invalid(format!(
+        "channel {} ({}) cannot take this post: {}",
+        channel.name,
+        channel.kind,
+        problems.join("; ")
+    )))
+}
+
 /// `content` with its parts given as a list: the first part may also be given as `text`
 /// and `media`, but then they must be that part's.
 fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent> {
@@ -589,7 +664,8 @@ fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent>
     let media_differs = !content.media.is_empty() && content.media != first.media;
     if text_differs || media_differs {
         return Err(Error::Invalid(
-            "text and media with parts must be those of part 1: give the post's text in parts only".into(),
+            "text and media with parts must be those of part 1: give the post's text in parts only"
+                .into(),
         ));
     }
     content.set_parts(parts);
@@ -605,6 +681,21 @@ fn check_content(content: &PostContent, channel: &crate::ChannelSettings) -> Res
             "the text is empty: give --text or --text-file".into(),
         ));
     }
+    if let Some(empty) = content.more.iter().position(|p| p.text.trim().is_empty()) {
+        return Err(Error::Invalid(format!(
+            "part {} has no text: write it, or leave the part out",
+            empty + 2
+        )));
+    }
+    if content
+        .first_comment
+        .as_deref()
+        .is_some_and(|c| c.trim().is_empty())
+    {
+        return Err(Error::Invalid(
+            "the first comment is empty: write it, or leave it out".into(),
+        ));
+    }
     limits::check_content(
         content,
         &channel.policy,
@@ -614,7 +705,7 @@ fn check_content(content: &PostContent, channel: &crate::ChannelSettings) -> Res
     if let Some(link) = &content.link {
         check_url("link", link).map_err(|e| Error::Invalid(e.to_string()))?;
     }
-    for media in &content.media {
+    for media in content.all_media() {
         check_url("media url", &media.url).map_err(|e| Error::Invalid(e.to_string()))?;
     }
     Ok(())

@@ -8,9 +8,7 @@ use airlock_platforms::{Evidence, Platform, ReconcileRequest};
 use airlock_store::{Change, EventNote, PostChange, ReviewItem, StoreError, Unreadable};
 use tracing::Instrument;
 
-use crate::publish::{
-    account_mismatch, idempotency_key, publish_request, retry_backoff, unknown_pause_prefix,
-};
+use crate::publish::{account_mismatch, idempotency_key, retry_backoff, unknown_pause_prefix};
 use crate::{App, Error, Principal, Result};
 
 /// The event that claims and records a reconcile re-send (Mastodon's): written under the
@@ -42,6 +40,9 @@ pub enum Resolution {
     Published {
         /// Where.
         permalink: Option<String>,
+        /// The platform's id of what went out; a part of several that is not the last
+        /// needs it, since the next part replies to it.
+        platform_post_id: Option<String>,
     },
     /// It did not go out.
     NotPublished,
@@ -198,19 +199,6 @@ impl App {
         let Some(platform) = self.platform(&post.content.channel).cloned() else {
             return Ok(None);
         };
-        let key = item
-            .intent
-            .as_ref()
-            .map(|i| i.idempotency_key.clone())
-            .unwrap_or_else(|| {
-                idempotency_key(
-                    post.id,
-                    post.approved_hash
-                        .as_ref()
-                        .map(|h| h.as_str())
-                        .unwrap_or(""),
-                )
-            });
         let detail = match self.store().post_detail(post.id).await {
             Ok(detail) => detail,
             Err(e) => {
@@ -218,16 +206,29 @@ impl App {
                 return Ok(None);
             }
         };
-        // Every attempt that recorded an intent and every re-send reconcile made: an
-        // adapter whose platform keeps a key for a limited time (Mastodon) needs the key's
-        // first send, and must wait while any send of it may still be running.
-        let attempts = crate::publish::sends(&detail);
+        // The part in doubt is the latest intent's; the parts before it are out.
+        let part = item.intent.as_ref().map_or(1, |i| i.part);
+        let base_key = idempotency_key(
+            post.id,
+            post.approved_hash
+                .as_ref()
+                .map(|h| h.as_str())
+                .unwrap_or(""),
+        );
+        let mut landed = crate::publish::landed_parts(&detail);
+        landed.retain(|p| p.number < part);
+        let mut publish = crate::publish::part_request(&post, part, landed, &base_key);
+        if let Some(intent) = &item.intent {
+            publish.idempotency_key = intent.idempotency_key.clone();
+        }
+        // Every attempt at this part that recorded an intent and every re-send reconcile
+        // made: an adapter whose platform keeps a key for a limited time (Mastodon) needs
+        // the key's first send, and must wait while any send of it may still be running.
         let request = ReconcileRequest {
             publish: airlock_platforms::PublishRequest {
                 now: self.now(),
-                earlier: attempts,
-                part: airlock_platforms::PartRequest::SINGLE,
-                ..publish_request(&post, key)
+                earlier: crate::publish::sends(&detail, part),
+                ..publish
             },
             platform_ref: item.intent.as_ref().and_then(|i| i.platform_ref.clone()),
         };
@@ -263,6 +264,41 @@ impl App {
                     .await?;
                 return Ok(None);
             }
+            Evidence::Published(proof) if request.publish.part.number < request.publish.part.of => {
+                let what = crate::publish::describe_part(&request.publish.part);
+                let Some(id) = proof.platform_post_id else {
+                    // Out, but without its id the next part cannot reply to it.
+                    let note = format!(
+                        "{what} is out ({}), but the platform named no id for it: settle it with `airlock post resolve {} --published --platform-post-id ID`",
+                        proof.note, post.id
+                    );
+                    self.store()
+                        .add_event(
+                            post.id,
+                            EventNote {
+                                kind: "reconcile_answer".into(),
+                                note: Some(note),
+                            },
+                            &Actor::Reconciler.to_string(),
+                            self.now(),
+                            Vec::new(),
+                        )
+                        .await?;
+                    return Ok(None);
+                };
+                let note = format!(
+                    "reconciled: {what} is out; the rest follows; {}",
+                    proof.note
+                );
+                let change = Change::PartSettled {
+                    version,
+                    part: request.publish.part.number,
+                    platform_post_id: id,
+                    permalink: proof.permalink,
+                    note: note.clone(),
+                };
+                (change, Vec::new(), note)
+            }
             Evidence::Published(proof) => {
                 let notify = self.notifications(
                     "published",
@@ -277,7 +313,7 @@ impl App {
                 );
                 let note = format!("reconciled: published; {}", proof.note);
                 let change = Change::SettledPublished {
-                    part: 1,
+                    part: request.publish.part.number,
                     version,
                     posted_at: item
                         .intent
@@ -308,13 +344,19 @@ impl App {
                 (change, Vec::new(), note)
             }
         };
+        let resumes = matches!(change, Change::PartSettled { .. });
         let update = PostChange::new(post.id, Actor::Reconciler.to_string(), self.now(), change)
             .notifying(notify);
         match self.store().change_post(update).await {
-            Ok(post) => Ok(Some(Reconciled {
-                post,
-                evidence: note,
-            })),
+            Ok(post) => {
+                if resumes {
+                    self.lift_own_pause(&post).await;
+                }
+                Ok(Some(Reconciled {
+                    post,
+                    evidence: note,
+                }))
+            }
             // It changed meanwhile (a person, a late answer recorded): look again next pass.
             // What the platform showed is kept on the post for whoever settles it; a
             // re-send's answer above all, which nothing else records.
@@ -476,6 +518,54 @@ impl App {
             .any(|e| e.kind == "stale_outcome" && since.is_none_or(|t| e.at >= t)))
     }
 
+    /// A thread whose part in doubt proved out goes on from the next part: the pause its
+    /// unknown outcome set is lifted, unless another post of the channel still needs
+    /// review. An operator's pause is never lifted.
+    async fn lift_own_pause(&self, post: &Post) {
+        let channel = &post.content.channel;
+        let own = unknown_pause_prefix(post.id);
+        let lift = async {
+            let pauses = self.store().pauses().await?;
+            let ours = pauses.iter().any(|p| {
+                p.scope == channel.as_str()
+                    && p.reason.starts_with(&own)
+                    && (p.actor.starts_with("dispatcher:") || p.actor == Actor::Reaper.to_string())
+            });
+            let others = self.store().review_queue().await?.into_iter().any(|item| {
+                item.is_ok_and(|item| {
+                    item.post.content.channel == *channel && item.post.id != post.id
+                })
+            });
+            if !ours || others {
+                return Ok(false);
+            }
+            let notify = self.notifications(
+                "resumed",
+                None,
+                format!(
+                    "channel {channel} resumed: post {}'s part in doubt proved out",
+                    post.id
+                ),
+                json!({"scope": channel}),
+            );
+            self.store()
+                .resume(
+                    &airlock_store::PauseScope::Channel(channel.clone()),
+                    &Actor::Reconciler.to_string(),
+                    self.now(),
+                    notify,
+                )
+                .await
+        };
+        match lift.await {
+            Ok(true) => self.wake_dispatcher(),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the channel's pause could not be lifted; a person resumes it")
+            }
+        }
+    }
+
     /// A person settles a `needs_review` post (operator).
     pub async fn resolve(
         &self,
@@ -493,8 +583,41 @@ impl App {
             )));
         }
         let actor = who.actor.to_string();
+        // The part in doubt is the latest intent's.
+        let part = detail.intents.last().map_or(1, |i| i.part);
+        let count = post.content.part_count() as u32;
         let (change, notify) = match resolution {
-            Resolution::Published { permalink } => {
+            Resolution::Published {
+                permalink,
+                platform_post_id,
+            } if part < count => {
+                if let Some(link) = &permalink {
+                    airlock_core::post::check_url("permalink", link)
+                        .map_err(|e| Error::Invalid(e.to_string()))?;
+                }
+                let what = if part == count - 1 && post.content.first_comment.is_some() {
+                    format!("part {part}, the last before the first comment,")
+                } else {
+                    format!("part {part} of {count}")
+                };
+                let Some(id) = platform_post_id.filter(|id| !id.trim().is_empty()) else {
+                    return Err(Error::Invalid(format!(
+                        "post {id}: {what} is in doubt and the part after it replies to it: give its id on the platform with --platform-post-id (platform_post_id)"
+                    )));
+                };
+                let change = Change::PartSettled {
+                    version: post.version,
+                    part,
+                    platform_post_id: id,
+                    note: format!("{what} confirmed published by {actor}; the rest follows"),
+                    permalink,
+                };
+                (change, Vec::new())
+            }
+            Resolution::Published {
+                permalink,
+                platform_post_id,
+            } => {
                 if let Some(link) = &permalink {
                     airlock_core::post::check_url("permalink", link)
                         .map_err(|e| Error::Invalid(e.to_string()))?;
@@ -514,10 +637,10 @@ impl App {
                     json!({"channel": post.content.channel, "permalink": permalink}),
                 );
                 let change = Change::SettledPublished {
-                    part: 1,
+                    part,
                     version: post.version,
                     posted_at: sent_at,
-                    platform_post_id: None,
+                    platform_post_id: platform_post_id.filter(|id| !id.trim().is_empty()),
                     note: format!(
                         "confirmed published by {actor}{}",
                         permalink

@@ -42,6 +42,10 @@ pub struct AppSettings {
     /// The most live drafts one token may hold (`[server] max_drafts_per_token`); a
     /// draft past it is refused naming the limit. The CLI and the scheduler are not held to it.
     pub max_drafts_per_token: u32,
+    /// Fetch every media item when it is drafted or edited, and again before a post goes
+    /// out (docs/media.md), waiting at most this long per fetch; `None` takes media as
+    /// given, unchecked (embedded uses and tests without a network).
+    pub media_fetch_timeout: Option<Duration>,
 }
 
 impl AppSettings {
@@ -64,6 +68,7 @@ impl AppSettings {
             min_retry_after: Duration::seconds(30),
             max_retry_after: Duration::hours(24),
             max_drafts_per_token: 1000,
+            media_fetch_timeout: None,
         }
     }
 
@@ -143,14 +148,27 @@ impl ChannelSettings {
         }
     }
 
-    /// What publishing `content` charges the channel's budget, if it has one.
+    /// What publishing `content` charges the channel's budget, if it has one: each part
+    /// and the first comment is a request the platform charges, all reserved when the
+    /// post is claimed, so a thread is never stopped halfway by the budget.
     pub fn charge(&self, content: &airlock_core::PostContent) -> Option<Charge> {
-        self.budget.map(|budget| Charge {
-            rule: BudgetRule {
-                monthly: budget.monthly,
-                tz: self.timezone,
-            },
-            cost: budget.costs.of(&content.text, content.link.as_deref()),
+        self.budget.map(|budget| {
+            let later = content
+                .more
+                .iter()
+                .map(|part| part.text.as_str())
+                .chain(content.first_comment.as_deref())
+                .map(|text| budget.costs.of(text, None));
+            Charge {
+                rule: BudgetRule {
+                    monthly: budget.monthly,
+                    tz: self.timezone,
+                },
+                cost: later.fold(
+                    budget.costs.of(&content.text, content.link.as_deref()),
+                    |a, b| a.saturating_add(b),
+                ),
+            }
         })
     }
 

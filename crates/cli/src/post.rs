@@ -96,6 +96,10 @@ pub enum PostCommand {
         /// Where it went out.
         #[arg(long, requires = "published")]
         permalink: Option<String>,
+        /// Its id on the platform (needed for a part of a thread that is not the last:
+        /// the next part replies to it).
+        #[arg(long, value_name = "ID", requires = "published")]
+        platform_post_id: Option<String>,
         /// It did not go out.
         #[arg(long)]
         not_published: bool,
@@ -221,9 +225,8 @@ impl ThreadArgs {
     fn parts(&self, media: &[Media]) -> Result<Option<Vec<Part>>, Failure> {
         if let Some(path) = &self.thread_file {
             let markdown = read_text_file(path)?;
-            let parts = airlock_core::thread::parse_thread(&markdown).map_err(|e| {
-                Failure::refused(format!("--thread-file {}: {e}", path.display()))
-            })?;
+            let parts = airlock_core::thread::parse_thread(&markdown)
+                .map_err(|e| Failure::refused(format!("--thread-file {}: {e}", path.display())))?;
             return Ok(Some(with_first_media(parts, media)));
         }
         if self.part.is_empty() {
@@ -441,10 +444,14 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             id,
             published,
             permalink,
+            platform_post_id,
             not_published: _,
         } => {
             let resolution = if published {
-                Resolution::Published { permalink }
+                Resolution::Published {
+                    permalink,
+                    platform_post_id,
+                }
             } else {
                 Resolution::NotPublished
             };

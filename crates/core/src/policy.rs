@@ -443,6 +443,22 @@ impl fmt::Display for Violation {
     }
 }
 
+impl Violation {
+    /// Whether it is about the post's shape (parts, media, a first comment the platform
+    /// cannot take), which is refused when a post is drafted, not only at approval.
+    pub fn is_shape(&self) -> bool {
+        match self {
+            Violation::TooManyParts { .. }
+            | Violation::NoFirstComment
+            | Violation::MediaType { .. }
+            | Violation::MediaTooLarge { .. }
+            | Violation::TooManyMedia { .. } => true,
+            Violation::InPart { violation, .. } => violation.is_shape(),
+            _ => false,
+        }
+    }
+}
+
 impl ContentPolicy {
     /// Every violation of this policy by `content`, empty when it passes. A post of several
     /// parts is checked part by part, each violation naming its part.

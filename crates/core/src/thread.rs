@@ -77,7 +77,9 @@ mod tests {
 
     #[test]
     fn an_empty_part_or_a_bad_image_url_is_refused_by_name() {
-        let err = parse_thread("one\n---\n---\nthree").unwrap_err().to_string();
+        let err = parse_thread("one\n---\n---\nthree")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("part 2"), "{err}");
         let err = parse_thread("one\n![x](ftp://a/b.png)").unwrap_err();
         assert_eq!(err.what, "media url");

@@ -83,6 +83,9 @@ pub struct ResolveForm {
     /// The permalink a person found (optional).
     #[serde(default)]
     pub permalink: String,
+    /// The platform's id of the part in doubt (a part of a thread that is not the last).
+    #[serde(default)]
+    pub platform_post_id: String,
     /// A local path to return to.
     #[serde(default)]
     pub back: Option<String>,
@@ -319,6 +322,8 @@ pub async fn resolve(
         let resolution = match form.outcome.as_str() {
             "published" => Resolution::Published {
                 permalink: Some(form.permalink.trim().to_owned()).filter(|p| !p.is_empty()),
+                platform_post_id: Some(form.platform_post_id.trim().to_owned())
+                    .filter(|p| !p.is_empty()),
             },
             "not_published" => Resolution::NotPublished,
             _ => {

@@ -31,8 +31,8 @@ pub async fn inspect(client: &Client, media: &Media, max_bytes: u64) -> Result<M
     let shown = without_secrets(&media.url);
     let refused = |why: String| MediaError::Refused(format!("media {shown}: {why}"));
     let unreachable = |why: String| MediaError::Unreachable(format!("media {shown}: {why}"));
-    let parsed = reqwest::Url::parse(&media.url)
-        .map_err(|_| refused("is not an absolute URL".into()))?;
+    let parsed =
+        reqwest::Url::parse(&media.url).map_err(|_| refused("is not an absolute URL".into()))?;
     if !crate::http::is_fetchable(&parsed) {
         return Err(refused(
             "is not an https URL without credentials, which is all airlock fetches".into(),

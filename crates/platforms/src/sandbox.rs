@@ -1,7 +1,8 @@
 //! `sandbox`: publishes to a local JSON-lines file, for demos, dry runs and drills.
 //!
-//! One line per publish in `sandbox/<channel>.jsonl` beside the config (or `path`); the
-//! id is random and the permalink `sandbox://<channel>/<id>`. `simulate` acts out the
+//! One line per publish in `sandbox/<channel>.jsonl` beside the config (or `path`), one
+//! per part of a thread (with `part`, `of` and `reply_to`); the id is random and the
+//! permalink `sandbox://<channel>/<id>`. `simulate` acts out the
 //! other outcomes: `reject` (a definite rejection) and `unknown` (a request whose fate
 //! nobody knows). Reconcile finds a line by its idempotency key; it never claims to
 //! know that nothing was published, because a drill must reach a person.
@@ -165,6 +166,14 @@ impl Platform for Sandbox {
             "link": req.link,
             "published_at": airlock_core::time::format_utc(chrono::Utc::now()),
         });
+        let mut line = line;
+        if req.part.of > 1 {
+            // A part of a thread: which one, and the part it replies to.
+            line["part"] = json!(req.part.number);
+            line["of"] = json!(req.part.of);
+            line["comment"] = json!(req.part.comment);
+            line["reply_to"] = json!(req.part.parent().map(|p| &p.platform_post_id));
+        }
         let _guard = self.lock.lock().await;
         match self.append(&format!("{line}\n")) {
             Ok(()) => Outcome::Published(Published {

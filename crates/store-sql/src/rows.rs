@@ -28,8 +28,7 @@ pub const SUMMARY_COLUMNS: &str = "id, status, channel, title, scheduled_at, not
 pub const EVENT_COLUMNS: &str = "id, post_id, at, kind, from_status, to_status, actor, note";
 
 /// The columns [`intent`] reads.
-pub const INTENT_COLUMNS: &str =
-    "post_id, generation, idempotency_key, phase, platform_ref, created_at, settled_at, part, \
+pub const INTENT_COLUMNS: &str = "post_id, generation, idempotency_key, phase, platform_ref, created_at, settled_at, part, \
      platform_post_id, permalink";
 
 /// The columns [`reservation`] reads.

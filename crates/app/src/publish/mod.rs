@@ -39,7 +39,7 @@ use airlock_core::quota::Limit;
 use airlock_core::time::format_utc;
 use airlock_core::{Action, Actor, ChannelName, Intent, Outcome, Post, PostId, PostStatus};
 use airlock_platforms::{
-    EarlierAttempt, Platform, Prepared, Proof, PublishRequest, StepError, Verification,
+    EarlierAttempt, Platform, Prepared, PublishRequest, PublishedPart, StepError, Verification,
 };
 use airlock_store::{
     Change, IntentClaim, IntentRequest, NewNotification, PauseScope, PauseSpec, PostChange,
@@ -51,12 +51,16 @@ use crate::{App, ChannelSettings, Error, Principal, Result};
 
 mod checks;
 mod outcome;
+mod parts;
 mod verify;
 
 use checks::AccountProblem;
 pub(crate) use checks::account_mismatch;
+use outcome::PartStep;
 use outcome::outcome_name;
 pub(crate) use outcome::{scope_arg, unknown_pause_prefix};
+pub use parts::part_key;
+pub(crate) use parts::{describe as describe_part, landed_of as landed_parts, part_request};
 pub use verify::VerifyOutcome;
 
 /// How one run of the guarded path ended.
@@ -412,6 +416,22 @@ impl App {
             );
             return self.back_to_draft(post, reason).await.map(Some);
         }
+        // A post of several parts resumes after the parts already out: those count as
+        // its publish, so the claim reserves nothing more.
+        let landed = if snapshot_is_multipart(&post) {
+            parts::landed(&self.store().post_detail(post.id).await?.intents)
+        } else {
+            Vec::new()
+        };
+        let count = post.content.part_count() as u32;
+        let first_part = landed.len() as u32 + 1;
+        if first_part > count {
+            return Err(Error::Internal(format!(
+                "post {} is approved with all {count} parts out: settle it with `airlock post resolve {} --published`",
+                post.id, post.id
+            )));
+        }
+
         // 2. Claim and reserve in one transaction, with the intent when no repeatable
         // step (nor a first look at the account) comes before the request.
         let approved_hash = post
@@ -430,14 +450,14 @@ impl App {
             actor: self.dispatcher_actor(),
             now,
             lease_until: now + self.settings().stale_after,
-            quota: (!post.test).then(|| QuotaClaim {
+            quota: (!post.test && landed.is_empty()).then(|| QuotaClaim {
                 window: self.settings().window,
                 daily: channel.daily(),
                 budget: channel.charge(&post.content),
             }),
             intent: fold_intent.then(|| IntentClaim {
-                part: 1,
-                idempotency_key: key.clone(),
+                part: first_part,
+                idempotency_key: parts::part_key(&key, first_part),
                 lease_margin: channel.publish_time(),
             }),
         };
@@ -477,130 +497,192 @@ impl App {
             }
             .map(Some);
         }
-
-        // Still step 3: prepare (seeing the earlier attempts' handles), then the intent.
-        let mut request = publish_request(&post, key);
-        request.now = self.now();
-        let (prepared, sent_at) = match intent {
-            Some(intent) => (Prepared::default(), intent.created_at),
-            None => {
-                request.earlier = match self.earlier_attempts(&post).await {
-                    Ok(earlier) => earlier,
-                    // Without the earlier attempts' handles a retry could make a second copy.
-                    Err(e) => {
-                        let reason = format!(
-                            "the earlier attempts of this post cannot be read ({e}); nothing was sent"
-                        );
-                        return self.not_sent(post, reason, None, false).await.map(Some);
-                    }
-                };
-                let prepared = match platform.prepare(&request).await {
-                    Ok(prepared) => prepared,
-                    Err(step) => {
-                        return self.step_failed(post, step).await.map(Some);
-                    }
-                };
-                boundary("publish::after_prepare");
-                if let Some(proof) = prepared.already_published {
-                    // The platform shows this post published by an earlier attempt:
-                    // nothing is sent.
-                    tracing::warn!(post_id = %post.id, note = %proof.note, "already published by an earlier attempt");
-                    // The attempt the proof names sent it; without a name, the latest
-                    // attempt (the request the platform received last).
-                    let intents = || request.earlier.iter().filter(|a| !a.resend);
-                    let sender = proof
-                        .attempt
-                        .and_then(|g| intents().find(|a| a.generation == g))
-                        .or_else(|| intents().next_back())
-                        .cloned();
-                    return self
-                        .found_earlier(post, &channel, proof, sender.as_ref())
-                        .await
-                        .map(Some);
-                }
-                let intent = IntentRequest {
-                    part: 1,
-                    post_id: post.id,
-                    generation: post.generation,
-                    idempotency_key: request.idempotency_key.clone(),
-                    platform_ref: prepared.platform_ref.clone(),
-                    now: self.now(),
-                    lease_margin: channel.publish_time(),
-                };
-                match self.store().record_intent(&intent).await {
-                    Ok(intent) => (prepared, intent.created_at),
-                    // The claim is gone (lease expired, reaped): nothing was sent, and
-                    // nothing will be.
-                    Err(StoreError::Fenced { .. }) => return self.stale(post).await.map(Some),
-                    // Paused while the post was being prepared: nothing may be sent now.
-                    Err(StoreError::Paused { scope, reason }) => {
-                        return self.hold(post, scope, reason, None).await.map(Some);
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        };
-        boundary("publish::after_intent");
-
-        // 4. The one irreversible request — unless this worker was held up after its intent
-        // (frozen, starved) long enough that its lease may end before the answer: the
-        // reaper may already have handed the post to a person, who may publish it again.
-        if let Some(lease) = post.lease_expires_at
-            && self.now() + channel.publish_time() > lease
-        {
-            let reason = format!(
-                "the lease ends at {} and would not outlast the request: nothing was sent",
-                format_utc(lease)
-            );
-            tracing::warn!(post_id = %post.id, "{reason}");
-            return self.finish_unsent_intent(post, reason).await.map(Some);
+        // Still step 3: the bytes of every media item still to go out are the approved
+        // ones, or nothing is sent.
+        if let Err(step) = self.recheck_media(&post, first_part).await {
+            return self.step_failed(post, step).await.map(Some);
         }
-        let outcome = self.send(platform.as_ref(), &request, &prepared).await;
-        boundary("publish::after_send");
 
-        // 5. The outcome, fenced by generation.
-        let mut report = self.write_outcome(post, &channel, outcome).await?;
-        report.sent_at = Some(sent_at);
-        boundary("publish::after_outcome");
-
-        // 6. Verify: now for a caller who waits, else in a task of its own whose result
-        // is recorded with others'. The post is published whatever happens here.
-        if report.result == PublishResult::Posted {
-            match verify {
-                Verify::Now => {
-                    let post_id = report.post.id;
-                    match self.verify(report.post.clone(), platform.as_ref()).await {
-                        Ok(post) => report.post = post,
+        // Steps 3 to 5 once per part, from the first not out: each part's request has its
+        // own intent under a generation of its own, recorded before it is sent.
+        let mut post = post;
+        let mut intent = intent;
+        let mut published = landed;
+        let mut number = first_part;
+        let mut first_sent = None;
+        loop {
+            let mut request = parts::part_request(&post, number, published.clone(), &key);
+            request.now = self.now();
+            let (prepared, sent_at) = match intent.take() {
+                Some(intent) => (Prepared::default(), intent.created_at),
+                None => {
+                    request.earlier = match self.earlier_attempts(&post, number).await {
+                        Ok(earlier) => earlier,
+                        // Without the earlier attempts' handles a retry could make a second
+                        // copy.
                         Err(e) => {
-                            tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+                            let reason = format!(
+                                "the earlier attempts of this post cannot be read ({e}); nothing was sent"
+                            );
+                            return self.not_sent(post, reason, None, false).await.map(Some);
+                        }
+                    };
+                    let prepared = match platform.prepare(&request).await {
+                        Ok(prepared) => prepared,
+                        Err(step) => {
+                            return self
+                                .step_failed(post, in_part(&request, step))
+                                .await
+                                .map(Some);
+                        }
+                    };
+                    boundary("publish::after_prepare");
+                    if let Some(proof) = prepared.already_published {
+                        // The platform shows this part published by an earlier attempt:
+                        // nothing is sent.
+                        tracing::warn!(post_id = %post.id, part = number, note = %proof.note, "already published by an earlier attempt");
+                        // The attempt the proof names sent it; without a name, the latest
+                        // attempt (the request the platform received last).
+                        let intents = || request.earlier.iter().filter(|a| !a.resend);
+                        let sender = proof
+                            .attempt
+                            .and_then(|g| intents().find(|a| a.generation == g))
+                            .or_else(|| intents().next_back())
+                            .cloned();
+                        let found = airlock_core::Published {
+                            platform_post_id: proof.platform_post_id,
+                            permalink: proof.permalink,
+                            pause: None,
+                            existing: Some(proof.note),
+                        };
+                        if number < count {
+                            match self
+                                .part_published(post, &request, found, sender.as_ref())
+                                .await?
+                            {
+                                PartStep::Next(next, part) => {
+                                    post = *next;
+                                    published.push(part);
+                                    number += 1;
+                                    *claimed.lock().expect("lock is never poisoned") =
+                                        Some((post.id, post.generation));
+                                    continue;
+                                }
+                                PartStep::Ended(report) => return Ok(Some(*report)),
+                            }
+                        }
+                        let mut report = self
+                            .write_published(post, &channel, found, sender.as_ref(), &request)
+                            .await?;
+                        report.sent_at = first_sent.or(sender.map(|a| a.sent_at));
+                        return Ok(Some(report));
+                    }
+                    let intent = IntentRequest {
+                        part: number,
+                        post_id: post.id,
+                        generation: post.generation,
+                        idempotency_key: request.idempotency_key.clone(),
+                        platform_ref: prepared.platform_ref.clone(),
+                        now: self.now(),
+                        lease_margin: channel.publish_time(),
+                    };
+                    match self.store().record_intent(&intent).await {
+                        Ok(intent) => (prepared, intent.created_at),
+                        // The claim is gone (lease expired, reaped): nothing was sent, and
+                        // nothing will be.
+                        Err(StoreError::Fenced { .. }) => return self.stale(post).await.map(Some),
+                        // Paused while the post was being prepared: nothing may be sent now.
+                        Err(StoreError::Paused { scope, reason }) => {
+                            return self.hold(post, scope, reason, None).await.map(Some);
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            };
+            first_sent.get_or_insert(sent_at);
+            boundary("publish::after_intent");
+
+            // 4. The one irreversible request of this part — unless this worker was held up
+            // after its intent (frozen, starved) long enough that its lease may end before
+            // the answer: the reaper may already have handed the post to a person, who may
+            // publish it again.
+            if let Some(lease) = post.lease_expires_at
+                && self.now() + channel.publish_time() > lease
+            {
+                let reason = format!(
+                    "the lease ends at {} and would not outlast the request: nothing was sent",
+                    format_utc(lease)
+                );
+                tracing::warn!(post_id = %post.id, "{reason}");
+                return self.finish_unsent_intent(post, reason).await.map(Some);
+            }
+            let outcome = self.send(platform.as_ref(), &request, &prepared).await;
+            boundary("publish::after_send");
+
+            // 5. The outcome, fenced by generation: a part out with more to follow keeps
+            // the claim for the next part.
+            let outcome = match outcome {
+                Outcome::Published(part_out) if number < count => {
+                    match self.part_published(post, &request, part_out, None).await? {
+                        PartStep::Next(next, part) => {
+                            post = *next;
+                            published.push(part);
+                            number += 1;
+                            *claimed.lock().expect("lock is never poisoned") =
+                                Some((post.id, post.generation));
+                            continue;
+                        }
+                        PartStep::Ended(report) => return Ok(Some(*report)),
+                    }
+                }
+                outcome => outcome_in_part(&request, outcome),
+            };
+            let mut report = self
+                .write_outcome(post, &channel, outcome, &request)
+                .await?;
+            report.sent_at = first_sent;
+            boundary("publish::after_outcome");
+
+            // 6. Verify: now for a caller who waits, else in a task of its own whose result
+            // is recorded with others'. The post is published whatever happens here.
+            if report.result == PublishResult::Posted {
+                match verify {
+                    Verify::Now => {
+                        let post_id = report.post.id;
+                        match self.verify(report.post.clone(), platform.as_ref()).await {
+                            Ok(post) => report.post = post,
+                            Err(e) => {
+                                tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+                            }
                         }
                     }
+                    Verify::Later => self.verify_later(report.post.clone(), platform),
                 }
-                Verify::Later => self.verify_later(report.post.clone(), platform),
             }
+            return Ok(Some(report));
         }
-        Ok(Some(report))
     }
 
-    /// The attempts at this post that recorded an intent under an earlier claim. Only a
-    /// post claimed before (generation above 1) can have any.
-    async fn earlier_attempts(&self, post: &Post) -> Result<Vec<EarlierAttempt>> {
+    /// The attempts at this part of the post that recorded an intent under an earlier
+    /// claim. Only a post claimed before (generation above 1) can have any.
+    async fn earlier_attempts(&self, post: &Post, part: u32) -> Result<Vec<EarlierAttempt>> {
         if post.generation <= 1 {
             return Ok(Vec::new());
         }
-        self.attempts_below(post, Some(post.generation)).await
+        self.attempts_below(post, Some(post.generation), part).await
     }
 
-    /// The post's sends under earlier claims, oldest first: each attempt that recorded an
-    /// intent of a generation below `below`, and each re-send reconcile made with its key
-    /// ([`sends`]).
+    /// The post's sends of `part` under earlier claims, oldest first: each attempt that
+    /// recorded an intent of a generation below `below`, and each re-send reconcile made
+    /// with its key ([`sends`]).
     pub(crate) async fn attempts_below(
         &self,
         post: &Post,
         below: Option<i64>,
+        part: u32,
     ) -> Result<Vec<EarlierAttempt>> {
         let detail = self.store().post_detail(post.id).await?;
-        let mut attempts = sends(&detail);
+        let mut attempts = sends(&detail, part);
         attempts.retain(|a| below.is_none_or(|below| a.generation < below));
         Ok(attempts)
     }
@@ -759,13 +841,14 @@ impl App {
     }
 }
 
-/// Every request a post's timeline records as sent with a key, oldest first: each
-/// attempt's intent, and each reconcile re-send (a [`crate::review::RESEND_EVENT`]),
-/// which sent the key of the latest intent recorded before it. An adapter that fences
-/// sends of one key (Mastodon) must see them all, whatever the outcome recorded since.
-pub(crate) fn sends(detail: &airlock_core::PostDetail) -> Vec<EarlierAttempt> {
+/// Every request a post's timeline records as sent with the key of `part`, oldest first:
+/// each of that part's intents, and each reconcile re-send (a
+/// [`crate::review::RESEND_EVENT`]), which sent the key of the latest intent recorded
+/// before it. An adapter that fences sends of one key (Mastodon) must see them all,
+/// whatever the outcome recorded since.
+pub(crate) fn sends(detail: &airlock_core::PostDetail, part: u32) -> Vec<EarlierAttempt> {
     let mut sends: Vec<EarlierAttempt> = Vec::new();
-    for intent in &detail.intents {
+    for intent in detail.intents.iter().filter(|i| i.part == part) {
         sends.push(earlier_attempt(intent.clone()));
     }
     for event in &detail.events {
@@ -777,6 +860,7 @@ pub(crate) fn sends(detail: &airlock_core::PostDetail) -> Vec<EarlierAttempt> {
             .iter()
             .filter(|i| i.created_at <= event.at)
             .max_by_key(|i| (i.created_at, i.generation))
+            .filter(|i| i.part == part)
         {
             sends.push(EarlierAttempt {
                 sent_at: event.at,
@@ -802,21 +886,67 @@ pub(crate) fn earlier_attempt(intent: Intent) -> EarlierAttempt {
     }
 }
 
-/// The request an adapter gets for a post.
-pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
-    PublishRequest {
-        post_id: post.id,
-        channel: post.content.channel.clone(),
-        title: post.content.title.clone(),
-        text: post.content.text.clone(),
-        media: post.content.media.clone(),
-        link: post.content.link.clone(),
-        scheduled_at: post.scheduled_at,
-        idempotency_key,
-        now: post.updated_at,
-        earlier: Vec::new(),
-        part: airlock_platforms::PartRequest::SINGLE,
+/// Whether a post has several parts to publish (or a first comment).
+fn snapshot_is_multipart(post: &Post) -> bool {
+    post.content.is_multipart()
+}
+
+/// A step's failure of a later part, naming the part.
+fn in_part(request: &PublishRequest, step: StepError) -> StepError {
+    if request.part.of <= 1 {
+        return step;
     }
+    let what = parts::describe(&request.part);
+    match step {
+        StepError::Transient {
+            reason,
+            retry_after,
+        } => StepError::Transient {
+            reason: format!("{what}: {reason}"),
+            retry_after,
+        },
+        StepError::Rejected { reason, credential } => StepError::Rejected {
+            reason: format!("{what}: {reason}"),
+            credential,
+        },
+    }
+}
+
+/// The outcome of one part's request, its reason naming the part, its key and the parts
+/// already out, so a person settling it knows which request is in doubt.
+fn outcome_in_part(request: &PublishRequest, outcome: Outcome) -> Outcome {
+    if request.part.of <= 1 {
+        return outcome;
+    }
+    let what = parts::describe(&request.part);
+    let out = match request.part.published.len() {
+        0 => "no part is out yet".to_owned(),
+        n => format!("parts 1 to {n} are out"),
+    };
+    let name =
+        |reason: String| format!("{what} (key {}): {reason}; {out}", request.idempotency_key);
+    match outcome {
+        Outcome::NotSent {
+            reason,
+            retry_after,
+        } => Outcome::NotSent {
+            reason: name(reason),
+            retry_after,
+        },
+        Outcome::Rejected { reason, credential } => Outcome::Rejected {
+            reason: name(reason),
+            credential,
+        },
+        Outcome::Unknown { reason } => Outcome::Unknown {
+            reason: name(reason),
+        },
+        published => published,
+    }
+}
+
+/// The request an adapter gets for a single post, or for part 1 of a post of several.
+pub fn publish_request(post: &Post, idempotency_key: String) -> PublishRequest {
+    parts::part_request(post, 1, Vec::new(), &idempotency_key)
 }
 
 #[cfg(test)]

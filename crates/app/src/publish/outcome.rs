@@ -308,38 +308,17 @@ impl App {
             .await
     }
 
-    /// The platform shows the post published by an earlier attempt, `sender` (this one
-    /// sent nothing): published as of that attempt's send, which is what the quota counts
-    /// ([`Settle::CommitAttempt`]).
-    pub(super) async fn found_earlier(
-        &self,
-        post: Post,
-        channel: &ChannelSettings,
-        proof: Proof,
-        sender: Option<&EarlierAttempt>,
-    ) -> Result<PublishReport> {
-        let published = airlock_core::Published {
-            platform_post_id: proof.platform_post_id,
-            permalink: proof.permalink,
-            pause: None,
-            existing: Some(proof.note),
-        };
-        let mut report = self
-            .write_published(post, channel, published, sender)
-            .await?;
-        report.sent_at = sender.map(|a| a.sent_at);
-        Ok(report)
-    }
-
     pub(super) async fn write_outcome(
         &self,
         post: Post,
         channel: &ChannelSettings,
         outcome: Outcome,
+        request: &PublishRequest,
     ) -> Result<PublishReport> {
         match outcome {
             Outcome::Published(published) => {
-                self.write_published(post, channel, published, None).await
+                self.write_published(post, channel, published, None, request)
+                    .await
             }
             Outcome::NotSent {
                 reason,
@@ -356,13 +335,15 @@ impl App {
         }
     }
 
-    /// Records a publish: by this attempt's request, or found made by `sender`'s.
+    /// Records a publish: by this attempt's request, or found made by `sender`'s. For a
+    /// post of several parts, `request` is its last part's.
     pub(super) async fn write_published(
         &self,
         post: Post,
         channel: &ChannelSettings,
         published: airlock_core::Published,
         sender: Option<&EarlierAttempt>,
+        request: &PublishRequest,
     ) -> Result<PublishReport> {
         // A platform that already had it (by this request's or an earlier one's) settles
         // the intent; one that names another post's id does not publish this one.
@@ -402,13 +383,13 @@ impl App {
                 channel.name,
                 published.permalink.as_deref().unwrap_or("(no permalink)")
             ),
-            json!({"channel": channel.name, "platform_post_id": published.platform_post_id, "permalink": published.permalink}),
+            published_payload(channel, &published, request),
         );
         let change = self
             .by_worker(
                 &post,
                 Change::Published {
-                    part: 1,
+                    part: request.part.number,
                     generation: post.generation,
                     posted_at: sender.map_or_else(|| self.now(), |a| a.sent_at),
                     platform_post_id: published.platform_post_id.clone(),
@@ -421,6 +402,108 @@ impl App {
             )
             .notifying(notify);
         self.finish(post, change, PublishResult::Posted).await
+    }
+
+    /// One part of several is out and more follow: recorded under this claim, which
+    /// moves to the next generation for the next part. A part without an id cannot be
+    /// replied to, so the post stops for a person.
+    pub(super) async fn part_published(
+        &self,
+        post: Post,
+        request: &PublishRequest,
+        published: airlock_core::Published,
+        sender: Option<&EarlierAttempt>,
+    ) -> Result<PartStep> {
+        let what = parts::describe(&request.part);
+        let Some(id) = published.platform_post_id.clone() else {
+            let reason = format!(
+                "{what} (key {}) is out, but the platform named no id for it, so the next part cannot reply to it: find it on the platform and settle it with `airlock post resolve {} --published --platform-post-id ID`",
+                request.idempotency_key, post.id
+            );
+            let change = self.unknown_change(&post, &reason, false);
+            let report = self
+                .finish(post, change, PublishResult::NeedsReview { reason })
+                .await?;
+            return Ok(PartStep::Ended(Box::new(report)));
+        };
+        let mut note = format!(
+            "{what} published as {}",
+            published.permalink.as_deref().unwrap_or(&id)
+        );
+        if let Some(existing) = &published.existing {
+            note = format!("{note}; the platform already had it: {existing}");
+        }
+        let change = self.by_worker(
+            &post,
+            Change::PartPublished {
+                generation: post.generation,
+                part: request.part.number,
+                platform_post_id: id.clone(),
+                permalink: published.permalink.clone(),
+                sent_by: sender.map(|a| a.generation),
+                lease_until: self.now() + self.settings().stale_after,
+                note,
+            },
+        );
+        let report = self.finish(post, change, PublishResult::Posted).await?;
+        if report.result != PublishResult::Posted {
+            return Ok(PartStep::Ended(Box::new(report)));
+        }
+        boundary("publish::after_part");
+        Ok(PartStep::Next(
+            Box::new(report.post),
+            PublishedPart {
+                number: request.part.number,
+                platform_post_id: id,
+                permalink: published.permalink,
+            },
+        ))
+    }
+
+    /// Fetches again every media item of the parts from `first_part` on whose bytes were
+    /// checked when drafted, and refuses the post (nothing sent) when any changed.
+    pub(super) async fn recheck_media(
+        &self,
+        post: &Post,
+        first_part: u32,
+    ) -> std::result::Result<(), StepError> {
+        let Some(client) = self.media_client() else {
+            return Ok(());
+        };
+        let parts = post.content.parts();
+        for (index, part) in parts.iter().enumerate().skip(first_part as usize - 1) {
+            for media in part.media.iter().filter(|m| m.sha256.is_some()) {
+                let found = airlock_platforms::media::inspect(
+                    client,
+                    media,
+                    airlock_platforms::media::MAX_CHECKED_BYTES,
+                )
+                .await
+                .map_err(|e| match e {
+                    airlock_platforms::media::MediaError::Refused(why) => StepError::Rejected {
+                        reason: format!("{why}; nothing was sent"),
+                        credential: false,
+                    },
+                    airlock_platforms::media::MediaError::Unreachable(why) => {
+                        StepError::transient(format!("{why}; nothing was sent"))
+                    }
+                })?;
+                let digest = found.sha256.unwrap_or_default();
+                if let Some(why) = airlock_platforms::media::changed_since_approval(media, &digest)
+                {
+                    let why = if parts.len() > 1 {
+                        format!("part {}: {why}", index + 1)
+                    } else {
+                        why
+                    };
+                    return Err(StepError::Rejected {
+                        reason: why,
+                        credential: false,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// When the platform named a post it already had (`Published::existing`), that post is
@@ -455,6 +538,43 @@ impl App {
             )
         })
     }
+}
+
+/// Where a run goes after a part that is not the last.
+pub(super) enum PartStep {
+    /// On to the next part, with the post as it stands and the part just out.
+    Next(Box<Post>, PublishedPart),
+    /// The run ended here (a stale claim, a part without an id).
+    Ended(Box<PublishReport>),
+}
+
+/// The `published` notification's data: the post's id and permalink, and for a post of
+/// several parts each part's.
+fn published_payload(
+    channel: &ChannelSettings,
+    published: &airlock_core::Published,
+    request: &PublishRequest,
+) -> serde_json::Value {
+    let mut payload = json!({
+        "channel": channel.name,
+        "platform_post_id": published.platform_post_id,
+        "permalink": published.permalink,
+    });
+    if request.part.of > 1 {
+        let mut parts: Vec<serde_json::Value> = request
+            .part
+            .published
+            .iter()
+            .map(|p| json!({"part": p.number, "platform_post_id": p.platform_post_id, "permalink": p.permalink}))
+            .collect();
+        parts.push(json!({"part": request.part.number, "platform_post_id": published.platform_post_id, "permalink": published.permalink}));
+        if let Some(first) = request.part.published.first() {
+            payload["platform_post_id"] = json!(first.platform_post_id);
+            payload["permalink"] = json!(first.permalink);
+        }
+        payload["parts"] = serde_json::Value::Array(parts);
+    }
+    payload
 }
 
 /// How the reason of the pause a post's unknown outcome sets begins: reconcile tells that

@@ -6,6 +6,7 @@ mod critic;
 mod edge;
 mod guarded;
 mod outcomes;
+mod parts;
 mod reaper;
 mod security;
 mod support;

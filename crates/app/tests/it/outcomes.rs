@@ -253,6 +253,7 @@ async fn resolving_settles_the_reservation_both_ways() {
         let resolution = if published {
             airlock_app::review::Resolution::Published {
                 permalink: Some("https://hooks.example/p/1".into()),
+                platform_post_id: None,
             }
         } else {
             airlock_app::review::Resolution::NotPublished

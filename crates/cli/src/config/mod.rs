@@ -16,6 +16,9 @@ use airlock_app::{AppSettings, ChannelSettings, NotifyRoute};
 use airlock_core::quota::WindowRule;
 use airlock_core::{ChannelName, Span};
 
+/// How long fetching one media item to check it may take (docs/media.md).
+pub const MEDIA_FETCH_TIMEOUT: chrono::Duration = chrono::Duration::seconds(30);
+
 mod channel;
 mod sink;
 
@@ -346,7 +349,8 @@ impl Config {
         })
     }
 
-    /// The settings `app` runs with.
+    /// The settings `app` runs with: media are checked when drafted and before they go
+    /// out (docs/media.md).
     pub fn app_settings(&self) -> AppSettings {
         let mut settings = AppSettings::new(self.timezone);
         settings.window = self.window;
@@ -356,6 +360,7 @@ impl Config {
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
         settings.max_drafts_per_token = self.max_drafts_per_token;
+        settings.media_fetch_timeout = Some(MEDIA_FETCH_TIMEOUT);
         settings.notify = self
             .sinks
             .values()
