@@ -22,10 +22,19 @@
 //! 4. [`Platform::publish`] (irreversible, once): `com.atproto.repo.createRecord` on
 //!    `app.bsky.feed.post` with that `rkey`. An `ExpiredToken` answer proves nothing was
 //!    written: the session is refreshed and the same record (same key) sent once more. A
-//!    5xx is unknown (a key that already holds a record currently answers 500).
+//!    5xx is unknown (a key that already holds a record currently answers 500), and
+//!    reconcile reads the key.
 //! 5. [`Platform::verify`] and [`Platform::reconcile`]: `getRecord` at the intent's key.
 //!    A record there is this attempt's own object, which proves *published*; its absence
 //!    proves nothing (the write may still land), so the post waits for a person.
+//!
+//! **Threads.** Each part of a post is its own record, prepared and published as above
+//! with that part's own key (the request's `earlier` are that part's attempts). A later
+//! part (and the first comment, a reply to the last part) carries `reply: {root, parent}`,
+//! strong references (`{uri, cid}`) to part 1 and to the part before it: `prepare` reads
+//! both records back with `getRecord` (from the PDS, not an AppView) for their CIDs, since
+//! a part's `platform_post_id` is its `at://` URI only. A later part's key is a TID later
+//! than every part already out, so no two parts of a post can share a key.
 //!
 //! Permalinks are `https://bsky.app/profile/<handle>/post/<rkey>`. A link the text does
 //! not carry becomes an external embed (a card); up to four images become an image embed
@@ -52,8 +61,8 @@ use crate::http::{
 };
 use crate::kind::{Common, KindConfig, read_token};
 use crate::{
-    Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
-    StepError, Verification,
+    Account, Evidence, Platform, Prepared, Proof, PublishRequest, PublishedPart, ReconcileRequest,
+    SettingsError, StepError, Verification,
 };
 
 /// The PDS of accounts hosted by Bluesky.
@@ -104,11 +113,20 @@ struct Session {
     handle: String,
 }
 
-/// What `prepare` made for a record key: facets and the image embed.
+/// What `prepare` made for a record key: facets, the image embed and, for a later
+/// part, the reply references.
 #[derive(Debug, Clone, Default)]
 struct Staged {
     facets: Vec<Value>,
     images: Vec<Value>,
+    reply: Option<Value>,
+}
+
+/// A record the PDS holds: its `at://` URI and content id.
+#[derive(Debug, Clone)]
+struct Stored {
+    uri: String,
+    cid: Option<String>,
 }
 
 /// A `bluesky` channel.
@@ -160,6 +178,30 @@ pub fn is_tid(key: &str) -> bool {
     key.len() == 13
         && key.bytes().all(|b| TID_ALPHABET.contains(&b))
         && matches!(key.as_bytes()[0], b'2'..=b'7' | b'a'..=b'j')
+}
+
+/// The microseconds since the epoch a TID carries.
+pub fn tid_micros(key: &str) -> Option<i64> {
+    if !is_tid(key) {
+        return None;
+    }
+    let value = key.bytes().fold(0u64, |value, b| {
+        let digit = TID_ALPHABET.iter().position(|a| *a == b).unwrap_or(0) as u64;
+        (value << 5) | digit
+    });
+    i64::try_from(value >> 10).ok()
+}
+
+/// When a part's key is minted: `now`, or just after the latest key of the parts already
+/// out when that is later (parts prepared within one clock tick, or a clock that went
+/// back), so a part's key never equals, nor sorts before, an earlier part's.
+fn key_time(now: DateTime<Utc>, published: &[PublishedPart]) -> DateTime<Utc> {
+    published
+        .iter()
+        .filter_map(|part| tid_micros(rkey_of(&part.platform_post_id)?))
+        .max()
+        .and_then(|micros| DateTime::<Utc>::from_timestamp_micros(micros + 1))
+        .map_or(now, |after| after.max(now))
 }
 
 /// The permalink of a record key on a handle's profile.
@@ -470,9 +512,9 @@ impl Bluesky {
         unreachable!("the loop returns on its second pass")
     }
 
-    /// The record at `rkey` in the account's repository: `Ok(Some((uri, handle)))` when it
-    /// exists, `Ok(None)` when the PDS says there is none. No session needed.
-    async fn get_record(&self, rkey: &str) -> Result<Option<String>, String> {
+    /// The record at `rkey` in the account's repository: `Ok(Some(..))` when it exists,
+    /// `Ok(None)` when the PDS says there is none. No session needed.
+    async fn get_record(&self, rkey: &str) -> Result<Option<Stored>, String> {
         let repo = match self.session.lock().await.as_ref() {
             Some(session) => session.did.clone(),
             None => self.handle.clone(),
@@ -492,12 +534,17 @@ impl Bluesky {
             .await
             .map_err(|e| self.transport_summary("record read", &e))?;
         if answer.is_success() {
-            let uri = answer
-                .json()
-                .and_then(|v| v["uri"].as_str().map(str::to_owned))
-                .filter(|uri| rkey_of(uri) == Some(rkey));
+            let body = answer.json().unwrap_or(Value::Null);
+            let uri = body["uri"]
+                .as_str()
+                .filter(|uri| rkey_of(uri) == Some(rkey))
+                .map(str::to_owned);
+            let cid = body["cid"]
+                .as_str()
+                .filter(|cid| !cid.is_empty())
+                .map(str::to_owned);
             return uri
-                .map(Some)
+                .map(|uri| Some(Stored { uri, cid }))
                 .ok_or_else(|| "bluesky: the record read names another record".to_owned());
         }
         if answer.status == 400 && xrpc_error(&answer) == "RecordNotFound" {
@@ -550,6 +597,61 @@ impl Bluesky {
         facets
     }
 
+    /// The strong reference (`{uri, cid}`) of a part already out, read back from the PDS.
+    async fn strong_ref(&self, part: &PublishedPart) -> Result<Value, StepError> {
+        let n = part.number;
+        let id = &part.platform_post_id;
+        let Some(rkey) = rkey_of(id) else {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "bluesky: part {n}'s id {id:?} is not a post's at:// URI, so nothing can reply to it: settle part {n} with the record's at:// URI"
+                ),
+                credential: false,
+            });
+        };
+        match self.get_record(rkey).await {
+            Ok(Some(Stored {
+                uri,
+                cid: Some(cid),
+            })) => Ok(json!({"uri": uri, "cid": cid})),
+            Ok(Some(Stored { uri, cid: None })) => Err(StepError::transient(format!(
+                "bluesky: the record of part {n} ({uri}) was read without its cid; nothing was sent"
+            ))),
+            Ok(None) => Err(StepError::Rejected {
+                reason: format!(
+                    "bluesky: part {n}'s record {id} is no longer in the repository (deleted?): the thread cannot go on under it; nothing was sent"
+                ),
+                credential: false,
+            }),
+            Err(e) => Err(StepError::transient(format!(
+                "{e}: part {n}'s record {id} cannot be read for the reply; nothing was sent"
+            ))),
+        }
+    }
+
+    /// A later part's `reply`: the strong references of part 1 and of the part before it.
+    async fn reply(&self, req: &PublishRequest) -> Result<Option<Value>, StepError> {
+        let (Some(root), Some(parent)) = (req.part.root(), req.part.parent()) else {
+            if req.part.is_later() {
+                return Err(StepError::Rejected {
+                    reason: format!(
+                        "bluesky: part {} names no earlier part to reply to; nothing was sent",
+                        req.part.number
+                    ),
+                    credential: false,
+                });
+            }
+            return Ok(None);
+        };
+        let parent_ref = self.strong_ref(parent).await?;
+        let root_ref = if root.number == parent.number {
+            parent_ref.clone()
+        } else {
+            self.strong_ref(root).await?
+        };
+        Ok(Some(json!({"root": root_ref, "parent": parent_ref})))
+    }
+
     /// Downloads and uploads the post's images; the image embed's entries.
     async fn upload_images(&self, req: &PublishRequest) -> Result<Vec<Value>, StepError> {
         let mut images = Vec::new();
@@ -587,6 +689,9 @@ impl Bluesky {
         });
         if !staged.facets.is_empty() {
             record["facets"] = Value::Array(staged.facets.clone());
+        }
+        if let Some(reply) = &staged.reply {
+            record["reply"] = reply.clone();
         }
         let link = req
             .link
@@ -654,7 +759,7 @@ impl Platform for Bluesky {
         }
         for (key, generation) in &earlier_keys {
             match self.get_record(key).await {
-                Ok(Some(uri)) => {
+                Ok(Some(Stored { uri, .. })) => {
                     let handle = self.handle().await;
                     return Ok(Prepared {
                         platform_ref: None,
@@ -688,19 +793,27 @@ impl Platform for Bluesky {
                 getrandom::fill(&mut random).map_err(|e| {
                     StepError::transient(format!("bluesky: no randomness for a record key: {e}"))
                 })?;
-                tid(req.now, u16::from_le_bytes(random))
+                tid(
+                    key_time(req.now, &req.part.published),
+                    u16::from_le_bytes(random),
+                )
             }
         };
         let (mut facets, mentions) = link_and_tag_facets(&req.text);
         // A session now: the images and the create need one, and the account check may
         // have run in another process.
         self.session().await?;
+        let reply = self.reply(req).await?;
         facets.extend(self.mention_facets(&mentions).await);
         let images = self.upload_images(req).await?;
-        self.staged
-            .lock()
-            .expect("lock is never poisoned")
-            .insert(rkey.clone(), Staged { facets, images });
+        self.staged.lock().expect("lock is never poisoned").insert(
+            rkey.clone(),
+            Staged {
+                facets,
+                images,
+                reply,
+            },
+        );
         Ok(Prepared::with_ref(rkey))
     }
 
@@ -718,6 +831,15 @@ impl Platform for Bluesky {
             .expect("lock is never poisoned")
             .remove(rkey)
             .unwrap_or_default();
+        if req.part.is_later() && staged.reply.is_none() {
+            return Outcome::NotSent {
+                reason: format!(
+                    "bluesky: part {} was not prepared with its reply references; nothing was sent",
+                    req.part.number
+                ),
+                retry_after: None,
+            };
+        }
         let mut session = match self.session().await {
             Ok(session) => session,
             Err(e) => {
@@ -839,7 +961,7 @@ impl Platform for Bluesky {
             return Evidence::NoProof;
         };
         match self.get_record(rkey).await {
-            Ok(Some(uri)) => {
+            Ok(Some(Stored { uri, .. })) => {
                 let handle = self.handle().await;
                 Evidence::Published(self.proof(
                     &handle,
@@ -909,6 +1031,32 @@ mod tests {
             Some("3lbxyz")
         );
         assert_eq!(rkey_of("at://did:plc:abc/app.bsky.feed.like/3lbxyz"), None);
+    }
+
+    #[test]
+    fn a_later_parts_key_sorts_after_every_part_already_out() {
+        let at = DateTime::parse_from_rfc3339("2026-12-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let key = tid(at, 1000);
+        assert_eq!(tid_micros(&key), Some(at.timestamp_micros()));
+        assert_eq!(tid_micros("3jzfcijpj2z2a-"), None);
+        let part = |number, key: &str| PublishedPart {
+            number,
+            platform_post_id: format!("at://did:plc:abc/app.bsky.feed.post/{key}"),
+            permalink: None,
+        };
+        // Prepared within the same clock tick as part 1, or on a clock behind it.
+        for now in [at, at - chrono::Duration::seconds(5)] {
+            let next = tid(key_time(now, &[part(1, &key)]), 0);
+            assert!(next > key, "{next} sorts after {key}");
+        }
+        // A clock ahead of every part is kept as it is.
+        let later = at + chrono::Duration::seconds(1);
+        assert_eq!(key_time(later, &[part(1, &key)]), later);
+        assert_eq!(key_time(at, &[]), at);
+        // A part at a key that is no TID (a server choosing its own keys) bounds nothing.
+        assert_eq!(key_time(at, &[part(1, "3lfake0000001x")]), at);
     }
 
     #[test]

@@ -26,6 +26,14 @@
 //!    checks the operator's pauses and claims the re-send
 //!    ([`Platform::reconcile_sends`], `airlock_app`'s `claim_resend`).
 //!
+//! **Threads.** Each part of a post is its own status with its own key (the request's
+//! key and `earlier` are that part's, so every fence above holds per part): a later part,
+//! and the first comment after the last part, is sent with `in_reply_to_id` = the part
+//! before it. Once no re-send is due, an unknown outcome of a later part is settled by a
+//! read: a reply to the part before it, by the account airlock posts as, with the same
+//! text (its source) and as many attachments, in that status's
+//! `GET /api/v1/statuses/{id}/context` descendants, is this part; none proves nothing.
+//!
 //! Mastodon documents the key but not that a repeat racing the first request is
 //! refused atomically (mastodon#21840): that is why nothing is re-sent sooner than
 //! [`RESEND_AFTER`] after the first send. The token travels only in the
@@ -172,6 +180,15 @@ const STATUSES: StatusTable = StatusTable {
 };
 
 const THROTTLED: &str = "the instance limits requests now; nothing was published";
+
+/// The most replies to the part before reconcile reads the source of, looking for a
+/// later part's status.
+const MAX_REPLIES_READ: usize = 20;
+
+/// Whether `id` can be a status id (it goes into a path).
+fn is_status_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
 
 /// The text sent: the post's text, with its link appended when the text lacks it.
 fn status_text(req: &PublishRequest) -> String {
@@ -440,6 +457,9 @@ impl Mastodon {
         if !media_ids.is_empty() {
             body["media_ids"] = json!(media_ids);
         }
+        if let Some(parent) = req.part.parent() {
+            body["in_reply_to_id"] = json!(parent.platform_post_id);
+        }
         let request = self
             .authorized(self.client.post(self.url(&["v1", "statuses"])))
             .header("Idempotency-Key", key)
@@ -459,6 +479,62 @@ impl Mastodon {
             pause: None,
             existing: None,
         }
+    }
+
+    /// A later part's status, found by a read: a reply to the part before it by the
+    /// account the token belongs to, with this part's text and as many attachments.
+    async fn find_reply(&self, req: &PublishRequest) -> Result<Option<Proof>, StepError> {
+        let Some(parent) = req.part.parent() else {
+            return Ok(None);
+        };
+        let parent_id = parent.platform_post_id.as_str();
+        if !is_status_id(parent_id) {
+            return Ok(None);
+        }
+        let me = self
+            .get_json("identity read", &["v1", "accounts", "verify_credentials"])
+            .await?;
+        let Some(my_id) = id_string(me.get("id")) else {
+            return Ok(None);
+        };
+        let context = self
+            .get_json("thread read", &["v1", "statuses", parent_id, "context"])
+            .await?;
+        let expected = status_text(req);
+        let replies = context["descendants"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let candidates = replies.iter().filter(|status| {
+            id_string(status.get("in_reply_to_id")).as_deref() == Some(parent_id)
+                && id_string(status["account"].get("id")).as_deref() == Some(my_id.as_str())
+                && status["media_attachments"].as_array().map_or(0, Vec::len) == req.media.len()
+        });
+        for status in candidates.take(MAX_REPLIES_READ) {
+            let Some(id) = id_string(status.get("id")).filter(|id| is_status_id(id)) else {
+                continue;
+            };
+            let source = self
+                .get_json("status source read", &["v1", "statuses", &id, "source"])
+                .await?;
+            if source["text"].as_str().map(str::trim) != Some(expected.trim()) {
+                continue;
+            }
+            let permalink = status["url"]
+                .as_str()
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned);
+            return Ok(Some(Proof {
+                note: format!(
+                    "mastodon: status {id} replies to part {} (status {parent_id}) from this account with part {}'s text",
+                    parent.number, req.part.number
+                ),
+                platform_post_id: Some(id),
+                permalink,
+                attempt: None,
+            }));
+        }
+        Ok(None)
     }
 
     fn publish_failure(&self, answer: &Answer) -> Outcome {
@@ -493,6 +569,20 @@ impl Platform for Mastodon {
 
     #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        if req.part.is_later()
+            && !req
+                .part
+                .parent()
+                .is_some_and(|parent| is_status_id(&parent.platform_post_id))
+        {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "mastodon: part {} names no status id of the part before it to reply to; nothing was sent",
+                    req.part.number
+                ),
+                credential: false,
+            });
+        }
         self.check_length(&status_text(req)).await?;
         // The key: an earlier attempt's, while the instance surely keeps it (a repeat then
         // answers that attempt's status, if it made one), else this content's own.
@@ -572,9 +662,7 @@ impl Platform for Mastodon {
     }
 
     async fn verify(&self, platform_post_id: &str) -> Verification {
-        if platform_post_id.is_empty()
-            || !platform_post_id.bytes().all(|b| b.is_ascii_alphanumeric())
-        {
+        if !is_status_id(platform_post_id) {
             return Verification::Failed {
                 reason: format!("mastodon: {platform_post_id:?} is not a status id"),
             };
@@ -606,7 +694,16 @@ impl Platform for Mastodon {
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
         let publish = &req.publish;
         let Some((key, first)) = resend_due(req, self.timeout) else {
-            return Evidence::NoProof;
+            // No re-send now: a later part may still be found among the replies to the
+            // part before it.
+            return match self.find_reply(publish).await {
+                Ok(Some(proof)) => Evidence::Published(proof),
+                Ok(None) => Evidence::NoProof,
+                Err(e) => {
+                    tracing::warn!(reason = %e, "reconcile: mastodon reply search failed");
+                    Evidence::NoProof
+                }
+            };
         };
         let started = std::time::Instant::now();
         let media = match self.upload_media(publish).await {

@@ -5,10 +5,10 @@ use std::time::Duration;
 use airlock_core::Outcome;
 use airlock_platforms::bluesky::{Bluesky, BlueskySettings, is_tid};
 use airlock_platforms::{
-    EarlierAttempt, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError,
-    Verification,
+    EarlierAttempt, Evidence, PartRequest, Platform, Prepared, PublishRequest, PublishedPart,
+    ReconcileRequest, StepError, Verification,
 };
-use airlock_testkit::fake::bluesky::{BlueskyFake, CreateMode, DID, Expect, HANDLE, Route};
+use airlock_testkit::fake::bluesky::{BlueskyFake, CreateMode, DID, Expect, HANDLE, Record, Route};
 
 use crate::support::{
     LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_token_only_in_headers_except, client,
@@ -471,4 +471,242 @@ async fn a_record_written_at_another_key_is_recorded_as_it_is_and_pauses_the_cha
         reason.contains("ignores client-chosen record keys"),
         "{reason}"
     );
+}
+
+/// Part `number` of a post of `of` parts, after the parts `published`, as the guarded
+/// path hands it over: its own text and key (part 1 keeps the post's key).
+fn part(
+    text: &str,
+    number: u32,
+    of: u32,
+    comment: bool,
+    published: &[PublishedPart],
+) -> PublishRequest {
+    let mut req = request("bsky-main", text);
+    if number > 1 {
+        req.idempotency_key = format!("{}-{number}", req.idempotency_key);
+    }
+    req.part = PartRequest {
+        number,
+        of,
+        comment,
+        published: published.to_vec(),
+    };
+    req
+}
+
+/// What a published part becomes for the parts after it.
+fn out(number: u32, id: Option<String>, permalink: Option<String>) -> PublishedPart {
+    PublishedPart {
+        number,
+        platform_post_id: id.expect("a part that is not the last names its id"),
+        permalink,
+    }
+}
+
+/// Prepares and publishes `req`; the part as the next ones see it.
+async fn publish_part(bluesky: &Bluesky, req: &PublishRequest) -> PublishedPart {
+    let prepared = bluesky.prepare(req).await.unwrap();
+    let outcome = bluesky.publish(req, &prepared).await;
+    let Outcome::Published(published) = outcome else {
+        panic!("part {} published: {outcome:?}", req.part.number);
+    };
+    out(
+        req.part.number,
+        published.platform_post_id,
+        published.permalink,
+    )
+}
+
+/// Every record but the first replies to the one before it, under the first.
+fn assert_chain(records: &[Record]) {
+    assert!(records[0].parent().is_none() && records[0].root().is_none());
+    for pair in records.windows(2) {
+        assert_eq!(pair[1].parent(), Some(pair[0].strong_ref()), "{pair:?}");
+        assert_eq!(pair[1].root(), Some(records[0].strong_ref()), "{pair:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_five_part_thread_and_its_first_comment_are_a_chain_of_replies_at_airlocks_keys() {
+    let fake = BlueskyFake::start(Expect {
+        create_session: 1,
+        create: 6,
+        // Parts 2..6 each read their parent (part 2's parent is its root too), parts 3..6
+        // the root as well.
+        get_record: 5 + 4,
+        ..Expect::NONE
+    })
+    .await;
+    let bluesky = adapter(&fake);
+    // Prepared within one clock tick: the keys still differ and sort in order.
+    let now = chrono::Utc::now();
+    let mut published = Vec::new();
+    for number in 1..=6 {
+        let comment = number == 6;
+        let text = if comment {
+            "Comments welcome.".to_owned()
+        } else {
+            format!("Mochi's day, {number}/5")
+        };
+        let mut req = part(&text, number, 6, comment, &published);
+        req.now = now;
+        published.push(publish_part(&bluesky, &req).await);
+    }
+    let records = fake.with(|s| s.records.clone());
+    assert_eq!(records.len(), 6, "each part once");
+    assert_chain(&records);
+    assert_eq!(records[5].text(), "Comments welcome.");
+    for (record, part) in records.iter().zip(&published) {
+        assert!(is_tid(&record.rkey), "{}", record.rkey);
+        assert_eq!(part.platform_post_id, record.uri());
+        assert_eq!(
+            part.permalink.as_deref(),
+            Some(format!("https://bsky.app/profile/{HANDLE}/post/{}", record.rkey).as_str())
+        );
+    }
+    let keys: Vec<&str> = records.iter().map(|r| r.rkey.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(
+        keys, sorted,
+        "the keys are distinct and sort in the thread's order"
+    );
+}
+
+/// Part 3's record is stored and its answer lost: part 3 is settled by the record at its
+/// own key (a fresh process, no session), parts 4 and 5 follow it, and the PDS holds each
+/// part once, in a chain.
+#[tokio::test]
+async fn a_lost_answer_of_part_3_is_settled_by_the_record_at_part_3s_key() {
+    let fake = BlueskyFake::start_with(Expect::ANY, |s| {
+        s.create_mode_of
+            .insert(3, CreateMode::CreateThenStatus(500));
+    })
+    .await;
+    let bluesky = adapter(&fake);
+    let mut published = Vec::new();
+    for number in 1..=2 {
+        let req = part(&format!("Part {number}/5"), number, 5, false, &published);
+        published.push(publish_part(&bluesky, &req).await);
+    }
+    let third = part("Part 3/5", 3, 5, false, &published);
+    let prepared = bluesky.prepare(&third).await.unwrap();
+    let key = prepared.platform_ref.clone().unwrap();
+    let outcome = bluesky.publish(&third, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    assert_eq!(fake.with(|s| s.posts()), 3);
+
+    // Another process reconciles part 3 with part 3's request and key.
+    let later = adapter(&fake);
+    let mut publish = third.clone();
+    publish.earlier = vec![earlier(&key)];
+    let evidence = later
+        .reconcile(&ReconcileRequest {
+            publish,
+            platform_ref: Some(key.clone()),
+        })
+        .await;
+    let Evidence::Published(proof) = evidence else {
+        panic!("part 3's record is at its key: {evidence:?}");
+    };
+    assert!(proof.note.contains(&key), "{}", proof.note);
+    let uri = format!("at://{DID}/app.bsky.feed.post/{key}");
+    assert_eq!(proof.platform_post_id.as_deref(), Some(uri.as_str()));
+    // A retry of part 3 would find it too, and send nothing.
+    let mut retry = third.clone();
+    retry.earlier = vec![earlier(&key)];
+    let again = later.prepare(&retry).await.unwrap();
+    assert!(again.already_published.is_some(), "{again:?}");
+
+    published.push(out(3, proof.platform_post_id, proof.permalink));
+    for number in 4..=5 {
+        let req = part(&format!("Part {number}/5"), number, 5, false, &published);
+        published.push(publish_part(&later, &req).await);
+    }
+    let records = fake.with(|s| s.records.clone());
+    let texts: Vec<&str> = records.iter().map(Record::text).collect();
+    assert_eq!(
+        texts,
+        ["Part 1/5", "Part 2/5", "Part 3/5", "Part 4/5", "Part 5/5"]
+    );
+    assert_chain(&records);
+    fake.with(|s| {
+        for record in &s.records[1..] {
+            assert!(s.resolve(&record.parent().unwrap()).is_some());
+        }
+    });
+}
+
+/// An image whose bytes at its URL are not the approved ones is refused before anything
+/// is uploaded or created, naming both digests; the approved bytes go up, in a reply.
+#[tokio::test]
+async fn a_swapped_image_is_refused_before_create_record_and_the_approved_one_goes_in_a_reply() {
+    let images = image_server().await;
+    let fake = BlueskyFake::start(Expect {
+        create_session: 1,
+        upload: 1,
+        create: 2,
+        // Part 1's record, read for each of part 2's two prepares.
+        get_record: 2,
+        ..Expect::NONE
+    })
+    .await;
+    let bluesky = adapter(&fake);
+    let first = publish_part(&bluesky, &part("Two cats, a thread.", 1, 2, false, &[])).await;
+
+    let served = airlock_core::hash::sha256_hex(&[0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4]);
+    let approved = airlock_core::hash::sha256_hex(b"the picture the critic passed");
+    let mut second = part("The second cat.", 2, 2, false, std::slice::from_ref(&first));
+    let mut media = image(&format!("{}/cat.jpg", images.uri()));
+    media.sha256 = Some(approved.clone());
+    second.media = vec![media.clone()];
+    let err = bluesky.prepare(&second).await.unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("refused: {err:?}");
+    };
+    assert!(!credential);
+    assert!(
+        reason.contains(&approved) && reason.contains(&served),
+        "{reason}"
+    );
+    assert_eq!(fake.with(|s| (s.posts(), s.blobs.len())), (1, 0));
+
+    media.sha256 = Some(served);
+    second.media = vec![media];
+    publish_part(&bluesky, &second).await;
+    let records = fake.with(|s| s.records.clone());
+    assert_chain(&records);
+    assert_eq!(records[1].value["embed"]["$type"], "app.bsky.embed.images");
+    assert_eq!(fake.with(|s| s.blobs.len()), 1);
+}
+
+/// A later part whose parent's record is gone fails, sending nothing; one published
+/// without its reply references prepared is not sent.
+#[tokio::test]
+async fn a_reply_is_never_sent_without_its_parent() {
+    let fake = BlueskyFake::start(Expect {
+        create_session: 1,
+        get_record: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let bluesky = adapter(&fake);
+    let gone = PublishedPart {
+        number: 1,
+        platform_post_id: format!("at://{DID}/app.bsky.feed.post/3lbabcdefgh22"),
+        permalink: None,
+    };
+    let req = part("Part 2/2", 2, 2, false, &[gone]);
+    let err = bluesky.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { reason, .. } if reason.contains("part 1")),
+        "{err:?}"
+    );
+    let outcome = bluesky
+        .publish(&req, &Prepared::with_ref("3lbabcdefgh23"))
+        .await;
+    assert!(matches!(outcome, Outcome::NotSent { .. }), "{outcome:?}");
+    assert_eq!(fake.with(|s| s.posts()), 0);
 }

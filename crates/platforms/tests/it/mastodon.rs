@@ -9,8 +9,8 @@ use airlock_platforms::mastodon::{
     KEY_TRUSTED_FOR, Mastodon, MastodonSettings, RESEND_AFTER, Visibility,
 };
 use airlock_platforms::{
-    EarlierAttempt, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, StepError,
-    Verification,
+    EarlierAttempt, Evidence, PartRequest, Platform, Prepared, PublishRequest, PublishedPart,
+    ReconcileRequest, StepError, Verification,
 };
 use airlock_testkit::fake::mastodon::{ACCT, CreateMode, Expect, MastodonFake};
 
@@ -460,4 +460,230 @@ async fn a_refused_token_fails_for_the_credential_and_a_rate_limit_waits_for_its
         "{wait:?}"
     );
     assert_eq!(fake.with(|s| s.posts()), 0);
+}
+
+/// Part `number` of a post of `of` parts, after the parts `published`, as the guarded
+/// path hands it over: its own text and key (part 1 keeps the post's key).
+fn part(
+    text: &str,
+    number: u32,
+    of: u32,
+    comment: bool,
+    published: &[PublishedPart],
+) -> PublishRequest {
+    let mut req = request("masto-main", text);
+    if number > 1 {
+        req.idempotency_key = format!("{}-{number}", req.idempotency_key);
+    }
+    req.part = PartRequest {
+        number,
+        of,
+        comment,
+        published: published.to_vec(),
+    };
+    req
+}
+
+/// What a published part becomes for the parts after it.
+fn out(number: u32, id: Option<String>, permalink: Option<String>) -> PublishedPart {
+    PublishedPart {
+        number,
+        platform_post_id: id.expect("a part that is not the last names its id"),
+        permalink,
+    }
+}
+
+async fn publish_part(mastodon: &Mastodon, req: &PublishRequest) -> PublishedPart {
+    let prepared = mastodon.prepare(req).await.unwrap();
+    assert_eq!(
+        prepared.platform_ref.as_deref(),
+        Some(req.idempotency_key.as_str())
+    );
+    let outcome = mastodon.publish(req, &prepared).await;
+    let Outcome::Published(published) = outcome else {
+        panic!("part {} published: {outcome:?}", req.part.number);
+    };
+    out(
+        req.part.number,
+        published.platform_post_id,
+        published.permalink,
+    )
+}
+
+/// Every status but the first replies to the one before it.
+fn assert_chain(fake: &MastodonFake, texts: &[&str]) {
+    let statuses = fake.with(|s| s.statuses.clone());
+    let made: Vec<&str> = statuses.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(made, texts, "each part once, in order");
+    assert_eq!(statuses[0].in_reply_to_id, None);
+    for pair in statuses.windows(2) {
+        assert_eq!(pair[1].in_reply_to_id.as_ref(), Some(&pair[0].id));
+    }
+}
+
+#[tokio::test]
+async fn a_three_part_thread_and_its_first_comment_chain_each_with_its_own_key() {
+    let fake = MastodonFake::start(Expect {
+        instance: 4,
+        create: 4,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let texts = ["Mochi's day, 1/3", "Mochi's day, 2/3", "Mochi's day, 3/3"];
+    let mut published = Vec::new();
+    for (number, text) in (1..).zip(texts) {
+        let req = part(text, number, 4, false, &published);
+        published.push(publish_part(&mastodon, &req).await);
+    }
+    let comment = part("Comments welcome.", 4, 4, true, &published);
+    publish_part(&mastodon, &comment).await;
+    assert_chain(&fake, &[texts[0], texts[1], texts[2], "Comments welcome."]);
+    let keys: Vec<String> = fake
+        .requests()
+        .await
+        .into_iter()
+        .filter(|r| r.url.path() == "/api/v1/statuses")
+        .map(|r| {
+            r.headers
+                .get("idempotency-key")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "42-0123456789abcdef",
+            "42-0123456789abcdef-2",
+            "42-0123456789abcdef-3",
+            "42-0123456789abcdef-4"
+        ]
+    );
+}
+
+/// Part 2's status is made and its answer lost. Within the hour, part 2's own key sent
+/// again (in reply to part 1) answers the original; part 3 then replies to it, and the
+/// instance holds each part once, in a chain.
+#[tokio::test]
+async fn a_lost_answer_of_part_2_is_settled_by_part_2s_key_within_the_hour() {
+    let fake = MastodonFake::start(Expect::ANY).await;
+    let mastodon = adapter(&fake);
+    let first = publish_part(&mastodon, &part("Part 1/3", 1, 3, false, &[])).await;
+    let published = vec![first];
+
+    fake.with(|s| s.create_mode = CreateMode::CreateThenStatus(502));
+    let second = part("Part 2/3", 2, 3, false, &published);
+    let sent_at = Utc::now();
+    let prepared = mastodon.prepare(&second).await.unwrap();
+    let outcome = mastodon.publish(&second, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let original = fake.with(|s| s.statuses[1].id.clone());
+
+    // Too soon to send the key again (the first request may still be processing): a
+    // read finds part 2 among part 1's replies, and nothing is sent.
+    fake.with(|s| s.create_mode = CreateMode::Normal);
+    let soon = reconcile_at(
+        &second,
+        &prepared,
+        sent_at,
+        sent_at + chrono::Duration::minutes(1),
+    );
+    assert!(!mastodon.reconcile_sends(&soon));
+    let Evidence::Published(read) = mastodon.reconcile(&soon).await else {
+        panic!("part 2 is among part 1's replies");
+    };
+    assert_eq!(read.platform_post_id.as_deref(), Some(original.as_str()));
+    assert_eq!(fake.with(|s| s.posts()), 2);
+
+    assert_eq!(mastodon.account().await.unwrap().unwrap().username, ACCT);
+    let later = reconcile_at(
+        &second,
+        &prepared,
+        sent_at,
+        sent_at + RESEND_AFTER + chrono::Duration::minutes(1),
+    );
+    assert!(mastodon.reconcile_sends(&later));
+    let Evidence::Published(proof) = mastodon.reconcile(&later).await else {
+        panic!("part 2's key settles it");
+    };
+    assert_eq!(proof.platform_post_id.as_deref(), Some(original.as_str()));
+    assert!(
+        proof.note.contains("42-0123456789abcdef-2"),
+        "{}",
+        proof.note
+    );
+
+    let mut published = published;
+    published.push(out(2, proof.platform_post_id, proof.permalink));
+    publish_part(&mastodon, &part("Part 3/3", 3, 3, false, &published)).await;
+    assert_chain(&fake, &["Part 1/3", "Part 2/3", "Part 3/3"]);
+}
+
+/// Part 2's answer was lost over an hour ago: the key may be forgotten, so nothing is
+/// sent; a reply to part 1 by this account with part 2's text, among part 1's
+/// descendants, is part 2. Without one, nothing proves anything.
+#[tokio::test]
+async fn a_lost_answer_of_part_2_after_the_hour_is_settled_by_the_replies_to_part_1() {
+    let fake = MastodonFake::start(Expect {
+        identity: 2,
+        instance: 3,
+        create: 3,
+        context: 2,
+        // Both replies to part 1 the first time, the other one the second.
+        source: 3,
+        ..Expect::NONE
+    })
+    .await;
+    let mastodon = adapter(&fake);
+    let first = publish_part(&mastodon, &part("Part 1/2", 1, 2, false, &[])).await;
+    let published = vec![first.clone()];
+    // Another reply to part 1 by this account, with other text: not part 2.
+    let mut other = part("Something else", 2, 2, false, &published);
+    other.idempotency_key = "43-0123456789abcdef".into();
+    publish_part(&mastodon, &other).await;
+
+    fake.with(|s| s.create_mode = CreateMode::CreateThenStatus(502));
+    let second = part("Part 2/2", 2, 2, false, &published);
+    let sent_at = Utc::now() - chrono::Duration::hours(2);
+    let prepared = mastodon.prepare(&second).await.unwrap();
+    assert!(matches!(
+        mastodon.publish(&second, &prepared).await,
+        Outcome::Unknown { .. }
+    ));
+    let original = fake.with(|s| s.statuses[2].id.clone());
+    let reconcile = reconcile_at(&second, &prepared, sent_at, Utc::now());
+    assert!(!mastodon.reconcile_sends(&reconcile));
+    let Evidence::Published(proof) = mastodon.reconcile(&reconcile).await else {
+        panic!("part 2 is among part 1's replies");
+    };
+    assert_eq!(proof.platform_post_id.as_deref(), Some(original.as_str()));
+    assert!(proof.permalink.unwrap().ends_with(&original));
+    assert!(
+        proof.note.contains(&first.platform_post_id),
+        "{}",
+        proof.note
+    );
+    assert_eq!(fake.with(|s| s.posts()), 3, "nothing sent");
+
+    // Had it not been made, nothing would prove anything.
+    fake.with(|s| {
+        s.statuses.pop();
+    });
+    assert_eq!(mastodon.reconcile(&reconcile).await, Evidence::NoProof);
+}
+
+/// A later part names the status it replies to; without one, nothing is sent.
+#[tokio::test]
+async fn a_later_part_without_the_status_before_it_is_refused() {
+    let fake = MastodonFake::start(Expect::NONE).await;
+    let mastodon = adapter(&fake);
+    let req = part("Part 2/2", 2, 2, false, &[]);
+    let err = mastodon.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { reason, .. } if reason.contains("part 2")),
+        "{err:?}"
+    );
 }

@@ -11,8 +11,12 @@
 //!   holds a record answers 500 `InternalServerError` (what the PDS does today); a text
 //!   over 300 graphemes or 3,000 bytes answers 400 `InvalidRequest`; a spent write budget
 //!   answers 429 `RateLimitExceeded` with `RateLimit-*` headers. [`CreateMode`] acts out
-//!   lost answers: the record is written and the answer is a 5xx or comes too late.
+//!   lost answers: the record is written and the answer is a 5xx or comes too late;
+//!   [`State::create_mode_of`] does so for one record of a thread only (part 3's).
 //!   [`State::ignore_client_rkey`] acts out a server that writes at a key of its own.
+//!   A reply (`record.reply`) must name `root` and `parent` as strong references
+//!   (`{uri, cid}`, else 400 `InvalidRequest`, as the lexicon says); the record keeps them
+//!   as written ([`Record::parent`], [`Record::root`]), so a test reads the chain back.
 //! - `getRecord` by handle or DID answers the record or 400 `RecordNotFound`.
 //! - `uploadBlob` keeps the bytes and answers a blob reference.
 
@@ -101,6 +105,43 @@ pub struct Record {
     pub cid: String,
 }
 
+/// A strong reference to a record: `(uri, cid)`.
+pub type StrongRef = (String, String);
+
+fn strong_ref(value: &Value) -> Option<StrongRef> {
+    Some((
+        value["uri"].as_str()?.to_owned(),
+        value["cid"].as_str()?.to_owned(),
+    ))
+}
+
+impl Record {
+    /// Its `at://` URI.
+    pub fn uri(&self) -> String {
+        format!("at://{DID}/app.bsky.feed.post/{}", self.rkey)
+    }
+
+    /// The strong reference a reply to it names.
+    pub fn strong_ref(&self) -> StrongRef {
+        (self.uri(), self.cid.clone())
+    }
+
+    /// Its text.
+    pub fn text(&self) -> &str {
+        self.value["text"].as_str().unwrap_or("")
+    }
+
+    /// The record it replies to (`reply.parent`), if it is a reply.
+    pub fn parent(&self) -> Option<StrongRef> {
+        strong_ref(&self.value["reply"]["parent"])
+    }
+
+    /// The thread's first record (`reply.root`), if it is a reply.
+    pub fn root(&self) -> Option<StrongRef> {
+        strong_ref(&self.value["reply"]["root"])
+    }
+}
+
 /// The fake's state.
 #[derive(Debug)]
 pub struct State {
@@ -116,6 +157,10 @@ pub struct State {
     pub refresh_refused: bool,
     /// How `createRecord` behaves.
     pub create_mode: CreateMode,
+    /// How the create that writes the nth record (from 1) behaves, instead of
+    /// `create_mode`: `{3: CreateThenStatus(500)}` loses the answer of a thread's part 3
+    /// once its record is stored.
+    pub create_mode_of: HashMap<usize, CreateMode>,
     /// Writes left before 429 (`None`: no limit).
     pub writes_left: Option<u32>,
     /// `createRecord` ignores the client's `rkey` and writes at a key of its own (whether
@@ -143,6 +188,7 @@ impl Default for State {
             expire_sessions_at: None,
             refresh_refused: false,
             create_mode: CreateMode::Normal,
+            create_mode_of: HashMap::new(),
             writes_left: None,
             ignore_client_rkey: false,
             known_handles: HashMap::from([(
@@ -168,6 +214,13 @@ impl State {
     /// Posts written.
     pub fn posts(&self) -> usize {
         self.records.len()
+    }
+
+    /// The record a strong reference names, if its uri and cid are a stored record's.
+    pub fn resolve(&self, reference: &StrongRef) -> Option<&Record> {
+        self.records
+            .iter()
+            .find(|r| r.uri() == reference.0 && r.cid == reference.1)
     }
 
     /// Sessions created so far (each a pair of tokens derived from the password, so a
@@ -319,7 +372,26 @@ impl Respond for Pds {
                         "Invalid app.bsky.feed.post record: Record/text must not be longer than 300 graphemes",
                     );
                 }
-                if let CreateMode::StatusWithoutCreating(code) = state.create_mode {
+                let reply = &body["record"]["reply"];
+                if !reply.is_null() {
+                    for side in ["root", "parent"] {
+                        if strong_ref(&reply[side]).is_none() {
+                            return error(
+                                400,
+                                "InvalidRequest",
+                                &format!(
+                                    "Invalid app.bsky.feed.post record: Record/reply/{side} must be a strongRef with uri and cid"
+                                ),
+                            );
+                        }
+                    }
+                }
+                let mode = state
+                    .create_mode_of
+                    .get(&(state.records.len() + 1))
+                    .copied()
+                    .unwrap_or(state.create_mode);
+                if let CreateMode::StatusWithoutCreating(code) = mode {
                     return error(code, "InternalServerError", "Internal Server Error");
                 }
                 let client_rkey = body["rkey"]
@@ -347,7 +419,7 @@ impl Respond for Pds {
                     "commit": {"cid": "bafyreicommit", "rev": "3lrev"},
                     "validationStatus": "valid",
                 }));
-                state.create_mode.answer(answer, |code| {
+                mode.answer(answer, |code| {
                     error(code, "InternalServerError", "Internal Server Error")
                 })
             }

@@ -19,6 +19,11 @@
 //!   [`State::media_processing`] it answers 202 and the media is ready on the next read;
 //!   [`State::upload_delay`] makes each upload answer late (slow media).
 //! - `GET /api/v1/statuses/{id}` reads a status back.
+//! - Threads: `in_reply_to_id` makes a status a reply (an id it does not hold answers 404
+//!   `Record not found`, as the server does); `GET /api/v1/statuses/{id}/context` answers
+//!   its `ancestors` and `descendants` (each status with its `in_reply_to_id` and
+//!   `account`, `content` as HTML), and `GET /api/v1/statuses/{id}/source` the plain
+//!   text a status was made with.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,7 +33,7 @@ use serde_json::{Value, json};
 use wiremock::{Request, Respond, ResponseTemplate};
 
 use crate::CANARY;
-use crate::fake::{ANY, Fake, Platform, spend};
+use crate::fake::{ANY, Fake, Platform, mount_routes, spend};
 
 /// The account's `acct`.
 pub const ACCT: &str = "inn_cats";
@@ -53,6 +58,8 @@ pub struct Status {
     pub visibility: String,
     /// Its media ids.
     pub media_ids: Vec<String>,
+    /// The status it replies to.
+    pub in_reply_to_id: Option<String>,
 }
 
 /// An uploaded media attachment.
@@ -159,9 +166,38 @@ impl State {
         self.statuses.iter().filter(|s| s.acct == acct).count()
     }
 
+    /// The status `id`, if any.
+    pub fn status(&self, id: &str) -> Option<&Status> {
+        self.statuses.iter().find(|s| s.id == id)
+    }
+
+    /// The statuses made by replies from `id` on, in the order made (every depth).
+    fn descendants(&self, id: &str) -> Vec<&Status> {
+        let mut below = vec![id.to_owned()];
+        let mut found = Vec::new();
+        for status in &self.statuses {
+            if status
+                .in_reply_to_id
+                .as_ref()
+                .is_some_and(|parent| below.contains(parent))
+            {
+                below.push(status.id.clone());
+                found.push(status);
+            }
+        }
+        found
+    }
+
     fn status_json(&self, base: &str, status: &Status) -> Value {
+        let in_reply_to_account = status
+            .in_reply_to_id
+            .as_deref()
+            .and_then(|id| self.status(id))
+            .map(|parent| account_id(&parent.acct));
         json!({
             "id": status.id,
+            "in_reply_to_id": status.in_reply_to_id,
+            "in_reply_to_account_id": in_reply_to_account,
             "created_at": "2026-12-01T00:00:00.000Z",
             "uri": format!("{base}/users/{}/statuses/{}", status.acct, status.id),
             "url": format!("{base}/@{}/{}", status.acct, status.id),
@@ -209,6 +245,53 @@ enum Route {
     MediaRead,
     Create,
     Read,
+    Context,
+    Source,
+}
+
+impl Route {
+    const ALL: [Route; 8] = [
+        Route::Identity,
+        Route::Instance,
+        Route::Upload,
+        Route::MediaRead,
+        Route::Create,
+        Route::Read,
+        Route::Context,
+        Route::Source,
+    ];
+
+    /// Whether `request` is this route's.
+    fn serves(self, request: &Request) -> bool {
+        let path = request.url.path();
+        let get = request.method.as_str() == "GET";
+        let status_id = |suffix: &str| {
+            path.strip_prefix("/api/v1/statuses/")
+                .and_then(|rest| rest.strip_suffix(suffix))
+                .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+        };
+        match self {
+            Route::Identity => get && path == "/api/v1/accounts/verify_credentials",
+            Route::Instance => get && path == "/api/v2/instance",
+            Route::Upload => request.method.as_str() == "POST" && path == "/api/v2/media",
+            Route::MediaRead => get && path.starts_with("/api/v1/media/"),
+            Route::Create => request.method.as_str() == "POST" && path == "/api/v1/statuses",
+            Route::Read => get && status_id(""),
+            Route::Context => get && status_id("/context"),
+            Route::Source => get && status_id("/source"),
+        }
+    }
+}
+
+/// The status id in a `/api/v1/statuses/{id}[/...]` path.
+fn status_id_of(request: &Request) -> String {
+    request
+        .url
+        .path()
+        .strip_prefix("/api/v1/statuses/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+        .to_owned()
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -327,6 +410,16 @@ impl Respond for Instance {
                 if text.trim().is_empty() && media_ids.is_empty() {
                     return error(422, "Validation failed: Text can't be blank");
                 }
+                let in_reply_to_id = match &body["in_reply_to_id"] {
+                    Value::String(id) => Some(id.clone()),
+                    Value::Number(id) => Some(id.to_string()),
+                    _ => None,
+                };
+                if let Some(parent) = &in_reply_to_id
+                    && state.status(parent).is_none()
+                {
+                    return error(404, "Record not found");
+                }
                 if length(&text) > state.max_characters {
                     return error(
                         422,
@@ -347,6 +440,7 @@ impl Respond for Instance {
                     text,
                     visibility: body["visibility"].as_str().unwrap_or("public").to_owned(),
                     media_ids,
+                    in_reply_to_id,
                 };
                 if let Some(key) = key {
                     let now = state.clock();
@@ -370,15 +464,40 @@ impl Respond for Instance {
                     ResponseTemplate::new(code).set_body_string("<html>502 Bad Gateway</html>")
                 })
             }
-            Route::Read => {
-                let id = request.url.path().rsplit('/').next().unwrap_or("");
-                match state.statuses.iter().find(|s| s.id == id) {
-                    Some(status) => {
-                        ResponseTemplate::new(200).set_body_json(state.status_json(base, status))
-                    }
-                    None => error(404, "Record not found"),
+            Route::Read => match state.status(&status_id_of(request)) {
+                Some(status) => {
+                    ResponseTemplate::new(200).set_body_json(state.status_json(base, status))
                 }
+                None => error(404, "Record not found"),
+            },
+            Route::Context => {
+                let id = status_id_of(request);
+                let Some(status) = state.status(&id) else {
+                    return error(404, "Record not found");
+                };
+                let mut ancestors = Vec::new();
+                let mut up = status.in_reply_to_id.clone();
+                while let Some(parent) = up.as_deref().and_then(|id| state.status(id)) {
+                    ancestors.insert(0, state.status_json(base, parent));
+                    up = parent.in_reply_to_id.clone();
+                }
+                let descendants: Vec<Value> = state
+                    .descendants(&id)
+                    .into_iter()
+                    .map(|s| state.status_json(base, s))
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "ancestors": ancestors, "descendants": descendants,
+                }))
             }
+            Route::Source => match state.status(&status_id_of(request)) {
+                // Only the author reads a status's source.
+                Some(status) if status.acct == state.acct => ResponseTemplate::new(200)
+                    .set_body_json(json!({
+                        "id": status.id, "text": status.text, "spoiler_text": "",
+                    })),
+                _ => error(404, "Record not found"),
+            },
         }
     }
 }
@@ -398,6 +517,10 @@ pub struct Expect {
     pub create: u64,
     /// `GET /api/v1/statuses/{id}`.
     pub read: u64,
+    /// `GET /api/v1/statuses/{id}/context`.
+    pub context: u64,
+    /// `GET /api/v1/statuses/{id}/source`.
+    pub source: u64,
 }
 
 impl Expect {
@@ -409,6 +532,8 @@ impl Expect {
         media_read: ANY,
         create: ANY,
         read: ANY,
+        context: ANY,
+        source: ANY,
     };
 
     /// Nothing may be called.
@@ -419,6 +544,8 @@ impl Expect {
         media_read: 0,
         create: 0,
         read: 0,
+        context: 0,
+        source: 0,
     };
 
     /// A text post: account, instance, create, read-back.
@@ -429,33 +556,38 @@ impl Expect {
         media_read: 0,
         create: 1,
         read: 1,
+        context: 0,
+        source: 0,
     };
+}
+
+impl Expect {
+    fn times(&self, route: Route) -> u64 {
+        match route {
+            Route::Identity => self.identity,
+            Route::Instance => self.instance,
+            Route::Upload => self.upload,
+            Route::MediaRead => self.media_read,
+            Route::Create => self.create,
+            Route::Read => self.read,
+            Route::Context => self.context,
+            Route::Source => self.source,
+        }
+    }
 }
 
 impl Platform for State {
     type Expect = Expect;
 
     async fn mount(fake: &MastodonFake, expect: Expect) {
-        let unexpected = error(404, "Record not found");
-        let routes = [
+        let routes = Route::ALL.map(|route| {
             (
-                Route::Identity,
-                "GET",
-                "/api/v1/accounts/verify_credentials",
-                expect.identity,
-            ),
-            (Route::Instance, "GET", "/api/v2/instance", expect.instance),
-            (Route::Upload, "POST", "/api/v2/media", expect.upload),
-            (
-                Route::MediaRead,
-                "GET",
-                "/api/v1/media/*",
-                expect.media_read,
-            ),
-            (Route::Create, "POST", "/api/v1/statuses", expect.create),
-            (Route::Read, "GET", "/api/v1/statuses/*", expect.read),
-        ];
-        let respond = |route| Instance(fake.state.clone(), route, fake.uri());
-        fake.mount_table(routes, respond, unexpected).await;
+                format!("{route:?}"),
+                move |request: &Request| route.serves(request),
+                Instance(fake.state.clone(), route, fake.uri()),
+                expect.times(route),
+            )
+        });
+        mount_routes(&fake.server, routes, error(404, "Record not found")).await;
     }
 }
