@@ -204,8 +204,12 @@ pub struct PolicyView {
     pub require_title: bool,
     /// At least one media item is required.
     pub require_media: bool,
-    /// Most media items.
+    /// Most media items per part.
     pub max_media: Option<usize>,
+    /// Most parts of a thread (1: single posts only).
+    pub max_parts: usize,
+    /// Whether the platform takes a first comment.
+    pub first_comment: bool,
     /// What the policy finds wrong with the content now (empty when it passes).
     pub violations: Vec<String>,
 }
@@ -265,8 +269,9 @@ pub struct ChangeSince {
 
 /// What a critic agent is told in every packet.
 pub const PACKET_INSTRUCTIONS: &str = "\
-Review `post` (title, text, media, link) against every item of `rubric` and against the \
-channel's `policy`. Then call submit_verdict with this packet's `content_hash` and \
+Review `post` (title, text, media, link; every one of its `parts` and its `first_comment` \
+when it has them; each media item's `sha256`, `content_type` and `bytes` are the file the \
+approval binds) against every item of `rubric` and against the channel's `policy`. Then call submit_verdict with this packet's `content_hash` and \
 `rubric.hash`: verdict \"pass\" when every rubric item holds, or \"fail\" with reasons, each \
 starting with the rubric item id it applies to and a colon (\"tone: reads as pushy\"). A fail \
 returns the post to its writer, who reads your reasons; after `revisions.max` fails the post \
@@ -579,6 +584,8 @@ impl App {
                     require_title: policy.require_title,
                     require_media: policy.require_media,
                     max_media: policy.max_media,
+                    max_parts: policy.max_parts.max(1),
+                    first_comment: policy.first_comment,
                     violations: policy
                         .check(&post.content)
                         .iter()

@@ -17,6 +17,9 @@ pub const THREAD_PARTS: usize = 25;
 
 const MB: u64 = 1024 * 1024;
 
+/// The largest video Threads and Instagram fetch for a post.
+pub const META_MAX_VIDEO_BYTES: u64 = 1024 * 1024 * 1024;
+
 /// The most `@handle` mentions a Bluesky post links (each needs a handle resolution);
 /// further mentions stay plain text.
 pub const MAX_MENTIONS_RESOLVED: usize = 8;
@@ -123,7 +126,7 @@ channel_kinds! {
             image_types: &["image/jpeg", "image/png"],
             max_image_bytes: Some(8 * MB),
             video: VideoRule::InAlbums,
-            max_video_bytes: Some(1024 * MB),
+            max_video_bytes: Some(META_MAX_VIDEO_BYTES),
             ..ContentPolicy::default()
         },
         requests_per_publish: 5,
@@ -144,7 +147,7 @@ channel_kinds! {
             first_comment: true,
             max_image_bytes: Some(8 * MB),
             video: VideoRule::InAlbums,
-            max_video_bytes: Some(1024 * MB),
+            max_video_bytes: Some(META_MAX_VIDEO_BYTES),
             ..ContentPolicy::default()
         },
         requests_per_publish: 5,
@@ -182,7 +185,7 @@ channel_kinds! {
             max_media: Some(4),
             max_parts: THREAD_PARTS,
             first_comment: true,
-            max_image_bytes: Some(2_000_000),
+            max_image_bytes: Some(1_000_000),
             ..ContentPolicy::default()
         },
         // A session and its refresh, the earlier record's read, up to
