@@ -501,7 +501,7 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
         .compose
         .template
         .render(&fields, &cx.channel.policy.required);
-    let content = PostContent {
+    let mut content = PostContent {
         channel: cx.channel.name.clone(),
         // Article channels (WordPress) need a title; others carry it in the text.
         title: cx.channel.policy.require_title.then(|| title.clone()),
@@ -516,6 +516,16 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
             updated: front.updated.clone(),
         }),
     };
+    // A template with `---` lines makes a thread on a channel that takes threads
+    // (docs/sites.md#templates); the article's image stays with the first part.
+    if cx.channel.policy.max_parts > 1
+        && let Ok(parts) = airlock_core::thread::parse_thread(&content.text)
+        && parts.len() > 1
+    {
+        let media = std::mem::take(&mut content.media);
+        content.set_parts(parts);
+        content.media.extend(media);
+    }
     let violations = cx.channel.policy.check(&content);
     if !violations.is_empty() {
         return Err(SkipReason::Policy(violations));

@@ -502,8 +502,12 @@ impl ContentPolicy {
                 violations.push(Violation::Forbidden(phrase.clone()));
             }
         }
+        // A required phrase (a disclosure) may stand in any part of a thread.
+        let texts: Vec<&str> = std::iter::once(content.text.as_str())
+            .chain(content.more.iter().map(|p| p.text.as_str()))
+            .collect();
         for phrase in &self.required {
-            if !content.text.contains(phrase.as_str()) {
+            if !texts.iter().any(|t| t.contains(phrase.as_str())) {
                 violations.push(Violation::MissingRequired(phrase.clone()));
             }
         }

@@ -895,3 +895,102 @@ fn a_bad_webhook_url_is_refused_the_same_for_a_channel_and_a_sink() {
         assert!(!channel.stderr.contains("hunter2"), "{}", channel.stderr);
     }
 }
+
+/// A thread from a Markdown file, drafted and approved through the binary.
+fn approved_thread(s: &Session, channel: &str, parts: &[&str]) -> String {
+    let file = s.ws.path("thread.md");
+    std::fs::write(&file, parts.join("\n---\n")).unwrap();
+    let id = s
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            channel,
+            "--thread-file",
+            file.to_str().unwrap(),
+        ])
+        .stdout
+        .trim()
+        .to_owned();
+    s.ok(&["post", "approve", &id]);
+    id
+}
+
+#[tokio::test]
+async fn a_bluesky_thread_whose_part_3_answer_is_lost_is_settled_by_its_key_and_goes_on_once() {
+    let canary = canary();
+    let fakes = Fakes {
+        bluesky: Some(
+            bluesky_fake(&canary, bluesky::Expect::ANY, |f| {
+                f.create_mode_of
+                    .insert(3, bluesky::CreateMode::CreateThenStatus(500));
+            })
+            .await,
+        ),
+        ..Fakes::default()
+    };
+    let receiver = Receiver::start().await;
+    let s = Session::new(&canary, &fakes, &receiver, "", &canary);
+    let parts = [
+        "Part one of five.",
+        "Part two.",
+        "Part three.",
+        "Part four.",
+        "Part five.",
+    ];
+    let id = approved_thread(&s, "bsky", &parts);
+
+    let first = s.run(&["dispatch", "--once"]);
+    assert_eq!(first.code, 1, "{}{}", first.stdout, first.stderr);
+    let post = s.show(&id);
+    assert_eq!(post["status"], "needs_review", "{post}");
+    assert!(
+        post["error"].as_str().unwrap().contains("part 3 of 5"),
+        "the part in doubt is named: {post}"
+    );
+    assert_eq!(fakes.bluesky.as_ref().unwrap().with(|f| f.posts()), 3);
+
+    // Reconcile reads part 3's record at its key; the thread goes on from part 4.
+    for _ in 0..3 {
+        s.run(&["dispatch", "--once"]);
+        if s.show(&id)["status"] == "posted" {
+            break;
+        }
+    }
+    let post = s.show(&id);
+    assert_eq!(post["status"], "posted", "{post}");
+    let bsky = fakes.bluesky.as_ref().unwrap();
+    let texts = bsky.with(|f| {
+        f.records
+            .iter()
+            .map(|r| r.text().to_owned())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(texts, parts, "each part once, in order");
+    bsky.with(|f| {
+        let root = f.records[0].strong_ref();
+        for pair in f.records.windows(2) {
+            assert_eq!(
+                pair[1].parent(),
+                Some(pair[0].strong_ref()),
+                "a chain of replies"
+            );
+            assert_eq!(pair[1].root(), Some(root.clone()));
+        }
+    });
+    let intents = post["intents"].as_array().unwrap();
+    assert_eq!(
+        intents
+            .iter()
+            .map(|i| i["part"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5],
+        "{post}"
+    );
+    assert_eq!(
+        post["reservations"].as_array().unwrap().len(),
+        1,
+        "one publish counted"
+    );
+    s.assert_canary_nowhere(&fakes, &receiver).await;
+}

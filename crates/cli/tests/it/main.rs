@@ -10,6 +10,7 @@ mod lifecycle;
 mod mcp;
 mod operations;
 mod packaging;
+mod part_drills;
 mod platforms;
 mod postgres;
 mod quotas;

@@ -497,3 +497,26 @@ async fn least_recently_used_comes_first_then_newest_updated() {
         found.skipped
     );
 }
+
+#[tokio::test]
+async fn a_template_with_separator_lines_makes_a_thread_where_the_channel_takes_one() {
+    let mut h = Harness::new().await;
+    h.channel("cats", ChannelKind::Sandbox, None, &[], &["#ad"])
+        .template =
+        airlock_compose::template::Template::parse("{title}\n---\n{description}\n---\n{url}")
+            .unwrap();
+    let app = h.app();
+    h.article("a.md", "a", "2026-11-01").await;
+    let found = candidates(&app, h.target("cats"), &h.checker())
+        .await
+        .unwrap();
+    let content = &found.eligible[0].content;
+    let parts = content.parts();
+    assert_eq!(parts.len(), 3, "{content:?}");
+    assert_eq!(
+        parts[2].text,
+        format!("{}\n#ad", found.eligible[0].url),
+        "the required phrase ends the last part"
+    );
+    assert!(parts.iter().all(|p| !p.text.contains("---")));
+}
