@@ -10,7 +10,7 @@ ALTER TABLE posts ADD COLUMN first_comment text;
 
 -- Each part's request has an intent of its own, under a generation of its own: the part
 -- it sends, and, once the part is known to be out, its id and permalink on the platform.
-ALTER TABLE intents ADD COLUMN part integer NOT NULL DEFAULT 1 CHECK (part >= 1);
+ALTER TABLE intents ADD COLUMN part bigint NOT NULL DEFAULT 1 CHECK (part >= 1);
 ALTER TABLE intents ADD COLUMN platform_post_id text;
 ALTER TABLE intents ADD COLUMN permalink text;
 

@@ -44,6 +44,25 @@ DROP FUNCTION IF EXISTS airlock_apply_change(bigint, text, bigint, text, text, t
     timestamptz, jsonb, text, text, boolean, boolean, text, jsonb, text, boolean, text,
     jsonb, jsonb, bigint);
 
+-- Before posts of several parts (issue 25): a draft without its later parts and first
+-- comment, a change without the part's ids for its intent or the next part's claim,
+-- outcomes without the part they settle, intents without the part they send.
+DROP FUNCTION IF EXISTS airlock_create_post(text, text, text, jsonb, text, jsonb, text,
+    timestamptz, text, text, boolean, text, timestamptz, text, text, text, text, bigint,
+    bigint, bigint);
+DROP FUNCTION IF EXISTS airlock_apply_change(bigint, text, bigint, text, text, text,
+    timestamptz, jsonb, text, text, boolean, boolean, text, jsonb, text, boolean, text,
+    jsonb, jsonb, bigint, text[]);
+DROP FUNCTION IF EXISTS airlock_change_published(bigint, text, timestamptz, jsonb, bigint,
+    timestamptz, text, text, bigint, text, text, jsonb);
+DROP FUNCTION IF EXISTS airlock_change_settled_published(bigint, text, timestamptz, jsonb,
+    bigint, timestamptz, text, text, text);
+DROP FUNCTION IF EXISTS airlock_insert_intent(bigint, bigint, text, text, timestamptz);
+DROP FUNCTION IF EXISTS airlock_record_intent(bigint, bigint, text, text, timestamptz, bigint);
+DROP FUNCTION IF EXISTS airlock_claim_post(bigint, bigint, boolean, text, text, timestamptz,
+    timestamptz, text, bigint, bigint, bigint, timestamptz[], bigint, bigint, timestamptz[],
+    text, bigint);
+
 -- The runtime role, created once per cluster (several databases may share it).
 DO $$
 BEGIN
@@ -160,10 +179,10 @@ BEGIN
     RETURN inserted > 0;
 END $$;
 
--- Records a `sending` intent, committed durably, and marks the generation's reservation
--- as sent at `now`.
+-- Records a `sending` intent for part `p_part`, committed durably, and marks the
+-- generation's reservation as sent at `now`.
 CREATE OR REPLACE FUNCTION airlock_insert_intent(p_post bigint, p_generation bigint, p_key text,
-    p_platform_ref text, p_now timestamptz)
+    p_part bigint, p_platform_ref text, p_now timestamptz)
 RETURNS intents LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
@@ -174,8 +193,9 @@ BEGIN
         PERFORM airlock_raise('AL014', 'duplicate intent', jsonb_build_object('what',
             format('an intent for post %s generation %s', p_post, p_generation)));
     END IF;
-    INSERT INTO intents (post_id, generation, idempotency_key, phase, platform_ref, created_at)
-        VALUES (p_post, p_generation, p_key, 'sending', p_platform_ref, p_now)
+    INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref,
+                         created_at)
+        VALUES (p_post, p_generation, p_key, p_part, 'sending', p_platform_ref, p_now)
         RETURNING * INTO written;
     UPDATE reservations SET sent_at = p_now
         WHERE post_id = p_post AND generation = p_generation AND state = 'reserved';
@@ -374,20 +394,20 @@ END $$;
 ------------------------------------------------------------------------------------------
 
 -- Store::claim_post: the post unchanged and not paused, the claim, the reservation with
--- the post quota and money budget, and (with p_intent_key) the intent, in one
--- transaction. outcome: claimed | gone | paused | over_quota.
+-- the post quota and money budget, and (with p_intent_key) the intent of part
+-- p_intent_part, in one transaction. outcome: claimed | gone | paused | over_quota.
 CREATE OR REPLACE FUNCTION airlock_claim_post(
     p_id bigint, p_version bigint, p_allow_test boolean, p_worker text, p_actor text,
     p_now timestamptz, p_lease_until timestamptz, p_note text,
     p_window_us bigint, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[],
     p_budget_monthly bigint, p_budget_cost bigint, p_month timestamptz[],
-    p_intent_key text, p_intent_margin_us bigint,
+    p_intent_key text, p_intent_part bigint, p_intent_margin_us bigint,
     OUT outcome text, OUT pause_scope text, OUT pause_reason text,
     OUT denial_limit text, OUT denial_used numeric, OUT denial_max numeric,
     OUT denial_next_free_at timestamptz,
     OUT intent_phase text, OUT intent_key text, OUT intent_platform_ref text,
     OUT intent_created_at timestamptz, OUT intent_settled_at timestamptz,
-    OUT post posts)
+    OUT intent_part bigint, OUT post posts)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
@@ -457,21 +477,23 @@ BEGIN
             PERFORM airlock_raise('AL012', 'fenced',
                 jsonb_build_object('generation', v_generation));
         END IF;
-        written := airlock_insert_intent(p_id, v_generation, p_intent_key, NULL, v_now);
+        written := airlock_insert_intent(p_id, v_generation, p_intent_key, p_intent_part, NULL,
+                                         v_now);
         intent_phase := written.phase;
         intent_key := written.idempotency_key;
         intent_platform_ref := written.platform_ref;
         intent_created_at := written.created_at;
         intent_settled_at := written.settled_at;
+        intent_part := written.part;
     END IF;
     SELECT * INTO post FROM posts WHERE id = p_id;
     outcome := 'claimed';
 END $$;
 
--- Store::record_intent: fenced by the claim's generation and a lease that outlasts the
--- request, refused while paused, committed durably.
+-- Store::record_intent: the intent of part `p_part`, fenced by the claim's generation and
+-- a lease that outlasts the request, refused while paused, committed durably.
 CREATE OR REPLACE FUNCTION airlock_record_intent(p_id bigint, p_generation bigint, p_key text,
-    p_platform_ref text, p_now timestamptz, p_margin_us bigint)
+    p_part bigint, p_platform_ref text, p_now timestamptz, p_margin_us bigint)
 RETURNS intents LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
@@ -500,7 +522,7 @@ BEGIN
         PERFORM airlock_raise('AL013', 'paused',
             jsonb_build_object('scope', pause.scope, 'reason', pause.reason));
     END IF;
-    RETURN airlock_insert_intent(p_id, p_generation, p_key, p_platform_ref, v_now);
+    RETURN airlock_insert_intent(p_id, p_generation, p_key, p_part, p_platform_ref, v_now);
 END $$;
 
 -- What a named change does to one post with its verdict, events, intent phase,
@@ -508,7 +530,10 @@ END $$;
 -- as the SQLite backend applies it). Internal: the runtime role calls only the named
 -- changes below (airlock_change_*), each of which passes one fixed combination, so a
 -- change that makes no sense cannot be written. `p_set` holds the fields to set (a key
--- present with null clears the column). outcome: updated, or fenced when a stale
+-- present with null clears the column). `p_landed_id` and `p_landed_permalink`: what the
+-- settled intent sent is out there (Effects::intent_landed; null leaves the intent's as
+-- it is). `p_next_part`: the claim goes on with the next part (Effects::next_part), under
+-- the next generation with its lease until then. outcome: updated, or fenced when a stale
 -- generation's write was refused (its evidence recorded with `p_record_stale`).
 CREATE OR REPLACE FUNCTION airlock_apply_change(
     p_id bigint, p_guard_kind text, p_guard bigint, p_to text,
@@ -517,10 +542,12 @@ CREATE OR REPLACE FUNCTION airlock_apply_change(
     p_intent_required boolean, p_intent_phase text,
     p_verdict jsonb, p_reservation text, p_record_stale boolean, p_failures text,
     p_pause jsonb, p_notify jsonb, p_duplicate_window_us bigint, p_from text[],
+    p_landed_id text, p_landed_permalink text, p_next_part timestamptz,
     OUT outcome text, OUT post posts)
 LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
+    caller_now timestamptz := p_now;
     cur posts;
     after text;
     new_quarantined timestamptz;
@@ -537,6 +564,9 @@ BEGIN
             'rule', 'a change names its guard, its writer and the statuses it starts from'));
     END IF;
     p_now := airlock_time(p_now, false);
+    -- The next part's lease is as long as the caller asked, from the time of the write (as
+    -- a claim's is).
+    p_next_part := p_now + (p_next_part - caller_now);
     IF p_guard_kind = 'generation' THEN
         -- An outcome of the guarded path: it must survive a crash like the intent did.
         PERFORM set_config('synchronous_commit', 'on', true);
@@ -641,11 +671,16 @@ BEGIN
         status = COALESCE(p_to, status),
         lease_owner = CASE WHEN p_to IS NOT NULL AND p_to <> 'posting' THEN NULL
                            ELSE lease_owner END,
-        lease_expires_at = CASE WHEN p_to IS NOT NULL AND p_to <> 'posting' THEN NULL
+        lease_expires_at = CASE WHEN p_next_part IS NOT NULL THEN p_next_part
+                                WHEN p_to IS NOT NULL AND p_to <> 'posting' THEN NULL
                                 ELSE lease_expires_at END,
+        generation = CASE WHEN p_next_part IS NOT NULL THEN generation + 1 ELSE generation END,
         title = CASE WHEN c IS NOT NULL THEN c->>'title' ELSE title END,
         text = CASE WHEN c IS NOT NULL THEN c->>'text' ELSE text END,
         media = CASE WHEN c IS NOT NULL THEN c->'media' ELSE media END,
+        more_parts = CASE WHEN c IS NOT NULL THEN COALESCE(c->'more_parts', '[]'::jsonb)
+                          ELSE more_parts END,
+        first_comment = CASE WHEN c IS NOT NULL THEN c->>'first_comment' ELSE first_comment END,
         link = CASE WHEN c IS NOT NULL THEN c->>'link' ELSE link END,
         content_hash = CASE WHEN c IS NOT NULL THEN c->>'content_hash' ELSE content_hash END,
         text_key = CASE WHEN c IS NOT NULL THEN c->>'text_key' ELSE text_key END,
@@ -682,7 +717,9 @@ BEGIN
             VALUES (p_id, p_now, p_event_kind, after, after, p_actor, p_event_note);
     END IF;
     IF p_intent_phase IS NOT NULL THEN
-        UPDATE intents SET phase = p_intent_phase, settled_at = p_now WHERE id = (
+        UPDATE intents SET phase = p_intent_phase, settled_at = p_now,
+            platform_post_id = COALESCE(p_landed_id, platform_post_id),
+            permalink = COALESCE(p_landed_permalink, permalink) WHERE id = (
             SELECT max(id) FROM intents WHERE post_id = p_id
             AND (p_guard_kind <> 'generation' OR generation = p_guard));
     END IF;
@@ -742,21 +779,56 @@ $$;
 
 -- The worker holding the claim, fenced by its generation.
 
+-- The post's id and permalink are part 1's; the intent gets those of the part it sent.
 CREATE OR REPLACE FUNCTION airlock_change_published(p_id bigint, p_actor text,
-    p_now timestamptz, p_notify jsonb, p_generation bigint, p_posted_at timestamptz,
-    p_platform_post_id text, p_permalink text, p_sent_by bigint, p_note text, p_flag text,
-    p_pause jsonb, OUT outcome text, OUT post posts)
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_part bigint,
+    p_posted_at timestamptz, p_platform_post_id text, p_permalink text, p_sent_by bigint,
+    p_note text, p_flag text, p_pause jsonb, OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'posted', p_actor,
         p_note, p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
-            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            'platform_post_id', CASE WHEN p_part = 1 THEN p_platform_post_id END,
+            'permalink', CASE WHEN p_part = 1 THEN p_permalink END))
             || jsonb_build_object('not_before', NULL, 'error', p_flag),
         NULL, NULL, false, NULL, 'succeeded', NULL,
         CASE WHEN p_sent_by IS NULL THEN 'committed' ELSE 'attempt:' || p_sent_by END,
-        true, 'reset', p_pause, p_notify, NULL, '{posting}');
+        true, 'reset', p_pause, p_notify, NULL, '{posting}', p_platform_post_id, p_permalink,
+        NULL);
 $$;
+
+-- One part of several is out and the claim goes on with the next: the post stays
+-- `posting` under the next generation with its lease until `p_lease_until`, the part's
+-- intent succeeded with its ids, the reservation committed (it counts from the first
+-- part), the channel's failures reset; the post's id and permalink are part 1's.
+CREATE OR REPLACE FUNCTION airlock_change_part_published(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_generation bigint, p_part bigint,
+    p_platform_post_id text, p_permalink text, p_sent_by bigint, p_lease_until timestamptz,
+    p_note text, OUT outcome text, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    applied record;
+BEGIN
+    -- Without its lease the claim would stay on the generation whose intent is spent;
+    -- without its id the next part would have nothing to reply to.
+    IF p_part IS NULL OR p_part < 1 OR p_platform_post_id IS NULL OR p_lease_until IS NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a part that is out names the part, its id and the next part''s lease'));
+    END IF;
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, NULL,
+        p_actor, NULL, p_now,
+        CASE WHEN p_part = 1 THEN jsonb_strip_nulls(jsonb_build_object(
+            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            ELSE '{}'::jsonb END,
+        'part_published', p_note, false, NULL, 'succeeded', NULL,
+        CASE WHEN p_sent_by IS NULL THEN 'committed' ELSE 'attempt:' || p_sent_by END,
+        true, 'reset', NULL, p_notify, NULL, '{posting}', p_platform_post_id, p_permalink,
+        p_lease_until);
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_not_sent(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_note text,
@@ -770,7 +842,7 @@ SET search_path = {{schema}}, pg_temp AS $$
             'count_wait', COALESCE(p_counts_wait, false), 'not_before', p_not_before,
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'not_sent' END, NULL,
-        'released', true, NULL, NULL, p_notify, NULL, '{posting}');
+        'released', true, NULL, NULL, p_notify, NULL, '{posting}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_failed(p_id bigint, p_actor text,
@@ -784,7 +856,7 @@ SET search_path = {{schema}}, pg_temp AS $$
         jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'rejected' END, NULL,
-        'released', true, 'increment', p_pause, p_notify, NULL, '{posting}');
+        'released', true, 'increment', p_pause, p_notify, NULL, '{posting}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_unknown(p_id bigint, p_actor text,
@@ -794,7 +866,8 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
-        NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL, '{posting}');
+        NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL, '{posting}',
+        NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_held(p_id bigint, p_actor text,
@@ -804,7 +877,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
         p_note, p_now, '{}'::jsonb, NULL, NULL, false, NULL, NULL, NULL, 'released', true,
-        NULL, p_pause, p_notify, NULL, '{posting}');
+        NULL, p_pause, p_notify, NULL, '{posting}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_sent(p_id bigint, p_actor text,
@@ -814,7 +887,8 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
-        NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL, '{posting}');
+        NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL, '{posting}',
+        NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_unsent(p_id bigint, p_actor text,
@@ -827,7 +901,8 @@ SET search_path = {{schema}}, pg_temp AS $$
         jsonb_build_object('error', p_reason, 'count_attempt', true)
             || CASE WHEN p_gives_up THEN '{}'::jsonb
                     ELSE jsonb_build_object('not_before', p_not_before) END,
-        NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL, '{posting}');
+        NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL, '{posting}',
+        NULL, NULL, NULL);
 $$;
 
 -- People and agents, at the version they read.
@@ -845,7 +920,7 @@ SET search_path = {{schema}}, pg_temp AS $$
                 'scheduled_at', p_scheduled_at,
                 'edited_by', CASE WHEN p_content IS NOT NULL THEN p_actor END)),
         'edited', 'edited ' || p_fields, true, NULL, NULL, NULL, NULL, false, NULL, NULL,
-        p_notify, p_duplicate_window_us, '{draft,approved}');
+        p_notify, p_duplicate_window_us, '{draft,approved}', NULL, NULL, NULL);
 $$;
 
 -- p_effect: approve (p_approved_by, p_note, p_duplicate_window_us), await (p_note) or
@@ -872,11 +947,11 @@ BEGIN
             jsonb_build_object('approved_hash', p_verdict->>'content_hash',
                 'approved_by', p_approved_by, 'error', NULL),
             NULL, NULL, false, NULL, NULL, p_verdict, NULL, false, NULL, NULL, p_notify,
-            p_duplicate_window_us, '{draft}');
+            p_duplicate_window_us, '{draft}', NULL, NULL, NULL);
     ELSIF p_effect = 'await' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL,
             p_actor, NULL, p_now, '{}'::jsonb, 'verdict', p_note, false, NULL, NULL,
-            p_verdict, NULL, false, NULL, NULL, p_notify, NULL, '{draft}');
+            p_verdict, NULL, false, NULL, NULL, p_notify, NULL, '{draft}', NULL, NULL, NULL);
     ELSIF p_effect = 'revise' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'draft',
             p_actor, airlock_fit(kind || ': ' || p_note, 4000), p_now,
@@ -885,7 +960,7 @@ BEGIN
                 || CASE WHEN p_quarantine THEN jsonb_build_object('quarantined_at',
                         airlock_time(p_now, false)) ELSE '{}'::jsonb END,
             kind, airlock_fit(p_note, 4000), true, NULL, NULL, p_verdict, NULL, false, NULL,
-            NULL, p_notify, NULL, '{draft,approved}');
+            NULL, p_notify, NULL, '{draft,approved}', NULL, NULL, NULL);
     ELSE
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a verdict approves, awaits more passes, or asks for a revision'));
@@ -902,7 +977,8 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor, p_note,
         p_now, jsonb_build_object('approved_hash', NULL, 'approved_by', NULL)
             || jsonb_strip_nulls(jsonb_build_object('error', p_error)),
-        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{approved}');
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{approved}',
+        NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_released(p_id bigint, p_actor text,
@@ -912,7 +988,8 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true),
-        'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{draft}');
+        'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{draft}',
+        NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_requeued(p_id bigint, p_actor text,
@@ -922,23 +999,55 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor,
         'requeued', p_now,
         jsonb_build_object('reset_attempts', true, 'not_before', NULL, 'error', NULL),
-        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{failed}');
+        NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{failed}',
+        NULL, NULL, NULL);
 $$;
 
+-- The post's id and permalink are part 1's; the intent gets those of the part it sent.
 CREATE OR REPLACE FUNCTION airlock_change_settled_published(p_id bigint, p_actor text,
-    p_now timestamptz, p_notify jsonb, p_version bigint, p_posted_at timestamptz,
-    p_platform_post_id text, p_permalink text, p_note text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_part bigint,
+    p_posted_at timestamptz, p_platform_post_id text, p_permalink text, p_note text,
     OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'posted', p_actor, p_note,
         p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
-            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            'platform_post_id', CASE WHEN p_part = 1 THEN p_platform_post_id END,
+            'permalink', CASE WHEN p_part = 1 THEN p_permalink END))
             || jsonb_build_object('error', NULL),
         NULL, NULL, false, NULL, 'succeeded', NULL, 'committed', false, NULL, NULL, p_notify,
-        NULL, '{needs_review}');
+        NULL, '{needs_review}', p_platform_post_id, p_permalink, NULL);
 $$;
+
+-- A part that is not the last is known to be out: `needs_review -> approved`, so the next
+-- pass resumes at the part after it; the part's intent succeeded with its ids, the
+-- reservation committed; the post's id and permalink are part 1's.
+CREATE OR REPLACE FUNCTION airlock_change_part_settled(p_id bigint, p_actor text,
+    p_now timestamptz, p_notify jsonb, p_version bigint, p_part bigint,
+    p_platform_post_id text, p_permalink text, p_note text,
+    OUT outcome text, OUT post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    applied record;
+BEGIN
+    -- The next part replies to this one: without its id it cannot be resumed.
+    IF p_part IS NULL OR p_part < 1 OR p_platform_post_id IS NULL THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
+            'rule', 'a part found out names the part and its id'));
+    END IF;
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved',
+        p_actor, p_note, p_now,
+        CASE WHEN p_part = 1 THEN jsonb_strip_nulls(jsonb_build_object(
+            'platform_post_id', p_platform_post_id, 'permalink', p_permalink))
+            ELSE '{}'::jsonb END
+            || jsonb_build_object('error', NULL, 'not_before', NULL),
+        NULL, NULL, false, NULL, 'succeeded', NULL, 'committed', false, NULL, NULL, p_notify,
+        NULL, '{needs_review}', p_platform_post_id, p_permalink, NULL);
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_settled_not_published(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_error text, p_note text,
@@ -947,7 +1056,8 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'failed', p_actor, p_note,
         p_now, jsonb_build_object('error', p_error), NULL, NULL, false, NULL, 'not_sent',
-        NULL, 'released', false, NULL, NULL, p_notify, NULL, '{needs_review}');
+        NULL, 'released', false, NULL, NULL, p_notify, NULL, '{needs_review}',
+        NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_cannot_land(p_id bigint, p_actor text,
@@ -957,7 +1067,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor, p_note,
         p_now, jsonb_build_object('error', NULL), NULL, NULL, false, NULL, 'not_sent', NULL,
-        'released', false, NULL, NULL, p_notify, NULL, '{needs_review}');
+        'released', false, NULL, NULL, p_notify, NULL, '{needs_review}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_resend_claimed(p_id bigint, p_actor text,
@@ -967,7 +1077,7 @@ LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         '{}'::jsonb, 'resend', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL,
-        p_notify, NULL, '{needs_review}');
+        p_notify, NULL, '{needs_review}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferred(p_id bigint, p_actor text,
@@ -978,7 +1088,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'quota_deferred', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
-        NULL, '{approved}');
+        NULL, '{approved}', NULL, NULL, NULL);
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferral_lifted(p_id bigint, p_actor text,
@@ -989,7 +1099,7 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'deferral_lifted', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
-        NULL, '{approved}');
+        NULL, '{approved}', NULL, NULL, NULL);
 $$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
@@ -1241,8 +1351,10 @@ END $$;
 -- Store::create_post: an idempotency key's earlier post, a filled slot's post, or a new
 -- draft (the creator's live drafts counted under its lock, +8; a queued duplicate text
 -- refused) with its creation key. existing: whether the post was there before.
+-- `p_more_parts`: the parts after the first ([{text, media}]); `p_first_comment`.
 CREATE OR REPLACE FUNCTION airlock_create_post(
-    p_channel text, p_title text, p_text text, p_media jsonb, p_link text, p_source jsonb,
+    p_channel text, p_title text, p_text text, p_media jsonb, p_more_parts jsonb,
+    p_first_comment text, p_link text, p_source jsonb,
     p_source_path text, p_scheduled_at timestamptz, p_content_hash text, p_actor text,
     p_test boolean, p_slot text, p_now timestamptz, p_text_key text,
     p_key_scope text, p_key text, p_key_request text, p_key_ttl_us bigint,
@@ -1297,12 +1409,13 @@ BEGIN
         PERFORM airlock_refuse_duplicate(p_channel, p_text_key, p_scheduled_at,
                                          p_duplicate_window_us, NULL);
     END IF;
-    INSERT INTO posts (channel, status, title, text, media, link, source, source_path,
-        scheduled_at, content_hash, created_by, edited_by, test, slot, created_at, updated_at,
-        event_actor, event_note, text_key)
-        VALUES (p_channel, 'draft', p_title, p_text, p_media, p_link, p_source, p_source_path,
-            p_scheduled_at, p_content_hash, p_actor, p_actor, p_test, p_slot, p_now, p_now,
-            p_actor, 'created', p_text_key)
+    INSERT INTO posts (channel, status, title, text, media, more_parts, first_comment, link,
+        source, source_path, scheduled_at, content_hash, created_by, edited_by, test, slot,
+        created_at, updated_at, event_actor, event_note, text_key)
+        VALUES (p_channel, 'draft', p_title, p_text, p_media,
+            COALESCE(p_more_parts, '[]'::jsonb), p_first_comment, p_link, p_source,
+            p_source_path, p_scheduled_at, p_content_hash, p_actor, p_actor, p_test, p_slot,
+            p_now, p_now, p_actor, 'created', p_text_key)
         RETURNING id INTO new_id;
     IF p_key IS NOT NULL THEN
         INSERT INTO create_keys (scope, key, request_sha256, post_id, created_at)
@@ -1430,11 +1543,13 @@ BEGIN
         IF f.name = ANY (ARRAY[
             'airlock_functions_version',
             'airlock_claim_post', 'airlock_record_intent',
-            'airlock_change_published', 'airlock_change_not_sent', 'airlock_change_failed',
+            'airlock_change_published', 'airlock_change_part_published',
+            'airlock_change_not_sent', 'airlock_change_failed',
             'airlock_change_unknown', 'airlock_change_held', 'airlock_change_reaped_sent',
             'airlock_change_reaped_unsent', 'airlock_change_edited', 'airlock_change_verdict',
             'airlock_change_withdrawn', 'airlock_change_released', 'airlock_change_requeued',
-            'airlock_change_settled_published', 'airlock_change_settled_not_published',
+            'airlock_change_settled_published', 'airlock_change_part_settled',
+            'airlock_change_settled_not_published',
             'airlock_change_cannot_land', 'airlock_change_resend_claimed',
             'airlock_change_deferred', 'airlock_change_deferral_lifted',
             'airlock_record_verifications', 'airlock_pause', 'airlock_resume',

@@ -32,6 +32,8 @@ fn content_json(content: &PostContent, hash: &ContentHash) -> Value {
         "title": content.title,
         "text": content.text,
         "media": content.media,
+        "more_parts": content.more,
+        "first_comment": content.first_comment,
         "link": content.link,
         "content_hash": hash.as_str(),
         "text_key": airlock_core::review::text_key(&content.text),
@@ -92,12 +94,14 @@ impl airlock_store::Posts for PgStore {
         let key = req.idempotency.as_ref();
         let row = sqlx::query(
             "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
-             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) r",
+             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) r",
         )
         .bind(content.channel.as_str())
         .bind(&content.title)
         .bind(&content.text)
         .bind(Json(&content.media))
+        .bind(Json(&content.more))
+        .bind(&content.first_comment)
         .bind(&content.link)
         .bind(content.source.as_ref().map(Json))
         .bind(content.source.as_ref().map(|s| s.path.clone()))

@@ -98,9 +98,9 @@ impl airlock_store::Publishing for PgStore {
             "SELECT r.outcome, r.pause_scope, r.pause_reason, r.denial_limit, \
                r.denial_used::text AS denial_used, r.denial_max::text AS denial_max, \
                r.denial_next_free_at, r.intent_phase, r.intent_key, r.intent_platform_ref, \
-               r.intent_created_at, r.intent_settled_at, (r.post).* \
+               r.intent_created_at, r.intent_settled_at, r.intent_part, (r.post).* \
              FROM airlock_claim_post($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-               $14, $15, $16, $17) r"
+               $14, $15, $16, $17, $18) r"
                 .to_owned(),
         ))
         .bind(req.id.0)
@@ -130,6 +130,7 @@ impl airlock_store::Publishing for PgStore {
             })
         }))
         .bind(req.intent.as_ref().map(|i| i.idempotency_key.as_str()))
+        .bind(req.intent.as_ref().map(|i| i64::from(i.part)))
         .bind(req.intent.as_ref().map(|i| micros(i.lease_margin)))
         .fetch_one(&self.pool)
         .await
@@ -181,7 +182,11 @@ impl airlock_store::Publishing for PgStore {
                         platform_ref: get(&row, "intent_platform_ref")?,
                         created_at: get(&row, "intent_created_at")?,
                         settled_at: get(&row, "intent_settled_at")?,
-                        part: req.intent.as_ref().map_or(1, |i| i.part),
+                        part: {
+                            let part: i64 = get(&row, "intent_part")?;
+                            u32::try_from(part)
+                                .map_err(|_| StoreError::Corrupt(format!("intent part {part}")))?
+                        },
                         platform_post_id: None,
                         permalink: None,
                     }),
@@ -199,10 +204,11 @@ impl airlock_store::Publishing for PgStore {
     /// Store::record_intent: `airlock_record_intent` (fence, lease, pause, the intent and
     /// the reservation's send time, committed durably) in one round trip.
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
-        let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6)")
+        let row = sqlx::query("SELECT * FROM airlock_record_intent($1, $2, $3, $4, $5, $6, $7)")
             .bind(req.post_id.0)
             .bind(req.generation)
             .bind(&req.idempotency_key)
+            .bind(i64::from(req.part))
             .bind(req.platform_ref.as_deref())
             .bind(req.now)
             .bind(micros(req.lease_margin))

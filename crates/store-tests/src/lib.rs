@@ -14,7 +14,7 @@
 //! Layout: [`fixture`] (fixed times, posts in each state, the publish-path steps),
 //! [`metered`] (a delegating store that counts the post text it returns),
 //! [`posts`], [`lifecycle`], [`claims`], [`quota`], [`admin`], [`security`], [`ops`],
-//! [`review`], [`bounds`] (the cases).
+//! [`review`], [`bounds`], [`parts`] (the cases).
 //!
 //! Time is always passed in: cases use fixed instants and never sleep or assert on
 //! durations. Concurrency cases race several handles, each with its own pool (stand-ins
@@ -35,6 +35,7 @@ pub mod fixture;
 pub mod lifecycle;
 pub mod metered;
 pub mod ops;
+pub mod parts;
 pub mod posts;
 pub mod quota;
 pub mod review;
@@ -167,6 +168,11 @@ macro_rules! __with_cases {
             store review::an_edit_into_a_queued_text_within_the_window_is_refused_and_changes_nothing,
             store review::a_verdict_on_a_post_as_large_as_a_post_may_be_is_recorded,
             store review::approving_or_rescheduling_into_a_queued_text_is_refused_inside_the_write,
+            store parts::a_post_of_several_parts_reads_back_as_created,
+            store parts::an_edit_of_the_parts_changes_them_and_the_hash,
+            store parts::a_published_part_keeps_the_claim_for_the_next_part,
+            store parts::a_stale_generations_part_published_is_fenced,
+            store parts::a_settled_part_resumes_the_post_at_the_next_part,
         }
     };
 }
@@ -226,6 +232,7 @@ mod tests {
             ("ops", include_str!("ops.rs")),
             ("review", include_str!("review.rs")),
             ("bounds", include_str!("bounds.rs")),
+            ("parts", include_str!("parts.rs")),
         ];
         let mut defined = BTreeSet::new();
         for (module, source) in modules {

@@ -62,6 +62,39 @@ async fn a_claim_is_stamped_and_leased_by_the_databases_clock() {
     );
 }
 
+/// The lease a published part renews for the next part is as long as the worker asked,
+/// from the database's time, as a claim's is.
+#[tokio::test]
+async fn the_next_parts_lease_runs_from_the_databases_clock() {
+    let db = TestDb::create();
+    let store = database_clock(&db).await;
+    let behind = Utc::now() - Duration::minutes(4);
+    let post = approved(&store, "alpha", "a thread, four minutes behind", behind).await;
+    let claimed = claim(&store, &post, behind).await;
+    intent(&store, &claimed, behind).await;
+    let change = airlock_store::Change::PartPublished {
+        generation: claimed.generation,
+        part: 1,
+        platform_post_id: "p-1".into(),
+        permalink: None,
+        sent_by: None,
+        lease_until: behind + Duration::minutes(LEASE_MINUTES),
+        note: "part 1 of 2 published".into(),
+    };
+    let next = airlock_store::Posts::change_post(
+        &store,
+        airlock_store::PostChange::new(post.id, DISPATCHER, behind, change),
+    )
+    .await
+    .unwrap();
+    assert_eq!(next.generation, claimed.generation + 1);
+    let lease = next.lease_expires_at.unwrap();
+    assert!(
+        near(lease, Utc::now() + Duration::minutes(LEASE_MINUTES)),
+        "the next part's lease runs from the database's time: {lease}"
+    );
+}
+
 #[tokio::test]
 async fn a_process_whose_clock_is_too_far_off_may_not_claim_or_send() {
     let db = TestDb::create();

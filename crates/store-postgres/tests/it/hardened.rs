@@ -229,7 +229,8 @@ async fn a_schema_open_to_the_runtime_role_is_not_hardened_and_public_table_gran
 /// (`airlock_change_*`): the function they share, which applies any combination, is not
 /// its to call; a named change refuses what its change cannot be (an unknown verdict
 /// effect, content under a hash that is not a SHA-256, a verdict without the content
-/// its critic read) and a change without its guard (a NULL version or generation
+/// its critic read, a part that is out without the next part's lease) and a change
+/// without its guard (a NULL version or generation
 /// compares as neither equal nor different, so it would skip fencing); and nothing
 /// changes.
 #[tokio::test]
@@ -250,7 +251,7 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
     let query = sqlx::query(
         "SELECT * FROM airlock_apply_change($1, 'version', $2, 'approved', 'token:critic', \
          NULL, now(), '{}', NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, '[]', \
-         NULL, '{draft}')",
+         NULL, '{draft}', NULL, NULL, NULL)",
     )
     .bind(draft.id.0)
     .bind(draft.version);
@@ -290,12 +291,40 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
         "AL020"
     );
     let query = sqlx::query(
-        "SELECT * FROM airlock_change_published($1, 'dispatcher', now(), '[]', NULL, now(), \
+        "SELECT * FROM airlock_change_published($1, 'dispatcher', now(), '[]', NULL, 1, now(), \
          'p1', NULL, NULL, 'published', NULL, NULL)",
     )
     .bind(draft.id.0);
     assert_eq!(
         refused(&mut conn, query, "an outcome without its generation").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_part_published($1, 'dispatcher', now(), '[]', NULL, 1, \
+         'p1', NULL, NULL, now() + interval '15 minutes', 'part 1 published')",
+    )
+    .bind(draft.id.0);
+    assert_eq!(
+        refused(&mut conn, query, "a part's outcome without its generation").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_part_published($1, 'dispatcher', now(), '[]', $2, 1, \
+         'p1', NULL, NULL, NULL, 'part 1 published')",
+    )
+    .bind(draft.id.0)
+    .bind(draft.generation);
+    assert_eq!(
+        refused(&mut conn, query, "a part's outcome without the next lease").await,
+        "AL020"
+    );
+    let query = sqlx::query(
+        "SELECT * FROM airlock_change_part_settled($1, 'cli', now(), '[]', NULL, 1, 'p1', \
+         NULL, 'part 1 confirmed')",
+    )
+    .bind(draft.id.0);
+    assert_eq!(
+        refused(&mut conn, query, "a part settled without the version read").await,
         "AL020"
     );
     let query = sqlx::query(
