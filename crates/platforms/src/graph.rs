@@ -13,13 +13,19 @@
 //!   read that settles an unknown outcome;
 //! - the rule that keeps a retry from making a second post: while a container an earlier
 //!   attempt sent can still be published, the next attempt publishes that same container
-//!   (the platform publishes a container once) and never makes a new one.
+//!   (the platform publishes a container once) and never makes a new one;
+//! - carousels: item containers (`is_carousel_item=true`) made and polled until
+//!   `FINISHED`, then the `CAROUSEL` parent with `children=<ids>`, which is the container
+//!   published and recorded;
+//! - finding the media id of a published container when a later part must reply to it
+//!   (the container read does not name it): a list read matched by text and time
+//!   ([`MediaSearch`]).
 //!
 //! It knows neither platform's parameters nor its paths; the adapters pass them in.
 
 use std::time::Duration as StdDuration;
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use reqwest::header::CONTENT_TYPE;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
@@ -76,6 +82,102 @@ pub(crate) struct ContainerFields {
     pub status: &'static str,
     /// The field holding the detail on `ERROR`.
     pub detail: &'static str,
+}
+
+/// The fields of a publishing-limit read: the posts' quota, or (Threads) the replies'.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LimitFields {
+    /// The field holding the count in the rolling window.
+    pub usage: &'static str,
+    /// The object holding `quota_total`.
+    pub config: &'static str,
+    /// What it counts, for messages.
+    pub counts: &'static str,
+}
+
+/// The posts' publishing limit.
+pub(crate) const POST_LIMIT: LimitFields = LimitFields {
+    usage: "quota_usage",
+    config: "config",
+    counts: "posts",
+};
+
+/// The replies' publishing limit (Threads: a thread's later parts and its first comment).
+pub(crate) const REPLY_LIMIT: LimitFields = LimitFields {
+    usage: "reply_quota_usage",
+    config: "reply_config",
+    counts: "replies",
+};
+
+/// Whether a later part of the post replies to (or comments on) this one, so its
+/// `platform_post_id` must be known.
+pub(crate) fn id_needed(req: &PublishRequest) -> bool {
+    req.part.number < req.part.of
+}
+
+/// Whose objects a [`MediaSearch`] list holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// Only the account's own (its media list).
+    Account,
+    /// Anyone's: only those with this boolean field `true` are the account's.
+    Flag(&'static str),
+    /// Anyone's: only those with this `username` are the account's.
+    Username(String),
+}
+
+/// How to find an object the account published, when no answer named its id: a list read,
+/// matched by text, owner and time. Used only where a later part needs the id (the
+/// container read does not give it) and for comments, which have no container.
+#[derive(Debug, Clone)]
+pub(crate) struct MediaSearch {
+    /// What is listed, for messages ("the replies to part 1").
+    pub what: String,
+    /// The list path (`me/threads`, `{media-id}/replies`, `{user}/media`, `{media-id}/comments`).
+    pub segments: Vec<String>,
+    /// The `fields` query value.
+    pub fields: &'static str,
+    /// The field holding the text (`text`, `caption`).
+    pub text_field: &'static str,
+    /// The text sent.
+    pub text: String,
+    /// Which entries are the account's.
+    pub owner: Owner,
+    /// Entries older than this are not this attempt's.
+    pub since: DateTime<Utc>,
+}
+
+impl MediaSearch {
+    /// The earliest moment a request of `req` (this attempt's or an earlier one's) may have
+    /// landed, with a margin for the platform's clock.
+    pub fn since(req: &PublishRequest) -> DateTime<Utc> {
+        let first = req
+            .earlier
+            .iter()
+            .map(|a| a.sent_at)
+            .min()
+            .map_or(req.now, |sent| sent.min(req.now));
+        first - Duration::minutes(10)
+    }
+}
+
+/// What a [`MediaSearch`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// The object's id.
+    pub id: String,
+    /// Its permalink, when listed.
+    pub permalink: Option<String>,
+    /// What matched, for the event note.
+    pub note: String,
+}
+
+/// Reads Graph's `2026-09-30T08:00:00+0000` (and RFC 3339).
+fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%z")
+        .or_else(|_| DateTime::parse_from_rfc3339(text))
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// What a Graph error means for the caller.
@@ -304,19 +406,54 @@ impl Graph {
         self.step_json(what, answer)
     }
 
-    /// Creates a container and returns its id.
+    /// Creates a container and returns its id; `what` names the step in messages.
     pub async fn create_container(
         &self,
+        what: &str,
         segments: &[&str],
         form: &[(&str, &str)],
     ) -> Result<String, StepError> {
-        let answer = self.post_json("container creation", segments, form).await?;
+        let answer = self.post_json(what, segments, form).await?;
         id_string(answer.get("id")).ok_or_else(|| {
             StepError::transient(format!(
-                "{}: container creation answered without an id; nothing was published",
+                "{}: {what} answered without an id; nothing was published",
                 self.platform
             ))
         })
+    }
+
+    /// Makes a carousel: one container per item, polled until each is `FINISHED` (the
+    /// parent refuses items still processing), then the parent `form` with
+    /// `children=<ids>`. Returns the parent's id. Items are made before any is polled, so
+    /// the platform processes them side by side; `poll_timeout` bounds them all.
+    async fn create_carousel(&self, steps: &PrepareSteps<'_>) -> Result<String, StepError> {
+        let p = self.platform;
+        let n = steps.items.len();
+        let mut children = Vec::with_capacity(n);
+        for (i, item) in steps.items.iter().enumerate() {
+            let what = format!("carousel item {} of {n}: container creation", i + 1);
+            children.push(self.create_container(&what, steps.create, item).await?);
+        }
+        let deadline = tokio::time::Instant::now() + steps.poll_timeout;
+        for (i, child) in children.iter().enumerate() {
+            let label = format!("carousel item {} of {n} (container {child})", i + 1);
+            let poll = Poll {
+                fields: steps.fields,
+                interval: steps.poll_interval,
+                deadline,
+                timeout: steps.poll_timeout,
+            };
+            if let Ready::Published = self.wait_until_ready(child, &label, poll).await? {
+                return Err(StepError::transient(format!(
+                    "{p}: {label} reads PUBLISHED though no carousel with it was published; nothing was sent: a new carousel is made on the next attempt"
+                )));
+            }
+        }
+        let children = children.join(",");
+        let mut form = steps.form.to_vec();
+        form.push(("children", children.as_str()));
+        self.create_container("carousel container creation", steps.create, &form)
+            .await
     }
 
     /// Reads a container's state and detail.
@@ -348,27 +485,26 @@ impl Graph {
 
     /// Polls a container until it is `FINISHED` (ready to publish) or `PUBLISHED` (an
     /// earlier attempt's request on it landed: the post is out, and that is proof).
+    /// `label` names it in messages (`container 179…`, `carousel item 2 of 3 (container 179…)`).
     ///
     /// `ERROR` is a definite refusal (the media or text cannot be processed); `EXPIRED`, a
-    /// container still processing at `poll_timeout`, and read errors that may pass are
+    /// container still processing at the deadline, and read errors that may pass are
     /// transient: the next attempt creates a new container.
     async fn wait_until_ready(
         &self,
         container: &str,
-        fields: ContainerFields,
-        poll_interval: StdDuration,
-        poll_timeout: StdDuration,
+        label: &str,
+        poll: Poll,
     ) -> Result<Ready, StepError> {
         let p = self.platform;
-        let deadline = tokio::time::Instant::now() + poll_timeout;
         loop {
-            let last = match self.container_status(container, fields).await {
+            let last = match self.container_status(container, poll.fields).await {
                 Ok((status, detail)) => match status.as_str() {
                     "FINISHED" => return Ok(Ready::Finished),
                     "ERROR" => {
                         return Err(StepError::Rejected {
                             reason: format!(
-                                "{p}: container {container} failed processing: {}: nothing was published; change the media or text, then requeue",
+                                "{p}: {label} failed processing: {}: nothing was published; change the media or text, then requeue",
                                 detail.as_deref().unwrap_or("no error_message given")
                             ),
                             credential: false,
@@ -376,73 +512,190 @@ impl Graph {
                     }
                     "EXPIRED" => {
                         return Err(StepError::transient(format!(
-                            "{p}: container {container} expired before it was published; a new one is made on the next attempt"
+                            "{p}: {label} expired before it was published; a new one is made on the next attempt"
                         )));
                     }
                     // Only a publish makes a container PUBLISHED, and nobody but airlock
                     // knows its id: an earlier attempt's request on it landed.
                     "PUBLISHED" => return Ok(Ready::Published),
-                    other => format!("container {container} is {other}"),
+                    other => format!("{label} is {other}"),
                 },
                 Err(e @ StepError::Rejected { .. }) => return Err(e),
                 Err(StepError::Transient { reason, .. }) => reason,
             };
             let now = tokio::time::Instant::now();
-            if now >= deadline {
+            if now >= poll.deadline {
                 return Err(StepError::transient(format!(
-                    "{p}: container not ready after {}s (last: {last}); nothing was published; a new container is made on the next attempt",
-                    poll_timeout.as_secs()
+                    "{p}: {label} not ready after {}s (last: {last}); nothing was published; a new container is made on the next attempt",
+                    poll.timeout.as_secs()
                 )));
             }
-            tokio::time::sleep(poll_interval.min(deadline - now)).await;
+            tokio::time::sleep(poll.interval.min(poll.deadline - now)).await;
         }
     }
 
     /// The repeatable steps of a publish, for both platforms: look at the containers that
     /// earlier attempts sent (one `PUBLISHED` proves the post is out; one that can still be
     /// published is published again rather than replaced), check the publishing limit,
-    /// make a container only when none can be reused, and wait until it is `FINISHED`.
+    /// make a container (or a carousel: its items, then its parent) only when none can be
+    /// reused, and wait until it is `FINISHED`. When the part is out already and a later
+    /// part needs its media id, [`PrepareSteps::find`] finds it.
     pub async fn prepare(
         &self,
         req: &PublishRequest,
         steps: PrepareSteps<'_>,
     ) -> Result<Prepared, StepError> {
         let reuse = match self.earlier_containers(req, steps.fields).await? {
-            Earlier::Published(proof) => return Ok(already(proof)),
+            Earlier::Published(proof) => return Ok(already(self.proven(proof, steps.find).await?)),
             Earlier::Reuse(container) => Some(container),
             Earlier::None => None,
         };
         // The limit first: a container made while the quota is used up would only expire.
-        self.check_publishing_limit(steps.limit).await?;
+        self.check_publishing_limit(steps.limit, steps.limit_fields)
+            .await?;
         let container = match reuse {
             Some(container) => {
                 tracing::info!(post_id = %req.post_id, container, "publishing the earlier attempt's container again");
                 container
             }
-            None => self.create_container(steps.create, steps.form).await?,
+            None if steps.items.is_empty() => {
+                self.create_container("container creation", steps.create, steps.form)
+                    .await?
+            }
+            None => self.create_carousel(&steps).await?,
+        };
+        let poll = Poll {
+            fields: steps.fields,
+            interval: steps.poll_interval,
+            deadline: tokio::time::Instant::now() + steps.poll_timeout,
+            timeout: steps.poll_timeout,
         };
         let ready = self
-            .wait_until_ready(
-                &container,
-                steps.fields,
-                steps.poll_interval,
-                steps.poll_timeout,
-            )
+            .wait_until_ready(&container, &format!("container {container}"), poll)
             .await?;
         Ok(match ready {
             Ready::Finished => Prepared::with_ref(container),
-            Ready::Published => already(Proof {
-                platform_post_id: None,
-                permalink: None,
-                note: format!(
-                    "{} container {container} turned PUBLISHED while this attempt waited for it: an earlier attempt's request on it landed",
-                    self.platform
-                ),
-                attempt: crate::latest_attempt(&req.earlier, |a| {
-                    a.platform_ref.as_deref() == Some(container.as_str())
-                }),
-            }),
+            Ready::Published => {
+                let proof = Proof {
+                    platform_post_id: None,
+                    permalink: None,
+                    note: format!(
+                        "{} container {container} turned PUBLISHED while this attempt waited for it: an earlier attempt's request on it landed",
+                        self.platform
+                    ),
+                    attempt: crate::latest_attempt(&req.earlier, |a| {
+                        a.platform_ref.as_deref() == Some(container.as_str())
+                    }),
+                };
+                already(self.proven(proof, steps.find).await?)
+            }
         })
+    }
+
+    /// Completes the proof that a part is out with its media id, when a later part needs
+    /// it (`find`). Without the id the chain cannot go on, so the part waits (transiently:
+    /// nothing is ever sent again for it) until the list shows it.
+    async fn proven(
+        &self,
+        mut proof: Proof,
+        find: Option<&MediaSearch>,
+    ) -> Result<Proof, StepError> {
+        let Some(search) = find else {
+            return Ok(proof);
+        };
+        // The part is out: whatever the list read answers, nothing may make it look
+        // refused, so its failures are transient too.
+        let found = self.find_media(search).await.map_err(|e| StepError::Transient {
+            reason: format!(
+                "{}; its media id, which the next part replies to, could not be read ({e}): nothing is sent again; looked for again later",
+                proof.note
+            ),
+            retry_after: Some(Duration::minutes(5)),
+        })?;
+        match found {
+            Some(found) => {
+                proof.note = format!("{}; {}", proof.note, found.note);
+                proof.platform_post_id = Some(found.id);
+                proof.permalink = found.permalink;
+                Ok(proof)
+            }
+            None => Err(StepError::Transient {
+                reason: format!(
+                    "{}; its media id, which the next part replies to, is not among {} yet: nothing is sent again; looked for again later",
+                    proof.note, search.what
+                ),
+                retry_after: Some(Duration::minutes(5)),
+            }),
+        }
+    }
+
+    /// Lists `search.segments` and picks the account's entry with the text sent, made
+    /// since `search.since`; the oldest when several match (all of them the account's,
+    /// with that text, made by this post's attempts' time).
+    pub async fn find_media(&self, search: &MediaSearch) -> Result<Option<Found>, StepError> {
+        let p = self.platform;
+        let segments: Vec<&str> = search.segments.iter().map(String::as_str).collect();
+        let answer = self
+            .get_json("list read", &segments, &[("fields", search.fields)])
+            .await?;
+        let Some(entries) = answer.get("data").and_then(Value::as_array) else {
+            return Err(StepError::transient(format!(
+                "{p}: the list of {} answered without data",
+                search.what
+            )));
+        };
+        let mut matches: Vec<(DateTime<Utc>, String, Option<String>)> = Vec::new();
+        for entry in entries {
+            let Some(id) = id_string(entry.get("id")) else {
+                continue;
+            };
+            let text = entry
+                .get(search.text_field)
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if text.trim() != search.text.trim() {
+                continue;
+            }
+            let ours = match &search.owner {
+                Owner::Account => true,
+                Owner::Flag(field) => entry.get(*field).and_then(Value::as_bool) == Some(true),
+                Owner::Username(name) => {
+                    entry.get("username").and_then(Value::as_str) == Some(name.as_str())
+                }
+            };
+            let Some(at) = entry
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(parse_timestamp)
+            else {
+                continue;
+            };
+            if ours && at >= search.since {
+                let permalink = entry
+                    .get("permalink")
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned);
+                matches.push((at, id, permalink));
+            }
+        }
+        matches.sort_by_key(|a| a.0);
+        let count = matches.len();
+        Ok(matches.into_iter().next().map(|(at, id, permalink)| Found {
+            note: format!(
+                "{p} lists {id} among {}, the account's, with the text sent, made at {}{}",
+                search.what,
+                airlock_core::time::format_utc(at),
+                if count > 1 {
+                    format!(" (the oldest of {count} that match)")
+                } else {
+                    String::new()
+                }
+            ),
+            id,
+            permalink,
+        }))
     }
 
     /// What the containers of earlier attempts allow the next one to do.
@@ -521,28 +774,31 @@ impl Graph {
 
     /// Reads a publishing-limit endpoint and refuses, with a retry hint, when the rolling
     /// quota is used up. An answer without both numbers is not trusted (fail closed).
-    pub async fn check_publishing_limit(&self, segments: &[&str]) -> Result<(), StepError> {
+    pub async fn check_publishing_limit(
+        &self,
+        segments: &[&str],
+        fields: LimitFields,
+    ) -> Result<(), StepError> {
         let p = self.platform;
+        let query = format!("{},{}", fields.usage, fields.config);
         let answer = self
-            .get_json(
-                "publishing limit read",
-                segments,
-                &[("fields", "quota_usage,config")],
-            )
+            .get_json("publishing limit read", segments, &[("fields", &query)])
             .await?;
         let entry = &answer["data"][0];
-        let usage = entry["quota_usage"].as_i64();
-        let total = entry["config"]["quota_total"].as_i64();
+        let usage = entry[fields.usage].as_i64();
+        let total = entry[fields.config]["quota_total"].as_i64();
         match (usage, total) {
             (Some(usage), Some(total)) if usage >= total => Err(StepError::Transient {
                 reason: format!(
-                    "{p}: the platform's publishing limit is reached ({usage} of {total} posts in its rolling window): nothing was sent; the post is tried again later"
+                    "{p}: the platform's publishing limit is reached ({usage} of {total} {} in its rolling window): nothing was sent; the post is tried again later",
+                    fields.counts
                 ),
                 retry_after: Some(limit_retry()),
             }),
             (Some(_), Some(_)) => Ok(()),
             _ => Err(StepError::transient(format!(
-                "{p}: the publishing limit answer has no quota_usage and quota_total; nothing was sent"
+                "{p}: the publishing limit answer has no {} and quota_total; nothing was sent",
+                fields.usage
             ))),
         }
     }
@@ -550,11 +806,16 @@ impl Graph {
     /// The irreversible request: `POST <segments>?creation_id=<container>`, once. A definite
     /// refusal is checked against the container: when it reads `PUBLISHED`, an earlier
     /// attempt's request published it, and that is this post.
+    ///
+    /// When a later part needs this one's media id (`find`) and no answer named it (a 2xx
+    /// without an id, or that earlier publish), it is looked up; when it cannot be found
+    /// the outcome is unknown, and reconcile settles it by the container.
     pub async fn publish(
         &self,
         segments: &[&str],
         container: &str,
         fields: ContainerFields,
+        find: Option<&MediaSearch>,
     ) -> Outcome {
         let answer = match self
             .post(segments, &[("creation_id", container)], &[])
@@ -563,34 +824,87 @@ impl Graph {
             Ok(answer) => answer,
             Err(e) => return transport_failure(&e).outcome(self.transport_summary("publish", &e)),
         };
-        if answer.is_success() {
+        let published = if answer.is_success() {
             // A 2xx whose body broke off or carries no id is still a publish.
+            let id = answer.json().and_then(|v| id_string(v.get("id")));
+            Published {
+                platform_post_id: id,
+                ..Published::default()
+            }
+        } else {
+            let outcome = self.publish_failure(&answer);
+            // A definite refusal may be the platform refusing to publish a container twice:
+            // when the container reads PUBLISHED, an earlier attempt's request published it.
+            if matches!(
+                refusal(&answer),
+                Refusal::ContainerUnusable | Refusal::Refused
+            ) && (400..500).contains(&answer.status)
+                && let Ok((status, _)) = self.container_status(container, fields).await
+                && status == "PUBLISHED"
+            {
+                Published {
+                    pause: None,
+                    existing: Some(format!(
+                        "{}: the publish was refused because container {container} reads PUBLISHED: an earlier attempt's request published it",
+                        self.platform
+                    )),
+                    ..Published::default()
+                }
+            } else {
+                return outcome;
+            }
+        };
+        match find {
+            Some(search) if published.platform_post_id.is_none() => {
+                self.with_found_id(published, container, search).await
+            }
+            _ => Outcome::Published(published),
+        }
+    }
+
+    /// A publish that named no media id, completed by the list read, or unknown.
+    async fn with_found_id(
+        &self,
+        mut published: Published,
+        container: &str,
+        search: &MediaSearch,
+    ) -> Outcome {
+        let p = self.platform;
+        match self.find_media(search).await {
+            Ok(Some(found)) => {
+                published.platform_post_id = Some(found.id);
+                published.permalink = found.permalink;
+                Outcome::Published(published)
+            }
+            Ok(None) => Outcome::Unknown {
+                reason: format!(
+                    "{p}: container {container} was published but the answer named no media id, and {} does not show it yet; the next part needs it, so the part waits for reconcile",
+                    search.what
+                ),
+            },
+            Err(e) => Outcome::Unknown {
+                reason: format!(
+                    "{p}: container {container} was published but the answer named no media id, and the list read failed ({e}); the part waits for reconcile"
+                ),
+            },
+        }
+    }
+
+    /// The irreversible request for a comment (Instagram's first comment):
+    /// `POST <segments>?message=<text>`, once; the answer's `id` is the comment's.
+    pub async fn comment(&self, segments: &[&str], message: &str) -> Outcome {
+        let answer = match self.post(segments, &[("message", message)], &[]).await {
+            Ok(answer) => answer,
+            Err(e) => return transport_failure(&e).outcome(self.transport_summary("comment", &e)),
+        };
+        if answer.is_success() {
             let id = answer.json().and_then(|v| id_string(v.get("id")));
             return Outcome::Published(Published {
                 platform_post_id: id,
                 ..Published::default()
             });
         }
-        let outcome = self.publish_failure(&answer);
-        // A definite refusal may be the platform refusing to publish a container twice:
-        // when the container reads PUBLISHED, an earlier attempt's request published it.
-        if matches!(
-            refusal(&answer),
-            Refusal::ContainerUnusable | Refusal::Refused
-        ) && (400..500).contains(&answer.status)
-            && let Ok((status, _)) = self.container_status(container, fields).await
-            && status == "PUBLISHED"
-        {
-            return Outcome::Published(Published {
-                pause: None,
-                existing: Some(format!(
-                    "{}: the publish was refused because container {container} reads PUBLISHED: an earlier attempt's request published it",
-                    self.platform
-                )),
-                ..Published::default()
-            });
-        }
-        outcome
+        self.publish_failure(&answer)
     }
 
     /// A non-2xx answer to the irreversible request. The outcome table (docs/channels.md)
@@ -664,10 +978,14 @@ impl Graph {
     /// went out; `EXPIRED` or `ERROR` that this attempt can never be published. `FINISHED`
     /// proves nothing — the request may still be on its way or processing — and neither
     /// does anything else, or a failed read.
+    ///
+    /// When a later part needs the media id (`find`), `PUBLISHED` is proof only with it:
+    /// without it the evidence is [`Evidence::Unsettled`], for a person to give the id.
     pub async fn container_evidence(
         &self,
         platform_ref: Option<&str>,
         fields: ContainerFields,
+        find: Option<&MediaSearch>,
     ) -> Evidence {
         let p = self.platform;
         let Some(container) = platform_ref.filter(|c| !c.is_empty()) else {
@@ -681,14 +999,37 @@ impl Graph {
             }
         };
         match status.as_str() {
-            "PUBLISHED" => Evidence::Published(Proof {
-                platform_post_id: None,
-                permalink: None,
-                note: format!(
-                    "{p} container {container} reads PUBLISHED (the container read does not name the media id)"
-                ),
-                attempt: None,
-            }),
+            "PUBLISHED" => {
+                let proof = Proof {
+                    platform_post_id: None,
+                    permalink: None,
+                    note: format!(
+                        "{p} container {container} reads PUBLISHED (the container read does not name the media id)"
+                    ),
+                    attempt: None,
+                };
+                let Some(search) = find else {
+                    return Evidence::Published(proof);
+                };
+                match self.find_media(search).await {
+                    Ok(Some(found)) => Evidence::Published(Proof {
+                        platform_post_id: Some(found.id),
+                        permalink: found.permalink,
+                        note: format!("{p} container {container} reads PUBLISHED; {}", found.note),
+                        attempt: None,
+                    }),
+                    Ok(None) => Evidence::Unsettled {
+                        note: format!(
+                            "{p} container {container} reads PUBLISHED, but {} does not show it with the text sent, so its media id (which the next part replies to) is unknown: give it when settling the part",
+                            search.what
+                        ),
+                    },
+                    Err(e) => {
+                        tracing::warn!(platform = p, reason = %e, "reconcile: list read failed");
+                        Evidence::NoProof
+                    }
+                }
+            }
             "EXPIRED" => Evidence::CannotLand {
                 note: format!(
                     "{p} container {container} reads EXPIRED: it can no longer be published"
@@ -703,6 +1044,34 @@ impl Graph {
             _ => Evidence::NoProof,
         }
     }
+
+    /// What a list read proves about a comment (no container): the account's comment with
+    /// the text sent is proof; its absence proves nothing.
+    pub async fn listed_evidence(&self, search: &MediaSearch) -> Evidence {
+        match self.find_media(search).await {
+            Ok(Some(found)) => Evidence::Published(Proof {
+                platform_post_id: Some(found.id),
+                permalink: found.permalink,
+                note: found.note,
+                attempt: None,
+            }),
+            Ok(None) => Evidence::NoProof,
+            Err(e) => {
+                tracing::warn!(platform = self.platform, reason = %e, "reconcile: list read failed");
+                Evidence::NoProof
+            }
+        }
+    }
+}
+
+/// How to poll one container.
+#[derive(Debug, Clone, Copy)]
+struct Poll {
+    fields: ContainerFields,
+    interval: StdDuration,
+    deadline: tokio::time::Instant,
+    /// The bound the deadline came from, for messages.
+    timeout: StdDuration,
 }
 
 /// What polling a container found.
@@ -737,13 +1106,20 @@ pub(crate) struct PrepareSteps<'a> {
     pub fields: ContainerFields,
     /// The publishing-limit path.
     pub limit: &'a [&'a str],
+    /// Which limit the part counts against.
+    pub limit_fields: LimitFields,
     /// The container-creation path.
     pub create: &'a [&'a str],
-    /// The container's parameters.
+    /// The container's parameters (a carousel's parent's, without `children`).
     pub form: &'a [(&'a str, &'a str)],
+    /// A carousel's items' parameters, in order; empty for a single container.
+    pub items: &'a [Vec<(&'a str, &'a str)>],
+    /// How to find the part's media id when it turns out published already and a later
+    /// part needs the id; `None` when none does.
+    pub find: Option<&'a MediaSearch>,
     /// Pause between two status reads.
     pub poll_interval: StdDuration,
-    /// How long a new container may stay `IN_PROGRESS`.
+    /// How long a new container (a carousel's items together) may stay `IN_PROGRESS`.
     pub poll_timeout: StdDuration,
 }
 

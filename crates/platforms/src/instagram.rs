@@ -1,29 +1,39 @@
-//! `instagram`: single-JPEG posts through Instagram's content publishing API, per
-//! docs/platforms.md#instagram.
+//! `instagram`: JPEG, Reels and carousel posts through Instagram's content publishing API,
+//! with a first comment, per docs/platforms.md#instagram.
 //!
-//! A post's path through the adapter:
+//! A post's path through the adapter (its first comment is part 2, published on its own):
 //! 1. [`Platform::account`]: `GET /{version}/me?fields=user_id,username` (Instagram Login),
 //!    or `GET /{version}/{user_id}?fields=id,username` when the channel names its
 //!    Instagram user id (Facebook Login, host `graph.facebook.com`). The `username` is what
 //!    the channel's `account` is compared with.
-//! 2. [`Platform::prepare`] (repeatable): refuses a post without exactly one JPEG image URL
-//!    before anything is created (Instagram takes JPEG only); reads the containers earlier
+//! 2. [`Platform::prepare`] (repeatable): refuses a post without media, with more than 10
+//!    items, or with an image that is not a JPEG or a video that is not MP4/MOV, before
+//!    anything is created; reads the containers earlier
 //!    attempts sent (one `PUBLISHED` proves the post is out; one that can still be
 //!    published is published again instead of making a new one); reads
 //!    `content_publishing_limit` and stops with a retry hint when the rolling 24 h quota is
 //!    used up; creates a container when none can be reused (`POST /{version}/{user}/media`
-//!    with `image_url`, `caption` and `alt_text`); polls its `status_code` until
-//!    `FINISHED`. The container id becomes the intent's `platform_ref`.
+//!    with `image_url`, `caption` and `alt_text`; `media_type=REELS` with `video_url` for
+//!    one video; or a `CAROUSEL` parent with `children`, after 2–10 item containers made
+//!    with `is_carousel_item=true` and polled until `FINISHED`); polls its `status_code`
+//!    until `FINISHED`. The container id (a carousel's parent's) becomes the intent's
+//!    `platform_ref`.
 //! 3. [`Platform::publish`] (irreversible, once): `POST /{version}/{user}/media_publish?creation_id=…`.
 //! 4. [`Platform::verify`]: reads the media back with its permalink.
 //! 5. [`Platform::reconcile`]: reads the container's `status_code`. `PUBLISHED` proves the
 //!    post went out; `EXPIRED` or `ERROR` that it never can; `FINISHED` proves nothing (the
-//!    request may still be processing). It never lists the account's media to guess which
-//!    one is ours.
+//!    request may still be processing). Only when a first comment follows does it list the
+//!    account's media, to find the published media id the comment goes under (the
+//!    container read does not give it), matched by caption and time.
+//!
+//! The first comment: `POST /{version}/{media-id}/comments?message=…` on part 1's media
+//! id, once (there is no container); its answer's `id` is the part's. Its reconcile (and a
+//! retry's prepare) lists `GET /{media-id}/comments` and takes the account's comment with
+//! the text sent as proof; nothing else proves anything.
 //!
 //! The caption is the post's text with its link appended (Instagram shows no link cards).
-//! The token travels only in the `Authorization: Bearer` header. Carousels, reels and
-//! stories are not supported; tokens are not refreshed.
+//! The token travels only in the `Authorization: Bearer` header. Stories are not
+//! supported; tokens are not refreshed.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -37,11 +47,15 @@ use serde_json::Value;
 use airlock_core::policy::is_jpeg_url;
 use airlock_core::{ChannelKind, ChannelName, Outcome, Span};
 
-use crate::graph::{ContainerFields, Graph, PrepareSteps};
+use airlock_core::Media;
+
+use crate::graph::{
+    ContainerFields, Graph, MediaSearch, Owner, POST_LIMIT, PrepareSteps, id_needed,
+};
 use crate::http::{check_base_url, id_string};
 use crate::kind::{Common, KindConfig, read_token};
 use crate::{
-    Account, Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError,
+    Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
     StepError, Verification,
 };
 
@@ -106,6 +120,8 @@ pub struct Instagram {
     // The user id the publish paths use, once read from `/me`. A std Mutex: it is never
     // held across an await.
     user_id: Mutex<Option<String>>,
+    // The account's username once read, which marks its own comments.
+    username: Mutex<Option<String>>,
     poll_interval: StdDuration,
     poll_timeout: StdDuration,
 }
@@ -156,6 +172,7 @@ impl Instagram {
             ),
             configured_user_id: settings.user_id.clone(),
             user_id: Mutex::new(settings.user_id),
+            username: Mutex::new(None),
             poll_interval: settings.poll_interval,
             poll_timeout: settings.poll_timeout,
         })
@@ -194,6 +211,7 @@ impl Instagram {
                 StepError::transient("instagram: identity read answered without a user id")
             })?;
         *self.user_id.lock().expect("lock is never poisoned") = Some(user_id.clone());
+        *self.username.lock().expect("lock is never poisoned") = Some(username.to_owned());
         Ok(Account {
             username: username.to_owned(),
             id: Some(user_id),
@@ -205,6 +223,195 @@ impl Instagram {
         match known {
             Some(user_id) => Ok(user_id),
             None => Ok(self.identity().await?.id.unwrap_or_default()),
+        }
+    }
+
+    async fn username(&self) -> Result<String, StepError> {
+        let known = self
+            .username
+            .lock()
+            .expect("lock is never poisoned")
+            .clone();
+        match known {
+            Some(username) => Ok(username),
+            None => Ok(self.identity().await?.username),
+        }
+    }
+
+    /// How to find the post's media id when a first comment goes under it and no answer
+    /// named it: among the account's media, by caption.
+    async fn media_search(
+        &self,
+        req: &PublishRequest,
+        caption: &str,
+    ) -> Result<Option<MediaSearch>, StepError> {
+        if !id_needed(req) {
+            return Ok(None);
+        }
+        Ok(Some(MediaSearch {
+            what: "the account's media".into(),
+            segments: vec![self.user_id().await?, "media".into()],
+            fields: "id,caption,timestamp,permalink",
+            text_field: "caption",
+            text: caption.to_owned(),
+            owner: Owner::Account,
+            since: MediaSearch::since(req),
+        }))
+    }
+
+    /// How to find the first comment: among the comments on part 1's media, the account's
+    /// with the text sent.
+    async fn comment_search(&self, req: &PublishRequest) -> Result<MediaSearch, StepError> {
+        let media_id = commented_media(req)?;
+        Ok(MediaSearch {
+            what: format!("the comments on media {media_id}"),
+            segments: vec![media_id.to_owned(), "comments".into()],
+            fields: "id,text,username,timestamp",
+            text_field: "text",
+            text: req.text.clone(),
+            owner: Owner::Username(self.username().await?),
+            since: MediaSearch::since(req),
+        })
+    }
+
+    /// The first comment's repeatable step: when an earlier attempt's comment may have
+    /// landed, the account's comment with this text on the media proves it did; while that
+    /// attempt's request may still be processing, nothing is sent.
+    async fn prepare_comment(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
+        commented_media(req)?;
+        let sent: Vec<_> = req
+            .earlier
+            .iter()
+            .filter(|a| !a.definitely_unpublished)
+            .collect();
+        let Some(latest) = sent.iter().map(|a| a.sent_at).max() else {
+            return Ok(Prepared::default());
+        };
+        let search = self.comment_search(req).await?;
+        if let Some(found) = self.graph.find_media(&search).await? {
+            return Ok(Prepared {
+                platform_ref: None,
+                already_published: Some(Proof {
+                    platform_post_id: Some(found.id),
+                    permalink: found.permalink,
+                    note: found.note,
+                    attempt: crate::latest_attempt(&req.earlier, |a| !a.definitely_unpublished),
+                }),
+            });
+        }
+        let settled_at = latest + crate::graph::reuse_after();
+        if req.now < settled_at {
+            return Err(StepError::Transient {
+                reason: format!(
+                    "instagram: the first comment sent at {} is not among {} yet, and its request may still be processing; it is looked for again before anything is sent",
+                    airlock_core::time::format_utc(latest),
+                    search.what
+                ),
+                retry_after: Some(settled_at - req.now),
+            });
+        }
+        Ok(Prepared::default())
+    }
+}
+
+/// The most items an Instagram carousel takes (and the fewest: 2).
+pub const MAX_CAROUSEL_ITEMS: usize = 10;
+
+/// The video types Instagram takes (MP4, MOV).
+const VIDEO_TYPES: &[&str] = &["video/mp4", "video/quicktime"];
+
+fn rejected(reason: String) -> StepError {
+    StepError::Rejected {
+        reason,
+        credential: false,
+    }
+}
+
+/// The media id the first comment goes under: part 1's.
+fn commented_media(req: &PublishRequest) -> Result<&str, StepError> {
+    match req.part.parent() {
+        Some(parent) if !parent.platform_post_id.is_empty() => Ok(&parent.platform_post_id),
+        _ => Err(rejected(
+            "instagram: the first comment goes under the post, whose media id is not known; nothing was sent".into(),
+        )),
+    }
+}
+
+/// A container's parameters.
+type Form = Vec<(&'static str, String)>;
+
+/// One media item's container parameters, refused before any call when Instagram does
+/// not take its type: a JPEG (by its checked type, or its URL when unchecked) or an
+/// MP4/MOV video (a Reel alone, a `VIDEO` item in a carousel).
+fn media_form(media: &Media, index: usize, item: bool) -> Result<Form, StepError> {
+    let url = crate::http::truncate(&media.url, 120);
+    if media.is_video() {
+        let found = media.content_type.as_deref().unwrap_or_default();
+        if !VIDEO_TYPES.contains(&found) {
+            return Err(rejected(format!(
+                "instagram: media item {} ({url:?}) is {found}; Instagram takes MP4 or MOV videos: attach one of those, then requeue",
+                index + 1
+            )));
+        }
+        let kind = if item { "VIDEO" } else { "REELS" };
+        return Ok(vec![
+            ("media_type", kind.to_owned()),
+            ("video_url", media.url.clone()),
+        ]);
+    }
+    // Instagram refuses other formats only after fetching them; refusing here costs no
+    // container and says clearly what to change.
+    let jpeg = match media.content_type.as_deref() {
+        Some(found) => found == "image/jpeg",
+        None => is_jpeg_url(&media.url),
+    };
+    if !jpeg {
+        return Err(rejected(format!(
+            "instagram: media {url:?} is not a JPEG (.jpg/.jpeg); Instagram publishes JPEG only: attach a JPEG, then requeue"
+        )));
+    }
+    let mut form = vec![("image_url", media.url.clone())];
+    if let Some(alt) = media.alt.as_deref().filter(|a| !a.is_empty()) {
+        form.push(("alt_text", alt.to_owned()));
+    }
+    Ok(form)
+}
+
+/// The containers for the post: one image or Reel with the caption, or a carousel's items
+/// and its `CAROUSEL` parent with the caption.
+fn containers(req: &PublishRequest) -> Result<(Form, Vec<Form>), StepError> {
+    if req.part.is_later() {
+        return Err(rejected(format!(
+            "instagram: part {} is not a first comment, and an Instagram post has one part; nothing was sent",
+            req.part.number
+        )));
+    }
+    let caption = caption(req);
+    match req.media.as_slice() {
+        [] => Err(rejected(
+            "instagram: the post has no media; an Instagram post needs a JPEG image, a video, or a carousel of 2 to 10".into(),
+        )),
+        [media] => {
+            let mut form = media_form(media, 0, false)?;
+            form.insert(1, ("caption", caption));
+            Ok((form, Vec::new()))
+        }
+        more if more.len() > MAX_CAROUSEL_ITEMS => Err(rejected(format!(
+            "instagram: the post has {} media items; an Instagram carousel takes at most {MAX_CAROUSEL_ITEMS}: remove some, then requeue",
+            more.len()
+        ))),
+        more => {
+            let mut items = Vec::with_capacity(more.len());
+            for (index, media) in more.iter().enumerate() {
+                let mut item = media_form(media, index, true)?;
+                item.push(("is_carousel_item", "true".to_owned()));
+                items.push(item);
+            }
+            let form = vec![
+                ("media_type", "CAROUSEL".to_owned()),
+                ("caption", caption),
+            ];
+            Ok((form, items))
         }
     }
 }
@@ -227,53 +434,44 @@ impl Platform for Instagram {
         self.identity().await.map(Some)
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
-        let image = match req.media.as_slice() {
-            [image] => image,
-            media => {
-                return Err(StepError::Rejected {
-                    reason: format!(
-                        "instagram: the post has {} media items; an Instagram post needs exactly one JPEG image",
-                        media.len()
-                    ),
-                    credential: false,
-                });
-            }
-        };
-        // Instagram refuses other formats only after fetching them; refusing here costs no
-        // container and says clearly what to change.
-        if !is_jpeg_url(&image.url) {
-            return Err(StepError::Rejected {
-                reason: format!(
-                    "instagram: media {:?} is not a JPEG (.jpg/.jpeg); Instagram publishes JPEG only: attach a JPEG, then requeue",
-                    crate::http::truncate(&image.url, 120)
-                ),
-                credential: false,
-            });
+        if req.part.comment {
+            return self.prepare_comment(req).await;
         }
+        let (form, items) = containers(req)?;
         let user_id = self.user_id().await?;
-        let caption = caption(req);
-        let mut form = vec![
-            ("image_url", image.url.as_str()),
-            ("caption", caption.as_str()),
-        ];
-        if let Some(alt) = image.alt.as_deref().filter(|a| !a.is_empty()) {
-            form.push(("alt_text", alt));
-        }
+        let search = self.media_search(req, &caption(req)).await?;
+        let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let items: Vec<Vec<(&str, &str)>> = items
+            .iter()
+            .map(|item| item.iter().map(|(k, v)| (*k, v.as_str())).collect())
+            .collect();
         let steps = PrepareSteps {
             fields: CONTAINER,
             limit: &[&user_id, "content_publishing_limit"],
+            limit_fields: POST_LIMIT,
             create: &[&user_id, "media"],
             form: &form,
+            items: &items,
+            find: search.as_ref(),
             poll_interval: self.poll_interval,
             poll_timeout: self.poll_timeout,
         };
         self.graph.prepare(req, steps).await
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
+        if req.part.comment {
+            return match commented_media(req) {
+                Ok(media_id) => self.graph.comment(&[media_id, "comments"], &req.text).await,
+                Err(e) => Outcome::NotSent {
+                    reason: e.to_string(),
+                    retry_after: None,
+                },
+            };
+        }
         let Some(container) = prepared.platform_ref.as_deref() else {
             return Outcome::NotSent {
                 reason: "instagram: no container was prepared; nothing was sent".into(),
@@ -290,8 +488,15 @@ impl Platform for Instagram {
                 };
             }
         };
+        // Known too: the user id is.
+        let search = self.media_search(req, &caption(req)).await.ok().flatten();
         self.graph
-            .publish(&[&user_id, "media_publish"], container, CONTAINER)
+            .publish(
+                &[&user_id, "media_publish"],
+                container,
+                CONTAINER,
+                search.as_ref(),
+            )
             .await
     }
 
@@ -300,8 +505,25 @@ impl Platform for Instagram {
     }
 
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let publish = &req.publish;
+        if publish.part.comment {
+            return match self.comment_search(publish).await {
+                Ok(search) => self.graph.listed_evidence(&search).await,
+                Err(e) => {
+                    tracing::warn!(reason = %e, "reconcile: the comment cannot be looked for");
+                    Evidence::NoProof
+                }
+            };
+        }
+        let search = match self.media_search(publish, &caption(publish)).await {
+            Ok(search) => search,
+            Err(e) => {
+                tracing::warn!(reason = %e, "reconcile: the account cannot be read");
+                return Evidence::NoProof;
+            }
+        };
         self.graph
-            .container_evidence(req.platform_ref.as_deref(), CONTAINER)
+            .container_evidence(req.platform_ref.as_deref(), CONTAINER, search.as_ref())
             .await
     }
 }

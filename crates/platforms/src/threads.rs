@@ -1,24 +1,30 @@
-//! `threads`: text and single-image posts on Threads (Meta), per docs/platforms.md#threads.
+//! `threads`: text, image, video and carousel posts on Threads (Meta), threads of several
+//! parts and a first comment, per docs/platforms.md#threads.
 //!
-//! A post's path through the adapter:
+//! A part's path through the adapter (each part of a post is published on its own):
 //! 1. [`Platform::account`]: `GET /v1.0/me?fields=id,username`; the `username` is what the
 //!    channel's configured `account` is compared with.
 //! 2. [`Platform::prepare`] (repeatable): reads the containers earlier attempts sent (one
 //!    `PUBLISHED` proves the post is out; one that can still be published is published
 //!    again instead of making a new one); reads `threads_publishing_limit` and stops with a
 //!    retry hint when the rolling 24 h quota is used up; creates a container when none can
-//!    be reused (`POST /v1.0/me/threads`: `TEXT` with an optional `link_attachment`, or
-//!    `IMAGE` with `image_url` and `alt_text`); polls it until `FINISHED`. The container id
-//!    becomes the intent's `platform_ref`.
+//!    be reused (`POST /v1.0/me/threads`: `TEXT` with an optional `link_attachment`,
+//!    `IMAGE` with `image_url` and `alt_text`, `VIDEO` with `video_url`, or a `CAROUSEL`
+//!    of 2–20 item containers made with `is_carousel_item=true` and polled until
+//!    `FINISHED` first); polls it until `FINISHED`. A later part, and the first comment,
+//!    carries `reply_to_id=<the part before's media id>` and counts against the reply
+//!    quota. The container id (a carousel's parent's) becomes the intent's `platform_ref`.
 //! 3. [`Platform::publish`] (irreversible, once): `POST /v1.0/me/threads_publish?creation_id=…`.
 //! 4. [`Platform::verify`]: reads the media back with its permalink.
-//! 5. [`Platform::reconcile`]: reads the container. `PUBLISHED` proves the post went out;
+//! 5. [`Platform::reconcile`]: reads the container. `PUBLISHED` proves the part went out;
 //!    `EXPIRED` or `ERROR` prove it never can; `FINISHED` proves nothing (the request may
-//!    still be processing).
+//!    still be processing). When a later part replies to this one, the proof needs the
+//!    media id, which the container read does not give: it is found among the account's
+//!    threads (part 1) or the replies it owns under the part before, by the text sent.
 //!
 //! The token travels only in the `Authorization: Bearer` header. This adapter does not use
 //! `auto_publish_text` (it would make container creation irreversible and leave nothing
-//! to reconcile with), carousels, videos or replies, and it does not refresh tokens.
+//! to reconcile with), and it does not refresh tokens.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +37,11 @@ use serde_json::Value;
 
 use airlock_core::{ChannelKind, ChannelName, Outcome, Span};
 
-use crate::graph::{ContainerFields, Graph, PrepareSteps};
+use airlock_core::Media;
+
+use crate::graph::{
+    ContainerFields, Graph, MediaSearch, Owner, POST_LIMIT, PrepareSteps, REPLY_LIMIT, id_needed,
+};
 use crate::http::check_base_url;
 use crate::kind::{Common, KindConfig, read_token};
 use crate::{
@@ -109,45 +119,186 @@ impl Threads {
     }
 }
 
-/// The container parameters for a post: `TEXT` (with the link as a link card) or `IMAGE`
-/// (with the link appended to the caption, since link cards are for text posts only).
-fn container_form(req: &PublishRequest) -> Result<Vec<(&'static str, String)>, StepError> {
-    match req.media.as_slice() {
+/// The most items a Threads carousel takes (and the fewest: 2).
+pub const MAX_CAROUSEL_ITEMS: usize = 20;
+
+/// The image types Threads takes.
+const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png"];
+
+/// The video types Threads takes (MP4, MOV).
+const VIDEO_TYPES: &[&str] = &["video/mp4", "video/quicktime"];
+
+/// A container's parameters.
+type Form = Vec<(&'static str, String)>;
+
+/// The containers a part needs: one, or a carousel's items and its parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Containers {
+    /// The container published (a carousel's parent, without `children`).
+    form: Form,
+    /// A carousel's items; empty otherwise.
+    items: Vec<Form>,
+}
+
+impl Containers {
+    /// The text the published container carries.
+    fn text(&self) -> &str {
+        self.form
+            .iter()
+            .find(|(k, _)| *k == "text")
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+fn rejected(reason: String) -> StepError {
+    StepError::Rejected {
+        reason,
+        credential: false,
+    }
+}
+
+/// The media id a later part replies to (the part before it); `None` for part 1.
+fn reply_to(req: &PublishRequest) -> Result<Option<&str>, StepError> {
+    if !req.part.is_later() {
+        return Ok(None);
+    }
+    match req.part.parent() {
+        Some(parent) if !parent.platform_post_id.is_empty() => {
+            Ok(Some(parent.platform_post_id.as_str()))
+        }
+        _ => Err(rejected(format!(
+            "threads: part {} replies to part {}, whose media id is not known; nothing was sent",
+            req.part.number,
+            req.part.number - 1
+        ))),
+    }
+}
+
+/// One media item's container parameters: `IMAGE` (JPEG or PNG) or `VIDEO` (by URL),
+/// refused before any call when its checked type is one Threads does not take.
+fn media_form(req: &PublishRequest, index: usize, media: &Media) -> Result<Form, StepError> {
+    let part = req.part.number;
+    let which = || {
+        format!(
+            "part {part}, media item {} ({})",
+            index + 1,
+            crate::http::truncate(&media.url, 120)
+        )
+    };
+    let mut form = if media.is_video() {
+        let found = media.content_type.as_deref().unwrap_or_default();
+        if !VIDEO_TYPES.contains(&found) {
+            return Err(rejected(format!(
+                "threads: {} is {found}; Threads takes MP4 or MOV videos: attach one of those, then requeue",
+                which()
+            )));
+        }
+        vec![
+            ("media_type", "VIDEO".to_owned()),
+            ("video_url", media.url.clone()),
+        ]
+    } else {
+        if let Some(found) = media.content_type.as_deref()
+            && !IMAGE_TYPES.contains(&found)
+        {
+            return Err(rejected(format!(
+                "threads: {} is {found}; Threads takes JPEG or PNG images: attach one of those, then requeue",
+                which()
+            )));
+        }
+        vec![
+            ("media_type", "IMAGE".to_owned()),
+            ("image_url", media.url.clone()),
+        ]
+    };
+    if let Some(alt) = media.alt.as_deref().filter(|a| !a.is_empty()) {
+        form.push(("alt_text", alt.to_owned()));
+    }
+    Ok(form)
+}
+
+/// The containers for a part: `TEXT` (with the link as a link card), `IMAGE` or `VIDEO`
+/// (with the link appended to the text, since link cards are for text posts only), or a
+/// `CAROUSEL` of 2 to 20 items. A later part (and the first comment) replies to the part
+/// before it (`reply_to_id`).
+fn containers(req: &PublishRequest) -> Result<Containers, StepError> {
+    let link = req.link.as_deref().filter(|l| !l.is_empty());
+    let with_link = || match link {
+        Some(link) if !req.text.contains(link) => format!("{}\n{link}", req.text.trim_end()),
+        _ => req.text.clone(),
+    };
+    let (mut form, items) = match req.media.as_slice() {
         [] => {
             let mut form = vec![
                 ("media_type", "TEXT".to_owned()),
                 ("text", req.text.clone()),
             ];
-            if let Some(link) = req.link.as_deref().filter(|l| !l.is_empty()) {
+            if let Some(link) = link {
                 form.push(("link_attachment", link.to_owned()));
             }
-            Ok(form)
+            (form, Vec::new())
         }
-        [image] => {
-            let mut text = req.text.clone();
-            if let Some(link) = req.link.as_deref().filter(|l| !l.is_empty())
-                && !text.contains(link)
-            {
-                text = format!("{}\n{link}", text.trim_end());
-            }
-            let mut form = vec![
-                ("media_type", "IMAGE".to_owned()),
-                ("image_url", image.url.clone()),
-                ("text", text),
-            ];
-            if let Some(alt) = image.alt.as_deref().filter(|a| !a.is_empty()) {
-                form.push(("alt_text", alt.to_owned()));
-            }
-            Ok(form)
+        [media] => {
+            let mut form = media_form(req, 0, media)?;
+            form.insert(2, ("text", with_link()));
+            (form, Vec::new())
         }
-        more => Err(StepError::Rejected {
-            reason: format!(
-                "threads: the post has {} media items; this channel publishes at most one image per post",
+        more if more.len() > MAX_CAROUSEL_ITEMS => {
+            return Err(rejected(format!(
+                "threads: part {} has {} media items; a Threads carousel takes at most {MAX_CAROUSEL_ITEMS}: split them over several parts, then requeue",
+                req.part.number,
                 more.len()
-            ),
-            credential: false,
-        }),
+            )));
+        }
+        more => {
+            let mut items = Vec::with_capacity(more.len());
+            for (index, media) in more.iter().enumerate() {
+                let mut item = media_form(req, index, media)?;
+                item.push(("is_carousel_item", "true".to_owned()));
+                items.push(item);
+            }
+            let mut form = vec![("media_type", "CAROUSEL".to_owned())];
+            let text = with_link();
+            if !text.is_empty() {
+                form.push(("text", text));
+            }
+            (form, items)
+        }
+    };
+    if let Some(parent) = reply_to(req)? {
+        form.push(("reply_to_id", parent.to_owned()));
     }
+    Ok(Containers { form, items })
+}
+
+/// How to find the part's media id once its container reads `PUBLISHED`, when a later
+/// part replies to it: part 1 among the account's threads, a later part among the
+/// replies to the part before it that the account owns; matched by the text sent.
+fn search(req: &PublishRequest, text: &str) -> Option<MediaSearch> {
+    if !id_needed(req) {
+        return None;
+    }
+    let since = MediaSearch::since(req);
+    Some(match req.part.parent() {
+        Some(parent) => MediaSearch {
+            what: format!("the replies to part {}", parent.number),
+            segments: vec![parent.platform_post_id.clone(), "replies".into()],
+            fields: "id,text,timestamp,permalink,is_reply_owned_by_me",
+            text_field: "text",
+            text: text.to_owned(),
+            owner: Owner::Flag("is_reply_owned_by_me"),
+            since,
+        },
+        None => MediaSearch {
+            what: "the account's threads".into(),
+            segments: vec!["me".into(), "threads".into()],
+            fields: "id,text,timestamp,permalink",
+            text_field: "text",
+            text: text.to_owned(),
+            owner: Owner::Account,
+            since,
+        },
+    })
 }
 
 #[async_trait]
@@ -175,22 +326,40 @@ impl Platform for Threads {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
-        let form = container_form(req)?;
-        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let containers = containers(req)?;
+        let form: Vec<(&str, &str)> = containers
+            .form
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect();
+        let items: Vec<Vec<(&str, &str)>> = containers
+            .items
+            .iter()
+            .map(|item| item.iter().map(|(k, v)| (*k, v.as_str())).collect())
+            .collect();
+        let search = search(req, containers.text());
         let steps = PrepareSteps {
             fields: CONTAINER,
             limit: &["me", "threads_publishing_limit"],
+            // Later parts and the first comment are replies, with their own quota.
+            limit_fields: if req.part.is_later() {
+                REPLY_LIMIT
+            } else {
+                POST_LIMIT
+            },
             create: &["me", "threads"],
-            form: &pairs,
+            form: &form,
+            items: &items,
+            find: search.as_ref(),
             poll_interval: self.poll_interval,
             poll_timeout: self.poll_timeout,
         };
         self.graph.prepare(req, steps).await
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let Some(container) = prepared.platform_ref.as_deref() else {
             return Outcome::NotSent {
@@ -198,8 +367,14 @@ impl Platform for Threads {
                 retry_after: None,
             };
         };
+        let search = containers(req).ok().and_then(|c| search(req, c.text()));
         self.graph
-            .publish(&["me", "threads_publish"], container, CONTAINER)
+            .publish(
+                &["me", "threads_publish"],
+                container,
+                CONTAINER,
+                search.as_ref(),
+            )
             .await
     }
 
@@ -208,8 +383,11 @@ impl Platform for Threads {
     }
 
     async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let search = containers(&req.publish)
+            .ok()
+            .and_then(|c| search(&req.publish, c.text()));
         self.graph
-            .container_evidence(req.platform_ref.as_deref(), CONTAINER)
+            .container_evidence(req.platform_ref.as_deref(), CONTAINER, search.as_ref())
             .await
     }
 }
@@ -275,17 +453,91 @@ mod tests {
         }
     }
 
+    fn form(containers: &Containers) -> Vec<(&'static str, String)> {
+        containers.form.clone()
+    }
+
     #[test]
     fn text_posts_carry_the_link_as_a_card_and_image_posts_in_the_caption() {
-        let form = container_form(&request(vec![], Some("https://inn.example/a/"))).unwrap();
+        let form = form(&containers(&request(vec![], Some("https://inn.example/a/"))).unwrap());
         assert!(form.contains(&("media_type", "TEXT".into())));
         assert!(form.contains(&("link_attachment", "https://inn.example/a/".into())));
 
         let image = Media::new("https://inn.example/cat.jpg".into(), Some("a cat".into()));
-        let form = container_form(&request(vec![image], Some("https://inn.example/a/"))).unwrap();
+        let form = super::containers(&request(vec![image], Some("https://inn.example/a/")))
+            .unwrap()
+            .form;
         assert!(form.contains(&("media_type", "IMAGE".into())));
         assert!(form.contains(&("text", "Cats rest here.\nhttps://inn.example/a/".into())));
         assert!(form.contains(&("alt_text", "a cat".into())));
         assert!(!form.iter().any(|(k, _)| *k == "link_attachment"));
+    }
+
+    fn typed(url: &str, content_type: &str) -> Media {
+        Media {
+            content_type: Some(content_type.into()),
+            ..Media::new(url.into(), None)
+        }
+    }
+
+    #[test]
+    fn videos_carousels_and_replies_make_their_containers() {
+        let video = containers(&request(
+            vec![typed("https://inn.example/cat.mp4", "video/mp4")],
+            None,
+        ))
+        .unwrap();
+        assert!(video.form.contains(&("media_type", "VIDEO".into())));
+        assert!(
+            video
+                .form
+                .contains(&("video_url", "https://inn.example/cat.mp4".into()))
+        );
+
+        let mut req = request(
+            vec![
+                typed("https://inn.example/a.png", "image/png"),
+                typed("https://inn.example/b.mp4", "video/mp4"),
+            ],
+            None,
+        );
+        req.part = crate::PartRequest {
+            number: 2,
+            of: 3,
+            comment: false,
+            published: vec![crate::PublishedPart {
+                number: 1,
+                platform_post_id: "111".into(),
+                permalink: None,
+            }],
+        };
+        let carousel = containers(&req).unwrap();
+        assert!(carousel.form.contains(&("media_type", "CAROUSEL".into())));
+        assert!(carousel.form.contains(&("reply_to_id", "111".into())));
+        assert_eq!(carousel.items.len(), 2);
+        assert!(carousel.items[0].contains(&("media_type", "IMAGE".into())));
+        assert!(carousel.items[1].contains(&("media_type", "VIDEO".into())));
+        assert!(
+            carousel
+                .items
+                .iter()
+                .all(|i| i.contains(&("is_carousel_item", "true".into()))
+                    && !i.iter().any(|(k, _)| *k == "reply_to_id"))
+        );
+        let search = search(&req, carousel.text()).unwrap();
+        assert_eq!(search.segments, ["111", "replies"]);
+
+        // Types Threads does not take, and too many items, are refused before any call.
+        for media in [
+            vec![typed("https://inn.example/cat.gif", "image/gif")],
+            vec![typed("https://inn.example/cat.webm", "video/webm")],
+            vec![Media::new("https://inn.example/cat.jpg".into(), None); 21],
+        ] {
+            let err = containers(&request(media, None)).unwrap_err();
+            assert!(matches!(err, StepError::Rejected { .. }), "{err:?}");
+        }
+        // A later part whose parent is unknown cannot reply.
+        req.part.published.clear();
+        assert!(containers(&req).is_err());
     }
 }

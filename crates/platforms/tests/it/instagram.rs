@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use airlock_core::Outcome;
+use airlock_core::{Media, Outcome};
 use airlock_platforms::instagram::{Instagram, InstagramSettings};
 use airlock_platforms::{
-    Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
-    StepError, Verification,
+    EarlierAttempt, Evidence, PartRequest, Platform, Prepared, Proof, PublishRequest,
+    PublishedPart, ReconcileRequest, SettingsError, StepError, Verification,
 };
 
 use crate::support::{
@@ -14,7 +14,7 @@ use crate::support::{
     assert_token_only_in_headers, client, closed_port_url, hits, image, request,
 };
 use airlock_testkit::fake::meta::{
-    Expect, Flavour, GraphFake, IG_USER_ID, NewContainers, PublishMode,
+    CreateMode, Expect, Flavour, GraphFake, IG_USER_ID, NewContainers, PublishMode,
 };
 
 const JPEG: &str = "https://inn.example/wp-content/uploads/2026/09/cat.jpg";
@@ -153,14 +153,21 @@ async fn wrong_account_is_reported_before_any_container_is_created() {
 }
 
 #[tokio::test]
-async fn non_jpeg_images_and_posts_without_one_image_are_refused_before_any_call() {
+async fn non_jpeg_images_and_posts_without_media_or_with_too_many_are_refused_before_any_call() {
     let fake = GraphFake::start(Flavour::Instagram, Expect::NONE).await;
     let instagram = adapter(&fake);
+    let png_checked = Media {
+        content_type: Some("image/png".into()),
+        ..image(JPEG)
+    };
     for media in [
         vec![image("https://inn.example/cat.png")],
         vec![image("https://inn.example/cat.jpg.webp?x=.jpg")],
         vec![],
-        vec![image(JPEG), image(JPEG)],
+        vec![image(JPEG); 11],
+        // The checked type wins over the URL.
+        vec![png_checked.clone()],
+        vec![image(JPEG), png_checked],
     ] {
         let mut req = post();
         req.media = media;
@@ -485,4 +492,387 @@ async fn malformed_settings_are_refused() {
     );
     let err = Instagram::new(settings("http://graph.instagram.com".into()), client()).unwrap_err();
     assert!(matches!(err, SettingsError::BaseUrl(_)), "{err}");
+}
+
+// Carousels, Reels and the first comment.
+
+fn typed(url: &str, content_type: &str) -> Media {
+    Media {
+        content_type: Some(content_type.into()),
+        ..image(url)
+    }
+}
+
+/// Part 1 of a post with a first comment.
+fn first_of_two(media: Vec<Media>) -> PublishRequest {
+    let mut req = post();
+    req.media = media;
+    req.part = PartRequest {
+        number: 1,
+        of: 2,
+        comment: false,
+        published: Vec::new(),
+    };
+    req
+}
+
+/// The first comment, under `media_id`.
+fn comment_on(media_id: &str, text: &str) -> PublishRequest {
+    let mut req = request("instagram-inn", text);
+    req.idempotency_key = format!("{}-2", req.idempotency_key);
+    req.part = PartRequest {
+        number: 2,
+        of: 2,
+        comment: true,
+        published: vec![PublishedPart {
+            number: 1,
+            platform_post_id: media_id.to_owned(),
+            permalink: None,
+        }],
+    };
+    req
+}
+
+fn three_jpegs() -> Vec<Media> {
+    (1..=3)
+        .map(|i| typed(&format!("https://inn.example/cat-{i}.jpg"), "image/jpeg"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_carousel_of_three_images_and_a_first_comment_go_out_once() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            // Three items and their carousel.
+            create: 4,
+            status_at_least: 4,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let instagram = adapter(&fake);
+
+    let req = first_of_two(three_jpegs());
+    let prepared = instagram.prepare(&req).await.unwrap();
+    let carousel = prepared.platform_ref.clone().unwrap();
+    let params = fake.with(|s| s.container_params(&carousel));
+    assert_eq!(params["media_type"], "CAROUSEL");
+    assert_eq!(params["caption"], req.text);
+    let children = fake.with(|s| s.children(&carousel));
+    assert_eq!(children.len(), 3);
+    for (i, child) in children.iter().enumerate() {
+        let item = fake.with(|s| s.container_params(child));
+        assert_eq!(
+            item["image_url"],
+            format!("https://inn.example/cat-{}.jpg", i + 1)
+        );
+        assert_eq!(item["is_carousel_item"], "true");
+        assert!(!item.contains_key("caption"), "{item:?}");
+    }
+    let outcome = instagram.publish(&req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected a publish, got {outcome:?}");
+    };
+    let media_id = published.platform_post_id.clone().unwrap();
+
+    let comment = comment_on(&media_id, "Which one is your favourite?");
+    let prepared = instagram.prepare(&comment).await.unwrap();
+    assert_eq!(prepared, Prepared::default());
+    let outcome = instagram.publish(&comment, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("expected the comment, got {outcome:?}");
+    };
+    let comment_id = published.platform_post_id.clone().unwrap();
+
+    fake.with(|s| {
+        assert_eq!(s.published(), 1, "one carousel media");
+        assert_eq!(s.media_container(&media_id), Some(carousel.clone()));
+        let comments = s.own_comments();
+        assert_eq!(comments.len(), 1, "one comment");
+        assert_eq!(comments[0].id, comment_id);
+        assert_eq!(comments[0].on, media_id);
+        assert_eq!(comments[0].text, "Which one is your favourite?");
+    });
+    assert_eq!(
+        hits(&fake.server, &format!("/{media_id}/comments")).await,
+        1
+    );
+    assert_no_canary(&outcome);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+#[tokio::test]
+async fn a_first_comment_whose_answer_was_lost_is_settled_by_the_comment_list() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let instagram = adapter(&fake);
+    let media_id = fake.with(|s| {
+        let container = s.add_container("FINISHED");
+        s.publish_now(&container).unwrap()
+    });
+    let text = "Which one is your favourite?";
+    // Someone else wrote the same words first: that is not ours.
+    let foreign = fake.with(|s| s.add_remark(&media_id, "someone_else", text));
+
+    fake.with(|s| s.comment_mode = CreateMode::CreateThenStatus(500));
+    let req = comment_on(&media_id, text);
+    let outcome = instagram.publish(&req, &Prepared::default()).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    assert_no_canary(&outcome);
+
+    let attempt = EarlierAttempt {
+        generation: 1,
+        idempotency_key: req.idempotency_key.clone(),
+        platform_ref: None,
+        sent_at: chrono::Utc::now(),
+        definitely_unpublished: false,
+        resend: false,
+    };
+    let reconcile = ReconcileRequest {
+        publish: PublishRequest {
+            earlier: vec![attempt.clone()],
+            ..req.clone()
+        },
+        platform_ref: None,
+    };
+    let evidence = instagram.reconcile(&reconcile).await;
+    let Evidence::Published(Proof {
+        platform_post_id: Some(id),
+        ..
+    }) = &evidence
+    else {
+        panic!("expected the comment as proof, got {evidence:?}");
+    };
+    assert_ne!(id, &foreign);
+    assert_eq!(fake.with(|s| s.own_comments())[0].id, *id);
+
+    // A retry (a person requeued it) finds it too and sends nothing.
+    let retry = PublishRequest {
+        earlier: vec![EarlierAttempt {
+            sent_at: chrono::Utc::now() - chrono::Duration::minutes(20),
+            ..attempt
+        }],
+        ..req.clone()
+    };
+    let prepared = instagram.prepare(&retry).await.unwrap();
+    assert_eq!(
+        prepared
+            .already_published
+            .as_ref()
+            .and_then(|p| p.platform_post_id.as_ref()),
+        Some(id)
+    );
+    assert_eq!(fake.with(|s| s.own_comments().len()), 1);
+    assert_eq!(
+        hits(&fake.server, &format!("/{media_id}/comments")).await,
+        // The lost POST, the reconcile's list, the retry's list.
+        3
+    );
+}
+
+#[tokio::test]
+async fn a_first_comment_that_never_landed_proves_nothing_and_waits_while_it_may() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            identity: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    let instagram = adapter(&fake);
+    let media_id = fake.with(|s| {
+        let container = s.add_container("FINISHED");
+        s.publish_now(&container).unwrap()
+    });
+    fake.with(|s| s.comment_mode = CreateMode::StatusWithoutCreating(502));
+    let req = comment_on(&media_id, "Hello.");
+    let outcome = instagram.publish(&req, &Prepared::default()).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let attempt = EarlierAttempt {
+        generation: 1,
+        idempotency_key: req.idempotency_key.clone(),
+        platform_ref: None,
+        sent_at: chrono::Utc::now(),
+        definitely_unpublished: false,
+        resend: false,
+    };
+    let with_attempt = PublishRequest {
+        earlier: vec![attempt],
+        ..req.clone()
+    };
+    let evidence = instagram
+        .reconcile(&ReconcileRequest {
+            publish: with_attempt.clone(),
+            platform_ref: None,
+        })
+        .await;
+    assert_eq!(evidence, Evidence::NoProof);
+    // Right after the send, a retry does not send again: the request may still land.
+    let err = instagram.prepare(&with_attempt).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StepError::Transient {
+                retry_after: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(fake.with(|s| s.remarks().len()), 0);
+}
+
+#[tokio::test]
+async fn a_reel_is_polled_until_finished_and_published() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            status_at_least: 4,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.video_reads = 3);
+    let instagram = adapter(&fake);
+    let mut req = post();
+    req.media = vec![typed("https://inn.example/cats.mp4", "video/mp4")];
+    let prepared = instagram.prepare(&req).await.unwrap();
+    let container = prepared.platform_ref.clone().unwrap();
+    let params = fake.with(|s| s.container_params(&container));
+    assert_eq!(params["media_type"], "REELS");
+    assert_eq!(params["video_url"], "https://inn.example/cats.mp4");
+    assert_eq!(params["caption"], req.text);
+    assert!(!params.contains_key("image_url"));
+    let outcome = instagram.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Published(p) if p.platform_post_id.is_some()),
+        "{outcome:?}"
+    );
+    assert!(hits(&fake.server, &format!("/{container}")).await >= 4);
+}
+
+#[tokio::test]
+async fn a_reel_that_fails_processing_is_rejected_naming_the_error() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            status_at_least: 3,
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.video_error = Some("Unsupported video format".into()));
+    let mut req = post();
+    req.media = vec![typed("https://inn.example/cats.mov", "video/quicktime")];
+    let err = adapter(&fake).prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { credential: false, reason } if reason.contains("Unsupported video format")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_carousel_child_the_platform_refuses_stops_the_post_before_its_carousel() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            // Item 1 is made, item 2 refused; no carousel, no publish.
+            create: 2,
+            status_at_least: 0,
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let mut media = three_jpegs();
+    // Checked as a JPEG, but served at a URL Instagram's fetcher will not take.
+    media[1] = typed("https://inn.example/cat.php?id=2", "image/jpeg");
+    let err = adapter(&fake)
+        .prepare(&first_of_two(media))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { credential: false, reason } if reason.contains("carousel item 2 of 3") && reason.contains("2207052")),
+        "{err:?}"
+    );
+    assert_eq!(fake.with(|s| s.published()), 0);
+}
+
+#[tokio::test]
+async fn a_carousel_with_a_video_item_makes_a_video_item_container() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            create: 3,
+            status_at_least: 3,
+            publish: 0,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    let mut req = post();
+    req.media = vec![
+        image(JPEG),
+        typed("https://inn.example/cats.mp4", "video/mp4"),
+    ];
+    let prepared = adapter(&fake).prepare(&req).await.unwrap();
+    let children = fake.with(|s| s.children(prepared.platform_ref.as_deref().unwrap()));
+    let video = fake.with(|s| s.container_params(&children[1]));
+    assert_eq!(video["media_type"], "VIDEO");
+    assert_eq!(video["is_carousel_item"], "true");
+}
+
+#[tokio::test]
+async fn a_lost_publish_answer_before_a_first_comment_is_settled_with_the_media_id() {
+    let fake = GraphFake::start(
+        Flavour::Instagram,
+        Expect {
+            create: 4,
+            status_at_least: 5,
+            ..PREPARE_AND_PUBLISH
+        },
+    )
+    .await;
+    fake.with(|s| s.publish_mode = PublishMode::PublishThenStatus(500));
+    let instagram = adapter(&fake);
+    let req = first_of_two(three_jpegs());
+    let prepared = instagram.prepare(&req).await.unwrap();
+    let outcome = instagram.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let evidence = instagram
+        .reconcile(&ReconcileRequest {
+            publish: PublishRequest {
+                earlier: vec![EarlierAttempt {
+                    generation: 1,
+                    idempotency_key: req.idempotency_key.clone(),
+                    platform_ref: prepared.platform_ref.clone(),
+                    sent_at: chrono::Utc::now(),
+                    definitely_unpublished: false,
+                    resend: false,
+                }],
+                ..req.clone()
+            },
+            platform_ref: prepared.platform_ref.clone(),
+        })
+        .await;
+    let Evidence::Published(Proof {
+        platform_post_id: Some(media_id),
+        ..
+    }) = &evidence
+    else {
+        panic!("expected proof with the media id, got {evidence:?}");
+    };
+    assert_eq!(
+        fake.with(|s| s.media_container(media_id)),
+        prepared.platform_ref
+    );
 }
