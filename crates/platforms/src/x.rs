@@ -1,17 +1,26 @@
 //! `x`: posts on X through API v2 with an OAuth 2.0 user token.
 //!
-//! A post's path through the adapter:
+//! A part's path through the adapter (a single post is part 1 of 1):
 //! 1. [`Platform::account`]: `GET /2/users/me`; its `username` is what the channel's
 //!    `account` is compared with.
 //! 2. [`Platform::prepare`] (repeatable): renews the access token when the token file
-//!    says it expires within [`REFRESH_MARGIN`]. Nothing is created before the one
-//!    request, and nothing is recorded with the intent: X has no handle to find a post by.
-//! 3. [`Platform::publish`] (irreversible, once): `POST /2/tweets` with the text (and the
-//!    link appended when the text lacks it). A 401 proves nothing was posted: with a
-//!    refresh token the access token is renewed and the post sent once more.
+//!    says it expires within [`REFRESH_MARGIN`]. A later part whose earlier attempt may
+//!    have gone out is looked for first ([`Platform::reconcile`]'s read): found, nothing
+//!    is sent. Then the part's images (up to [`MAX_IMAGES`]) are downloaded, checked
+//!    against their approved SHA-256, and uploaded (`POST /2/media/upload`, multipart,
+//!    `media_category=tweet_image`); their media ids are the intent's handle
+//!    (comma-separated). An upload that fails is a step error: no post is made.
+//! 3. [`Platform::publish`] (irreversible, once): `POST /2/tweets` with the text (and, on
+//!    part 1, the link appended when the text lacks it), the media ids, and for a later
+//!    part (a thread's part k, or the first comment, a reply to the last part)
+//!    `reply.in_reply_to_tweet_id` = the part before. A 401 proves nothing was posted:
+//!    with a refresh token the access token is renewed and the post sent once more.
 //! 4. [`Platform::verify`]: `GET /2/tweets/{id}`.
-//! 5. [`Platform::reconcile`]: nothing. X has no idempotency key and nothing to read that
-//!    belongs to one attempt, so every unknown outcome waits for a person.
+//! 5. [`Platform::reconcile`]: part 1 has nothing to be found by (X has no idempotency
+//!    key), so it waits for a person. A later part is found by one read of the account's
+//!    own timeline since the part before (`GET /2/users/{id}/tweets?since_id=…`): a post
+//!    that replies to the part before with this part's text proves it. Absence proves
+//!    nothing (the read may be late, or the post beyond its page).
 //!
 //! X's `403` "duplicate content" names no earlier post, so it never proves this post was
 //! published: the post fails with the reason, or — when an earlier attempt of this post
@@ -45,17 +54,30 @@ use airlock_core::budget::{Budget, Costs, parse_usd};
 use airlock_core::{ChannelKind, ChannelName, Outcome, Published};
 
 use crate::http::{
-    Answer, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint, form_body,
-    id_string, send, transport_failure,
+    Answer, MediaFile, Redactor, StatusTable, Wait, check_base_url, describe_transport, endpoint,
+    fetch_media, form_body, id_string, multipart, send, transport_failure,
 };
 use crate::kind::{Common, KindConfig, read_token};
-use crate::{Account, Platform, Prepared, PublishRequest, SettingsError, StepError, Verification};
+use crate::{
+    Account, Evidence, Platform, Prepared, Proof, PublishRequest, ReconcileRequest, SettingsError,
+    StepError, Verification,
+};
 
 /// The X API host.
 pub const DEFAULT_BASE_URL: &str = "https://api.x.com";
 
 /// How long before its recorded expiry an access token is renewed.
 pub const REFRESH_MARGIN: Duration = Duration::minutes(5);
+
+/// The most images on one post.
+pub const MAX_IMAGES: usize = 4;
+
+/// The largest image X takes by the simple upload (5 MB).
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// How many of the account's posts since the part before one reconcile read looks at
+/// (X's largest page).
+pub const TIMELINE_PAGE: u32 = 100;
 
 /// What a token file holds.
 #[derive(Clone)]
@@ -312,7 +334,7 @@ pub struct X {
     user_id: std::sync::Mutex<Option<String>>,
 }
 
-const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes): write a new token to the token file, then resume the channel";
+const CREDENTIAL_HINT: &str = "the token was refused (expired without a refresh token, revoked, or missing the tweet.read tweet.write users.read scopes, and media.write for images): write a new token to the token file, then resume the channel";
 
 /// X answers by the outcome table, reading waits from its rate-limit headers; its
 /// duplicate content and used-up credits are its own.
@@ -343,6 +365,121 @@ fn is_duplicate(answer: &Answer) -> bool {
             .to_ascii_lowercase();
             text.contains("duplicate content")
         })
+}
+
+/// Every message of an X error answer, lowercased.
+fn messages(answer: &Answer) -> String {
+    let Some(body) = answer.json() else {
+        return String::new();
+    };
+    let mut text = format!(
+        "{} {}",
+        body["detail"].as_str().unwrap_or(""),
+        body["title"].as_str().unwrap_or("")
+    );
+    for error in body["errors"].as_array().into_iter().flatten() {
+        text.push(' ');
+        text.push_str(error["message"].as_str().unwrap_or(""));
+    }
+    text.to_ascii_lowercase()
+}
+
+/// Whether a refused create names the media ids: expired (X keeps an upload about a
+/// day) or otherwise unusable. Nothing was posted.
+fn is_media_refused(answer: &Answer) -> bool {
+    answer.status == 400 && {
+        let text = messages(answer);
+        text.contains("media") && (text.contains("invalid") || text.contains("expired"))
+    }
+}
+
+/// Whether a refused create says the post replied to is gone or hidden.
+fn is_parent_gone(answer: &Answer) -> bool {
+    (400..500).contains(&answer.status) && answer.status != 429 && {
+        let text = messages(answer);
+        text.contains("reply") && (text.contains("deleted") || text.contains("not visible"))
+    }
+}
+
+/// The media ids a prepare recorded (`Prepared::platform_ref`).
+fn media_ids(prepared: &Prepared) -> Vec<String> {
+    prepared
+        .platform_ref
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The text a part is sent with: part 1 carries the link on a line of its own when the
+/// text lacks it (as X's length policy counts it, `appends_link`); later parts have no
+/// link.
+fn part_text(req: &PublishRequest) -> String {
+    airlock_core::policy::with_appended_link(req.text.trim_end(), req.link.as_deref()).into_owned()
+}
+
+/// A post's text as X shows it, in the words it was sent: X answers `&`, `<` and `>` as
+/// HTML entities and each link as a `t.co` link, listed in `entities.urls` with the
+/// address it stands for; an attached image adds a `t.co` link of its own (one with a
+/// `media_key`). Whitespace runs count as one space.
+pub fn shown_text(post: &Value) -> String {
+    let note = &post["note_tweet"];
+    let (text, entities) = match note["text"].as_str() {
+        Some(text) => (text, &note["entities"]),
+        None => (post["text"].as_str().unwrap_or(""), &post["entities"]),
+    };
+    let mut text = text.to_owned();
+    let urls = entities["urls"]
+        .as_array()
+        .or_else(|| post["entities"]["urls"].as_array());
+    for url in urls.into_iter().flatten() {
+        let Some(short) = url["url"].as_str().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        let media = url.get("media_key").is_some_and(|k| !k.is_null());
+        let long = if media {
+            ""
+        } else {
+            url["expanded_url"].as_str().unwrap_or(short)
+        };
+        text = text.replace(short, long);
+    }
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    normalized(&text)
+}
+
+/// Text with every whitespace run as one space, trimmed.
+fn normalized(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The post of `posts` (a timeline page) that replies to `parent` with `text`, as X shows
+/// it; the earliest when there are several.
+pub fn find_reply(posts: &Value, parent: &str, text: &str) -> Option<String> {
+    let wanted = normalized(text);
+    posts["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|post| {
+            post["referenced_tweets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| {
+                    r["type"].as_str() == Some("replied_to")
+                        && id_string(r.get("id")).as_deref() == Some(parent)
+                })
+        })
+        .filter(|post| shown_text(post) == wanted)
+        .filter_map(|post| id_string(post.get("id")))
+        .min_by_key(|id| (id.len(), id.clone()))
 }
 
 impl X {
@@ -586,18 +723,16 @@ impl X {
         })
     }
 
-    /// A repeatable authenticated `GET`, renewing the token once on a 401.
-    async fn get_json(
+    /// A repeatable authenticated request, renewing the token once on a 401 (which
+    /// proves X did nothing). `build` makes the request, without its token.
+    async fn send_step(
         &self,
         what: &str,
-        segments: &[&str],
-        query: &[(&str, &str)],
-    ) -> Result<Value, StepError> {
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Answer, StepError> {
         let mut token = self.access_token().await;
         for renewed in [false, true] {
-            let request = self
-                .client
-                .get(endpoint(&self.base_url, segments, query))
+            let request = build()
                 .bearer_auth(token.expose_secret())
                 .timeout(self.timeout);
             let answer = send(request)
@@ -607,17 +742,121 @@ impl X {
                 token = self.renew(&token).await?;
                 continue;
             }
-            if !answer.is_success() {
-                return Err(self.step_error(what, &answer));
-            }
-            return answer.json().ok_or_else(|| {
-                StepError::transient(format!(
-                    "x: {what}: HTTP {} with an answer that is not JSON",
-                    answer.status
-                ))
-            });
+            return Ok(answer);
         }
         unreachable!("the loop returns on its second pass")
+    }
+
+    /// A repeatable authenticated `GET`, renewing the token once on a 401.
+    async fn get_json(
+        &self,
+        what: &str,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Value, StepError> {
+        let url = endpoint(&self.base_url, segments, query);
+        let answer = self.send_step(what, || self.client.get(&url)).await?;
+        if !answer.is_success() {
+            return Err(self.step_error(what, &answer));
+        }
+        answer.json().ok_or_else(|| {
+            StepError::transient(format!(
+                "x: {what}: HTTP {} with an answer that is not JSON",
+                answer.status
+            ))
+        })
+    }
+
+    /// Downloads the part's images (each checked against its approved SHA-256) and only
+    /// then uploads them, in order: bytes changed at a URL stop the part before anything
+    /// is uploaded. Their media ids.
+    async fn upload_images(&self, req: &PublishRequest) -> Result<Vec<String>, StepError> {
+        let mut files: Vec<MediaFile> = Vec::with_capacity(req.media.len());
+        for media in &req.media {
+            files.push(fetch_media(&self.client, "x", media, MAX_IMAGE_BYTES).await?);
+        }
+        let url = endpoint(&self.base_url, &["2", "media", "upload"], &[]);
+        let mut ids = Vec::with_capacity(files.len());
+        for (n, file) in files.iter().enumerate() {
+            let what = format!("image upload ({} of {})", n + 1, files.len());
+            let (content_type, body) =
+                multipart(&[("media_category", "tweet_image")], ("media", file));
+            let answer = self
+                .send_step(&what, || {
+                    self.client
+                        .post(&url)
+                        .header("content-type", &content_type)
+                        .body(body.clone())
+                })
+                .await?;
+            if !answer.is_success() {
+                return Err(self.step_error(&what, &answer));
+            }
+            let id = answer
+                .json()
+                .and_then(|v| id_string(v["data"].get("id")))
+                .filter(|id| id.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| {
+                    StepError::transient(format!(
+                        "x: {what}: HTTP {} without a media id; nothing was published",
+                        answer.status
+                    ))
+                })?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// The account's own post that is this later part: one read of its timeline since the
+    /// part before, for a post replying to that part with this part's text. `None` when
+    /// the page shows none (which proves nothing).
+    async fn find_part(&self, req: &PublishRequest) -> Result<Option<Proof>, StepError> {
+        let Some(parent) = req.part.parent() else {
+            return Ok(None);
+        };
+        let parent_id = parent.platform_post_id.as_str();
+        if parent_id.is_empty() || !parent_id.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(None);
+        }
+        let username = self.username().await?;
+        let user_id = self.user_id.lock().expect("lock is never poisoned").clone();
+        let Some(user_id) = user_id else {
+            return Err(StepError::transient(
+                "x: users/me answered without an id; the timeline cannot be read",
+            ));
+        };
+        let page = TIMELINE_PAGE.to_string();
+        let timeline = self
+            .get_json(
+                "timeline read",
+                &["2", "users", &user_id, "tweets"],
+                &[
+                    ("since_id", parent_id),
+                    ("max_results", &page),
+                    ("exclude", "retweets"),
+                    (
+                        "tweet.fields",
+                        "referenced_tweets,conversation_id,entities,note_tweet",
+                    ),
+                ],
+            )
+            .await?;
+        let what = if req.part.comment {
+            "the first comment".to_owned()
+        } else {
+            format!("part {}", req.part.number)
+        };
+        Ok(
+            find_reply(&timeline, parent_id, &part_text(req)).map(|id| Proof {
+                permalink: Some(permalink(&username, &id)),
+                note: format!(
+                    "x: the account's post {id} replies to part {} ({parent_id}) with the text of {what}",
+                    parent.number
+                ),
+                platform_post_id: Some(id),
+                attempt: None,
+            }),
+        )
     }
 
     async fn username(&self) -> Result<String, StepError> {
@@ -645,6 +884,27 @@ impl X {
 
     fn publish_failure(&self, req: &PublishRequest, answer: &Answer) -> Outcome {
         let reason = self.summary("create post", answer);
+        if is_media_refused(answer) {
+            return Outcome::NotSent {
+                reason: format!(
+                    "{reason}: X refused the uploaded images' media ids (expired or unusable); nothing was published; the next attempt uploads them again"
+                ),
+                retry_after: None,
+            };
+        }
+        if req.part.is_later() && is_parent_gone(answer) {
+            let parent = req
+                .part
+                .parent()
+                .map(|p| format!("part {} ({})", p.number, p.platform_post_id))
+                .unwrap_or_else(|| "the part before".into());
+            return Outcome::Rejected {
+                reason: format!(
+                    "{reason}: {parent}, which this part replies to, is deleted or not visible; nothing was published; settle the rest of the thread by hand"
+                ),
+                credential: false,
+            };
+        }
         if is_duplicate(answer) {
             // X names no earlier post: this is proof of nothing. Only when an earlier
             // attempt of this very post may have published it is a person needed.
@@ -711,11 +971,37 @@ impl Platform for X {
         Ok(Some(Account { username: name, id }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
-        if !req.media.is_empty() {
+        if req.media.len() > MAX_IMAGES {
             return Err(StepError::Rejected {
-                reason: "x: this channel publishes text posts only; remove the media".into(),
+                reason: format!(
+                    "x: a post takes at most {MAX_IMAGES} images and this part has {}; split them over more parts",
+                    req.media.len()
+                ),
+                credential: false,
+            });
+        }
+        if let Some(video) = req.media.iter().find(|m| {
+            m.content_type
+                .as_deref()
+                .is_some_and(|t| !t.starts_with("image/"))
+        }) {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "x: this channel posts images only, and {} is {}; remove it",
+                    crate::http::without_secrets(&video.url),
+                    video.content_type.as_deref().unwrap_or("not an image")
+                ),
+                credential: false,
+            });
+        }
+        if req.part.is_later() && req.part.parent().is_none() {
+            return Err(StepError::Rejected {
+                reason: format!(
+                    "x: part {} replies to the part before it, and no part before it is recorded as published; nothing was sent",
+                    req.part.number
+                ),
                 credential: false,
             });
         }
@@ -731,16 +1017,57 @@ impl Platform for X {
             self.renew(&stale).await?;
         }
         self.username().await?;
-        Ok(Prepared::default())
+        // An earlier attempt of this later part may have gone out: the timeline shows it
+        // if so, and then nothing is sent. (Part 1 has nothing to be found by.)
+        if req.part.is_later()
+            && req.earlier.iter().any(|a| !a.definitely_unpublished)
+            && let Some(proof) = self.find_part(req).await?
+        {
+            return Ok(Prepared {
+                platform_ref: None,
+                already_published: Some(Proof {
+                    attempt: crate::latest_attempt(&req.earlier, |a| !a.definitely_unpublished),
+                    ..proof
+                }),
+            });
+        }
+        if req.media.is_empty() {
+            return Ok(Prepared::default());
+        }
+        let ids = self.upload_images(req).await?;
+        Ok(Prepared::with_ref(ids.join(",")))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
-    async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
-        // As X's length policy counts it (`appends_link`): the link on a line of its own
-        // when the text lacks it.
-        let text =
-            airlock_core::policy::with_appended_link(req.text.trim_end(), req.link.as_deref());
-        let body = json!({"text": text}).to_string();
+    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
+        let mut body = json!({"text": part_text(req)});
+        if req.part.is_later() {
+            let Some(parent) = req.part.parent() else {
+                return Outcome::NotSent {
+                    reason: format!(
+                        "x: part {} has no published part before it to reply to; nothing was sent",
+                        req.part.number
+                    ),
+                    retry_after: None,
+                };
+            };
+            body["reply"] = json!({"in_reply_to_tweet_id": parent.platform_post_id});
+        }
+        let media = media_ids(prepared);
+        if media.len() != req.media.len() {
+            return Outcome::NotSent {
+                reason: format!(
+                    "x: {} of the part's {} images are uploaded; nothing was sent; the next attempt uploads them",
+                    media.len(),
+                    req.media.len()
+                ),
+                retry_after: None,
+            };
+        }
+        if !media.is_empty() {
+            body["media"] = json!({"media_ids": media});
+        }
+        let body = body.to_string();
         let mut token = self.access_token().await;
         for renewed in [false, true] {
             let request = self
@@ -830,6 +1157,24 @@ impl Platform for X {
             Err(e) => Verification::Failed {
                 reason: e.to_string(),
             },
+        }
+    }
+
+    /// Part 1: nothing to find it by, so a person decides. A later part (a reply, or the
+    /// first comment): the account's post replying to the part before with this part's
+    /// text, in one read of its timeline.
+    async fn reconcile(&self, req: &ReconcileRequest) -> Evidence {
+        let publish = &req.publish;
+        if !publish.part.is_later() {
+            return Evidence::NoProof;
+        }
+        match self.find_part(publish).await {
+            Ok(Some(proof)) => Evidence::Published(proof),
+            Ok(None) => Evidence::NoProof,
+            Err(e) => {
+                tracing::warn!(error = %e, "x: the timeline could not be read for proof");
+                Evidence::NoProof
+            }
         }
     }
 }
@@ -976,6 +1321,36 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_post_is_found_by_its_text_as_x_shows_it() {
+        let post = json!({
+            "id": "20",
+            "text": "Cushion &amp; sun:  https://t.co/a1\nhttps://t.co/m2",
+            "entities": {"urls": [
+                {"url": "https://t.co/a1", "expanded_url": "https://inn.example/noon/"},
+                {"url": "https://t.co/m2", "expanded_url": "https://x.com/i/photo/1", "media_key": "3_20"},
+            ]},
+            "referenced_tweets": [{"type": "replied_to", "id": "10"}],
+        });
+        assert_eq!(
+            shown_text(&post),
+            "Cushion & sun: https://inn.example/noon/"
+        );
+        let page = json!({"data": [
+            post,
+            {"id": "21", "text": "Another reply", "referenced_tweets": [{"type": "replied_to", "id": "10"}]},
+            {"id": "22", "text": "Cushion & sun: https://inn.example/noon/"},
+        ]});
+        let text = "Cushion & sun: https://inn.example/noon/";
+        assert_eq!(find_reply(&page, "10", text).as_deref(), Some("20"));
+        assert_eq!(
+            find_reply(&page, "11", text),
+            None,
+            "not a reply to that part"
+        );
+        assert_eq!(find_reply(&page, "10", "Cushion"), None);
     }
 
     #[test]

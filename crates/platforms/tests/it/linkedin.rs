@@ -5,15 +5,15 @@ use std::time::Duration;
 use airlock_core::Outcome;
 use airlock_platforms::linkedin::{Linkedin, LinkedinSettings};
 use airlock_platforms::{
-    Evidence, Platform, Prepared, PublishRequest, ReconcileRequest, SettingsError, StepError,
-    Verification,
+    EarlierAttempt, Evidence, PartRequest, Platform, Prepared, PublishRequest, PublishedPart,
+    ReconcileRequest, SettingsError, StepError, Verification,
 };
 
 use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_no_canary_shown,
-    assert_token_only_in_headers, client, closed_port_url, request,
+    assert_token_only_in_headers, client, closed_port_url, image, image_server, request,
 };
-use airlock_testkit::fake::linkedin::{LinkedinFake, PublishMode, SUB};
+use airlock_testkit::fake::linkedin::{Expect, LinkedinFake, PublishMode, SUB};
 
 const ORGANIZATION: &str = "urn:li:organization:5515715";
 
@@ -312,22 +312,18 @@ async fn over_long_commentary_is_rejected() {
 }
 
 #[tokio::test]
-async fn posts_with_media_are_refused_before_anything_is_sent() {
+async fn a_video_is_refused_before_anything_is_sent() {
     let fake = LinkedinFake::start(0, 0).await;
     let mut req = post();
-    req.media = vec![crate::support::image("https://inn.example/cat.jpg")];
+    let mut video = image("https://inn.example/cat.mp4");
+    video.content_type = Some("video/mp4".into());
+    req.media = vec![video];
     let err = organization_adapter(fake.server.uri(), Duration::from_secs(5))
         .prepare(&req)
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err,
-            StepError::Rejected {
-                credential: false,
-                ..
-            }
-        ),
+        matches!(&err, StepError::Rejected { credential: false, reason } if reason.contains("images only")),
         "{err:?}"
     );
 }
@@ -364,4 +360,307 @@ async fn malformed_settings_are_refused() {
             "{err}"
         );
     }
+}
+
+/// The bytes `image_server` serves, as approved.
+const CAT_JPEG: [u8; 8] = [0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4];
+
+/// An image at `url` approved with the digest of `approved`, with alt text `alt`.
+fn approved_image(url: String, approved: &[u8], alt: &str) -> airlock_core::Media {
+    let mut media = image(&url);
+    media.alt = Some(alt.to_owned());
+    media.sha256 = Some(airlock_core::hash::sha256_hex(approved));
+    media.content_type = Some("image/jpeg".into());
+    media
+}
+
+/// The post's first comment, after the post `urn` (part 1 of 2).
+fn first_comment(text: &str, urn: &str) -> PublishRequest {
+    let mut req = request("linkedin-inn", text);
+    req.idempotency_key = format!("{}-2", req.idempotency_key);
+    req.part = PartRequest {
+        number: 2,
+        of: 2,
+        comment: true,
+        published: vec![PublishedPart {
+            number: 1,
+            platform_post_id: urn.to_owned(),
+            permalink: Some(permalink(urn)),
+        }],
+    };
+    req
+}
+
+/// A member's post with one image: downloaded, uploaded through the Images API (the
+/// member may not read its status, so it is not read again), and posted as
+/// `content.media` with its alt text.
+#[tokio::test]
+async fn one_image_is_uploaded_and_posted_as_media_with_its_alt_text() {
+    let fake = LinkedinFake::start_counting(Expect {
+        userinfo: 1,
+        create: 1,
+        image_init: 1,
+        image_put: 1,
+        image_read: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let linkedin = adapter(&fake);
+    let mut req = post();
+    req.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        &CAT_JPEG,
+        "Mochi asleep",
+    )];
+    let prepared = linkedin.prepare(&req).await.unwrap();
+    let urn = prepared
+        .platform_ref
+        .clone()
+        .expect("the image URN is the handle");
+    assert!(urn.starts_with("urn:li:image:"), "{urn}");
+    let outcome = linkedin.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Published(_)), "{outcome:?}");
+    fake.with(|s| {
+        let post = &s.posts[0];
+        assert_eq!(post.images, vec![urn.clone()]);
+        assert!(!post.multi_image);
+        assert_eq!(post.alt_texts, vec![Some("Mochi asleep".to_owned())]);
+        assert_eq!(s.images[0].bytes, CAT_JPEG);
+        assert_eq!(s.images[0].owner, format!("urn:li:person:{SUB}"));
+    });
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+/// An organization's post with three images: each uploaded and read `AVAILABLE`, then
+/// one multi-image post naming them in order.
+#[tokio::test]
+async fn several_images_are_posted_as_one_multi_image_post() {
+    let fake = LinkedinFake::start_counting(Expect {
+        create: 1,
+        image_init: 3,
+        image_put: 3,
+        image_read: 3,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let linkedin = organization_adapter(fake.server.uri(), Duration::from_secs(5));
+    let mut req = post();
+    req.media = (1..=3)
+        .map(|n| {
+            approved_image(
+                format!("{}/cat.jpg", images.uri()),
+                &CAT_JPEG,
+                &format!("Cat {n}"),
+            )
+        })
+        .collect();
+    let prepared = linkedin.prepare(&req).await.unwrap();
+    let outcome = linkedin.publish(&req, &prepared).await;
+    assert!(matches!(outcome, Outcome::Published(_)), "{outcome:?}");
+    fake.with(|s| {
+        let post = &s.posts[0];
+        assert!(post.multi_image);
+        assert_eq!(
+            post.images,
+            s.images.iter().map(|i| i.urn.clone()).collect::<Vec<_>>()
+        );
+        assert_eq!(post.alt_texts[2].as_deref(), Some("Cat 3"));
+        assert_eq!(post.author, ORGANIZATION);
+    });
+}
+
+/// LinkedIn is still processing an image: its status is read again until `AVAILABLE`,
+/// then the post goes out.
+#[tokio::test]
+async fn an_image_still_processing_is_waited_for() {
+    let fake = LinkedinFake::start_counting(Expect {
+        create: 1,
+        image_init: 1,
+        image_put: 1,
+        image_read: 2,
+        ..Expect::NONE
+    })
+    .await;
+    fake.with(|s| s.processing_reads = 1);
+    let images = image_server().await;
+    let linkedin = organization_adapter(fake.server.uri(), Duration::from_secs(5));
+    let mut req = post();
+    req.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        &CAT_JPEG,
+        "Mochi",
+    )];
+    let prepared = linkedin.prepare(&req).await.unwrap();
+    assert!(matches!(
+        linkedin.publish(&req, &prepared).await,
+        Outcome::Published(_)
+    ));
+}
+
+/// The upload URL expired before the bytes were sent: a step error that may pass (the
+/// next attempt gets a new URL), and no post.
+#[tokio::test]
+async fn an_expired_upload_url_is_a_step_error_and_nothing_is_posted() {
+    let fake = LinkedinFake::start_counting(Expect {
+        image_init: 1,
+        image_put: 1,
+        ..Expect::NONE
+    })
+    .await;
+    fake.with(|s| s.expire_upload_urls = true);
+    let images = image_server().await;
+    let linkedin = organization_adapter(fake.server.uri(), Duration::from_secs(5));
+    let mut req = post();
+    req.media = vec![
+        approved_image(format!("{}/cat.jpg", images.uri()), &CAT_JPEG, "Mochi"),
+        approved_image(
+            format!("{}/cat.jpg", images.uri()),
+            &CAT_JPEG,
+            "Mochi again",
+        ),
+    ];
+    let err = linkedin.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { reason, .. } if reason.contains("may have expired") && reason.contains("(1 of 2)")),
+        "{err:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts.len()), 0);
+    assert_no_canary(&err);
+}
+
+/// The bytes at an image's URL are not those approved: refused, naming both digests,
+/// before anything is uploaded.
+#[tokio::test]
+async fn a_swapped_image_is_refused_before_anything_is_uploaded() {
+    let fake = LinkedinFake::start(0, 0).await;
+    let images = image_server().await;
+    let linkedin = organization_adapter(fake.server.uri(), Duration::from_secs(5));
+    let mut req = post();
+    req.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        b"the picture the critic saw",
+        "Mochi",
+    )];
+    let err = linkedin.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Rejected { credential: false, reason }
+            if reason.contains(&airlock_core::hash::sha256_hex(&CAT_JPEG))
+                && reason.contains(&airlock_core::hash::sha256_hex(b"the picture the critic saw"))),
+        "{err:?}"
+    );
+    assert!(fake.with(|s| s.images.is_empty()));
+}
+
+/// The first comment goes on the post, as the member, with its text as typed; its URN is
+/// the part's id, and its permalink points at it under the post.
+#[tokio::test]
+async fn the_first_comment_goes_on_the_post_and_names_its_urn() {
+    let fake = LinkedinFake::start_counting(Expect {
+        userinfo: 1,
+        create: 1,
+        comment: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let linkedin = adapter(&fake);
+    let mut req = post();
+    req.part = PartRequest {
+        number: 1,
+        of: 2,
+        comment: false,
+        published: Vec::new(),
+    };
+    let prepared = linkedin.prepare(&req).await.unwrap();
+    let Outcome::Published(published) = linkedin.publish(&req, &prepared).await else {
+        panic!("the post");
+    };
+    let urn = published.platform_post_id.unwrap();
+
+    let comment = first_comment("Menu (and #hours) at the link [above]", &urn);
+    let prepared = linkedin.prepare(&comment).await.unwrap();
+    let outcome = linkedin.publish(&comment, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("the comment: {outcome:?}");
+    };
+    let comment_urn = published.platform_post_id.clone().unwrap();
+    assert!(comment_urn.starts_with("urn:li:comment:("), "{comment_urn}");
+    assert!(
+        published.permalink.as_deref().is_some_and(
+            |p| p.starts_with(&permalink(&urn)) && p.contains("commentUrn=urn%3Ali%3Acomment")
+        ),
+        "{published:?}"
+    );
+    let comments = fake.with(|s| s.comments_on(&urn));
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0].urn, comment_urn);
+    assert_eq!(comments[0].actor, format!("urn:li:person:{SUB}"));
+    assert_eq!(comments[0].text, "Menu (and #hours) at the link [above]");
+    assert_no_canary(&outcome);
+    assert_token_only_in_headers(&fake.server).await;
+}
+
+/// The comment's request landed but its answer never came: reconcile finds it among the
+/// post's comments by author and text. Without permission to read comments, or for a
+/// comment that never went out, there is no proof. A retry of a comment an earlier
+/// attempt may have made looks first, and sends nothing when it finds it.
+#[tokio::test]
+async fn reconcile_finds_a_first_comment_whose_answer_was_lost() {
+    let fake = LinkedinFake::start_counting(Expect {
+        create: 1,
+        comment: 1,
+        comments_read: 4,
+        ..Expect::NONE
+    })
+    .await;
+    let linkedin = organization_adapter(fake.server.uri(), SHORT_TIMEOUT);
+    let Outcome::Published(published) = linkedin.publish(&post(), &Prepared::default()).await
+    else {
+        panic!("the post");
+    };
+    let urn = published.platform_post_id.unwrap();
+    fake.with(|s| s.comment_mode = PublishMode::CreateThenDelay(LONG_DELAY));
+    let comment = first_comment("Menu at the link above.", &urn);
+    let outcome = linkedin.publish(&comment, &Prepared::default()).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let landed = fake.with(|s| s.comments[0].urn.clone());
+    let reconcile = |publish: PublishRequest| ReconcileRequest {
+        publish,
+        platform_ref: None,
+    };
+
+    // The token may not read comments: nothing proves it either way.
+    assert_eq!(
+        linkedin.reconcile(&reconcile(comment.clone())).await,
+        Evidence::NoProof
+    );
+    fake.with(|s| s.can_read_comments = true);
+    let evidence = linkedin.reconcile(&reconcile(comment.clone())).await;
+    let Evidence::Published(proof) = &evidence else {
+        panic!("found: {evidence:?}");
+    };
+    assert_eq!(proof.platform_post_id.as_deref(), Some(landed.as_str()));
+    // Another text was never sent.
+    assert_eq!(
+        linkedin
+            .reconcile(&reconcile(first_comment("Something else.", &urn)))
+            .await,
+        Evidence::NoProof
+    );
+
+    let mut retry = comment.clone();
+    retry.earlier = vec![EarlierAttempt {
+        generation: 2,
+        idempotency_key: comment.idempotency_key.clone(),
+        platform_ref: None,
+        sent_at: chrono::Utc::now() - chrono::Duration::hours(1),
+        definitely_unpublished: false,
+        resend: false,
+    }];
+    let prepared = linkedin.prepare(&retry).await.unwrap();
+    let proof = prepared.already_published.expect("found before sending");
+    assert_eq!(proof.platform_post_id.as_deref(), Some(landed.as_str()));
+    assert_eq!(proof.attempt, Some(2));
+    assert_eq!(fake.with(|s| s.comments.len()), 1);
 }

@@ -9,13 +9,14 @@ use secrecy::SecretString;
 use airlock_core::Outcome;
 use airlock_platforms::x::{Credential, X, XSettings};
 use airlock_platforms::{
-    EarlierAttempt, Evidence, Platform, PublishRequest, ReconcileRequest, StepError, Verification,
+    EarlierAttempt, Evidence, PartRequest, Platform, PublishRequest, PublishedPart,
+    ReconcileRequest, StepError, Verification,
 };
 use airlock_testkit::fake::x::{CLIENT_ID, CreateMode, Expect, Route, USERNAME, XFake};
 
 use crate::support::{
     CANARY, LONG_DELAY, SHORT_TIMEOUT, assert_no_canary, assert_token_only_in_headers_except,
-    client, request,
+    client, image, image_server, request,
 };
 
 const TOKEN_PATH: &str = "/2/oauth2/token";
@@ -431,4 +432,372 @@ fn a_refreshable_token_file_needs_a_writable_directory() {
     // A bare access token is never rewritten: any directory will do.
     let bare = Credential::parse(&SecretString::from(CANARY.to_owned()), &elsewhere).unwrap();
     airlock_platforms::x::check_token_dir(&elsewhere, &bare).unwrap();
+}
+
+/// The bytes `image_server` serves, as approved.
+const CAT_JPEG: [u8; 8] = [0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4];
+
+/// An image at `url` approved with the digest of `approved`.
+fn approved_image(url: String, approved: &[u8]) -> airlock_core::Media {
+    let mut media = image(&url);
+    media.sha256 = Some(airlock_core::hash::sha256_hex(approved));
+    media.content_type = Some("image/jpeg".into());
+    media
+}
+
+/// Part `number` of a post of `of` parts, after the parts `published` (number, id).
+fn part(
+    text: &str,
+    number: u32,
+    of: u32,
+    comment: bool,
+    published: &[(u32, &str)],
+) -> PublishRequest {
+    let mut req = request("x-main", text);
+    if number > 1 {
+        req.idempotency_key = format!("{}-{number}", req.idempotency_key);
+    }
+    req.part = PartRequest {
+        number,
+        of,
+        comment,
+        published: published
+            .iter()
+            .map(|(n, id)| PublishedPart {
+                number: *n,
+                platform_post_id: (*id).to_owned(),
+                permalink: None,
+            })
+            .collect(),
+    };
+    req
+}
+
+/// Prepares and publishes a part; its id.
+async fn publish_part(x: &X, req: &PublishRequest) -> String {
+    let prepared = x.prepare(req).await.unwrap();
+    let outcome = x.publish(req, &prepared).await;
+    let Outcome::Published(published) = &outcome else {
+        panic!("part {} not published: {outcome:?}", req.part.number);
+    };
+    published.platform_post_id.clone().unwrap()
+}
+
+/// A thread of three parts, an image on part 2, and a first comment: each goes out once,
+/// each a reply to the one before (the comment to the last part), the image uploaded as
+/// a `tweet_image` and attached to part 2 alone, the link on part 1 alone.
+#[tokio::test]
+async fn a_three_part_thread_with_an_image_and_a_comment_is_a_chain_each_part_once() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        create: 4,
+        upload: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    assert!(x.prepares());
+
+    let mut first = part("Mochi's day, a thread.", 1, 4, false, &[]);
+    first.link = Some("https://inn.example/mochi/".into());
+    let one = publish_part(&x, &first).await;
+
+    let mut second = part("Noon: the sunny cushion.", 2, 4, false, &[(1, &one)]);
+    second.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        &CAT_JPEG,
+    )];
+    let prepared = x.prepare(&second).await.unwrap();
+    let media_id = prepared
+        .platform_ref
+        .clone()
+        .expect("the media id is the handle");
+    let Outcome::Published(published) = x.publish(&second, &prepared).await else {
+        panic!("part 2 not published");
+    };
+    let two = published.platform_post_id.unwrap();
+    assert_eq!(
+        published.permalink.as_deref(),
+        Some(format!("https://x.com/{USERNAME}/status/{two}").as_str())
+    );
+
+    let three = publish_part(
+        &x,
+        &part("Night: the box.", 3, 4, false, &[(1, &one), (2, &two)]),
+    )
+    .await;
+    let comment = publish_part(
+        &x,
+        &part(
+            "Photos by the inn.",
+            4,
+            4,
+            true,
+            &[(1, &one), (2, &two), (3, &three)],
+        ),
+    )
+    .await;
+
+    fake.with(|s| {
+        assert_eq!(s.posts(), 4, "each part once");
+        assert_eq!(
+            s.tweets[0].text,
+            "Mochi's day, a thread.\nhttps://inn.example/mochi/"
+        );
+        assert_eq!(
+            s.tweets[1].text, "Noon: the sunny cushion.",
+            "no link on later parts"
+        );
+        assert_eq!(s.reply_to(&one), None);
+        assert_eq!(s.reply_to(&two).as_deref(), Some(one.as_str()));
+        assert_eq!(s.reply_to(&three).as_deref(), Some(two.as_str()));
+        assert_eq!(s.reply_to(&comment).as_deref(), Some(three.as_str()));
+        assert_eq!(s.media_of(&two), vec![media_id.clone()]);
+        assert!(s.media_of(&one).is_empty() && s.media_of(&three).is_empty());
+        assert_eq!(s.uploads.len(), 1);
+        assert_eq!(s.uploads[0].bytes, CAT_JPEG);
+        assert_eq!(s.uploads[0].category, "tweet_image");
+        // One conversation.
+        for id in [&two, &three, &comment] {
+            assert_eq!(s.attached[id.as_str()].conversation_id, one);
+        }
+    });
+    assert_token_only_in_headers_except(&fake.server, TOKEN_PATH).await;
+}
+
+/// Part 2's request landed but its answer never came: reconcile finds it in one read of
+/// the account's timeline since part 1 (as X shows it: links as t.co, `&` as `&amp;`,
+/// the image as a link of its own), replying to part 1 with part 2's text, and not the
+/// account's other reply to part 1. A part that never went out is not found: no proof.
+#[tokio::test]
+async fn reconcile_finds_a_later_part_whose_answer_was_lost() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        create: 3,
+        upload: 1,
+        timeline: 2,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, SHORT_TIMEOUT);
+    let one = publish_part(&x, &part("Mochi's day, a thread.", 1, 3, false, &[])).await;
+    // A person replies to part 1 by hand meanwhile.
+    publish_part(&x, &part("Nice cat!", 2, 2, false, &[(1, &one)])).await;
+
+    let text = "Noon: cushion & sun, see https://inn.example/noon/";
+    let mut second = part(text, 2, 3, false, &[(1, &one)]);
+    second.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        &CAT_JPEG,
+    )];
+    let prepared = x.prepare(&second).await.unwrap();
+    fake.with(|s| s.create_mode = CreateMode::CreateThenDelay(LONG_DELAY));
+    let outcome = x.publish(&second, &prepared).await;
+    assert!(matches!(outcome, Outcome::Unknown { .. }), "{outcome:?}");
+    let landed = fake.with(|s| s.tweets.last().unwrap().id.clone());
+
+    let evidence = x
+        .reconcile(&ReconcileRequest {
+            publish: second.clone(),
+            platform_ref: prepared.platform_ref.clone(),
+        })
+        .await;
+    let Evidence::Published(proof) = &evidence else {
+        panic!("part 2 is found: {evidence:?}");
+    };
+    assert_eq!(proof.platform_post_id.as_deref(), Some(landed.as_str()));
+    assert_eq!(
+        proof.permalink.as_deref(),
+        Some(format!("https://x.com/{USERNAME}/status/{landed}").as_str())
+    );
+
+    // Part 3 never went out: the timeline shows no reply to part 2 with its text.
+    let third = part("Night: the box.", 3, 3, false, &[(1, &one), (2, &landed)]);
+    let evidence = x
+        .reconcile(&ReconcileRequest {
+            publish: third,
+            platform_ref: None,
+        })
+        .await;
+    assert_eq!(evidence, Evidence::NoProof);
+    let timeline = fake
+        .requests()
+        .await
+        .into_iter()
+        .find(|r| r.url.path().ends_with("/tweets") && r.url.path().starts_with("/2/users/"))
+        .unwrap();
+    let query = timeline.url.query().unwrap_or("");
+    assert!(query.contains(&format!("since_id={one}")), "{query}");
+    assert!(query.contains("referenced_tweets"), "{query}");
+    assert_no_canary(&evidence);
+    assert_token_only_in_headers_except(&fake.server, TOKEN_PATH).await;
+}
+
+/// A later part whose earlier attempt may have gone out is looked for before anything is
+/// uploaded or sent: found, it is settled by that proof.
+#[tokio::test]
+async fn a_later_part_an_earlier_attempt_published_is_found_before_sending() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        create: 2,
+        timeline: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let one = publish_part(&x, &part("Mochi's day, a thread.", 1, 2, false, &[])).await;
+    let two = publish_part(
+        &x,
+        &part("Noon: the sunny cushion.", 2, 2, false, &[(1, &one)]),
+    )
+    .await;
+    let mut again = part("Noon: the sunny cushion.", 2, 2, false, &[(1, &one)]);
+    again.earlier = vec![EarlierAttempt {
+        generation: 3,
+        idempotency_key: again.idempotency_key.clone(),
+        platform_ref: None,
+        sent_at: chrono::Utc::now() - chrono::Duration::hours(1),
+        definitely_unpublished: false,
+        resend: false,
+    }];
+    let prepared = x.prepare(&again).await.unwrap();
+    let proof = prepared.already_published.expect("found");
+    assert_eq!(proof.platform_post_id.as_deref(), Some(two.as_str()));
+    assert_eq!(proof.attempt, Some(3));
+    assert_eq!(fake.with(|s| s.posts()), 2);
+}
+
+/// The bytes at an image's URL are not those approved: the part is refused, naming both
+/// digests, before anything is uploaded or posted.
+#[tokio::test]
+async fn a_swapped_image_is_refused_before_anything_is_uploaded_or_created() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let mut req = post();
+    let url = format!("{}/cat.jpg", images.uri());
+    req.media = vec![
+        approved_image(url.clone(), &CAT_JPEG),
+        approved_image(url, b"the picture the critic saw"),
+    ];
+    let err = x.prepare(&req).await.unwrap_err();
+    let StepError::Rejected { reason, credential } = &err else {
+        panic!("refused: {err:?}");
+    };
+    assert!(!credential);
+    assert!(reason.contains("changed since it was approved"), "{reason}");
+    assert!(
+        reason.contains(&airlock_core::hash::sha256_hex(&CAT_JPEG))
+            && reason.contains(&airlock_core::hash::sha256_hex(
+                b"the picture the critic saw"
+            )),
+        "{reason}"
+    );
+    assert_eq!(fake.with(|s| (s.posts(), s.uploads.len())), (0, 0));
+
+    // More images than a post takes are refused before anything is fetched.
+    req.media = vec![image("https://inn.example/cat.jpg"); 5];
+    assert!(matches!(
+        x.prepare(&req).await,
+        Err(StepError::Rejected {
+            credential: false,
+            ..
+        })
+    ));
+}
+
+/// X fails the second of three uploads: a step error that may pass, and no post.
+#[tokio::test]
+async fn an_upload_failing_halfway_is_a_step_error_and_nothing_is_created() {
+    let fake = XFake::start_with(
+        Expect {
+            identity: 1,
+            upload: 2,
+            ..Expect::NONE
+        },
+        |s| s.fail_uploads_after = Some((1, 503)),
+    )
+    .await;
+    let images = image_server().await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let mut req = post();
+    req.media = vec![approved_image(format!("{}/cat.jpg", images.uri()), &CAT_JPEG); 3];
+    let err = x.prepare(&req).await.unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { reason, .. } if reason.contains("image upload (2 of 3)") && reason.contains("HTTP 503")),
+        "{err:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 0);
+    assert_no_canary(&err);
+}
+
+/// The media ids expired between the upload and the post (X keeps them about a day): X
+/// refuses the create, nothing is posted, and the next attempt uploads again.
+#[tokio::test]
+async fn an_expired_media_id_is_not_sent_and_the_next_attempt_uploads_again() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        upload: 2,
+        create: 2,
+        ..Expect::NONE
+    })
+    .await;
+    let images = image_server().await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let mut req = post();
+    req.media = vec![approved_image(
+        format!("{}/cat.jpg", images.uri()),
+        &CAT_JPEG,
+    )];
+    let prepared = x.prepare(&req).await.unwrap();
+    fake.with(|s| s.expire_media());
+    let outcome = x.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::NotSent { reason, .. } if reason.contains("media ids")),
+        "{outcome:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 0);
+    let id = publish_part(&x, &req).await;
+    assert_eq!(fake.with(|s| s.media_of(&id).len()), 1);
+}
+
+/// The part before was deleted: X refuses the reply. Nothing was posted, and it is not a
+/// credential problem (the channel stays up); the reason names the part replied to.
+#[tokio::test]
+async fn a_reply_to_a_deleted_part_fails_naming_it() {
+    let fake = XFake::start(Expect {
+        identity: 1,
+        create: 1,
+        ..Expect::NONE
+    })
+    .await;
+    let (_dir, path) = token_file(CANARY);
+    let x = adapter_with(&fake, &path, Duration::from_secs(5));
+    let req = part(
+        "Noon: the sunny cushion.",
+        2,
+        2,
+        false,
+        &[(1, "1866000000000000999")],
+    );
+    let prepared = x.prepare(&req).await.unwrap();
+    let outcome = x.publish(&req, &prepared).await;
+    assert!(
+        matches!(&outcome, Outcome::Rejected { credential: false, reason }
+            if reason.contains("part 1 (1866000000000000999)") && reason.contains("deleted")),
+        "{outcome:?}"
+    );
+    assert_eq!(fake.with(|s| s.posts()), 0);
 }
