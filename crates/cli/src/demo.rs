@@ -86,6 +86,11 @@ poll_interval = "2s"
 window = "60m"
 window_limit = 6
 
+# The demo runs offline: its sample image at inn.example is not fetched. Anywhere else,
+# leave media checks on (docs/media.md).
+[media]
+check = false
+
 # Publishes to sandbox/cats.jsonl in this directory.
 [channels.cats]
 kind = "sandbox"

@@ -20,7 +20,7 @@ impl Span {
     }
 
     /// Seconds.
-    pub fn seconds(n: i64) -> Self {
+    pub const fn seconds(n: i64) -> Self {
         Span(Duration::seconds(n))
     }
 

@@ -16,8 +16,9 @@ use airlock_app::{AppSettings, ChannelSettings, NotifyRoute};
 use airlock_core::quota::WindowRule;
 use airlock_core::{ChannelName, Span};
 
-/// How long fetching one media item to check it may take (docs/media.md).
-pub const MEDIA_FETCH_TIMEOUT: chrono::Duration = chrono::Duration::seconds(30);
+/// How long fetching one media item to check it may take, unless `[media]
+/// fetch_timeout` says otherwise (docs/media.md).
+pub const MEDIA_FETCH_TIMEOUT: Span = Span::seconds(30);
 
 mod channel;
 mod sink;
@@ -65,6 +66,15 @@ struct RawConfig {
     postgres: RawPostgres,
     #[serde(default)]
     review: channel::RawReview,
+    #[serde(default)]
+    media: RawMedia,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMedia {
+    check: Option<bool>,
+    fetch_timeout: Option<Span>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -140,6 +150,9 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// `[server] max_drafts_per_token`: live drafts one token may hold (default 1000).
     pub max_drafts_per_token: u32,
+    /// `[media]`: how long one media fetch may take when media are checked; `None` when
+    /// `check = false` (docs/media.md).
+    pub media_fetch_timeout: Option<Span>,
     /// `[server] metrics_token_required`: `/metrics` and `/api/openapi.json` need a token.
     pub metrics_token_required: bool,
     /// `[cli] require_token`: state-changing commands need an operator token in
@@ -321,8 +334,13 @@ impl Config {
                 "postgres.runtime_role = {pg_runtime_role:?}: use 1-63 lowercase letters, digits or '_', starting with a letter or '_'"
             )));
         }
+        let media_fetch_timeout = match raw.media.check {
+            Some(false) => None,
+            _ => Some(raw.media.fetch_timeout.unwrap_or(MEDIA_FETCH_TIMEOUT)),
+        };
         Ok(Config {
             path: path.to_path_buf(),
+            media_fetch_timeout,
             pg_runtime_role,
             max_drafts_per_token,
             metrics_token_required: raw.server.metrics_token_required.unwrap_or(false),
@@ -360,7 +378,7 @@ impl Config {
         settings.max_attempts = self.max_attempts;
         settings.pause_after_failures = self.pause_after_failures;
         settings.max_drafts_per_token = self.max_drafts_per_token;
-        settings.media_fetch_timeout = Some(MEDIA_FETCH_TIMEOUT);
+        settings.media_fetch_timeout = self.media_fetch_timeout.map(Span::as_chrono);
         settings.notify = self
             .sinks
             .values()

@@ -688,6 +688,8 @@ async fn an_expired_x_token_is_refreshed_and_the_rotated_pair_written_back_0600(
         refresh: 1,
         create: 2,
         read: 1,
+        upload: 0,
+        timeline: 0,
     };
     let fakes = Fakes {
         x: Some(

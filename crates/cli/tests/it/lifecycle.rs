@@ -2,6 +2,9 @@
 
 use crate::support::*;
 
+/// Media at example addresses, which are not fetched: the hash stays the spec's.
+const UNCHECKED_MEDIA: &str = "\n[media]\ncheck = false\n";
+
 const POST_FIELDS: [&str; 20] = [
     "id",
     "channel",
@@ -32,7 +35,7 @@ fn add(ws: &Workspace, text: &str) -> i64 {
 
 #[test]
 fn a_draft_is_added_edited_approved_unapproved_by_an_edit_and_rejected() {
-    let ws = Workspace::new(&sandbox_config(""));
+    let ws = Workspace::new(&sandbox_config(UNCHECKED_MEDIA));
     let id = add(&ws, "Mochi naps. #cats");
     let id_s = id.to_string();
 
@@ -109,7 +112,7 @@ fn a_draft_is_added_edited_approved_unapproved_by_an_edit_and_rejected() {
 
 #[test]
 fn the_approved_hash_is_the_spec_hash_recomputed_outside_airlock() {
-    let ws = Workspace::new(&sandbox_config(""));
+    let ws = Workspace::new(&sandbox_config(UNCHECKED_MEDIA));
     let id = ws
         .ok(&[
             "post",

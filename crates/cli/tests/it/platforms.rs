@@ -98,6 +98,10 @@ max_attempts = 3
 window = "60m"
 window_limit = 100
 
+# Meta fetches the images itself; the example addresses are not fetched here.
+[media]
+check = false
+
 [notify.ops]
 kind = "webhook"
 url = "{}"
