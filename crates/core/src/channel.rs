@@ -17,6 +17,9 @@ pub const THREAD_PARTS: usize = 25;
 
 const MB: u64 = 1024 * 1024;
 
+/// The most images of one LinkedIn post airlock takes.
+pub const LINKEDIN_IMAGES: usize = 4;
+
 /// The largest video Threads and Instagram fetch for a post.
 pub const META_MAX_VIDEO_BYTES: u64 = 1024 * 1024 * 1024;
 
@@ -158,13 +161,16 @@ channel_kinds! {
     Linkedin = "linkedin" {
         policy: || ContentPolicy {
             max_chars: Some(3000),
-            // Several images make a multi-image post (2 to 20); airlock's own bound is lower.
-            max_media: Some(limits::MAX_MEDIA),
+            // Several images make a multi-image post (2 to 20 on LinkedIn); each costs
+            // requests a lease must outlast, so airlock takes fewer.
+            max_media: Some(LINKEDIN_IMAGES),
             first_comment: true,
             image_types: &["image/jpeg", "image/png", "image/gif"],
             ..ContentPolicy::default()
         },
-        requests_per_publish: 3,
+        // The account, the publish and the read a duplicate names; per image its
+        // download, upload URL, upload and two status reads.
+        requests_per_publish: 3 + 5 * LINKEDIN_IMAGES as i32,
         // The publish, and the read of the post a duplicate names.
         requests_in_publish: 2,
     }
@@ -227,8 +233,9 @@ channel_kinds! {
             max_image_bytes: Some(5 * MB),
             ..ContentPolicy::default()
         },
-        // The account, a token refresh, the create with one refresh and resend.
-        requests_per_publish: 5,
+        // The account, a token refresh, the create with one refresh and resend, four image
+        // downloads and uploads, and the read that looks for a later part sent before.
+        requests_per_publish: 5 + 8 + 1,
         // The create, a token refresh after a 401 (which proves nothing was made), and the
         // create once more.
         requests_in_publish: 3,

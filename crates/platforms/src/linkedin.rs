@@ -79,7 +79,7 @@ pub const MAX_IMAGES: usize = 20;
 pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 
 /// How many times an uploaded image's status is read while LinkedIn processes it.
-pub const IMAGE_STATUS_READS: u32 = 5;
+pub const IMAGE_STATUS_READS: u32 = 2;
 
 /// How long between two reads of an image's status.
 pub const IMAGE_STATUS_INTERVAL: StdDuration = StdDuration::from_secs(1);
