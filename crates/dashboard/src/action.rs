@@ -333,8 +333,11 @@ pub async fn resolve(
             }
         };
         let published = matches!(resolution, Resolution::Published { .. });
-        d.app().resolve(who, id, resolution).await?;
-        Ok(if published {
+        let post = d.app().resolve(who, id, resolution).await?;
+        Ok(if published && post.status == PostStatus::Approved {
+            // A part that is not the last: the post is approved again for the next one.
+            format!("Marked the part of post #{id} in doubt as published: the next part goes out when due")
+        } else if published {
             format!("Marked post #{id} as published: its quota slot stays counted")
         } else {
             format!("Marked post #{id} as not published: it is failed now; requeue it to try again")

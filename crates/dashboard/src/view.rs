@@ -90,6 +90,21 @@ pub fn is_web_link(url: &str) -> bool {
         && !url.contains(|c: char| c.is_whitespace() || c.is_control())
 }
 
+/// `48213 bytes (47.1 KiB)`: a size exactly, and roughly when it is over a KiB.
+pub fn size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    if bytes >= MIB {
+        format!("{bytes} bytes ({:.1} MiB)", bytes as f64 / MIB as f64)
+    } else if bytes >= KIB {
+        format!("{bytes} bytes ({:.1} KiB)", bytes as f64 / KIB as f64)
+    } else if bytes == 1 {
+        "1 byte".to_owned()
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 /// A local path to redirect back to after an action, or `fallback`. Only paths on this
 /// site are accepted (no scheme, no `//host`, no backslashes), so a form cannot send
 /// the browser elsewhere.
@@ -143,6 +158,14 @@ mod tests {
     fn excerpts_cut_long_texts_on_one_line() {
         assert_eq!(excerpt("a\nb  c", 10), "a b c");
         assert_eq!(excerpt("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn sizes_read_exactly_and_roughly() {
+        assert_eq!(size(1), "1 byte");
+        assert_eq!(size(900), "900 bytes");
+        assert_eq!(size(48_213), "48213 bytes (47.1 KiB)");
+        assert_eq!(size(3 * 1024 * 1024), "3145728 bytes (3.0 MiB)");
     }
 
     #[test]

@@ -20,7 +20,10 @@ mod queue;
 mod review;
 
 pub use error::{ErrorPage, error_page};
-pub use parts::{EventRow, IntentRow, Layout, PostRow, PostView, ReservationRow, VerdictRow};
+pub use parts::{
+    EventRow, InDoubt, IntentRow, Layout, MediaView, PartView, PostRow, PostView, ReservationRow,
+    VerdictRow,
+};
 pub use post::{Actions, PostPage, ReviewView, post};
 pub use queue::{
     BudgetRow, ChannelRow, CountRow, Live, LiveFragment, PauseRow, QueuePage, QueueQuery,

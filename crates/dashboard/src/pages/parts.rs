@@ -8,13 +8,13 @@ use chrono_tz::Tz;
 
 use airlock_app::PostFilter;
 use airlock_app::{App, Error};
-use airlock_core::{ChannelName, Post, PostDetail, PostStatus, PostSummary};
+use airlock_core::{ChannelName, Media, Post, PostContent, PostDetail, PostStatus, PostSummary};
 
 use super::EXCERPT_CHARS;
 use crate::auth::Operator;
 use crate::session::{Dashboard, Flash};
 use crate::view::{
-    excerpt, is_web_link, local, local_precise, local_rfc3339, relative, status_label,
+    excerpt, is_web_link, local, local_precise, local_rfc3339, relative, size, status_label,
 };
 
 /// What every signed-in page shows around its content.
@@ -78,10 +78,15 @@ pub struct PostView {
     pub timezone: String,
     /// Title.
     pub title: Option<String>,
-    /// Text, as written.
+    /// Text, as written (of part 1 when there are several).
     pub text: String,
-    /// Media `(url, alt, clickable)`.
-    pub media: Vec<(String, Option<String>, bool)>,
+    /// Media (of part 1 when there are several).
+    pub media: Vec<MediaView>,
+    /// Every part in order when the post has several or a first comment; empty for a
+    /// single post, which shows `text` and `media` as it always did.
+    pub parts: Vec<PartView>,
+    /// The comment published under the post once it is out.
+    pub first_comment: Option<String>,
     /// Link and whether it is clickable.
     pub link: Option<(String, bool)>,
     /// The source article `(path, sha256, updated)`.
@@ -136,6 +141,99 @@ pub struct PostView {
     pub revisions: i64,
 }
 
+/// One part of a post of several.
+#[derive(Debug, Clone)]
+pub struct PartView {
+    /// From 1.
+    pub number: usize,
+    /// How many parts the post has (the first comment not counted).
+    pub of: usize,
+    /// Its text, as written.
+    pub text: String,
+    /// Its media.
+    pub media: Vec<MediaView>,
+}
+
+/// A media item and what airlock found at its URL when it was drafted: the facts the
+/// approval binds.
+#[derive(Debug, Clone)]
+pub struct MediaView {
+    /// The URL.
+    pub url: String,
+    /// Whether it may be a link (`http`/`https` only).
+    pub clickable: bool,
+    /// Alt text.
+    pub alt: Option<String>,
+    /// Type read from the bytes.
+    pub content_type: Option<String>,
+    /// Size, formatted (`48213 bytes (47.1 KiB)`).
+    pub size: Option<String>,
+    /// `1200 × 800 px`, when both are known.
+    pub dimensions: Option<String>,
+    /// SHA-256 of the bytes, lowercase hex.
+    pub sha256: Option<String>,
+}
+
+impl MediaView {
+    fn of(media: &Media) -> Self {
+        MediaView {
+            url: media.url.clone(),
+            clickable: is_web_link(&media.url),
+            alt: media.alt.clone(),
+            content_type: media.content_type.clone(),
+            size: media.bytes.map(size),
+            dimensions: match (media.width, media.height) {
+                (Some(w), Some(h)) => Some(format!("{w} × {h} px")),
+                _ => None,
+            },
+            sha256: media.sha256.clone(),
+        }
+    }
+
+    /// Whether anything beyond the URL and alt is known.
+    pub fn has_facts(&self) -> bool {
+        self.content_type.is_some() || self.size.is_some() || self.dimensions.is_some()
+    }
+}
+
+fn media_views(media: &[Media]) -> Vec<MediaView> {
+    media.iter().map(MediaView::of).collect()
+}
+
+/// Which request of a `needs_review` post of several is in doubt (the latest intent's).
+#[derive(Debug, Clone)]
+pub struct InDoubt {
+    /// `part 2 of 3`, `the first comment`.
+    pub what: String,
+    /// Whether a part follows it (it then needs its platform id to be settled).
+    pub needs_id: bool,
+}
+
+/// What is in doubt for a post of several parts or with a first comment; `None` for a
+/// single post.
+pub(super) fn in_doubt(detail: &PostDetail) -> Option<InDoubt> {
+    let content = &detail.post.content;
+    let count = content.part_count() as u32;
+    if count <= 1 {
+        return None;
+    }
+    let part = detail.intents.last().map_or(1, |i| i.part);
+    Some(InDoubt {
+        what: part_label(content, part),
+        needs_id: part < count,
+    })
+}
+
+/// `part 2 of 3` or `the first comment`, for a request's part number.
+fn part_label(content: &PostContent, part: u32) -> String {
+    let parts = 1 + content.more.len() as u32;
+    if part > parts && content.first_comment.is_some() {
+        "the first comment".to_owned()
+    } else {
+        format!("part {part} of {parts}")
+    }
+}
+
 /// One verdict, with each reason shown against the rubric item it names.
 #[derive(Debug, Clone)]
 pub struct VerdictRow {
@@ -176,6 +274,14 @@ pub struct EventRow {
 /// One intent.
 #[derive(Debug, Clone)]
 pub struct IntentRow {
+    /// Which part its request sends, from 1.
+    pub part: u32,
+    /// `part 2 of 3`, `the first comment`; `None` for a single post.
+    pub part_label: Option<String>,
+    /// The part's id on the platform, once it is known to be out.
+    pub platform_post_id: Option<String>,
+    /// The part's permalink and whether it is clickable.
+    pub permalink: Option<(String, bool)>,
     /// Generation.
     pub generation: i64,
     /// Idempotency key.
@@ -295,11 +401,24 @@ pub(super) fn post_view(app: &App, post: &Post, now: DateTime<Utc>) -> PostView 
         timezone: tz.name().to_owned(),
         title: content.title.clone(),
         text: content.text.clone(),
-        media: content
-            .media
-            .iter()
-            .map(|m| (m.url.clone(), m.alt.clone(), is_web_link(&m.url)))
-            .collect(),
+        media: media_views(&content.media),
+        parts: if content.more.is_empty() && content.first_comment.is_none() {
+            Vec::new()
+        } else {
+            let parts = content.parts();
+            let of = parts.len();
+            parts
+                .iter()
+                .enumerate()
+                .map(|(i, part)| PartView {
+                    number: i + 1,
+                    of,
+                    text: part.text.clone(),
+                    media: media_views(&part.media),
+                })
+                .collect()
+        },
+        first_comment: content.first_comment.clone(),
         link: content.link.as_ref().map(|l| (l.clone(), is_web_link(l))),
         source: content
             .source
@@ -404,10 +523,16 @@ pub(super) fn event_rows(detail: &PostDetail, tz: Tz) -> Vec<EventRow> {
 }
 
 pub(super) fn intent_rows(detail: &PostDetail, tz: Tz) -> Vec<IntentRow> {
+    let content = &detail.post.content;
+    let several = content.part_count() > 1;
     detail
         .intents
         .iter()
         .map(|i| IntentRow {
+            part: i.part,
+            part_label: several.then(|| part_label(content, i.part)),
+            platform_post_id: i.platform_post_id.clone(),
+            permalink: i.permalink.as_ref().map(|l| (l.clone(), is_web_link(l))),
             generation: i.generation,
             idempotency_key: i.idempotency_key.clone(),
             phase: i.phase.clone(),

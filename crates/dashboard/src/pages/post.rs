@@ -13,8 +13,9 @@ use airlock_core::{PostDetail, PostId, PostStatus};
 
 use super::error::{app_error_page, error_page};
 use super::parts::{
-    EventRow, IntentRow, Layout, PostView, ReservationRow, VerdictRow, channel_tz, event_rows,
-    intent_rows, layout, post_view, reservation_rows, review_count, verdict_rows,
+    EventRow, InDoubt, IntentRow, Layout, PostView, ReservationRow, VerdictRow, channel_tz,
+    event_rows, in_doubt, intent_rows, layout, post_view, reservation_rows, review_count,
+    verdict_rows,
 };
 use crate::auth::Operator;
 use crate::session::Dashboard;
@@ -31,6 +32,8 @@ pub struct PostPage {
     pub events: Vec<EventRow>,
     /// Intents.
     pub intents: Vec<IntentRow>,
+    /// Which part is in doubt, for a post of several parts.
+    pub doubt: Option<InDoubt>,
     /// Reservations.
     pub reservations: Vec<ReservationRow>,
     /// Verdicts, oldest first.
@@ -126,6 +129,7 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         p: post_view(app, &detail.post, now),
         events: event_rows(&detail, tz),
         intents: intent_rows(&detail, tz),
+        doubt: in_doubt(&detail),
         reservations: reservation_rows(&detail, tz),
         verdicts: verdict_rows(app, &detail, tz),
         review,

@@ -15,8 +15,9 @@ use airlock_core::{PostId, PostStatus};
 use super::REVIEW_PAGE;
 use super::error::app_error_page;
 use super::parts::{
-    EventRow, IntentRow, Layout, PostView, QUARANTINE_SCAN, ReservationRow, VerdictRow, channel_tz,
-    event_rows, intent_rows, layout, needs_review_count, post_view, reservation_rows, verdict_rows,
+    EventRow, InDoubt, IntentRow, Layout, PostView, QUARANTINE_SCAN, ReservationRow, VerdictRow,
+    channel_tz, event_rows, in_doubt, intent_rows, layout, needs_review_count, post_view,
+    reservation_rows, verdict_rows,
 };
 use crate::auth::Operator;
 use crate::session::Dashboard;
@@ -46,6 +47,8 @@ pub struct ReviewItem {
     pub p: PostView,
     /// Intents (when the request went out, with which key).
     pub intents: Vec<IntentRow>,
+    /// Which part is in doubt, for a post of several parts.
+    pub doubt: Option<InDoubt>,
     /// Timeline.
     pub events: Vec<EventRow>,
     /// Reservations.
@@ -134,6 +137,7 @@ async fn review_page(
         items.push(ReviewItem {
             p: post_view(app, &detail.post, now),
             intents: intent_rows(&detail, tz),
+            doubt: in_doubt(&detail),
             events: event_rows(&detail, tz),
             reservations: reservation_rows(&detail, tz),
         });

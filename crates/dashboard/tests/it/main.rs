@@ -4,6 +4,7 @@
 mod actions;
 mod browser;
 mod memory;
+mod parts;
 mod restart;
 mod review;
 mod security;
