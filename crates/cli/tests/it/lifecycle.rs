@@ -423,3 +423,128 @@ fn demo_sets_up_posts_in_every_state_on_a_fresh_machine() {
     );
     assert_refused(&refused, "not an airlock demo workspace");
 }
+
+/// A 1x1 PNG's header; `seed` tells two files apart.
+fn png(seed: u8) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    bytes.push(seed);
+    bytes
+}
+
+#[tokio::test]
+async fn an_image_swapped_at_its_url_after_approval_is_refused_before_anything_is_sent() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let images = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/cat.png"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(png(1)))
+        .up_to_n_times(1)
+        .mount(&images)
+        .await;
+    let ws = Workspace::new(&sandbox_config(""));
+    let media = format!("{}/cat.png|A cat", images.uri());
+    let post = ws
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            "sandbox",
+            "--text",
+            "A cat. #cats",
+            "--media",
+            &media,
+            "--json",
+        ])
+        .json();
+    let approved_sha = airlock_core::hash::sha256_hex(&png(1));
+    assert_eq!(post["media"][0]["sha256"], approved_sha.as_str(), "{post}");
+    assert_eq!(post["media"][0]["content_type"], "image/png");
+    assert_eq!(post["media"][0]["width"], 1);
+    let id = post["id"].to_string();
+    ws.ok(&["post", "approve", &id]);
+
+    // Someone swaps the picture at the same URL.
+    Mock::given(method("GET"))
+        .and(path("/cat.png"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(png(2)))
+        .mount(&images)
+        .await;
+    let run = ws.run(&["post", "publish", &id]);
+    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let post = ws.ok(&["post", "show", &id, "--json"]).json();
+    assert_eq!(post["status"], "failed", "{post}");
+    let error = post["error"].as_str().unwrap();
+    assert!(
+        error.contains(&approved_sha) && error.contains(&airlock_core::hash::sha256_hex(&png(2))),
+        "both digests: {error}"
+    );
+    assert_eq!(
+        count_lines_for(
+            &ws.path("sandbox/sandbox.jsonl"),
+            post["id"].as_i64().unwrap()
+        ),
+        0,
+        "nothing sent"
+    );
+
+    // A media URL that does not answer is refused when drafted: exit 2, nothing stored.
+    let missing = format!("{}/missing.png", images.uri());
+    let run = ws.run(&[
+        "post",
+        "add",
+        "--channel",
+        "sandbox",
+        "--text",
+        "x #cats",
+        "--media",
+        &missing,
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("404"), "{}", run.stderr);
+}
+
+#[test]
+fn a_thread_with_more_parts_than_the_channel_takes_is_refused_naming_the_part() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let thread = ws.path("thread.md");
+    std::fs::write(
+        &thread,
+        "Part one #cats\n---\nPart two is far too long for forty characters\n",
+    )
+    .unwrap();
+    let run = ws.run(&[
+        "post",
+        "add",
+        "--channel",
+        "sandbox",
+        "--thread-file",
+        thread.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("part 2"), "{}", run.stderr);
+    let run = ws.run(&[
+        "post",
+        "add",
+        "--channel",
+        "sandbox",
+        "--part",
+        "One #cats",
+        "--part",
+        "Two",
+        "--first-comment",
+        "More",
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let post = run.json();
+    assert_eq!(post["parts"].as_array().unwrap().len(), 2, "{post}");
+    assert_eq!(post["first_comment"], "More");
+    assert_eq!(post["text"], "One #cats", "part 1 stays the post's text");
+    let listed = ws.ok(&["post", "list", "--json"]).json();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "the refused thread left nothing"
+    );
+}

@@ -3,7 +3,9 @@
 //! left, then killed or frozen past its lease, while another process (SQLite) or
 //! installation (PostgreSQL) takes over. Every cell ends with each part on the platform
 //! at most once, in a chain; when a person must settle part 2 they do, and the thread
-//! completes with every part exactly once.
+//! completes with every part exactly once. On X (no key, no client-chosen id) a 5-part
+//! thread whose worker is killed after part 2's request left is proven by part 2's reply
+//! to part 1 and goes on with parts 3 to 5, once each.
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use airlock_testkit::fake::bluesky::{self, BlueskyFake};
+use airlock_testkit::fake::x::{self, XFake};
 use airlock_testkit::pg::TestDb;
 
 use crate::support::*;
@@ -226,4 +229,123 @@ drills! {
     postgres_thread_frozen_after_part_2_intent: true Intent Freeze;
     postgres_thread_killed_after_part_2_send: true Send Kill;
     postgres_thread_frozen_after_part_2_send: true Send Freeze;
+}
+
+fn x_config(database: &str, fake: &XFake) -> String {
+    format!(
+        r#"timezone = "Asia/Tokyo"
+database = "{database}"
+
+[dispatcher]
+stale_after = "{lease}s"
+poll_interval = "30s"
+
+[quota]
+window = "60m"
+window_limit = 100
+
+[channels.x-main]
+kind = "x"
+token_file = "x.token"
+account = "{user}"
+base_url = "{uri}"
+request_timeout = "300ms"
+daily_limit = 10
+"#,
+        lease = LEASE.as_secs(),
+        user = x::USERNAME,
+        uri = fake.uri(),
+    )
+}
+
+/// The thread's posts on the X fake, in order, and whether each replies to the one before.
+fn x_chain(fake: &XFake) -> Vec<String> {
+    fake.with(|f| {
+        for pair in f.tweets.windows(2) {
+            assert_eq!(
+                f.attached
+                    .get(&pair[1].id)
+                    .and_then(|a| a.in_reply_to.clone()),
+                Some(pair[0].id.clone()),
+                "a chain of replies"
+            );
+        }
+        f.tweets.iter().map(|t| t.text.clone()).collect()
+    })
+}
+
+async fn x_drill(postgres: bool) {
+    let fake = x::XFake::start_with(x::Expect::ANY, |s| {
+        s.access_token = airlock_testkit::CANARY.to_owned();
+    })
+    .await;
+    let db = postgres.then(TestDb::create);
+    let install = |database: &str| {
+        let ws = Workspace::new(&x_config(database, &fake));
+        let token = ws.path("x.token");
+        std::fs::write(&token, airlock_testkit::CANARY).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        ws
+    };
+    let (first, second) = match &db {
+        None => {
+            let first = install("sqlite://airlock.db");
+            let second = Workspace {
+                dir: tempfile::TempDir::new_in(first.dir.path()).unwrap(),
+            };
+            let url = format!("sqlite://{}", first.db().display());
+            std::fs::write(second.config(), x_config(&url, &fake)).unwrap();
+            std::fs::copy(first.path("x.token"), second.path("x.token")).unwrap();
+            (first, second)
+        }
+        Some(db) => (install(&db.url), install(&db.url)),
+    };
+    let parts = [
+        "Thread 1/5",
+        "Thread 2/5",
+        "Thread 3/5",
+        "Thread 4/5",
+        "Thread 5/5",
+    ];
+    let file = first.path("thread.md");
+    std::fs::write(&file, parts.join("\n---\n")).unwrap();
+    let add = [
+        "post",
+        "add",
+        "--channel",
+        "x-main",
+        "--thread-file",
+        file.to_str().unwrap(),
+    ];
+    let id = first.ok(&add).stdout.trim().to_owned();
+    first.ok(&["post", "approve", &id]);
+
+    let mut worker = spawn_worker(&first, Boundary::Send);
+    until("part 2's post", async || fake.with(|f| f.tweets.len()) == 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    worker.kill().unwrap();
+    assert!(worker.wait().unwrap().code().is_none(), "killed while held");
+    tokio::time::sleep(LEASE + Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        second.run(&["dispatch", "--once"]);
+        if show(&second, &id)["status"] == "posted" {
+            break;
+        }
+    }
+    let post = show(&second, &id);
+    assert_eq!(post["status"], "posted", "postgres={postgres}: {post}");
+    assert_eq!(x_chain(&fake), parts, "each part once, in a chain");
+    assert_eq!(post["reservations"].as_array().unwrap().len(), 1, "{post}");
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_x_thread_killed_after_part_2_left_goes_on_with_parts_3_to_5() {
+    x_drill(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_x_thread_killed_after_part_2_left_goes_on_with_parts_3_to_5() {
+    x_drill(true).await;
 }

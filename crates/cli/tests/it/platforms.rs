@@ -807,3 +807,59 @@ async fn a_reached_platform_limit_sends_nothing_and_the_post_waits_for_a_later_p
     assert_eq!(receiver.events().await, ["published"]);
     s.assert_canary_nowhere(&[&threads_fake], &receiver).await;
 }
+
+#[tokio::test]
+async fn an_instagram_carousel_of_three_images_and_a_first_comment_goes_out_once() {
+    let canary = canary();
+    let fake = graph_fake(Flavour::Instagram, &canary, Expect::ANY, |_| {}).await;
+    let receiver = Receiver::start().await;
+    let s = Session::new(&canary, &[instagram(&fake)], &receiver);
+    let images: Vec<String> = (1..=3)
+        .map(|n| format!("https://inn.example/wp-content/uploads/cat-{n}.jpg|Cat {n}"))
+        .collect();
+    let mut args = vec![
+        "post",
+        "add",
+        "--channel",
+        "ig-main",
+        "--text",
+        "Three cats, one veranda.",
+        "--first-comment",
+        "Which one is your favourite?",
+    ];
+    for image in &images {
+        args.extend(["--media", image]);
+    }
+    let id = s.ok(&args).stdout.trim().to_owned();
+    s.ok(&["post", "approve", &id]);
+
+    let report = s.ok(&["dispatch", "--once", "--json"]).json();
+    assert_eq!(report["published"][0]["status"], "posted", "{report}");
+    let post = s.show(&id);
+    assert_eq!(post["status"], "posted", "{post}");
+    let media_id = post["platform_post_id"].as_str().unwrap().to_owned();
+    assert!(post["permalink"].is_string(), "one permalink: {post}");
+    fake.with(|f| {
+        assert_eq!(f.published(), 1, "one carousel");
+        let container = f.media_container(&media_id).unwrap();
+        assert_eq!(f.children(&container).len(), 3, "of three images");
+        let comments = f.own_comments();
+        assert_eq!(comments.len(), 1, "one first comment");
+        assert_eq!(comments[0].on, media_id);
+        assert_eq!(comments[0].text, "Which one is your favourite?");
+    });
+    assert_eq!(
+        post["intents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["part"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2],
+        "the carousel, then its comment: {post}"
+    );
+    let again = s.ok(&["dispatch", "--once"]);
+    assert!(again.stdout.contains("nothing due"), "{}", again.stdout);
+    assert_eq!(receiver.events().await, ["published"]);
+    s.assert_canary_nowhere(&[&fake], &receiver).await;
+}
