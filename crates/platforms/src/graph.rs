@@ -551,7 +551,7 @@ impl Graph {
             Earlier::None => None,
         };
         // The limit first: a container made while the quota is used up would only expire.
-        self.check_publishing_limit(steps.limit, steps.limit_fields)
+        self.check_publishing_limit(steps.limit, steps.limit_fields, 1)
             .await?;
         let container = match reuse {
             Some(container) => {
@@ -773,11 +773,13 @@ impl Graph {
     }
 
     /// Reads a publishing-limit endpoint and refuses, with a retry hint, when the rolling
-    /// quota is used up. An answer without both numbers is not trusted (fail closed).
+    /// quota has no room for `needed` more. An answer without both numbers is not trusted
+    /// (fail closed).
     pub async fn check_publishing_limit(
         &self,
         segments: &[&str],
         fields: LimitFields,
+        needed: i64,
     ) -> Result<(), StepError> {
         let p = self.platform;
         let query = format!("{},{}", fields.usage, fields.config);
@@ -788,9 +790,9 @@ impl Graph {
         let usage = entry[fields.usage].as_i64();
         let total = entry[fields.config]["quota_total"].as_i64();
         match (usage, total) {
-            (Some(usage), Some(total)) if usage >= total => Err(StepError::Transient {
+            (Some(usage), Some(total)) if usage + needed > total => Err(StepError::Transient {
                 reason: format!(
-                    "{p}: the platform's publishing limit is reached ({usage} of {total} {} in its rolling window): nothing was sent; the post is tried again later",
+                    "{p}: the platform's publishing limit has no room for {needed} more ({usage} of {total} {} in its rolling window): nothing was sent; the post is tried again later",
                     fields.counts
                 ),
                 retry_after: Some(limit_retry()),

@@ -340,6 +340,17 @@ impl Platform for Threads {
             .map(|item| item.iter().map(|(k, v)| (*k, v.as_str())).collect())
             .collect();
         let search = search(req, containers.text());
+        // Before the first part of a thread: room for every reply to follow, so the
+        // thread is never stopped halfway by a quota airlock could have seen.
+        if !req.part.is_later() && req.part.of > 1 {
+            self.graph
+                .check_publishing_limit(
+                    &["me", "threads_publishing_limit"],
+                    REPLY_LIMIT,
+                    i64::from(req.part.of - 1),
+                )
+                .await?;
+        }
         let steps = PrepareSteps {
             fields: CONTAINER,
             limit: &["me", "threads_publishing_limit"],

@@ -801,7 +801,8 @@ async fn a_three_part_thread_with_a_carousel_in_part_two_and_a_first_comment_cha
         Flavour::Threads,
         Expect {
             identity: 0,
-            limit: 4,
+            // Room for the three replies before part 1, then each part's own quota.
+            limit: 5,
             // Part 1, part 2's two items and its carousel, part 3, the comment.
             create: 6,
             status_at_least: 6,
@@ -864,6 +865,7 @@ async fn a_three_part_thread_with_a_carousel_in_part_two_and_a_first_comment_cha
     assert_eq!(
         limit_fields_read(&fake).await,
         [
+            "reply_quota_usage,reply_config",
             "quota_usage,config",
             "reply_quota_usage,reply_config",
             "reply_quota_usage,reply_config",
@@ -1230,4 +1232,34 @@ async fn a_published_container_whose_media_is_not_listed_needs_a_person() {
         })
         .await;
     assert!(matches!(evidence, Evidence::Published(_)), "{evidence:?}");
+}
+
+#[tokio::test]
+async fn a_thread_whose_replies_would_not_fit_the_reply_quota_is_held_before_part_one() {
+    let fake = GraphFake::start(
+        Flavour::Threads,
+        Expect {
+            limit: 1,
+            ..Expect::NONE
+        },
+    )
+    .await;
+    fake.with(|s| {
+        s.reply_quota_total = 3;
+        let now = s.now();
+        s.replies_at = vec![now, now];
+    });
+    // Part 1 of 3: two replies follow, and only one more fits.
+    let err = adapter(&fake)
+        .prepare(&part_of("Part one.", 1, 3, &[]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StepError::Transient { reason, retry_after: Some(_) } if reason.contains("no room for 2 more") && reason.contains("replies")),
+        "{err:?}"
+    );
+    assert!(
+        fake.with(|s| s.containers().is_empty()),
+        "no container made"
+    );
 }
