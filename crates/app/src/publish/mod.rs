@@ -440,7 +440,10 @@ impl App {
             .map(|h| h.as_str().to_owned())
             .unwrap_or_default();
         let key = idempotency_key(post.id, &approved_hash);
-        let fold_intent = !platform.prepares() && self.account_known(&channel.name);
+        // Media to fetch again come before the intent, so it cannot fold into the claim.
+        let recheck = self.media_client().is_some()
+            && post.content.all_media().any(|m| m.sha256.is_some());
+        let fold_intent = !platform.prepares() && self.account_known(&channel.name) && !recheck;
         let now = self.now();
         let claim = PostClaim {
             id: post.id,
