@@ -282,6 +282,22 @@ impl App {
             .await?;
         crate::critic::refuse_if_quarantined(&post, Action::Edit)?;
         let content = edit.apply_to(&post.content);
+        // Parts already out are on the platform as they were approved: a thread that
+        // resumes sends the rest of that same approval, never an edited one.
+        if content != post.content && post.generation > 0 && post.content.is_multipart() {
+            let detail = self.store().post_detail(post.id).await?;
+            let out = crate::publish::landed_parts(&detail).len();
+            if out > 0 {
+                let which = if out == 1 {
+                    "part 1 is".to_owned()
+                } else {
+                    format!("parts 1 to {out} are")
+                };
+                return Err(Error::IllegalTransition(format!(
+                    "post {id}: {which} already out, so its content cannot change; only its schedule can"
+                )));
+            }
+        }
         let channel = self.channel(post.content.channel.as_str())?;
         check_content(&content, channel)?;
         // New media (or new parts) are fetched and bound anew; the others keep what was

@@ -418,7 +418,7 @@ impl App {
         }
         // A post of several parts resumes after the parts already out: those count as
         // its publish, so the claim reserves nothing more.
-        let landed = if snapshot_is_multipart(&post) {
+        let landed = if post.content.is_multipart() {
             parts::landed(&self.store().post_detail(post.id).await?.intents)
         } else {
             Vec::new()
@@ -441,8 +441,8 @@ impl App {
             .unwrap_or_default();
         let key = idempotency_key(post.id, &approved_hash);
         // Media to fetch again come before the intent, so it cannot fold into the claim.
-        let recheck = self.media_client().is_some()
-            && post.content.all_media().any(|m| m.sha256.is_some());
+        let recheck =
+            self.media_client().is_some() && post.content.all_media().any(|m| m.sha256.is_some());
         let fold_intent = !platform.prepares() && self.account_known(&channel.name) && !recheck;
         let now = self.now();
         let claim = PostClaim {
@@ -887,11 +887,6 @@ pub(crate) fn earlier_attempt(intent: Intent) -> EarlierAttempt {
         definitely_unpublished: matches!(intent.phase.as_str(), "rejected" | "not_sent"),
         resend: false,
     }
-}
-
-/// Whether a post has several parts to publish (or a first comment).
-fn snapshot_is_multipart(post: &Post) -> bool {
-    post.content.is_multipart()
 }
 
 /// A step's failure of a later part, naming the part.

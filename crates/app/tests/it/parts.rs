@@ -199,6 +199,19 @@ async fn a_lost_answer_of_part_three_is_settled_by_its_key_and_the_rest_follows_
     assert_eq!(settled.len(), 1, "{settled:?}");
     assert_eq!(status(&app, id).await, PostStatus::Approved);
     assert!(app.store().pauses().await.unwrap().is_empty());
+    // What is out stays as approved: the rest goes out under that same approval.
+    let edit = airlock_app::posts::EditInput {
+        text: Some("1/5, rewritten".into()),
+        ..Default::default()
+    };
+    let err = app
+        .edit_post(&Principal::cli(), id, edit)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("parts 1 to 3 are already out"),
+        "{err}"
+    );
     let report = app.publish_next(None).await.unwrap().unwrap();
     assert_eq!(
         report.result,
