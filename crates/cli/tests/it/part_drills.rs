@@ -18,8 +18,11 @@ use airlock_testkit::pg::TestDb;
 
 use crate::support::*;
 
-const LEASE: Duration = Duration::from_secs(5);
-const FREEZE: Duration = Duration::from_secs(10);
+/// The lease: longer than a publish of either channel (Bluesky: 22 requests of 300 ms,
+/// X: 14 of 400 ms, and 500 ms of slack), as the configuration demands.
+const LEASE: Duration = Duration::from_secs(8);
+/// How long a frozen worker stays frozen: well past its lease and the takeover.
+const FREEZE: Duration = Duration::from_secs(16);
 const PARTS: [&str; 3] = ["Cats, part one.", "Cats, part two.", "Cats, part three."];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +57,7 @@ kind = "bluesky"
 token_file = "bsky.token"
 account = "{handle}"
 base_url = "{uri}"
-request_timeout = "500ms"
+request_timeout = "300ms"
 daily_limit = 10
 "#,
         lease = LEASE.as_secs(),
@@ -249,7 +252,7 @@ kind = "x"
 token_file = "x.token"
 account = "{user}"
 base_url = "{uri}"
-request_timeout = "300ms"
+request_timeout = "400ms"
 daily_limit = 10
 "#,
         lease = LEASE.as_secs(),
