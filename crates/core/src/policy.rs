@@ -486,14 +486,14 @@ impl ContentPolicy {
         }
         for (index, part) in parts.iter().enumerate() {
             let link = (index == 0).then_some(content.link.as_deref()).flatten();
-            let found = self.check_part(&part.text, &part.media, link);
+            let found = self.check_part(&part.text, &part.media, link, false);
             violations.extend(in_part(index + 1, found));
         }
         if let Some(comment) = &content.first_comment {
             if !self.first_comment {
                 violations.push(Violation::NoFirstComment);
             }
-            let found = self.check_part(comment, &[], None);
+            let found = self.check_part(comment, &[], None, true);
             violations.extend(in_part(parts.len() + 1, found));
         }
         let searchable = searchable_text(content);
@@ -517,8 +517,15 @@ impl ContentPolicy {
         violations
     }
 
-    /// What is wrong with one part's text and media.
-    fn check_part(&self, text: &str, media: &[Media], link: Option<&str>) -> Vec<Violation> {
+    /// What is wrong with one part's text and media; a `comment` carries text only, so
+    /// media rules do not apply to it.
+    fn check_part(
+        &self,
+        text: &str,
+        media: &[Media],
+        link: Option<&str>,
+        comment: bool,
+    ) -> Vec<Violation> {
         let mut violations = Vec::new();
         if text.trim().is_empty() {
             violations.push(Violation::EmptyText);
@@ -546,7 +553,7 @@ impl ContentPolicy {
                 max,
             });
         }
-        if self.require_media && media.is_empty() {
+        if self.require_media && media.is_empty() && !comment {
             violations.push(Violation::MissingMedia);
         }
         if let Some(max) = self.max_media
@@ -875,5 +882,57 @@ mod tests {
         }
         .to_string();
         assert!(msg.contains("501") && msg.contains("500") && msg.contains("shorten"));
+    }
+
+    #[test]
+    fn parts_are_checked_one_by_one_and_a_comment_needs_no_media() {
+        use crate::channel::ChannelKind;
+        use crate::post::Part;
+        let image = |url: &str, kind: &str, bytes: u64| {
+            let mut media = Media::new(url.into(), Some("a cat".into()));
+            media.content_type = Some(kind.into());
+            media.bytes = Some(bytes);
+            media
+        };
+        let instagram = ChannelKind::Instagram.platform_policy();
+        let mut carousel = content("Three cats.");
+        carousel.media = (1..=3)
+            .map(|n| image(&format!("https://x.example/{n}.jpg"), "image/jpeg", 1000))
+            .collect();
+        carousel.first_comment = Some("Which one?".into());
+        assert_eq!(instagram.check(&carousel), vec![]);
+        carousel.media[1] = image("https://x.example/2.png", "image/png", 1000);
+        let found = instagram.check(&carousel);
+        assert!(
+            matches!(&found[..], [Violation::InPart { part: 1, violation }] if violation.is_shape()),
+            "{found:?}"
+        );
+
+        let x = ChannelKind::X.platform_policy();
+        let mut thread = content("1/3");
+        thread.more = vec![
+            Part {
+                text: "2/3".into(),
+                media: vec![image("https://x.example/v.mp4", "video/mp4", 10)],
+            },
+            Part {
+                text: "x".repeat(300),
+                media: vec![],
+            },
+        ];
+        let found: Vec<String> = x.check(&thread).iter().map(ToString::to_string).collect();
+        assert!(
+            found[0].starts_with("part 2: media") && found[0].contains("images only"),
+            "{found:?}"
+        );
+        assert!(found[1].starts_with("part 3: the text is 300"), "{found:?}");
+
+        let telegram = ChannelKind::Telegram.platform_policy();
+        let found = telegram.check(&thread);
+        assert!(
+            found.contains(&Violation::TooManyParts { count: 3, max: 1 }),
+            "{found:?}"
+        );
+        assert!(found[0].to_string().contains("single posts only"));
     }
 }
