@@ -110,6 +110,10 @@ impl Principal {
     }
 }
 
+/// How long fetching a media item again before it goes out may take when drafts are not
+/// checked (and so no fetch timeout is configured).
+const MEDIA_RECHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The guarded operations, over one store and the configured channels. Cheap to clone.
 #[derive(Clone)]
 pub struct App {
@@ -133,8 +137,8 @@ struct Inner {
     verifications: Mutex<Vec<airlock_store::VerificationRecord>>,
     /// Whether a task is recording read-backs now.
     verifying: std::sync::atomic::AtomicBool,
-    /// The client media are fetched with, when they are checked.
-    media_client: Option<airlock_platforms::http::Client>,
+    /// The client media are fetched with.
+    media_client: airlock_platforms::http::Client,
 }
 
 impl std::fmt::Debug for App {
@@ -167,10 +171,14 @@ impl App {
                 publishes: tokio_util::task::TaskTracker::new(),
                 verifications: Mutex::new(Vec::new()),
                 verifying: std::sync::atomic::AtomicBool::new(false),
-                media_client: settings
-                    .media_fetch_timeout
-                    .and_then(|t| t.to_std().ok())
-                    .map(airlock_platforms::http::client),
+                // Media approved with their digest are fetched again before they go out
+                // even when new drafts are not checked (`media_fetch_timeout` unset).
+                media_client: airlock_platforms::http::client(
+                    settings
+                        .media_fetch_timeout
+                        .and_then(|t| t.to_std().ok())
+                        .unwrap_or(MEDIA_RECHECK_TIMEOUT),
+                ),
                 settings,
             }),
         }
@@ -311,9 +319,19 @@ impl App {
         })
     }
 
-    /// The client media are fetched with, when they are checked (docs/media.md).
-    fn media_client(&self) -> Option<&airlock_platforms::http::Client> {
-        self.inner.media_client.as_ref()
+    /// The client media are fetched with when drafted, if drafts are checked
+    /// (docs/media.md).
+    fn draft_media_client(&self) -> Option<&airlock_platforms::http::Client> {
+        self.inner
+            .settings
+            .media_fetch_timeout
+            .map(|_| &self.inner.media_client)
+    }
+
+    /// The client media approved with their digest are fetched again with, before they
+    /// go out: always, whatever drafts do.
+    fn media_client(&self) -> &airlock_platforms::http::Client {
+        &self.inner.media_client
     }
 
     fn platform(&self, name: &ChannelName) -> Option<&Arc<dyn Platform>> {

@@ -281,6 +281,11 @@ impl App {
             )
             .await?;
         crate::critic::refuse_if_quarantined(&post, Action::Edit)?;
+        if edit.parts.is_some() && (edit.text.is_some() || edit.media.is_some()) {
+            return Err(Error::Invalid(
+                "give either parts or text and media, not both: parts replaces every part, the first included".into(),
+            ));
+        }
         let content = edit.apply_to(&post.content);
         // Parts already out are on the platform as they were approved: a thread that
         // resumes sends the rest of that same approval, never an edited one.
@@ -609,7 +614,7 @@ impl App {
     /// is not an image or video is refused, naming the part; a digest the caller gave
     /// must be the bytes'. Without media checks configured, content is taken as given.
     async fn inspect_media(&self, mut content: PostContent) -> Result<PostContent> {
-        let Some(client) = self.media_client() else {
+        let Some(client) = self.draft_media_client() else {
             return Ok(content);
         };
         let multipart = content.is_multipart();

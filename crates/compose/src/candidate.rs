@@ -519,12 +519,19 @@ fn judge(article: &Article, cx: &JudgeContext<'_>) -> Result<Eligible, SkipReaso
     // A template with `---` lines makes a thread on a channel that takes threads
     // (docs/sites.md#templates); the article's image stays with the first part.
     if cx.channel.policy.max_parts > 1
-        && let Ok(parts) = airlock_core::thread::parse_thread(&content.text)
+        && let Ok(parts) =
+            airlock_core::thread::parse_thread(&cx.compose.template.render(&fields, &[]))
         && parts.len() > 1
     {
         let media = std::mem::take(&mut content.media);
         content.set_parts(parts);
         content.media.extend(media);
+        // Required phrases go with the first part, which always goes out.
+        for phrase in &cx.channel.policy.required {
+            if !phrase.is_empty() && !content.text.contains(phrase.as_str()) {
+                content.text = format!("{}\n{phrase}", content.text);
+            }
+        }
     }
     let violations = cx.channel.policy.check(&content);
     if !violations.is_empty() {

@@ -502,12 +502,10 @@ impl ContentPolicy {
                 violations.push(Violation::Forbidden(phrase.clone()));
             }
         }
-        // A required phrase (a disclosure) may stand in any part of a thread.
-        let texts: Vec<&str> = std::iter::once(content.text.as_str())
-            .chain(content.more.iter().map(|p| p.text.as_str()))
-            .collect();
+        // A required phrase (a disclosure) stands in the first part: a thread stopped
+        // halfway still carries it.
         for phrase in &self.required {
-            if !texts.iter().any(|t| t.contains(phrase.as_str())) {
+            if !content.text.contains(phrase.as_str()) {
                 violations.push(Violation::MissingRequired(phrase.clone()));
             }
         }

@@ -522,9 +522,15 @@ pub fn changes(before: &PostContent, after: &PostContent) -> ContentChange {
     if before.source != after.source {
         fields.push("source".to_owned());
     }
+    if before.more != after.more {
+        fields.push("parts".to_owned());
+    }
+    if before.first_comment != after.first_comment {
+        fields.push("first_comment".to_owned());
+    }
     ContentChange {
         fields,
-        text_diff: line_diff(&before.text, &after.text),
+        text_diff: line_diff(&all_text(before), &all_text(after)),
         previous_title: (before.title != after.title)
             .then(|| before.title.clone())
             .flatten(),
@@ -532,6 +538,18 @@ pub fn changes(before: &PostContent, after: &PostContent) -> ContentChange {
             .then(|| before.link.clone())
             .flatten(),
     }
+}
+
+/// Every part's text and the first comment, as one Markdown thread file writes them
+/// ([`crate::thread`]): a single post's is its text.
+fn all_text(content: &PostContent) -> String {
+    let mut texts: Vec<&str> = std::iter::once(content.text.as_str())
+        .chain(content.more.iter().map(|p| p.text.as_str()))
+        .collect();
+    if let Some(comment) = &content.first_comment {
+        texts.push(comment);
+    }
+    texts.join(&format!("\n{}\n", crate::thread::PART_SEPARATOR))
 }
 
 /// The lines between the common first and last lines: removed ones as `- line`, added
@@ -960,5 +978,24 @@ mod tests {
         let diff = line_diff(&long_before, &long_after);
         assert_eq!(diff.len(), MAX_DIFF_LINES + 1);
         assert!(diff.last().unwrap().contains("more changed lines"));
+    }
+
+    #[test]
+    fn a_change_to_a_later_part_or_the_comment_is_reported() {
+        use crate::post::{ChannelName, Part};
+        let mut before = PostContent::single(ChannelName::parse("c").unwrap(), "one");
+        before.more = vec![Part {
+            text: "two".into(),
+            media: vec![],
+        }];
+        let mut after = before.clone();
+        after.more[0].text = "two, changed".into();
+        after.first_comment = Some("and more".into());
+        let change = changes(&before, &after);
+        assert_eq!(change.fields, ["parts", "first_comment"]);
+        assert_eq!(
+            change.text_diff,
+            ["- two", "+ two, changed", "+ ---", "+ and more"]
+        );
     }
 }

@@ -55,12 +55,18 @@ pub async fn inspect(client: &Client, media: &Media, max_bytes: u64) -> Result<M
     if response.content_length().is_some_and(|n| n > max_bytes) {
         return Err(refused(format!("is larger than {max_bytes} bytes")));
     }
-    let bytes = response
-        .bytes()
+    // Read piece by piece: a body without a length stops at the bound, not in memory.
+    let mut response = response;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
-        .map_err(|e| unreachable(format!("broke off ({})", describe_transport(&e))))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(refused(format!("is larger than {max_bytes} bytes")));
+        .map_err(|e| unreachable(format!("broke off ({})", describe_transport(&e))))?
+    {
+        if (bytes.len() + chunk.len()) as u64 > max_bytes {
+            return Err(refused(format!("is larger than {max_bytes} bytes")));
+        }
+        bytes.extend_from_slice(&chunk);
     }
     let Some(content_type) = sniff(&bytes) else {
         return Err(refused(
@@ -84,6 +90,12 @@ pub async fn inspect(client: &Client, media: &Media, max_bytes: u64) -> Result<M
     })
 }
 
+/// The major brands of an ISO media file that is an MP4 video; other brands of the same
+/// container (HEIC, AVIF images) are not.
+const VIDEO_BRANDS: [&[u8; 4]; 9] = [
+    b"isom", b"iso2", b"iso4", b"iso5", b"iso6", b"mp41", b"mp42", b"avc1", b"M4V ",
+];
+
 /// The media type of `bytes`, by their first bytes.
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     let at = |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
@@ -97,7 +109,7 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
         Some("image/webp")
     } else if at(4, b"ftypqt") {
         Some("video/quicktime")
-    } else if at(4, b"ftyp") {
+    } else if at(4, b"ftyp") && VIDEO_BRANDS.iter().any(|brand| at(8, *brand)) {
         Some("video/mp4")
     } else {
         None
@@ -109,7 +121,7 @@ pub fn changed_since_approval(media: &Media, found: &str) -> Option<String> {
     let approved = media.sha256.as_deref()?;
     (approved != found).then(|| {
         format!(
-            "media {} changed since it was approved (approved sha256 {approved}, now {found}): nothing was sent; edit the post and approve it again",
+            "media {} changed since it was approved (approved sha256 {approved}, now {found}): nothing was sent; serve the approved file at that URL again and requeue the post, or (before any part is out) edit it and approve it again",
             without_secrets(&media.url)
         )
     })
@@ -127,6 +139,12 @@ mod tests {
         assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
         assert_eq!(sniff(b"\0\0\0\x18ftypmp42"), Some("video/mp4"));
         assert_eq!(sniff(b"\0\0\0\x14ftypqt  "), Some("video/quicktime"));
+        assert_eq!(
+            sniff(b"\0\0\0\x18ftypheic"),
+            None,
+            "an HEIC image is no video"
+        );
+        assert_eq!(sniff(b"\0\0\0\x18ftypavif"), None);
         assert_eq!(sniff(b"<html>"), None);
         assert_eq!(sniff(b""), None);
     }

@@ -441,8 +441,7 @@ impl App {
             .unwrap_or_default();
         let key = idempotency_key(post.id, &approved_hash);
         // Media to fetch again come before the intent, so it cannot fold into the claim.
-        let recheck =
-            self.media_client().is_some() && post.content.all_media().any(|m| m.sha256.is_some());
+        let recheck = post.content.all_media().any(|m| m.sha256.is_some());
         let fold_intent = !platform.prepares() && self.account_known(&channel.name) && !recheck;
         let now = self.now();
         let claim = PostClaim {
@@ -500,10 +499,20 @@ impl App {
             }
             .map(Some);
         }
-        // Still step 3: the bytes of every media item still to go out are the approved
-        // ones, or nothing is sent.
-        if let Err(step) = self.recheck_media(&post, first_part).await {
-            return self.step_failed(post, step).await.map(Some);
+
+        // Still step 3: the media of every part still to go out are the approved bytes,
+        // or nothing is sent (each part checks its own again right before it goes).
+        for (index, part) in post.content.parts().iter().enumerate() {
+            if index + 1 < first_part as usize {
+                continue;
+            }
+            let request = parts::part_request(&post, index as u32 + 1, Vec::new(), &key);
+            if let Err(step) = self.recheck_media(&part.media).await {
+                return self
+                    .step_failed(post, in_part(&request, step))
+                    .await
+                    .map(Some);
+            }
         }
 
         // Steps 3 to 5 once per part, from the first not out: each part's request has its
@@ -519,6 +528,15 @@ impl App {
             let (prepared, sent_at) = match intent.take() {
                 Some(intent) => (Prepared::default(), intent.created_at),
                 None => {
+                    // Still step 3: this part's media are the approved bytes, fetched again
+                    // right before the part is prepared (a platform that fetches the URL
+                    // itself does so from here on), or nothing of it is sent.
+                    if let Err(step) = self.recheck_media(&request.media).await {
+                        return self
+                            .step_failed(post, in_part(&request, step))
+                            .await
+                            .map(Some);
+                    }
                     request.earlier = match self.earlier_attempts(&post, number).await {
                         Ok(earlier) => earlier,
                         // Without the earlier attempts' handles a retry could make a second

@@ -415,6 +415,13 @@ impl App {
         sender: Option<&EarlierAttempt>,
     ) -> Result<PartStep> {
         let what = parts::describe(&request.part);
+        // A platform that names a post it already had (a duplicate) may name another
+        // post's: then nothing of this one is out, and nothing may reply to it.
+        if let Some(reason) = self.claimed_by_another_post(&post, &published).await {
+            let reason = format!("{what}: {reason}");
+            let report = self.rejected(post, reason, false, true, false).await?;
+            return Ok(PartStep::Ended(Box::new(report)));
+        }
         let Some(id) = published.platform_post_id.clone() else {
             let reason = format!(
                 "{what} (key {}) is out, but the platform named no id for it, so the next part cannot reply to it: find it on the platform and settle it with `airlock post resolve {} --published --platform-post-id ID`",
@@ -449,6 +456,20 @@ impl App {
         if report.result != PublishResult::Posted {
             return Ok(PartStep::Ended(Box::new(report)));
         }
+        // Out, but the platform's answer makes going on unsafe: the part stays recorded,
+        // the post waits and the channel stops for a person.
+        if let Some(reason) = published.pause {
+            let pause = self.pause_spec(&request.channel, reason.clone(), None);
+            let report = self
+                .hold(
+                    report.post,
+                    request.channel.to_string(),
+                    reason,
+                    Some(pause),
+                )
+                .await?;
+            return Ok(PartStep::Ended(Box::new(report)));
+        }
         boundary("publish::after_part");
         Ok(PartStep::Next(
             Box::new(report.post),
@@ -460,47 +481,33 @@ impl App {
         ))
     }
 
-    /// Fetches again every media item of the parts from `first_part` on whose bytes were
-    /// checked when drafted, and refuses the post (nothing sent) when any changed.
+    /// Fetches again every media item of `media` whose bytes were checked when drafted,
+    /// and refuses (nothing sent) when any changed.
     pub(super) async fn recheck_media(
         &self,
-        post: &Post,
-        first_part: u32,
+        media: &[airlock_core::Media],
     ) -> std::result::Result<(), StepError> {
-        let Some(client) = self.media_client() else {
-            return Ok(());
+        use airlock_platforms::media::{
+            MAX_CHECKED_BYTES, MediaError, changed_since_approval, inspect,
         };
-        let parts = post.content.parts();
-        for (index, part) in parts.iter().enumerate().skip(first_part as usize - 1) {
-            for media in part.media.iter().filter(|m| m.sha256.is_some()) {
-                let found = airlock_platforms::media::inspect(
-                    client,
-                    media,
-                    airlock_platforms::media::MAX_CHECKED_BYTES,
-                )
+        for media in media.iter().filter(|m| m.sha256.is_some()) {
+            let found = inspect(self.media_client(), media, MAX_CHECKED_BYTES)
                 .await
                 .map_err(|e| match e {
-                    airlock_platforms::media::MediaError::Refused(why) => StepError::Rejected {
+                    MediaError::Refused(why) => StepError::Rejected {
                         reason: format!("{why}; nothing was sent"),
                         credential: false,
                     },
-                    airlock_platforms::media::MediaError::Unreachable(why) => {
+                    MediaError::Unreachable(why) => {
                         StepError::transient(format!("{why}; nothing was sent"))
                     }
                 })?;
-                let digest = found.sha256.unwrap_or_default();
-                if let Some(why) = airlock_platforms::media::changed_since_approval(media, &digest)
-                {
-                    let why = if parts.len() > 1 {
-                        format!("part {}: {why}", index + 1)
-                    } else {
-                        why
-                    };
-                    return Err(StepError::Rejected {
-                        reason: why,
-                        credential: false,
-                    });
-                }
+            let digest = found.sha256.unwrap_or_default();
+            if let Some(why) = changed_since_approval(media, &digest) {
+                return Err(StepError::Rejected {
+                    reason: why,
+                    credential: false,
+                });
             }
         }
         Ok(())
