@@ -525,18 +525,13 @@ impl App {
         let channel = &post.content.channel;
         let own = unknown_pause_prefix(post.id);
         let lift = async {
-            let pauses = self.store().pauses().await?;
-            let ours = pauses.iter().any(|p| {
-                p.scope == channel.as_str()
-                    && p.reason.starts_with(&own)
-                    && (p.actor.starts_with("dispatcher:") || p.actor == Actor::Reaper.to_string())
-            });
+            // Another post of the channel still in doubt keeps it paused.
             let others = self.store().review_queue().await?.into_iter().any(|item| {
                 item.is_ok_and(|item| {
                     item.post.content.channel == *channel && item.post.id != post.id
                 })
             });
-            if !ours || others {
+            if others {
                 return Ok(false);
             }
             let notify = self.notifications(
@@ -548,9 +543,12 @@ impl App {
                 ),
                 json!({"scope": channel}),
             );
+            // Only the pause this post's unknown outcome set, and only while no later
+            // pause (an operator's, another post's) took it over.
             self.store()
-                .resume(
+                .resume_own(
                     &airlock_store::PauseScope::Channel(channel.clone()),
+                    &own,
                     &Actor::Reconciler.to_string(),
                     self.now(),
                     notify,

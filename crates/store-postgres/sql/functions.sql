@@ -173,6 +173,14 @@ BEGIN
     INSERT INTO pauses (scope, reason, actor, created_at) VALUES (p_scope, p_reason, p_actor, p_now)
         ON CONFLICT (scope) WHERE resumed_at IS NULL DO NOTHING;
     GET DIAGNOSTICS inserted = ROW_COUNT;
+    -- A pause a post's unknown outcome set yields to any later one, which takes it over
+    -- (airlock_store::UNKNOWN_PAUSE_MARK): proving that post's outcome never lifts it.
+    IF inserted = 0 THEN
+        UPDATE pauses SET reason = p_reason, actor = p_actor
+            WHERE scope = p_scope AND resumed_at IS NULL
+              AND position(' has an unknown outcome (' in reason) > 0;
+        GET DIAGNOSTICS inserted = ROW_COUNT;
+    END IF;
     IF inserted > 0 THEN
         PERFORM airlock_insert_outbox(p_notify, p_now);
     END IF;
@@ -1165,6 +1173,29 @@ BEGIN
     RETURN lifted > 0;
 END $$;
 
+-- Lifts a pause only while its reason begins with p_reason_prefix: the pause a post's own
+-- unknown outcome set, not taken over since.
+CREATE OR REPLACE FUNCTION airlock_resume_own(p_scope text, p_is_channel boolean,
+    p_reason_prefix text, p_actor text, p_now timestamptz, p_notify jsonb)
+RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    lifted integer;
+BEGIN
+    p_now := airlock_time(p_now, false);
+    UPDATE pauses SET resumed_at = p_now, resumed_by = p_actor
+        WHERE scope = p_scope AND resumed_at IS NULL
+          AND left(reason, length(p_reason_prefix)) = p_reason_prefix;
+    GET DIAGNOSTICS lifted = ROW_COUNT;
+    IF lifted > 0 THEN
+        IF p_is_channel THEN
+            DELETE FROM channel_failures WHERE channel = p_scope;
+        END IF;
+        PERFORM airlock_insert_outbox(p_notify, p_now);
+    END IF;
+    RETURN lifted > 0;
+END $$;
+
 CREATE OR REPLACE FUNCTION airlock_claim_notifications(p_now timestamptz, p_worker text,
     p_lease_until timestamptz, p_limit bigint)
 RETURNS TABLE (id bigint, sink text, event text, post_id bigint, payload jsonb,
@@ -1553,6 +1584,7 @@ BEGIN
             'airlock_change_cannot_land', 'airlock_change_resend_claimed',
             'airlock_change_deferred', 'airlock_change_deferral_lifted',
             'airlock_record_verifications', 'airlock_pause', 'airlock_resume',
+            'airlock_resume_own',
             'airlock_claim_notifications', 'airlock_notification_delivered',
             'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',
             'airlock_authenticate', 'airlock_open_session', 'airlock_session',

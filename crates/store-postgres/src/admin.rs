@@ -59,6 +59,26 @@ impl airlock_store::Admin for PgStore {
             .map_err(db)
     }
 
+    async fn resume_own(
+        &self,
+        scope: &PauseScope,
+        reason_prefix: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        sqlx::query_scalar("SELECT airlock_resume_own($1, $2, $3, $4, $5, $6)")
+            .bind(scope.as_key())
+            .bind(matches!(scope, PauseScope::Channel(_)))
+            .bind(reason_prefix)
+            .bind(actor)
+            .bind(now)
+            .bind(notify_json(&notify))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
     async fn claim_notifications(
         &self,
         now: DateTime<Utc>,

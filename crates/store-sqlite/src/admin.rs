@@ -34,10 +34,26 @@ pub(crate) async fn insert_pause(
     .map_err(db)?
     .rows_affected()
         > 0;
-    if inserted {
+    // A pause a post's unknown outcome set yields to any later one, which takes it over:
+    // proving that post's outcome then never lifts it (UNKNOWN_PAUSE_MARK).
+    let taken_over = !inserted
+        && sqlx::query(
+            "UPDATE pauses SET reason = ?, actor = ? \
+             WHERE scope = ? AND resumed_at IS NULL AND instr(reason, ?) > 0",
+        )
+        .bind(reason)
+        .bind(actor)
+        .bind(scope.as_key())
+        .bind(airlock_store::UNKNOWN_PAUSE_MARK)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?
+        .rows_affected()
+            > 0;
+    if inserted || taken_over {
         insert_outbox(conn, notify, now).await?;
     }
-    Ok(inserted)
+    Ok(inserted || taken_over)
 }
 
 pub(crate) async fn insert_outbox(
@@ -88,13 +104,27 @@ impl airlock_store::Admin for SqliteStore {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
+        self.resume_own(scope, "", actor, now, notify).await
+    }
+
+    async fn resume_own(
+        &self,
+        scope: &PauseScope,
+        reason_prefix: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let lifted = sqlx::query(
-            "UPDATE pauses SET resumed_at = ?, resumed_by = ? WHERE scope = ? AND resumed_at IS NULL",
+            "UPDATE pauses SET resumed_at = ?, resumed_by = ? WHERE scope = ? AND resumed_at IS NULL \
+             AND substr(reason, 1, length(?)) = ?",
         )
         .bind(ts(now))
         .bind(actor)
         .bind(scope.as_key())
+        .bind(reason_prefix)
+        .bind(reason_prefix)
         .execute(&mut *tx)
         .await
         .map_err(db)?

@@ -552,3 +552,49 @@ pub async fn wait_for_due_returns_by_its_timeout(store: Arc<dyn Store>) {
         .wait_for_due(seen, Duration::milliseconds(20).to_std().unwrap())
         .await;
 }
+
+/// A pause a post's unknown outcome set yields to a later one, and lifting it "as its
+/// own" does nothing once taken over.
+pub async fn a_later_pause_takes_over_an_unknown_outcomes_pause(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let own = format!("post 7{}timed out)", airlock_store::UNKNOWN_PAUSE_MARK);
+    let scope = channel_scope("alpha");
+    assert!(
+        s.pause(&scope, &own, "dispatcher:w", mins(1), Vec::new())
+            .await
+            .unwrap()
+    );
+    // An operator's pause takes it over; the post's proof no longer lifts it.
+    assert!(
+        s.pause(&scope, "maintenance", "cli", mins(2), Vec::new())
+            .await
+            .unwrap()
+    );
+    let prefix = format!("post 7{}", airlock_store::UNKNOWN_PAUSE_MARK);
+    assert!(
+        !s.resume_own(&scope, &prefix, "reconciler", mins(3), Vec::new())
+            .await
+            .unwrap()
+    );
+    assert_eq!(s.pauses().await.unwrap()[0].reason, "maintenance");
+    // An unknown outcome's pause never takes over an operator's.
+    assert!(
+        !s.pause(&scope, &own, "dispatcher:w", mins(4), Vec::new())
+            .await
+            .unwrap()
+    );
+    assert_eq!(s.pauses().await.unwrap()[0].actor, "cli");
+    s.resume(&scope, "cli", mins(5), Vec::new()).await.unwrap();
+    // Untouched, the post's own pause is lifted by its proof.
+    assert!(
+        s.pause(&scope, &own, "dispatcher:w", mins(6), Vec::new())
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.resume_own(&scope, &prefix, "reconciler", mins(7), Vec::new())
+            .await
+            .unwrap()
+    );
+    assert!(s.pauses().await.unwrap().is_empty());
+}

@@ -134,6 +134,7 @@ macro_rules! __with_cases {
             store admin::pausing_twice_keeps_the_first_pause_and_resume_lifts_it,
             store admin::a_pause_after_failures_waits_for_consecutive_failures,
             store admin::resume_resets_the_failure_count,
+            store admin::a_later_pause_takes_over_an_unknown_outcomes_pause,
             store admin::a_pause_with_a_change_is_set_in_its_transaction,
             store admin::notifications_are_queued_with_their_change,
             store admin::claimed_notifications_are_leased,

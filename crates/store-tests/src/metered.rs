@@ -342,6 +342,20 @@ impl Admin for Metered {
         self.inner.resume(scope, actor, now, notify).await
     }
 
+    async fn resume_own(
+        &self,
+        scope: &PauseScope,
+        reason_prefix: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        self.inner
+            .resume_own(scope, reason_prefix, actor, now, notify)
+            .await
+    }
+
     async fn claim_notifications(
         &self,
         now: DateTime<Utc>,

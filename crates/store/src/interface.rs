@@ -350,6 +350,17 @@ pub trait Admin: Send + Sync {
         notify: Vec<NewNotification>,
     ) -> Result<bool>;
 
+    /// Lifts a pause only while its reason still begins with `reason_prefix` (the pause a
+    /// post's own unknown outcome set, not taken over since); `false` otherwise.
+    async fn resume_own(
+        &self,
+        scope: &PauseScope,
+        reason_prefix: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+        notify: Vec<NewNotification>,
+    ) -> Result<bool>;
+
     /// Leases up to `limit` due notifications to `worker` until `lease_until`.
     async fn claim_notifications(
         &self,

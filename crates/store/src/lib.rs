@@ -166,6 +166,12 @@ pub struct EventNote {
     pub note: Option<String>,
 }
 
+/// What the reason of a pause set by a post's unknown outcome holds (after "post N"): a
+/// later pause (an operator's, a failure's, another post's unknown outcome) takes such a
+/// pause over, so that proving the first post's outcome never lifts it. The PostgreSQL
+/// functions (`airlock_insert_pause`) spell it out too.
+pub const UNKNOWN_PAUSE_MARK: &str = " has an unknown outcome (";
+
 /// Where an intent ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntentPhase {

@@ -587,7 +587,7 @@ fn published_payload(
 /// How the reason of the pause a post's unknown outcome sets begins: reconcile tells that
 /// pause from an operator's by it (and by its actor, the dispatcher or the reaper).
 pub(crate) fn unknown_pause_prefix(id: PostId) -> String {
-    format!("post {id} has an unknown outcome (")
+    format!("post {id}{}", airlock_store::UNKNOWN_PAUSE_MARK)
 }
 
 pub(super) fn outcome_name(outcome: &Outcome) -> &'static str {

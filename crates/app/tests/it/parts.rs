@@ -447,3 +447,31 @@ async fn an_image_swapped_after_approval_stops_the_post_before_anything_is_sent(
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn an_operators_pause_outlasts_the_proof_of_a_part() {
+    let h = Harness::new(|dir| vec![flaky(dir, 2, false)]).await;
+    let app = h.app();
+    let id = approved_thread(&app, thread("thread", &["a", "b", "c"], None)).await;
+    app.publish_next(None).await.unwrap();
+    assert_eq!(status(&app, id).await, PostStatus::NeedsReview);
+    // The channel is paused by the unknown outcome; an operator pauses it too.
+    let me = Principal::cli();
+    app.pause(&me, Some("thread"), "maintenance until Monday")
+        .await
+        .unwrap();
+    app.reconcile().await.unwrap();
+    assert_eq!(
+        status(&app, id).await,
+        PostStatus::Approved,
+        "part 2 proved out"
+    );
+    let pauses = app.store().pauses().await.unwrap();
+    assert_eq!(pauses.len(), 1, "the operator's pause holds");
+    assert_eq!(pauses[0].reason, "maintenance until Monday");
+    assert!(
+        app.publish_next(None).await.unwrap().is_none(),
+        "nothing goes out while paused"
+    );
+    assert_eq!(lines(&h, "thread.jsonl", id).len(), 2);
+}
