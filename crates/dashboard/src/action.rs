@@ -336,7 +336,7 @@ pub async fn resolve(
         let post = d.app().resolve(who, id, resolution).await?;
         Ok(if published && post.status == PostStatus::Approved {
             // A part that is not the last: the post is approved again for the next one.
-            format!("Marked the part of post #{id} in doubt as published: the next part goes out when due")
+            format!("Marked the part of post #{id} in doubt as published: the next part goes out when due, once the channel is resumed")
         } else if published {
             format!("Marked post #{id} as published: its quota slot stays counted")
         } else {
