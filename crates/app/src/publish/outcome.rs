@@ -459,14 +459,18 @@ impl App {
         // Out, but the platform's answer makes going on unsafe: the part stays recorded,
         // the post waits and the channel stops for a person.
         if let Some(reason) = published.pause {
-            let pause = self.pause_spec(&request.channel, reason.clone(), None);
+            let post = report.post;
+            let change = self.by_worker(
+                &post,
+                Change::Held {
+                    generation: post.generation,
+                    note: format!("{what} is out; the rest waits: {reason}"),
+                    pause: Some(self.pause_spec(&request.channel, reason.clone(), None)),
+                },
+            );
+            let scope = request.channel.to_string();
             let report = self
-                .hold(
-                    report.post,
-                    request.channel.to_string(),
-                    reason,
-                    Some(pause),
-                )
+                .finish(post, change, PublishResult::Held { scope, reason })
                 .await?;
             return Ok(PartStep::Ended(Box::new(report)));
         }

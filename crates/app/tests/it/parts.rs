@@ -475,3 +475,64 @@ async fn an_operators_pause_outlasts_the_proof_of_a_part() {
     );
     assert_eq!(lines(&h, "thread.jsonl", id).len(), 2);
 }
+
+/// A sandbox whose answer to part 1 asks to stop the channel (as a Bluesky server that
+/// ignored airlock's record key does).
+#[derive(Debug)]
+struct AsksToPause(Sandbox);
+
+#[async_trait]
+impl Platform for AsksToPause {
+    fn kind(&self) -> ChannelKind {
+        ChannelKind::Sandbox
+    }
+    fn prepares(&self) -> bool {
+        false
+    }
+    async fn account(&self) -> Result<Option<Account>, StepError> {
+        Ok(None)
+    }
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
+        match self.0.publish(req, prepared).await {
+            Outcome::Published(mut published) if req.part.number == 1 => {
+                published.pause = Some("the server chose its own key".into());
+                Outcome::Published(published)
+            }
+            outcome => outcome,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_part_whose_answer_asks_for_a_pause_stops_the_thread_there() {
+    let h = Harness::new(|dir| {
+        let mut channel = sandbox(dir, "thread", Simulate::Ok, 1);
+        channel.platform = Arc::new(AsksToPause(Sandbox::new(
+            name("thread"),
+            dir.join("thread.jsonl"),
+            Simulate::Ok,
+        )));
+        vec![channel]
+    })
+    .await;
+    let app = h.app();
+    let id = approved_thread(&app, thread("thread", &["a", "b", "c"], None)).await;
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert!(
+        matches!(report.result, PublishResult::Held { .. }),
+        "{:?}",
+        report.result
+    );
+    assert_eq!(status(&app, id).await, PostStatus::Approved);
+    assert_eq!(
+        lines(&h, "thread.jsonl", id).len(),
+        1,
+        "only part 1 went out"
+    );
+    let pauses = app.store().pauses().await.unwrap();
+    assert!(pauses[0].reason.contains("its own key"), "{pauses:?}");
+    // A person resumes: the rest goes out once, after part 1.
+    app.resume(&Principal::cli(), Some("thread")).await.unwrap();
+    app.publish_next(None).await.unwrap();
+    assert_chain(&lines(&h, "thread.jsonl", id), &["a", "b", "c"]);
+}
