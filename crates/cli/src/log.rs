@@ -20,6 +20,9 @@ use tracing_subscriber::fmt::format::{JsonFields, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
+/// Library targets held at a level that never prints message bodies.
+pub const PINNED: [&str; 1] = ["rmcp=info"];
+
 /// How stderr lines look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -57,8 +60,14 @@ fn format() -> Format {
 /// Installs the `tracing` subscriber for the chosen format, and in JSON mode a panic
 /// hook that reports panics as JSON lines too.
 pub fn init() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
+    let mut filter = tracing_subscriber::EnvFilter::try_from_env("AIRLOCK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Libraries that log whole messages (the MCP SDK logs every request and answer, post
+    // texts and verdicts included) stay at these levels whatever AIRLOCK_LOG asks, so no
+    // level prints what agents and critics wrote; airlock's own lines carry ids.
+    for directive in PINNED {
+        filter = filter.add_directive(directive.parse().expect("a valid directive"));
+    }
     match format() {
         Format::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -26,7 +26,8 @@ async fn airlock_mcp_over_stdio_lists_the_tools_and_drafts_a_post_as_the_token()
             .arg(ws.config())
             .arg("mcp")
             .env_remove("AIRLOCK_CONFIG")
-            .env("AIRLOCK_LOG", "info")
+            // Every level of every target: libraries' too.
+            .env("AIRLOCK_LOG", "trace")
             .env("AIRLOCK_TOKEN", &token);
     });
     let (transport, stderr) = TokioChildProcess::builder(command)
@@ -91,6 +92,11 @@ async fn airlock_mcp_over_stdio_lists_the_tools_and_drafts_a_post_as_the_token()
         "logs go to stderr: {logs}"
     );
     assert!(!logs.contains(&token), "the token is never logged");
+    let leaks: Vec<&str> = logs.lines().filter(|l| l.contains("Mochi naps")).collect();
+    assert!(
+        leaks.is_empty(),
+        "no library logs a post's text, whatever the level: {leaks:#?}"
+    );
 }
 
 #[test]
