@@ -309,7 +309,7 @@ impl App {
                         post.content.channel,
                         proof.permalink.as_deref().unwrap_or("(no permalink)")
                     ),
-                    with_parts(
+                    crate::publish::with_parts(
                         json!({"channel": post.content.channel, "evidence": proof.note}),
                         &request.publish.part.published,
                         request.publish.part.number,
@@ -638,7 +638,7 @@ impl App {
                         "post {id} on {} confirmed published by {actor}",
                         post.content.channel
                     ),
-                    with_parts(
+                    crate::publish::with_parts(
                         json!({"channel": post.content.channel, "permalink": permalink}),
                         &crate::publish::landed_parts(&detail),
                         part,
@@ -705,27 +705,4 @@ impl App {
         self.wake_dispatcher();
         Ok(post)
     }
-}
-
-/// A `published` notification's data for a post of several parts: each part's id and
-/// permalink (`parts`), the last one `number` as settled now.
-fn with_parts(
-    mut payload: serde_json::Value,
-    out: &[airlock_platforms::PublishedPart],
-    number: u32,
-    platform_post_id: Option<&str>,
-    permalink: Option<&str>,
-) -> serde_json::Value {
-    if number > 1 {
-        let mut parts: Vec<serde_json::Value> = out
-            .iter()
-            .filter(|p| p.number < number)
-            .map(|p| json!({"part": p.number, "platform_post_id": p.platform_post_id, "permalink": p.permalink}))
-            .collect();
-        parts.push(
-            json!({"part": number, "platform_post_id": platform_post_id, "permalink": permalink}),
-        );
-        payload["parts"] = serde_json::Value::Array(parts);
-    }
-    payload
 }

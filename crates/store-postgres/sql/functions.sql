@@ -1151,28 +1151,6 @@ SET search_path = {{schema}}, pg_temp AS $$
     SELECT airlock_insert_pause(p_scope, p_reason, p_actor, p_now, p_notify);
 $$;
 
--- Lifting a channel's pause also resets its consecutive failures. The trigger on
--- `pauses` sends NOTIFY airlock_due with this transaction.
-CREATE OR REPLACE FUNCTION airlock_resume(p_scope text, p_is_channel boolean, p_actor text,
-    p_now timestamptz, p_notify jsonb)
-RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = {{schema}}, pg_temp AS $$
-DECLARE
-    lifted integer;
-BEGIN
-    p_now := airlock_time(p_now, false);
-    UPDATE pauses SET resumed_at = p_now, resumed_by = p_actor
-        WHERE scope = p_scope AND resumed_at IS NULL;
-    GET DIAGNOSTICS lifted = ROW_COUNT;
-    IF lifted > 0 THEN
-        IF p_is_channel THEN
-            DELETE FROM channel_failures WHERE channel = p_scope;
-        END IF;
-        PERFORM airlock_insert_outbox(p_notify, p_now);
-    END IF;
-    RETURN lifted > 0;
-END $$;
-
 -- Lifts a pause only while its reason begins with p_reason_prefix: the pause a post's own
 -- unknown outcome set, not taken over since.
 CREATE OR REPLACE FUNCTION airlock_resume_own(p_scope text, p_is_channel boolean,
@@ -1195,6 +1173,15 @@ BEGIN
     END IF;
     RETURN lifted > 0;
 END $$;
+
+-- Lifting a channel's pause also resets its consecutive failures. The trigger on
+-- `pauses` sends NOTIFY airlock_due with this transaction.
+CREATE OR REPLACE FUNCTION airlock_resume(p_scope text, p_is_channel boolean, p_actor text,
+    p_now timestamptz, p_notify jsonb)
+RETURNS boolean LANGUAGE sql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_resume_own(p_scope, p_is_channel, '', p_actor, p_now, p_notify);
+$$;
 
 CREATE OR REPLACE FUNCTION airlock_claim_notifications(p_now timestamptz, p_worker text,
     p_lease_until timestamptz, p_limit bigint)

@@ -39,8 +39,8 @@ impl airlock_store::Admin for PgStore {
             .map_err(db)
     }
 
-    /// Store::resume: `airlock_resume` (the pause lifted, a channel's failures reset, the
-    /// notifications queued).
+    /// Store::resume: `airlock_resume_own` with an empty prefix (the pause lifted, a
+    /// channel's failures reset, the notifications queued).
     async fn resume(
         &self,
         scope: &PauseScope,
@@ -48,15 +48,7 @@ impl airlock_store::Admin for PgStore {
         now: DateTime<Utc>,
         notify: Vec<NewNotification>,
     ) -> Result<bool> {
-        sqlx::query_scalar("SELECT airlock_resume($1, $2, $3, $4, $5)")
-            .bind(scope.as_key())
-            .bind(matches!(scope, PauseScope::Channel(_)))
-            .bind(actor)
-            .bind(now)
-            .bind(notify_json(&notify))
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)
+        self.resume_own(scope, "", actor, now, notify).await
     }
 
     async fn resume_own(

@@ -60,7 +60,9 @@ use outcome::PartStep;
 use outcome::outcome_name;
 pub(crate) use outcome::{scope_arg, unknown_pause_prefix};
 pub use parts::part_key;
-pub(crate) use parts::{describe as describe_part, landed_of as landed_parts, part_request};
+pub(crate) use parts::{
+    describe as describe_part, landed_of as landed_parts, part_request, with_parts,
+};
 pub use verify::VerifyOutcome;
 
 /// How one run of the guarded path ended.
@@ -528,10 +530,13 @@ impl App {
             let (prepared, sent_at) = match intent.take() {
                 Some(intent) => (Prepared::default(), intent.created_at),
                 None => {
-                    // Still step 3: this part's media are the approved bytes, fetched again
-                    // right before the part is prepared (a platform that fetches the URL
-                    // itself does so from here on), or nothing of it is sent.
-                    if let Err(step) = self.recheck_media(&request.media).await {
+                    // Still step 3: a later part's media are the approved bytes, fetched
+                    // again right before the part is prepared (a platform that fetches the
+                    // URL itself does so from here on), or nothing of it is sent. The
+                    // run's first part was checked with the others just before the loop.
+                    if number != first_part
+                        && let Err(step) = self.recheck_media(&request.media).await
+                    {
                         return self
                             .step_failed(post, in_part(&request, step))
                             .await

@@ -566,24 +566,21 @@ fn published_payload(
     published: &airlock_core::Published,
     request: &PublishRequest,
 ) -> serde_json::Value {
-    let mut payload = json!({
-        "channel": channel.name,
-        "platform_post_id": published.platform_post_id,
-        "permalink": published.permalink,
-    });
-    if request.part.of > 1 {
-        let mut parts: Vec<serde_json::Value> = request
-            .part
-            .published
-            .iter()
-            .map(|p| json!({"part": p.number, "platform_post_id": p.platform_post_id, "permalink": p.permalink}))
-            .collect();
-        parts.push(json!({"part": request.part.number, "platform_post_id": published.platform_post_id, "permalink": published.permalink}));
-        if let Some(first) = request.part.published.first() {
-            payload["platform_post_id"] = json!(first.platform_post_id);
-            payload["permalink"] = json!(first.permalink);
-        }
-        payload["parts"] = serde_json::Value::Array(parts);
+    let mut payload = parts::with_parts(
+        json!({
+            "channel": channel.name,
+            "platform_post_id": published.platform_post_id,
+            "permalink": published.permalink,
+        }),
+        &request.part.published,
+        request.part.number,
+        published.platform_post_id.as_deref(),
+        published.permalink.as_deref(),
+    );
+    // A post of several parts is named by its first.
+    if let Some(first) = request.part.published.first() {
+        payload["platform_post_id"] = json!(first.platform_post_id);
+        payload["permalink"] = json!(first.permalink);
     }
     payload
 }

@@ -89,6 +89,28 @@ pub(crate) fn part_request(
     }
 }
 
+/// A `published` notification's data with each part's id and permalink (`parts`) for a
+/// post of several: those already `out`, then `number`, the last, as it went out now.
+pub(crate) fn with_parts(
+    mut payload: serde_json::Value,
+    out: &[PublishedPart],
+    number: u32,
+    platform_post_id: Option<&str>,
+    permalink: Option<&str>,
+) -> serde_json::Value {
+    if number > 1 {
+        let part = |number: u32, id: Option<&str>, link: Option<&str>| serde_json::json!({"part": number, "platform_post_id": id, "permalink": link});
+        let parts = out
+            .iter()
+            .filter(|p| p.number < number)
+            .map(|p| part(p.number, Some(&p.platform_post_id), p.permalink.as_deref()))
+            .chain(std::iter::once(part(number, platform_post_id, permalink)))
+            .collect();
+        payload["parts"] = serde_json::Value::Array(parts);
+    }
+    payload
+}
+
 /// What a person reads of a part: "part 2 of 5", "the first comment".
 pub(crate) fn describe(part: &PartRequest) -> String {
     if part.comment {
