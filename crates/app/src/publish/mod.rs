@@ -503,13 +503,13 @@ impl App {
         }
 
         // Still step 3: the media of every part still to go out are the approved bytes,
-        // or nothing is sent (each part checks its own again right before it goes).
-        for (index, part) in post.content.parts().iter().enumerate() {
-            if index + 1 < first_part as usize {
-                continue;
-            }
-            let request = parts::part_request(&post, index as u32 + 1, Vec::new(), &key);
-            if let Err(step) = self.recheck_media(&part.media).await {
+        // or nothing is sent. The run's first part is fetched last, right before it is
+        // prepared; each later part is fetched again right before it is.
+        let with_media = 1 + post.content.more.len() as u32;
+        let order = (first_part + 1..=with_media).chain(std::iter::once(first_part));
+        for number in order.filter(|n| *n <= with_media) {
+            let request = parts::part_request(&post, number, Vec::new(), &key);
+            if let Err(step) = self.recheck_media(&request.media).await {
                 return self
                     .step_failed(post, in_part(&request, step))
                     .await
