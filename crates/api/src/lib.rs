@@ -271,6 +271,7 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError
         now,
         health,
         due_by_channel: by_channel,
+        timeouts: (lock, statement),
     } = app.ledger_gauges().await?;
     let mut out = String::new();
     let gauge = |out: &mut String, name: &str, help: &str| {
@@ -412,6 +413,10 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError
             age(found.map(|d| d.oldest_due_at))
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP airlock_store_timeouts_total Waits for another database session this process gave up (lock_timeout, statement_timeout).\n# TYPE airlock_store_timeouts_total counter\nairlock_store_timeouts_total{{kind=\"lock\"}} {lock}\nairlock_store_timeouts_total{{kind=\"statement\"}} {statement}"
+    );
     let mut last = "";
     for series in app.metrics().snapshot() {
         if series.name != last {

@@ -227,9 +227,11 @@ impl From<StoreError> for Error {
                 scope: crate::publish::scope_arg(&scope),
                 reason,
             },
-            StoreError::Corrupt(_) | StoreError::Unavailable(_) | StoreError::ClockSkew { .. } => {
-                Error::Unavailable(e.to_string())
-            }
+            StoreError::Corrupt(_)
+            | StoreError::Unavailable(_)
+            | StoreError::ClockSkew { .. }
+            | StoreError::Timeout { .. }
+            | StoreError::Limits(_) => Error::Unavailable(e.to_string()),
         }
     }
 }

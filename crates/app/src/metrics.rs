@@ -45,6 +45,8 @@ pub struct LedgerGauges {
     pub health: HealthStats,
     /// Due posts per channel at `now`.
     pub due_by_channel: Vec<ChannelDue>,
+    /// Waits for another database session this process gave up: `(lock, statement)`.
+    pub timeouts: (u64, u64),
 }
 
 /// Labelled counters.
@@ -107,6 +109,7 @@ impl App {
             now,
             health,
             due_by_channel,
+            timeouts: store.timeouts(),
         })
     }
 }

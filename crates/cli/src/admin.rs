@@ -277,6 +277,17 @@ pub async fn doctor(config_path: &Path, online: bool, restored: bool) -> CmdResu
         Ok(None) => {}
         Err(e) => report(false, format!("postgres: {}", e.message)),
     }
+    match wiring::pg_checks(&config).await {
+        Ok(checks) => {
+            for (ok, what) in checks {
+                match ok {
+                    Some(ok) => report(ok, what),
+                    None => println!("warn  {what}"),
+                }
+            }
+        }
+        Err(e) => report(false, format!("postgres: {}", e.message)),
+    }
     let clock = airlock_app::App::system_clock();
     match airlock_store::LedgerClock::offset_from(store.as_ref(), &*clock).await {
         Ok(Some(offset)) => {

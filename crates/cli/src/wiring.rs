@@ -30,7 +30,74 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, Failure> {
     let store = PgStore::connect_with(url, pg_settings(config))
         .await
         .map_err(|e| Failure::failed(format!("{e}")))?;
+    let drift = store
+        .hold_limits(&ledger_limits(config))
+        .await
+        .map_err(|e| Failure::failed(format!("{e}")))?;
+    for difference in drift {
+        tracing::warn!(
+            "the ledger's limits differ from this configuration, and the stricter decides: {difference}; run `airlock migrate` with the owner's URL to write the configuration's"
+        );
+    }
     Ok(Arc::new(store))
+}
+
+/// The configuration's limits, as a PostgreSQL ledger holds them for its runtime role.
+pub fn ledger_limits(config: &Config) -> airlock_store_postgres::LedgerLimits {
+    let settings = config.app_settings();
+    airlock_store_postgres::LedgerLimits {
+        window: settings.window,
+        channels: settings
+            .channels
+            .values()
+            .map(|c| airlock_store_postgres::ChannelLimits {
+                channel: c.name.to_string(),
+                daily_limit: c.daily_limit,
+                zone: c.timezone.name().to_owned(),
+                budget: c.budget.map(|b| airlock_store_postgres::BudgetLimits {
+                    monthly: b.monthly,
+                    post: b.costs.post,
+                    url_post: b.costs.url_post,
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// What `doctor` checks of a PostgreSQL ledger beyond its mode: the limits it holds
+/// against the configuration's (passed or failed), and who else can reach it or hold its
+/// locks (warnings, `None`). Empty for SQLite.
+pub async fn pg_checks(config: &Config) -> Result<Vec<(Option<bool>, String)>, Failure> {
+    let url = config.database.as_str();
+    if url.starts_with("sqlite:") {
+        return Ok(Vec::new());
+    }
+    let failed = |e: airlock_store::StoreError| Failure::failed(format!("{e}"));
+    let store = PgStore::connect_existing_with(url, pg_settings(config))
+        .await
+        .map_err(failed)?;
+    let mut checks = Vec::new();
+    let drift = store
+        .limits_drift(&ledger_limits(config))
+        .await
+        .map_err(failed)?;
+    if drift.is_empty() {
+        checks.push((
+            Some(true),
+            "postgres: the ledger holds the configuration's limits".into(),
+        ));
+    }
+    for difference in drift {
+        checks.push((
+            Some(false),
+            format!("postgres limits: {difference}: run `airlock migrate` with the owner's URL"),
+        ));
+    }
+    for warning in store.access_warnings().await.map_err(failed)? {
+        checks.push((None, format!("postgres access: {warning}")));
+    }
+    store.close().await;
+    Ok(checks)
 }
 
 /// How a PostgreSQL ledger is connected (owner or hardened runtime role, functions

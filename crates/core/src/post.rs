@@ -635,7 +635,8 @@ pub struct PostEvent {
     pub at: DateTime<Utc>,
     /// What kind of event: `status` for a state change, else `created`, `edited`,
     /// `rejected`, `verdict`, `quarantined`, `released`, `note`, `quota_deferred`,
-    /// `verified`, `verify_failed`, `stale_outcome`.
+    /// `verified`, `verify_failed`, `stale_outcome`, `changed` (fields the status change
+    /// does not explain, each before and after, written by the store itself).
     pub kind: String,
     /// State before (`null` on creation).
     pub from: Option<PostStatus>,

@@ -20,7 +20,8 @@
 -- AL015 has history, AL016 idempotency mismatch {key}, AL017 duplicate text {earlier,
 -- status}, AL018 corrupt quota (the message is the reason), AL019 draft limit {actor,
 -- held, max}, AL020 a write breaking a rule every write keeps {rule}, AL021 a caller's
--- clock too far from the database's {caller, database}.
+-- clock too far from the database's {caller, database}, AL022 a claim the ledger's
+-- limits (written by the owner) refuse to decide as asked {what}.
 --
 -- Times are the database's clock (airlock_time): a function takes the caller's `p_now`
 -- only on a ledger the owner set to decide by its callers' clocks (`ledger_clock`, for
@@ -135,6 +136,75 @@ BEGIN
         DETAIL = COALESCE(p_detail, '{}'::jsonb)::text;
 END $$;
 
+-- Refuses (AL020) an argument outside [p_min, p_max]: no caller picks a negative count
+-- or a lease into next year.
+CREATE OR REPLACE FUNCTION airlock_bounded(p_name text, p_value numeric, p_min numeric,
+    p_max numeric)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    IF p_value IS NULL OR p_value < p_min OR p_value > p_max THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+            '%s must be between %s and %s, not %s', p_name, p_min, p_max,
+            COALESCE(p_value::text, 'null'))));
+    END IF;
+END $$;
+
+-- Takes one of airlock's own locks (`ledger_locks`): only the owner, and so only these
+-- functions, may lock its rows, so no other session can hold them.
+CREATE OR REPLACE FUNCTION airlock_lock(p_name text, p_exclusive boolean)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    IF p_exclusive THEN
+        PERFORM 1 FROM ledger_locks WHERE name = p_name FOR UPDATE;
+    ELSE
+        PERFORM 1 FROM ledger_locks WHERE name = p_name FOR SHARE;
+    END IF;
+END $$;
+
+-- Whether the session's login role is the ledger's owner (or a superuser), rather than a
+-- role that holds only the runtime role.
+CREATE OR REPLACE FUNCTION airlock_session_is_owner()
+RETURNS boolean LANGUAGE sql STABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT pg_has_role(session_user, current_user, 'USAGE');
+$$;
+
+-- Refuses (AL022) period starts that are not consecutive local days (months) of
+-- `p_zone` covering `p_now`: each the first instant of its local day (the first of its
+-- month), one after another, from before `p_now` to well after it. The starts are the
+-- caller's (airlock_core::quota::day_bounds, budget::month_bounds); the zone is the
+-- ledger's, so a caller cannot move a day's edges.
+CREATE OR REPLACE FUNCTION airlock_check_periods(p_what text, p_starts timestamptz[],
+    p_zone text, p_months boolean, p_now timestamptz)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    n integer := COALESCE(array_length(p_starts, 1), 0);
+    local_day date;
+    prev_day date;
+BEGIN
+    IF n < 3 OR NOT (p_starts[1] <= p_now - interval '5 minutes'
+                     AND p_starts[n] > p_now + interval '1 day') THEN
+        PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+            'the %s starts sent do not cover %s', p_what, airlock_show_time(p_now))));
+    END IF;
+    FOR i IN 1 .. n LOOP
+        local_day := (p_starts[i] AT TIME ZONE p_zone)::date;
+        IF ((p_starts[i] - interval '1 microsecond') AT TIME ZONE p_zone)::date >= local_day
+           OR (p_months AND extract(day FROM local_day) <> 1)
+           OR (i > 1 AND local_day <> (prev_day + CASE WHEN p_months THEN interval '1 month'
+                                                     ELSE interval '1 day' END)::date) THEN
+            PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+                '%s is not where a %s starts in %s, the channel''s zone in the ledger: '
+                'the configuration''s zone differs from the ledger''s', airlock_show_time(p_starts[i]),
+                CASE WHEN p_months THEN 'month' ELSE 'day' END, p_zone)));
+        END IF;
+        prev_day := local_day;
+    END LOOP;
+END $$;
+
 -- Notifications [{sink, event, post_id, payload}] in order, written with their change.
 CREATE OR REPLACE FUNCTION airlock_insert_outbox(p_notify jsonb, p_now timestamptz)
 RETURNS void LANGUAGE sql
@@ -153,7 +223,7 @@ LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(1095912454, 0);
+    PERFORM airlock_lock('pauses', false);
     SELECT p.scope, p.reason INTO scope, reason FROM pauses p WHERE p.resumed_at IS NULL
         AND (p.scope = '*' OR p.scope = (SELECT channel FROM posts WHERE id = p_post))
         ORDER BY p.scope = '*' DESC, p.id LIMIT 1;
@@ -169,7 +239,7 @@ DECLARE
 BEGIN
     p_now := airlock_time(p_now, false);
     -- Wait for intents being recorded now; every later one sees this pause.
-    PERFORM pg_advisory_xact_lock(1095912454, 0);
+    PERFORM airlock_lock('pauses', true);
     INSERT INTO pauses (scope, reason, actor, created_at) VALUES (p_scope, p_reason, p_actor, p_now)
         ON CONFLICT (scope) WHERE resumed_at IS NULL DO NOTHING;
     GET DIAGNOSTICS inserted = ROW_COUNT;
@@ -404,6 +474,14 @@ END $$;
 -- Store::claim_post: the post unchanged and not paused, the claim, the reservation with
 -- the post quota and money budget, and (with p_intent_key) the intent of part
 -- p_intent_part, in one transaction. outcome: claimed | gone | paused | over_quota.
+--
+-- The limits are the ledger's where the owner wrote them (`ledger_limits`,
+-- `channel_limits`): the caller's count only where they are stricter, its period starts
+-- must be the channel's days and months in the ledger's zone, and its cost is held
+-- between what the ledger's prices make of the post's requests. A post that counts (not
+-- a test, nothing of it out yet) is always decided, whatever the caller asks. Only the
+-- owner may claim on a ledger without limits (tests, and the moment before the owner's
+-- store first writes them); anyone else is refused (AL022).
 CREATE OR REPLACE FUNCTION airlock_claim_post(
     p_id bigint, p_version bigint, p_allow_test boolean, p_worker text, p_actor text,
     p_now timestamptz, p_lease_until timestamptz, p_note text,
@@ -426,9 +504,17 @@ DECLARE
     decision record;
     v_generation bigint;
     written intents;
+    ledger ledger_limits;
+    channel channel_limits;
+    requests bigint;
 BEGIN
     -- Refuses a caller whose clock is too far from the database's.
     PERFORM airlock_time(p_now, true);
+    PERFORM airlock_bounded('the lease', extract(epoch FROM p_lease_until - p_now), 0,
+                            extract(epoch FROM interval '1 day'));
+    PERFORM airlock_bounded('the intent part', COALESCE(p_intent_part, 1), 1, 50);
+    PERFORM airlock_bounded('the intent margin', COALESCE(p_intent_margin_us, 0), 0,
+                            86400000000);
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'airlock: claims need READ COMMITTED transactions (the server or role default is %)',
             current_setting('transaction_isolation');
@@ -451,10 +537,49 @@ BEGIN
         RETURN;
     END IF;
     v_now := airlock_now_after(p_now, started);
+    IF NOT cur.test AND NOT EXISTS (SELECT 1 FROM reservations r
+                                    WHERE r.post_id = p_id AND r.state = 'committed') THEN
+        SELECT * INTO ledger FROM ledger_limits;
+        SELECT * INTO channel FROM channel_limits c WHERE c.channel = cur.channel;
+        IF ledger.window_us IS NULL OR channel.channel IS NULL THEN
+            IF NOT airlock_session_is_owner() THEN
+                PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+                    'the ledger holds no limits for channel %s: run `airlock migrate` with '
+                    'the owner''s URL to write the configuration''s limits', cur.channel)));
+            END IF;
+        ELSE
+            IF p_day IS NULL THEN
+                PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what',
+                    format('post %s counts against its quota, and the claim sent no day', p_id)));
+            END IF;
+            PERFORM airlock_check_periods('day', p_day, channel.zone, false, v_now);
+            p_window_us := greatest(COALESCE(p_window_us, 0), ledger.window_us);
+            p_window_limit := least(COALESCE(p_window_limit, ledger.window_limit),
+                                    ledger.window_limit);
+            p_daily_limit := least(COALESCE(p_daily_limit, channel.daily_limit),
+                                   channel.daily_limit);
+            IF channel.budget_monthly IS NOT NULL THEN
+                IF p_month IS NULL THEN
+                    PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+                        'channel %s has a budget in the ledger, and the claim sent no month',
+                        cur.channel)));
+                END IF;
+                PERFORM airlock_check_periods('month', p_month, channel.zone, true, v_now);
+                p_budget_monthly := least(COALESCE(p_budget_monthly, channel.budget_monthly),
+                                          channel.budget_monthly);
+                -- Each part and the first comment is a request the platform charges.
+                requests := 1 + jsonb_array_length(cur.more_parts)
+                    + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END;
+                p_budget_cost := least(greatest(COALESCE(p_budget_cost, channel.url_post_cost * requests),
+                                                channel.post_cost * requests),
+                                       channel.url_post_cost * requests);
+            END IF;
+        END IF;
+    END IF;
     IF p_window_limit IS NOT NULL THEN
         -- Every reservation serializes on the global window; the rows are read by a
         -- statement whose snapshot is taken after the lock (READ COMMITTED).
-        PERFORM pg_advisory_xact_lock(1095912449, 0);
+        PERFORM airlock_lock('window', true);
         v_now := airlock_now_after(p_now, started);
         SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
             p_window_us, p_window_limit, p_daily_limit, p_day,
@@ -949,6 +1074,19 @@ BEGIN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a verdict names the content its critic read, and an approval who gave it'));
     END IF;
+    -- An approval names only critics whose passes of this content stand: the one given
+    -- now, and earlier ones in this review round (or the round a withdrawal ended).
+    IF p_effect = 'approve' AND (p_verdict->>'verdict' IS DISTINCT FROM 'pass' OR EXISTS (
+            SELECT 1 FROM unnest(string_to_array(p_approved_by, ', ')) AS a(name)
+            WHERE a.name <> p_actor AND NOT EXISTS (
+                SELECT 1 FROM verdicts v JOIN posts p ON p.id = v.post_id
+                WHERE v.post_id = p_id AND v.actor = a.name AND v.verdict = 'pass'
+                  AND v.content_hash = p_verdict->>'content_hash'
+                  AND v.review_round >= p.review_round - 1))
+            OR NOT p_actor = ANY (string_to_array(p_approved_by, ', '))) THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+            'an approval names the critic who passes it and only critics whose passes of this content stand'));
+    END IF;
     IF p_effect = 'approve' THEN
         SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved',
             p_actor, p_note, p_now,
@@ -1286,6 +1424,10 @@ CREATE OR REPLACE FUNCTION airlock_open_session(p_id_sha256 text, p_token_sha256
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
 BEGIN
+    p_now := airlock_time(p_now, true);
+    PERFORM airlock_bounded('the most sessions', p_max, 1, 1000000);
+    PERFORM airlock_bounded('a session''s lifetime', extract(epoch FROM p_expires_at - p_now),
+                            0, extract(epoch FROM interval '400 days'));
     DELETE FROM dashboard_sessions WHERE expires_at <= p_now;
     INSERT INTO dashboard_sessions (id_sha256, token_sha256, created_at, expires_at)
         VALUES (p_id_sha256, p_token_sha256, p_now, p_expires_at);
@@ -1352,6 +1494,7 @@ DECLARE
     win interval := p_window_us * interval '1 microsecond';
     earlier record;
 BEGIN
+    PERFORM airlock_bounded('the duplicate window in µs', p_window_us, 0, 3153600000000000);
     PERFORM pg_advisory_xact_lock(1095912455, hashtext(p_channel || E'\n' || p_text_key));
     SELECT id, status INTO earlier FROM posts WHERE channel = p_channel AND text_key = p_text_key
         AND ((status = 'draft' AND quarantined_at IS NOT NULL)
@@ -1389,6 +1532,8 @@ BEGIN
     p_now := airlock_time(p_now, false);
     existing := true;
     IF p_key IS NOT NULL THEN
+        PERFORM airlock_bounded('the creation keys'' lifetime in µs', p_key_ttl_us,
+                                60000000, 3153600000000000);
         PERFORM pg_advisory_xact_lock(1095912452, hashtext(p_key_scope || E'\n' || p_key));
         DELETE FROM create_keys WHERE created_at < p_now - p_key_ttl_us * interval '1 microsecond';
         SELECT request_sha256, post_id INTO earlier FROM create_keys
@@ -1415,6 +1560,7 @@ BEGIN
         END IF;
     END IF;
     IF p_max_live_drafts IS NOT NULL THEN
+        PERFORM airlock_bounded('the most live drafts', p_max_live_drafts, 0, 1000000);
         -- Creates by one actor count one after another (airlock_store::decide::draft_limit).
         PERFORM pg_advisory_xact_lock(1095912456, hashtext(p_actor));
         SELECT count(*) INTO held FROM posts WHERE status = 'draft' AND created_by = p_actor;
@@ -1547,6 +1693,7 @@ GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
 GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
     channel_failures, ledger_clock, _sqlx_migrations TO {{runtime_role}};
 GRANT SELECT (name, roles, created_at, revoked_at, last_used_at) ON tokens TO {{runtime_role}};
+GRANT SELECT ON ledger_limits, channel_limits TO {{runtime_role}};
 GRANT SELECT (created_at, expires_at) ON dashboard_sessions TO {{runtime_role}};
 
 DO $$

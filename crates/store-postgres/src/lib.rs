@@ -33,12 +33,13 @@
 //! sqlx types stay inside the store crates: errors leave them as [`StoreError`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration as StdDuration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPool};
-use sqlx::{Connection, PgConnection};
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
 
 use airlock_core::{PostEvent, PostId};
 use airlock_store::{NewNotification, Result, Store, StoreError};
@@ -49,6 +50,7 @@ use crate::dialect::Pg;
 mod admin;
 mod dialect;
 mod functions;
+mod limits;
 mod ops;
 mod posts;
 mod publish;
@@ -65,6 +67,7 @@ pub struct PgStore {
 }
 
 pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};
+pub use limits::{BudgetLimits, ChannelLimits, LedgerLimits};
 
 /// Whose clock a PostgreSQL ledger decides by ([`PgStore::set_clock`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,13 +114,28 @@ impl Default for PgSettings {
 
 pub(crate) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// How long a session waits for a lock another session holds before the statement fails
+/// ([`StoreError::Timeout`]). Any role that can log in may take an advisory lock, so no
+/// wait is unbounded.
+pub const LOCK_TIMEOUT: &str = "5s";
+
+/// How long one statement may run before it fails ([`StoreError::Timeout`]). Migrations
+/// run on a connection of their own without it.
+pub const STATEMENT_TIMEOUT: &str = "60s";
+
+/// How long `migrate` waits for another process applying migrations.
+const MIGRATE_LOCK_TIMEOUT: &str = "5min";
+
+/// Timeouts this process saw ([`Store::timeouts`]): lock waits, statements.
+static TIMEOUTS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
 /// Advisory lock classes (two-int form; the first int). See the migration's header.
 ///
-/// The others are taken by airlock's functions (`sql/functions.sql`): +1 every
-/// reservation (the rolling window spans channels), +4 creation idempotency keys (a hash
-/// of scope and key), +5 compose slots (channel and slot), +6 pauses against intents (an
-/// intent takes it shared, setting a pause exclusively), +7 drafts with one normalised
-/// text on a channel, +8 the live drafts of one creator.
+/// The others are taken by airlock's functions (`sql/functions.sql`): +4 creation
+/// idempotency keys (a hash of scope and key), +5 compose slots (channel and slot), +7
+/// drafts with one normalised text on a channel, +8 the live drafts of one creator. The
+/// rolling window (once +1) and pauses against intents (once +6) are rows of
+/// `ledger_locks`, which only the owner may lock (`0010_hardened_ledger.sql`).
 pub(crate) mod lock {
     /// The event feed watermark (shared by every event insert, see the migration).
     pub const EVENTS: i32 = 1_095_912_450;
@@ -177,12 +195,20 @@ impl PgStore {
         let mut lock_conn = PgConnection::connect_with(&self.wake.options())
             .await
             .map_err(db)?;
+        // A migration may rewrite a large table: no statement limit on this connection,
+        // and a longer wait for another process migrating now.
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "SET statement_timeout = 0; SET lock_timeout = '{MIGRATE_LOCK_TIMEOUT}'"
+        )))
+        .execute(&mut lock_conn)
+        .await
+        .map_err(db)?;
         sqlx::query("SELECT pg_advisory_lock($1, 0)")
             .bind(lock::MIGRATE)
             .execute(&mut lock_conn)
             .await
             .map_err(db)?;
-        let applied = match MIGRATOR.run(&self.pool).await {
+        let applied = match MIGRATOR.run_direct(None, &mut lock_conn, false).await {
             Ok(()) => functions::install(&mut lock_conn, &self.runtime_role).await,
             Err(e) => Err(StoreError::Unavailable(Box::new(e))),
         };
@@ -243,13 +269,46 @@ fn unavailable_at(options: &PgConnectOptions, e: sqlx::Error) -> StoreError {
 
 /// Maps a database error with nothing more specific to say.
 pub(crate) fn db(e: sqlx::Error) -> StoreError {
-    if sqlstate(&e).as_deref() == Some(TOO_LARGE)
-        && let sqlx::Error::Database(d) = &e
-    {
-        return StoreError::TooLarge(d.message().trim_start_matches("airlock: ").to_owned());
+    let code = sqlstate(&e);
+    if let sqlx::Error::Database(d) = &e {
+        match code.as_deref() {
+            Some(TOO_LARGE) => {
+                return StoreError::TooLarge(
+                    d.message().trim_start_matches("airlock: ").to_owned(),
+                );
+            }
+            Some(code @ (LOCK_NOT_AVAILABLE | QUERY_CANCELED)) => {
+                let lock = code == LOCK_NOT_AVAILABLE;
+                TIMEOUTS[usize::from(!lock)].fetch_add(1, Ordering::Relaxed);
+                // Where it waited: the statement, or the function line that took the lock.
+                let at = d
+                    .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                    .and_then(|d| d.r#where())
+                    .and_then(|w| w.lines().next())
+                    .unwrap_or("a statement")
+                    .to_owned();
+                let timeout = |name, value| format!("{name} = {value}");
+                tracing::warn!(target: "airlock::store", at, lock, "PostgreSQL gave up waiting");
+                return StoreError::Timeout {
+                    what: format!("for a {} ({at})", if lock { "lock" } else { "statement" }),
+                    limit: if lock {
+                        timeout("lock_timeout", LOCK_TIMEOUT)
+                    } else {
+                        timeout("statement_timeout", STATEMENT_TIMEOUT)
+                    },
+                };
+            }
+            _ => {}
+        }
     }
     airlock_store_sql::column_error(e)
 }
+
+/// SQLSTATE of a lock wait that `lock_timeout` ended.
+const LOCK_NOT_AVAILABLE: &str = "55P03";
+
+/// SQLSTATE of a statement `statement_timeout` (or a cancel request) ended.
+const QUERY_CANCELED: &str = "57014";
 
 /// The SQLSTATE of a database error, if it is one.
 pub(crate) fn sqlstate(e: &sqlx::Error) -> Option<String> {
@@ -333,6 +392,7 @@ pub(crate) fn refusal(e: sqlx::Error, id: PostId) -> StoreError {
                 _ => db(e),
             }
         }
+        "AL022" => StoreError::Limits(text("what").unwrap_or_default()),
         "AL018" => match e.as_database_error() {
             Some(d) => StoreError::CorruptQuota(d.message().to_owned()),
             None => db(e),
@@ -416,5 +476,12 @@ impl Store for PgStore {
 
     async fn wait_for_due(&self, seen: u64, timeout: StdDuration) -> u64 {
         self.wake.wait(seen, timeout).await
+    }
+
+    fn timeouts(&self) -> (u64, u64) {
+        (
+            TIMEOUTS[0].load(Ordering::Relaxed),
+            TIMEOUTS[1].load(Ordering::Relaxed),
+        )
     }
 }

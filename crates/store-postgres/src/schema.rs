@@ -25,7 +25,12 @@ impl PgStore {
                     .into(),
             )
         })?;
-        let options = options.application_name("airlock");
+        // A session waits a bounded time for a lock or a statement: a stranger's lock
+        // makes a write fail with StoreError::Timeout instead of freezing airlock.
+        let options = options.application_name("airlock").options([
+            ("lock_timeout", crate::LOCK_TIMEOUT),
+            ("statement_timeout", crate::STATEMENT_TIMEOUT),
+        ]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .min_connections(0)

@@ -244,6 +244,23 @@ const INVARIANTS: &[(&str, &str)] = &[
          WHERE r.state = 'committed' AND p.status <> 'posted' LIMIT 20",
         "hold a committed reservation but are not published",
     ),
+    // A published post's history is whole: what was sent, what was counted, the edge.
+    (
+        "SELECT p.id FROM posts p WHERE p.status = 'posted' AND NOT EXISTS \
+         (SELECT 1 FROM intents i WHERE i.post_id = p.id AND i.phase = 'succeeded') LIMIT 20",
+        "are published without an intent that succeeded",
+    ),
+    (
+        "SELECT p.id FROM posts p WHERE p.status = 'posted' AND p.test = FALSE AND NOT EXISTS \
+         (SELECT 1 FROM reservations r WHERE r.post_id = p.id AND r.state = 'committed') LIMIT 20",
+        "are published without a committed reservation (they were never counted)",
+    ),
+    (
+        "SELECT p.id FROM posts p WHERE p.status = 'posted' AND NOT EXISTS \
+         (SELECT 1 FROM post_events e WHERE e.post_id = p.id AND e.kind = 'status' \
+          AND e.to_status = 'posted') LIMIT 20",
+        "are published without the event of their publish",
+    ),
 ];
 
 /// Rows of a child table for a page of posts, grouped by post id, in id order.

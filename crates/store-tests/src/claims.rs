@@ -120,7 +120,7 @@ pub async fn a_claim_sets_the_lease_and_the_next_generation(store: Arc<dyn Store
         worker: "host-1-abc".into(),
         actor: "dispatcher:host-1-abc".into(),
         lease_until: mins(15),
-        ..post_claim(&post, t0(), None)
+        ..post_claim(&post, t0(), ROOMY)
     };
     let PostClaimed::Claimed { post: claimed, .. } = s.claim_post(&req).await.unwrap() else {
         panic!("the post is claimable");
@@ -247,7 +247,7 @@ pub async fn concurrent_claimers_claim_each_post_exactly_once(ledger: &Ledger) {
                         worker: worker.clone(),
                         actor: format!("dispatcher:{worker}"),
                         lease_until: mins(15),
-                        ..post_claim(&post, t0(), None)
+                        ..post_claim(&post, t0(), ROOMY)
                     };
                     match handle.claim_post(&req).await.expect("claim") {
                         PostClaimed::Claimed { post, .. } => {
@@ -340,8 +340,10 @@ pub async fn claim_post_claims_reserves_and_records_the_intent_at_once(store: Ar
         .count();
     assert_eq!(claims, 1);
 
-    // Without quota or intent, only the claim.
-    let read = approved(s, "alpha", "bare", mins(-1)).await;
+    // A test post (which never counts) without quota or intent: only the claim.
+    let mut bare = new_post("alpha", "bare", mins(-1));
+    bare.test = true;
+    let read = approve(s, &create(s, bare).await, mins(-2)).await;
     let PostClaimed::Claimed { intent, .. } = s
         .claim_post(&full_claim(&read, t0(), None, false))
         .await

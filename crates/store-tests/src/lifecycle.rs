@@ -148,7 +148,9 @@ pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
 }
 
 /// An edit of an approved post withdraws the approval and its status event says what
-/// changed; an edit of a draft appends an `edited` event.
+/// changed; an edit of a draft appends an `edited` event. A new schedule also leaves the
+/// store's own `changed` record with both times, whoever wrote it; an edit to the same
+/// time changes nothing and records no change.
 pub async fn an_edit_says_what_changed_once(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let post = approved(s, "threads-main", "Edited after approval", t0()).await;
@@ -166,22 +168,35 @@ pub async fn an_edit_says_what_changed_once(store: Arc<dyn Store>) {
     assert_eq!(edited.status, PostStatus::Draft);
     assert_eq!(edited.approved_hash, None);
     let timeline = events(s, post.id).await;
-    assert_eq!(timeline.len(), 3, "{timeline:?}");
-    assert_eq!(timeline[2].kind, "status");
-    assert_eq!(timeline[2].from, Some(PostStatus::Approved));
-    assert_eq!(timeline[2].to, PostStatus::Draft);
+    assert_eq!(timeline.len(), 4, "{timeline:?}");
+    assert_eq!(timeline[2].kind, "changed");
     assert_eq!(timeline[2].actor, WRITER);
     assert_eq!(
         timeline[2].note.as_deref(),
+        Some(
+            format!(
+                "scheduled_at: {} -> {}",
+                airlock_core::time::format_utc(t0()),
+                airlock_core::time::format_utc(mins(60))
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(timeline[3].kind, "status");
+    assert_eq!(timeline[3].from, Some(PostStatus::Approved));
+    assert_eq!(timeline[3].to, PostStatus::Draft);
+    assert_eq!(timeline[3].actor, WRITER);
+    assert_eq!(
+        timeline[3].note.as_deref(),
         Some("edited (scheduled_at): approval withdrawn")
     );
     s.change_post(edit(&edited)).await.unwrap();
     let timeline = events(s, post.id).await;
-    assert_eq!(timeline.len(), 4, "{timeline:?}");
-    assert_eq!(timeline[3].kind, "edited");
-    assert_eq!(timeline[3].to, PostStatus::Draft);
-    assert_eq!(timeline[3].note.as_deref(), Some("edited scheduled_at"));
-    assert_eq!(timeline[3].at, mins(3));
+    assert_eq!(timeline.len(), 5, "{timeline:?}");
+    assert_eq!(timeline[4].kind, "edited");
+    assert_eq!(timeline[4].to, PostStatus::Draft);
+    assert_eq!(timeline[4].note.as_deref(), Some("edited scheduled_at"));
+    assert_eq!(timeline[4].at, mins(3));
 }
 
 /// A write fenced by an old generation changes nothing — no status, field, reservation,

@@ -315,6 +315,22 @@ pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store
 
     // Not sent: the error, the next try, an attempt and a wait.
     let approved = approve(s, &after, mins(2)).await;
+    // Requeued (before the claims below, which reserve later in the day): the error, the next try, attempts and waits cleared.
+    let failed = in_status(s, PostStatus::Failed, "threads-main").await;
+    assert!(failed.error.is_some());
+    let requeue = Change::Requeued {
+        version: failed.version,
+    };
+    let cleared = s
+        .change_post(PostChange::new(failed.id, CRITIC, mins(3), requeue))
+        .await
+        .unwrap();
+    assert_eq!(cleared.status, PostStatus::Approved);
+    assert_eq!(cleared.error, None);
+    assert_eq!(cleared.not_before, None);
+    assert_eq!((cleared.attempts, cleared.waits), (0, 0));
+    assert_eq!(cleared.content, failed.content);
+
     let claimed = claim(s, &approved, mins(91)).await;
     let not_sent = Change::NotSent {
         generation: claimed.generation,
@@ -370,22 +386,6 @@ pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store
         ..by_platform_id
     };
     assert!(s.list_posts(&other).await.unwrap().is_empty());
-
-    // Requeued: the error, the next try, attempts and waits cleared.
-    let failed = in_status(s, PostStatus::Failed, "threads-main").await;
-    assert!(failed.error.is_some());
-    let requeue = Change::Requeued {
-        version: failed.version,
-    };
-    let cleared = s
-        .change_post(PostChange::new(failed.id, CRITIC, mins(3), requeue))
-        .await
-        .unwrap();
-    assert_eq!(cleared.status, PostStatus::Approved);
-    assert_eq!(cleared.error, None);
-    assert_eq!(cleared.not_before, None);
-    assert_eq!((cleared.attempts, cleared.waits), (0, 0));
-    assert_eq!(cleared.content, failed.content);
 }
 
 /// A write guarded by a version the post has moved past is a `Conflict` and changes nothing.

@@ -453,4 +453,11 @@ pub trait Store: Reads + Posts + Publishing + Admin + Sessions + 'static {
     /// A wake-up is a hint, never the record: callers look at the ledger afterwards.
     /// Backends without cross-process signals just sleep.
     async fn wait_for_due(&self, seen: u64, timeout: std::time::Duration) -> u64;
+
+    /// Waits this process gave up ([`crate::StoreError::Timeout`]) since it started, for
+    /// `/metrics`: `(lock, statement)`. Backends that never wait on another session
+    /// answer zeros.
+    fn timeouts(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }

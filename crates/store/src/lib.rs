@@ -152,6 +152,22 @@ pub enum StoreError {
         /// The database's time.
         database: DateTime<Utc>,
     },
+    /// The database gave up waiting for a lock or a statement another session holds up:
+    /// nothing was written. PostgreSQL's sessions wait a bounded time
+    /// (`lock_timeout`, `statement_timeout`), so a stranger's lock cannot freeze airlock.
+    #[error(
+        "gave up after waiting {limit} {what}: another session holds it, and nothing was written. `airlock doctor` names sessions holding airlock's locks; end the one that should not (SELECT pg_terminate_backend(pid)), then try again"
+    )]
+    Timeout {
+        /// `for a lock (...)` or `for a statement (...)`, with where it waited.
+        what: String,
+        /// The setting that gave up (`lock_timeout = 5s`).
+        limit: String,
+    },
+    /// The limits the ledger's owner wrote refuse a claim as asked (hardened PostgreSQL):
+    /// publishing stops until the owner applies the configuration.
+    #[error("the ledger's limits refuse the claim: {0}")]
+    Limits(String),
     /// The database could not be reached or failed.
     #[error("store unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),

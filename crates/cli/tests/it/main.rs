@@ -6,6 +6,7 @@ mod critic;
 mod dispatch;
 mod drills;
 mod edge;
+mod hardened;
 mod lifecycle;
 mod mcp;
 mod operations;

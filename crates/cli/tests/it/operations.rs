@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sqlx::Connection;
 
+use crate::hardened::{Hardened, sql_as};
 use crate::support::*;
 
 /// A copy of the first release's SQLite ledger (ten posts in every state) in a temp dir,
@@ -393,96 +394,14 @@ fn version_names_the_release_and_the_commit_and_help_describes_airlock() {
     );
 }
 
-/// Roles that exist for one test, dropped at its end (after the database that uses them).
-struct TestRoles(Vec<String>);
-
-impl Drop for TestRoles {
-    fn drop(&mut self) {
-        for role in &self.0 {
-            if let Err(e) =
-                airlock_testkit::pg::admin_sql(&[&format!("DROP ROLE IF EXISTS {role}")])
-            {
-                eprintln!("could not drop test role {role}: {e}");
-            }
-        }
-    }
-}
-
-/// Runs statements on a database as a user, stopping at the first error.
-fn sql_as(url: &str, statements: &[&str]) -> Result<(), String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let mut conn = sqlx::PgConnection::connect(url)
-                .await
-                .map_err(|e| e.to_string())?;
-            for statement in statements {
-                sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
-                    .execute(&mut conn)
-                    .await
-                    .map_err(|e| format!("{statement}: {e}"))?;
-            }
-            conn.close().await.ok();
-            Ok(())
-        })
-}
-
 /// The hardened PostgreSQL mode of docs/deploy.md, step by step: the owner migrates
 /// (creating the runtime role, airlock's functions and the grants), a login role holding
 /// only the runtime role publishes through those functions, and that role can neither
 /// write a table by hand nor read a secret.
 #[test]
 fn the_hardened_postgres_mode_publishes_through_functions_and_refuses_hand_written_writes() {
-    let suffix = format!(
-        "{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos()
-    );
-    let (owner, app, runtime) = (
-        format!("airlock_owner_{suffix}"),
-        format!("airlock_app_{suffix}"),
-        format!("airlock_rt_{suffix}"),
-    );
-    let _roles = TestRoles(vec![app.clone(), runtime.clone(), owner.clone()]);
-    // Passwords, so that the test also works against a server without trust auth. The
-    // owner may create roles: `migrate` creates the runtime role when it is missing.
-    airlock_testkit::pg::admin_sql(&[
-        &format!("CREATE ROLE {owner} LOGIN CREATEROLE PASSWORD 'pw-{owner}'"),
-        &format!("CREATE ROLE {app} LOGIN PASSWORD 'pw-{app}'"),
-    ])
-    .unwrap();
-    let db = airlock_testkit::pg::TestDb::create();
-    airlock_testkit::pg::admin_sql(&[&format!("ALTER DATABASE {} OWNER TO {owner}", db.name())])
-        .unwrap();
-    let server = airlock_testkit::pg::server_url();
-    let as_user = |user: &str| {
-        let mut url =
-            url::Url::parse(&airlock_testkit::pg::with_database(&server, db.name())).unwrap();
-        url.set_username(user).unwrap();
-        url.set_password(Some(&format!("pw-{user}"))).unwrap();
-        url.to_string()
-    };
-    let superuser = airlock_testkit::pg::with_database(&server, db.name());
-    sql_as(
-        &superuser,
-        &[
-            "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
-            &format!("ALTER SCHEMA public OWNER TO {owner}"),
-        ],
-    )
-    .unwrap();
-    let config = |user: &str| {
-        format!(
-            "database = \"{}\"\n\n[postgres]\nruntime_role = \"{runtime}\"\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n",
-            as_user(user)
-        )
-    };
-    let ws = Workspace::new(&config(&app));
+    let h = Hardened::new("[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 5\n");
+    let ws = &h.app;
     // Before the owner migrates, the app role cannot, and says who must.
     let early = ws.run(&["post", "list"]);
     assert_eq!(early.code, 1, "{}{}", early.stdout, early.stderr);
@@ -494,10 +413,9 @@ fn the_hardened_postgres_mode_publishes_through_functions_and_refuses_hand_writt
         early.stderr
     );
 
-    let owner_ws = Workspace::new(&config(&owner));
-    owner_ws.ok(&["migrate"]);
-    // The DBA's one line: the app's login role gets the runtime role, nothing else.
-    airlock_testkit::pg::admin_sql(&[&format!("GRANT {runtime} TO {app}")]).unwrap();
+    // The owner migrates; the DBA's one line: the app's login role gets the runtime
+    // role, nothing else.
+    h.migrate();
 
     let id = ws
         .ok(&[
@@ -526,10 +444,10 @@ fn the_hardened_postgres_mode_publishes_through_functions_and_refuses_hand_writt
         "{}",
         doctor.stdout
     );
-    let doctor = owner_ws.ok(&["doctor"]);
+    let doctor = h.owner.ok(&["doctor"]);
     assert!(doctor.stdout.contains("owner"), "{}", doctor.stdout);
 
-    let app_url = as_user(&app);
+    let app_url = &h.app_url;
     for forbidden in [
         "UPDATE posts SET text = 'rewritten'",
         "UPDATE posts SET status = 'approved' WHERE status = 'posted'",
@@ -551,14 +469,14 @@ fn the_hardened_postgres_mode_publishes_through_functions_and_refuses_hand_writt
         // Helpers are for airlock's functions only.
         "SELECT airlock_insert_outbox('[]', now())",
     ] {
-        let refused = sql_as(&app_url, &[forbidden]).unwrap_err();
+        let refused = sql_as(app_url, &[forbidden]).unwrap_err();
         assert!(
             refused.contains("permission denied") || refused.contains("must be owner"),
             "{forbidden}: {refused}"
         );
     }
     sql_as(
-        &app_url,
+        app_url,
         &[
             "SELECT id, status FROM posts",
             "SELECT name, roles, revoked_at FROM tokens",

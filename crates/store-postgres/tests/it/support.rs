@@ -78,7 +78,27 @@ impl Backend for HardenedBackend {
 /// with only `airlock_runtime`.
 pub async fn fresh_hardened() -> Ledger {
     let db = TestDb::create();
-    store(&db).await.close().await;
+    let owner = store(&db).await;
+    // The owner writes limits for every channel a case drafts on (the suite's cases
+    // name their own channels and pass their own limits): wide enough that each case's
+    // own decide, in the suite's zone.
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO ledger_limits (window_us, window_limit, updated_at) \
+           VALUES (1, 1000000000, now()); \
+         CREATE FUNCTION test_channel_limits() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN \
+             INSERT INTO channel_limits (channel, daily_limit, zone, updated_at) \
+                 VALUES (NEW.channel, 1000000000, '{}', now()) ON CONFLICT DO NOTHING; \
+             RETURN NULL; \
+         END $$; \
+         CREATE TRIGGER test_channel_limits AFTER INSERT ON posts \
+             FOR EACH ROW EXECUTE FUNCTION test_channel_limits();",
+        airlock_store_tests::fixture::TZ.name()
+    )))
+    .execute(owner.pool())
+    .await
+    .expect("the owner writes the limits");
+    owner.close().await;
     let role = TestRole::create(airlock_store_postgres::DEFAULT_RUNTIME_ROLE);
     let backend = Arc::new(HardenedBackend { db, role });
     Ledger {

@@ -1,0 +1,261 @@
+//! What the ledger's owner holds for the runtime role (docs/stores.md#hardened-postgresql):
+//! the limits claims are decided against, written into the ledger so that a role which
+//! may only call airlock's functions cannot widen them, and the checks `doctor` runs on
+//! who else can reach the database or hold its locks.
+
+use airlock_store::Result;
+use chrono::Utc;
+
+use crate::{PgStore, db, functions, micros};
+
+/// The limits of a configuration, as the ledger holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerLimits {
+    /// The rolling window across channels.
+    pub window: airlock_core::quota::WindowRule,
+    /// Each configured channel's.
+    pub channels: Vec<ChannelLimits>,
+}
+
+/// One channel's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelLimits {
+    /// The channel.
+    pub channel: String,
+    /// Most publishes per local day.
+    pub daily_limit: u32,
+    /// The zone its days and months are counted in (an IANA name).
+    pub zone: String,
+    /// Its monthly budget and prices, when it has one.
+    pub budget: Option<BudgetLimits>,
+}
+
+/// A channel's budget and prices, in micro-dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetLimits {
+    /// Most spending per month.
+    pub monthly: u64,
+    /// A request without a link.
+    pub post: u64,
+    /// A request with a link.
+    pub url_post: u64,
+}
+
+/// A channel's row as stored.
+type Stored = (String, i64, String, Option<i64>, Option<i64>, Option<i64>);
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl ChannelLimits {
+    fn row(&self) -> Stored {
+        (
+            self.channel.clone(),
+            i64::from(self.daily_limit),
+            self.zone.clone(),
+            self.budget.map(|b| signed(b.monthly)),
+            self.budget.map(|b| signed(b.post)),
+            self.budget.map(|b| signed(b.url_post)),
+        )
+    }
+}
+
+impl PgStore {
+    /// Makes the ledger hold `limits`: the owner writes them (only rows that differ);
+    /// anyone else cannot, and gets what the ledger holds that differs from them, one
+    /// sentence each (empty when they match). Claims are decided by the stricter of the
+    /// two, so a difference never widens a limit.
+    pub async fn hold_limits(&self, limits: &LedgerLimits) -> Result<Vec<String>> {
+        if functions::can_migrate(&self.pool).await? {
+            self.write_limits(limits).await?;
+            return Ok(Vec::new());
+        }
+        self.limits_drift(limits).await
+    }
+
+    async fn write_limits(&self, limits: &LedgerLimits) -> Result<()> {
+        let now = Utc::now();
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        sqlx::query(
+            "INSERT INTO ledger_limits (window_us, window_limit, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (only_row) DO UPDATE SET window_us = $1, window_limit = $2, updated_at = $3 \
+             WHERE (ledger_limits.window_us, ledger_limits.window_limit) IS DISTINCT FROM ($1, $2)",
+        )
+        .bind(micros(limits.window.window))
+        .bind(i64::from(limits.window.limit))
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        let names: Vec<&str> = limits.channels.iter().map(|c| c.channel.as_str()).collect();
+        sqlx::query("DELETE FROM channel_limits WHERE NOT channel = ANY($1)")
+            .bind(&names)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        for channel in &limits.channels {
+            let (name, daily, zone, monthly, post, url_post) = channel.row();
+            sqlx::query(
+                "INSERT INTO channel_limits (channel, daily_limit, zone, budget_monthly, \
+                   post_cost, url_post_cost, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (channel) DO UPDATE SET daily_limit = $2, zone = $3, \
+                   budget_monthly = $4, post_cost = $5, url_post_cost = $6, updated_at = $7 \
+                 WHERE (channel_limits.daily_limit, channel_limits.zone, \
+                        channel_limits.budget_monthly, channel_limits.post_cost, \
+                        channel_limits.url_post_cost) IS DISTINCT FROM ($2, $3, $4, $5, $6)",
+            )
+            .bind(name)
+            .bind(daily)
+            .bind(zone)
+            .bind(monthly)
+            .bind(post)
+            .bind(url_post)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    /// What the ledger holds that differs from `limits`, one sentence each.
+    pub async fn limits_drift(&self, limits: &LedgerLimits) -> Result<Vec<String>> {
+        let held: Option<(i64, i64)> =
+            sqlx::query_as("SELECT window_us, window_limit FROM ledger_limits")
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        let mut drift = Vec::new();
+        let wanted = (micros(limits.window.window), i64::from(limits.window.limit));
+        match held {
+            None => drift.push("the ledger holds no rolling window".to_owned()),
+            Some(held) if held != wanted => drift.push(format!(
+                "the rolling window is {} publishes per {} µs in the ledger, {} per {} µs in the configuration",
+                held.1, held.0, wanted.1, wanted.0
+            )),
+            Some(_) => {}
+        }
+        let rows: Vec<Stored> = sqlx::query_as(
+            "SELECT channel, daily_limit, zone, budget_monthly, post_cost, url_post_cost \
+             FROM channel_limits",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut stored: std::collections::BTreeMap<String, Stored> =
+            rows.into_iter().map(|row| (row.0.clone(), row)).collect();
+        for channel in &limits.channels {
+            let wanted = channel.row();
+            match stored.remove(&channel.channel) {
+                None => drift.push(format!(
+                    "channel {}: the ledger holds no limits (it cannot publish)",
+                    channel.channel
+                )),
+                Some(held) if held != wanted => drift.push(format!(
+                    "channel {}: the ledger holds daily_limit {} in {} with budget {:?} and prices {:?}/{:?}, the configuration daily_limit {} in {} with budget {:?} and prices {:?}/{:?}",
+                    channel.channel,
+                    held.1,
+                    held.2,
+                    held.3,
+                    held.4,
+                    held.5,
+                    wanted.1,
+                    wanted.2,
+                    wanted.3,
+                    wanted.4,
+                    wanted.5
+                )),
+                Some(_) => {}
+            }
+        }
+        for name in stored.keys() {
+            drift.push(format!(
+                "channel {name}: the ledger holds limits for a channel the configuration does not have"
+            ));
+        }
+        Ok(drift)
+    }
+
+    /// Who besides airlock can reach this database or hold its locks, one warning each:
+    /// `CONNECT` granted to PUBLIC (any role may log in and take advisory locks), other
+    /// sessions holding or waiting for airlock's advisory locks, and airlock's triggers
+    /// disabled.
+    pub async fn access_warnings(&self) -> Result<Vec<String>> {
+        let mut warnings = Vec::new();
+        let (database, public): (String, bool) = sqlx::query_as(
+            "SELECT current_database(), \
+               has_database_privilege('public', current_database(), 'CONNECT')",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        if public {
+            warnings.push(format!(
+                "PUBLIC may CONNECT to database {database}: any role can log in and hold locks airlock waits for; as the owner, run REVOKE CONNECT ON DATABASE {database} FROM PUBLIC and grant CONNECT to airlock's roles (docs/deploy.md#hardened-postgresql)"
+            ));
+        }
+        let strangers: Vec<(i32, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT DISTINCT l.pid, a.usename::text, a.application_name FROM pg_locks l \
+             LEFT JOIN pg_stat_activity a ON a.pid = l.pid \
+             WHERE l.locktype = 'advisory' AND l.database = \
+               (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND l.classid::bigint BETWEEN 1095912448 AND 1095912463 \
+               AND a.application_name IS DISTINCT FROM 'airlock' ORDER BY l.pid",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        for (pid, user, application) in strangers {
+            warnings.push(format!(
+                "session {pid} (role {}, application {:?}) holds or waits for one of airlock's advisory locks, and it is not airlock: end it with SELECT pg_terminate_backend({pid}) if it should not",
+                user.as_deref().unwrap_or("unknown"),
+                application.unwrap_or_default()
+            ));
+        }
+        let disabled: Vec<String> = sqlx::query_scalar(
+            "SELECT tgname::text FROM pg_trigger \
+             WHERE tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace) \
+               AND NOT tgisinternal AND tgenabled = 'D' ORDER BY tgname",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        for name in disabled {
+            warnings.push(format!(
+                "trigger {name} is disabled: changes it records or refuses now go through silently; as the owner, ALTER TABLE ... ENABLE TRIGGER {name}"
+            ));
+        }
+        Ok(warnings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_stored_in_signed_micro_dollars() {
+        let channel = ChannelLimits {
+            channel: "x".into(),
+            daily_limit: 3,
+            zone: "UTC".into(),
+            budget: Some(BudgetLimits {
+                monthly: u64::MAX,
+                post: 15_000,
+                url_post: 200_000,
+            }),
+        };
+        assert_eq!(
+            channel.row(),
+            (
+                "x".into(),
+                3,
+                "UTC".into(),
+                Some(i64::MAX),
+                Some(15_000),
+                Some(200_000)
+            )
+        );
+    }
+}
