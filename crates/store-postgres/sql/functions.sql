@@ -210,13 +210,16 @@ BEGIN
     RETURN written;
 END $$;
 
--- A time as chrono displays a DateTime<Utc> (`2026-12-01 09:00:00 UTC`), for messages.
+-- A time as chrono displays a DateTime<Utc> (`2026-12-01 09:00:00 UTC`; a fraction of a
+-- second in 3 digits, or in 6 when milliseconds do not hold it), for messages.
 CREATE OR REPLACE FUNCTION airlock_show_time(p_at timestamptz)
 RETURNS text LANGUAGE sql IMMUTABLE
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT CASE WHEN extract(microseconds FROM p_at)::bigint % 1000000 = 0
-        THEN to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-        ELSE to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') END || ' UTC';
+    SELECT to_char(u, 'YYYY-MM-DD HH24:MI:SS') || CASE
+        WHEN extract(microseconds FROM u)::bigint % 1000000 = 0 THEN ''
+        WHEN extract(microseconds FROM u)::bigint % 1000 = 0 THEN to_char(u, '.MS')
+        ELSE to_char(u, '.US') END || ' UTC'
+    FROM (SELECT p_at AT TIME ZONE 'UTC' AS u) utc;
 $$;
 
 -- The live reservations a decision reads (airlock_store::QuotaRows): sent at or after
@@ -776,6 +779,7 @@ CREATE OR REPLACE FUNCTION airlock_fit(p_text text, p_max integer)
 RETURNS text LANGUAGE sql IMMUTABLE
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT CASE WHEN char_length(p_text) <= p_max THEN p_text
+                WHEN p_max <= 0 THEN ''
                 ELSE left(p_text, p_max - 1) || '…' END;
 $$;
 
