@@ -10,7 +10,8 @@
 --
 -- The decisions the SQLite backend makes in Rust (crates/store/src/decide.rs,
 -- crates/store/src/quota_rows.rs, airlock_core::quota and ::budget) are made here in
--- PL/pgSQL; the conformance suite (crates/store-tests) holds the two equal. Time-zone
+-- PL/pgSQL; the conformance suite (crates/store-tests) and the properties of
+-- crates/store-postgres/tests/it/equal_decisions.rs hold the two equal. Time-zone
 -- bounds (local days and months) are computed by the caller and passed in.
 --
 -- Refusals carry SQLSTATEs of class AL that the backend maps to StoreError, with a
