@@ -10,7 +10,8 @@
 --
 -- The decisions the SQLite backend makes in Rust (crates/store/src/decide.rs,
 -- crates/store/src/quota_rows.rs, airlock_core::quota and ::budget) are made here in
--- PL/pgSQL; the conformance suite (crates/store-tests) holds the two equal. Time-zone
+-- PL/pgSQL; the conformance suite (crates/store-tests) and the properties of
+-- crates/store-postgres/tests/it/equal_decisions.rs hold the two equal. Time-zone
 -- bounds (local days and months) are computed by the caller and passed in.
 --
 -- Refusals carry SQLSTATEs of class AL that the backend maps to StoreError, with a
@@ -280,13 +281,16 @@ BEGIN
     RETURN written;
 END $$;
 
--- A time as chrono displays a DateTime<Utc> (`2026-12-01 09:00:00 UTC`), for messages.
+-- A time as chrono displays a DateTime<Utc> (`2026-12-01 09:00:00 UTC`; a fraction of a
+-- second in 3 digits, or in 6 when milliseconds do not hold it), for messages.
 CREATE OR REPLACE FUNCTION airlock_show_time(p_at timestamptz)
 RETURNS text LANGUAGE sql IMMUTABLE
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT CASE WHEN extract(microseconds FROM p_at)::bigint % 1000000 = 0
-        THEN to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')
-        ELSE to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') END || ' UTC';
+    SELECT to_char(u, 'YYYY-MM-DD HH24:MI:SS') || CASE
+        WHEN extract(microseconds FROM u)::bigint % 1000000 = 0 THEN ''
+        WHEN extract(microseconds FROM u)::bigint % 1000 = 0 THEN to_char(u, '.MS')
+        ELSE to_char(u, '.US') END || ' UTC'
+    FROM (SELECT p_at AT TIME ZONE 'UTC' AS u) utc;
 $$;
 
 -- The live reservations a decision reads (airlock_store::QuotaRows): sent at or after
@@ -901,6 +905,7 @@ CREATE OR REPLACE FUNCTION airlock_fit(p_text text, p_max integer)
 RETURNS text LANGUAGE sql IMMUTABLE
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT CASE WHEN char_length(p_text) <= p_max THEN p_text
+                WHEN p_max <= 0 THEN ''
                 ELSE left(p_text, p_max - 1) || '…' END;
 $$;
 
