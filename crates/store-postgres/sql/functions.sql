@@ -641,6 +641,8 @@ DECLARE
 BEGIN
     -- Refuses a caller whose clock is too far from the database's.
     PERFORM airlock_time(p_now, true);
+    PERFORM airlock_bounded('the part', p_part, 1, 50);
+    PERFORM airlock_bounded('the intent margin', p_margin_us, 0, 86400000000);
     -- The fence locks the post row; the lease is judged when that lock is ours.
     SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
     IF NOT FOUND THEN
@@ -955,6 +957,10 @@ BEGIN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a part that is out names the part, its id and the next part''s lease'));
     END IF;
+    PERFORM airlock_bounded('the part', p_part, 1, 50);
+    PERFORM airlock_bounded('the next part''s lease',
+        extract(epoch FROM p_lease_until - airlock_time(p_now, false)), 0,
+        extract(epoch FROM interval '1 day'));
     SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, NULL,
         p_actor, NULL, p_now,
         CASE WHEN p_part = 1 THEN jsonb_strip_nulls(jsonb_build_object(
