@@ -12,7 +12,9 @@
 -- crates/store/src/quota_rows.rs, airlock_core::quota and ::budget) are made here in
 -- PL/pgSQL; the conformance suite (crates/store-tests) and the properties of
 -- crates/store-postgres/tests/it/equal_decisions.rs hold the two equal. Time-zone
--- bounds (local days and months) are computed by the caller and passed in.
+-- bounds (local days and months) are computed by the caller and passed in; where the
+-- owner wrote the channel's zone into the ledger, they must be that zone's
+-- (airlock_check_periods).
 --
 -- Refusals carry SQLSTATEs of class AL that the backend maps to StoreError, with a
 -- JSON DETAIL where the error needs values: AL001 illegal transition {id, from, to},

@@ -1240,3 +1240,71 @@ fn a_corrupt_reservation_is_named_alike_whatever_its_fraction_of_a_second() {
         assert_eq!(shown, t.to_string());
     }
 }
+
+// --- 5. Period starts checked against the ledger's zone -------------------------------
+
+/// Whether `airlock_check_periods` accepts `starts` as the days (months) of `zone` around
+/// `now`.
+async fn periods_accepted(
+    pg: &PgPool,
+    starts: &[DateTime<Utc>],
+    zone: &str,
+    months: bool,
+    now: DateTime<Utc>,
+) -> bool {
+    sqlx::query("SELECT airlock_check_periods('day', $1, $2, $3, $4)")
+        .bind(starts)
+        .bind(zone)
+        .bind(months)
+        .bind(now)
+        .execute(pg)
+        .await
+        .is_ok()
+}
+
+/// The day and month starts Rust computes for a claim are what PostgreSQL takes as the
+/// zone's (so a hardened ledger never stops an honest claim), and starts moved by any
+/// amount, or of another zone, are refused.
+#[test]
+fn the_period_starts_rust_sends_are_the_ones_postgresql_accepts() {
+    let rt = runtime();
+    let (_db, pg) = postgres(&rt);
+    let input = (
+        select(ZONES),
+        select(DATES),
+        seconds(-2 * 86_400..=2 * 86_400),
+        select(&[-3_600i64, -60, 1, 1_800, 43_200][..]),
+        select(ZONES),
+    );
+    check_all(&rt, 96, input, |(zone, date, offset, shift, other)| {
+        let pg = &pg;
+        async move {
+            let tz: Tz = zone.parse().unwrap();
+            let now = at(&format!("{date}T12:00:00Z")) + offset;
+            let days = bounds(now, |t| airlock_core::quota::day_bounds(t, tz));
+            let months = bounds(now, |t| airlock_core::budget::month_bounds(t, tz));
+            prop_assert!(
+                periods_accepted(pg, &days, zone, false, now).await,
+                "{zone} days {days:?}"
+            );
+            prop_assert!(
+                periods_accepted(pg, &months, zone, true, now).await,
+                "{zone} months {months:?}"
+            );
+            let moved: Vec<_> = days.iter().map(|d| *d + Duration::seconds(shift)).collect();
+            prop_assert!(
+                !periods_accepted(pg, &moved, zone, false, now).await,
+                "{zone} moved {moved:?}"
+            );
+            let other_tz: Tz = other.parse().unwrap();
+            let theirs = bounds(now, |t| airlock_core::quota::day_bounds(t, other_tz));
+            if theirs != days {
+                prop_assert!(
+                    !periods_accepted(pg, &theirs, zone, false, now).await,
+                    "{other} days in {zone}"
+                );
+            }
+            Ok(())
+        }
+    });
+}
