@@ -59,6 +59,7 @@ pub fn ledger_limits(config: &Config) -> airlock_store_postgres::LedgerLimits {
                     post: b.costs.post,
                     url_post: b.costs.url_post,
                 }),
+                tests: c.kind.publishes_test_posts(),
             })
             .collect(),
     }

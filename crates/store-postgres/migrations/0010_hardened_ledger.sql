@@ -28,6 +28,8 @@ CREATE TABLE channel_limits (
     budget_monthly bigint      CHECK (budget_monthly >= 0),
     post_cost      bigint      CHECK (post_cost >= 0),
     url_post_cost  bigint      CHECK (url_post_cost >= post_cost),
+    -- Whether its kind publishes test posts (a sandbox): elsewhere a test post counts.
+    tests          boolean     NOT NULL DEFAULT false,
     updated_at     timestamptz NOT NULL,
     CHECK ((budget_monthly IS NULL) = (post_cost IS NULL)
            AND (post_cost IS NULL) = (url_post_cost IS NULL))
@@ -35,8 +37,8 @@ CREATE TABLE channel_limits (
 
 -- A change of what a post will do or did that its status change does not explain
 -- appends a `changed` event naming each field with its value before and after, whatever
--- SQL made it: the schedule, a review's counters, and an approval, a platform id or a
--- permalink replaced rather than first set. Like the status event, a write that did not
+-- SQL made it: the channel, whether it is a test, the schedule, a review's counters, and
+-- an approval, a platform id or a permalink replaced rather than first set. Like the status event, a write that did not
 -- come from airlock (version unchanged) is recorded as hand-written SQL.
 CREATE FUNCTION airlock_event_value(p_value text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
     SELECT COALESCE(left(p_value, 200), 'none')
@@ -50,6 +52,13 @@ DECLARE
     same_status boolean := NEW.status = OLD.status;
     changes text := '';
 BEGIN
+    IF NEW.channel IS DISTINCT FROM OLD.channel THEN
+        changes := changes || '; channel: ' || airlock_event_value(OLD.channel)
+            || ' -> ' || airlock_event_value(NEW.channel);
+    END IF;
+    IF NEW.test IS DISTINCT FROM OLD.test THEN
+        changes := changes || '; test: ' || OLD.test || ' -> ' || NEW.test;
+    END IF;
     IF NEW.scheduled_at IS DISTINCT FROM OLD.scheduled_at THEN
         changes := changes || '; scheduled_at: ' || airlock_event_time(OLD.scheduled_at)
             || ' -> ' || airlock_event_time(NEW.scheduled_at);
@@ -91,7 +100,9 @@ BEGIN
     RETURN NULL;
 END $$;
 CREATE TRIGGER posts_field_event AFTER UPDATE ON posts
-    FOR EACH ROW WHEN (NEW.scheduled_at IS DISTINCT FROM OLD.scheduled_at
+    FOR EACH ROW WHEN (NEW.channel IS DISTINCT FROM OLD.channel
+        OR NEW.test IS DISTINCT FROM OLD.test
+        OR NEW.scheduled_at IS DISTINCT FROM OLD.scheduled_at
         OR NEW.approved_by IS DISTINCT FROM OLD.approved_by
         OR NEW.approved_hash IS DISTINCT FROM OLD.approved_hash
         OR NEW.quarantined_at IS DISTINCT FROM OLD.quarantined_at

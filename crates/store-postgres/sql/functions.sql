@@ -153,6 +153,36 @@ BEGIN
     END IF;
 END $$;
 
+-- Refuses (AL020) a time not within `p_before` and `p_after` of the write's time.
+CREATE OR REPLACE FUNCTION airlock_bounded_time(p_name text, p_at timestamptz,
+    p_now timestamptz, p_before interval, p_after interval)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    v_now timestamptz := airlock_time(p_now, false);
+BEGIN
+    IF p_at IS NULL OR NOT isfinite(p_at) OR p_at < v_now - p_before OR p_at > v_now + p_after THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+            '%s must lie between %s before and %s after now, not %s', p_name, p_before,
+            p_after, COALESCE(p_at::text, 'null'))));
+    END IF;
+END $$;
+
+-- Refuses (AL020) a publish time before the post's first intent or after now: nothing
+-- goes out before airlock recorded that it would send it.
+CREATE OR REPLACE FUNCTION airlock_check_posted_at(p_id bigint, p_posted_at timestamptz,
+    p_now timestamptz)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    first_sent timestamptz := (SELECT min(created_at) FROM intents WHERE post_id = p_id);
+BEGIN
+    PERFORM airlock_bounded_time('the publish time', p_posted_at, p_now,
+        CASE WHEN first_sent IS NULL THEN interval '100 years'
+             ELSE airlock_time(p_now, false) - first_sent + interval '5 minutes' END,
+        interval '5 minutes');
+END $$;
+
 -- Takes one of airlock's own locks (`ledger_locks`): only the owner, and so only these
 -- functions, may lock its rows, so no other session can hold them.
 CREATE OR REPLACE FUNCTION airlock_lock(p_name text, p_exclusive boolean)
@@ -513,6 +543,8 @@ DECLARE
     ledger ledger_limits;
     channel channel_limits;
     requests bigint;
+    first_cost bigint;
+    continuing boolean;
 BEGIN
     -- Refuses a caller whose clock is too far from the database's.
     PERFORM airlock_time(p_now, true);
@@ -543,10 +575,22 @@ BEGIN
         RETURN;
     END IF;
     v_now := airlock_now_after(p_now, started);
-    IF NOT cur.test AND NOT EXISTS (SELECT 1 FROM reservations r
-                                    WHERE r.post_id = p_id AND r.state = 'committed') THEN
-        SELECT * INTO ledger FROM ledger_limits;
-        SELECT * INTO channel FROM channel_limits c WHERE c.channel = cur.channel;
+    SELECT * INTO ledger FROM ledger_limits;
+    SELECT * INTO channel FROM channel_limits c WHERE c.channel = cur.channel;
+    -- A post some of whose parts are out counts from its first part: the later parts'
+    -- claims reserve nothing, as long as the content approved then is still the one
+    -- approved (no return to draft since) and parts remain.
+    continuing := EXISTS (
+            SELECT 1 FROM reservations r WHERE r.post_id = p_id AND r.state = 'committed'
+              AND NOT EXISTS (SELECT 1 FROM post_events e WHERE e.post_id = p_id
+                              AND e.kind = 'status' AND e.to_status = 'draft'
+                              AND e.at >= r.created_at))
+        AND (SELECT count(DISTINCT i.part) FROM intents i
+             WHERE i.post_id = p_id AND i.phase = 'succeeded')
+            BETWEEN 1 AND jsonb_array_length(cur.more_parts)
+                          + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END;
+    -- A test post counts unless the ledger lists its channel as one for tests.
+    IF (NOT cur.test OR NOT COALESCE(channel.tests, true)) AND NOT continuing THEN
         IF ledger.window_us IS NULL OR channel.channel IS NULL THEN
             IF NOT airlock_session_is_owner() THEN
                 PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
@@ -573,11 +617,16 @@ BEGIN
                 PERFORM airlock_check_periods('month', p_month, channel.zone, true, v_now);
                 p_budget_monthly := least(COALESCE(p_budget_monthly, channel.budget_monthly),
                                           channel.budget_monthly);
-                -- Each part and the first comment is a request the platform charges.
+                -- Each part and the first comment is a request the platform charges;
+                -- part 1 at the link price when it has a link or a URL in its text
+                -- (airlock_core::budget::Costs::of, whose domain guess is the caller's).
                 requests := 1 + jsonb_array_length(cur.more_parts)
                     + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END;
+                first_cost := CASE WHEN COALESCE(btrim(cur.link), '') <> ''
+                                        OR cur.text ~* 'https?://'
+                                   THEN channel.url_post_cost ELSE channel.post_cost END;
                 p_budget_cost := least(greatest(COALESCE(p_budget_cost, channel.url_post_cost * requests),
-                                                channel.post_cost * requests),
+                                                first_cost + channel.post_cost * (requests - 1)),
                                        channel.url_post_cost * requests);
             END IF;
         END IF;
@@ -653,6 +702,8 @@ BEGIN
     IF cur.status <> 'posting' OR cur.generation <> p_generation THEN
         PERFORM airlock_raise('AL012', 'fenced', jsonb_build_object('generation', p_generation));
     END IF;
+    PERFORM airlock_bounded('the part', p_part, 1, 1 + jsonb_array_length(cur.more_parts)
+                            + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END);
     v_now := airlock_now_after(p_now, started);
     IF cur.lease_expires_at IS NULL
        OR NOT (cur.lease_expires_at > v_now + p_margin_us * interval '1 microsecond') THEN
@@ -864,6 +915,15 @@ BEGIN
             SELECT max(id) FROM intents WHERE post_id = p_id
             AND (p_guard_kind <> 'generation' OR generation = p_guard));
     END IF;
+    -- A slot is given back only for a request that provably never left: an intent of
+    -- this claim still `sending` ends as not sent or refused with it.
+    IF p_reservation = 'released' AND p_guard_kind = 'generation'
+       AND COALESCE(p_intent_phase, '') NOT IN ('not_sent', 'rejected')
+       AND EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = p_guard
+                   AND i.phase = 'sending') THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+            'a reservation whose request may have left is not given back: settle its intent'));
+    END IF;
     -- airlock_store::Settle: `committed`, `released`, or `attempt:G` (the attempt of
     -- generation G sent what was published: its reservation counts, the others end).
     IF p_reservation LIKE 'attempt:%' THEN
@@ -928,6 +988,7 @@ CREATE OR REPLACE FUNCTION airlock_change_published(p_id bigint, p_actor text,
     p_note text, p_flag text, p_pause jsonb, OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_check_posted_at(p_id, p_posted_at, p_now);
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'posted', p_actor,
         p_note, p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
@@ -952,6 +1013,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     applied record;
+    cur posts;
 BEGIN
     -- Without its lease the claim would stay on the generation whose intent is spent;
     -- without its id the next part would have nothing to reply to.
@@ -959,10 +1021,21 @@ BEGIN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a part that is out names the part, its id and the next part''s lease'));
     END IF;
-    PERFORM airlock_bounded('the part', p_part, 1, 50);
-    PERFORM airlock_bounded('the next part''s lease',
-        extract(epoch FROM p_lease_until - airlock_time(p_now, false)), 0,
-        extract(epoch FROM interval '1 day'));
+    PERFORM airlock_time(p_now, true);
+    PERFORM airlock_bounded('the next part''s lease', extract(epoch FROM p_lease_until - p_now),
+                            0, extract(epoch FROM interval '1 day'));
+    SELECT * INTO cur FROM posts WHERE id = p_id;
+    IF FOUND THEN
+        -- Only a part that is not the post's last request, sent under this claim.
+        PERFORM airlock_bounded('the part', p_part, 1, jsonb_array_length(cur.more_parts)
+                                + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END);
+        IF cur.status = 'posting' AND cur.generation = p_generation AND NOT EXISTS (
+                SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = p_generation
+                  AND i.part = p_part AND i.phase = 'sending') THEN
+            PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+                'a part is out only by the request its claim recorded an intent for'));
+        END IF;
+    END IF;
     SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, NULL,
         p_actor, NULL, p_now,
         CASE WHEN p_part = 1 THEN jsonb_strip_nulls(jsonb_build_object(
@@ -1059,6 +1132,9 @@ CREATE OR REPLACE FUNCTION airlock_change_edited(p_id bigint, p_actor text,
     OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_bounded_time('the schedule', p_scheduled_at, p_now, interval '100 years',
+                                interval '100 years')
+        WHERE p_scheduled_at IS NOT NULL;
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor,
         'edited (' || p_fields || '): approval withdrawn', p_now,
         jsonb_build_object('error', NULL, 'approved_hash', NULL, 'approved_by', NULL)
@@ -1169,6 +1245,7 @@ CREATE OR REPLACE FUNCTION airlock_change_settled_published(p_id bigint, p_actor
     OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_check_posted_at(p_id, p_posted_at, p_now);
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'posted', p_actor, p_note,
         p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
@@ -1244,6 +1321,8 @@ CREATE OR REPLACE FUNCTION airlock_change_deferred(p_id bigint, p_actor text,
     OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
+                                interval '400 days');
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'quota_deferred', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
@@ -1255,6 +1334,9 @@ CREATE OR REPLACE FUNCTION airlock_change_deferral_lifted(p_id bigint, p_actor t
     OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
+                                interval '400 days')
+        WHERE p_until IS NOT NULL;
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'deferral_lifted', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
@@ -1340,10 +1422,15 @@ RETURNS TABLE (id bigint, sink text, event text, post_id bigint, payload jsonb,
                attempts bigint, created_at timestamptz)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_bounded('the notifications claimed', p_limit, 1, 10000);
+    SELECT airlock_bounded('a notification''s lease',
+        extract(epoch FROM p_lease_until - airlock_time(p_now, false)), 0,
+        extract(epoch FROM interval '1 day'));
     WITH due AS (
         SELECT o.id FROM outbox o
-        WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL AND o.next_attempt_at <= p_now
-          AND (o.locked_until IS NULL OR o.locked_until < p_now)
+        WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
+          AND o.next_attempt_at <= airlock_time(p_now, false)
+          AND (o.locked_until IS NULL OR o.locked_until < airlock_time(p_now, false))
         ORDER BY o.id LIMIT p_limit
         FOR UPDATE SKIP LOCKED)
     UPDATE outbox o SET locked_by = p_worker, locked_until = p_lease_until
@@ -1358,6 +1445,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     done integer;
 BEGIN
+    p_now := airlock_time(p_now, false);
     UPDATE outbox SET delivered_at = p_now, locked_by = NULL, locked_until = NULL,
         last_error = NULL
         WHERE id = p_id AND locked_by = p_worker AND delivered_at IS NULL
@@ -1374,6 +1462,10 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     done integer;
 BEGIN
+    p_now := airlock_time(p_now, false);
+    PERFORM airlock_bounded('the retry''s wait',
+        extract(epoch FROM COALESCE(p_retry_at, p_now) - p_now), 0,
+        extract(epoch FROM interval '31 days'));
     UPDATE outbox SET attempts = attempts + 1, last_error = p_error,
         next_attempt_at = COALESCE(p_retry_at, next_attempt_at),
         abandoned_at = CASE WHEN p_retry_at IS NULL THEN p_now ELSE abandoned_at END,
@@ -1389,7 +1481,7 @@ CREATE OR REPLACE FUNCTION airlock_create_token(p_name text, p_roles text, p_sec
 RETURNS void LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     INSERT INTO tokens (name, roles, secret_sha256, created_at)
-        VALUES (p_name, p_roles, p_secret_sha256, p_now);
+        VALUES (p_name, p_roles, p_secret_sha256, airlock_time(p_now, false));
 $$;
 
 CREATE OR REPLACE FUNCTION airlock_revoke_token(p_name text, p_now timestamptz)
@@ -1398,6 +1490,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     done integer;
 BEGIN
+    p_now := airlock_time(p_now, false);
     UPDATE tokens SET revoked_at = p_now WHERE name = p_name AND revoked_at IS NULL;
     GET DIAGNOSTICS done = ROW_COUNT;
     RETURN done > 0;
@@ -1414,6 +1507,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     found_token tokens;
 BEGIN
+    p_now := airlock_time(p_now, false);
     SELECT * INTO found_token FROM tokens t
         WHERE t.secret_sha256 = p_secret_sha256 AND t.revoked_at IS NULL;
     IF NOT FOUND THEN
@@ -1485,6 +1579,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     kept text;
 BEGIN
+    p_now := airlock_time(p_now, false);
     INSERT INTO server_secrets (name, secret, created_at) VALUES (p_name, p_candidate, p_now)
         ON CONFLICT (name) DO NOTHING;
     SELECT secret INTO kept FROM server_secrets WHERE name = p_name;
@@ -1542,6 +1637,8 @@ DECLARE
     held bigint;
     new_id bigint;
 BEGIN
+    PERFORM airlock_bounded_time('the schedule', p_scheduled_at, p_now, interval '100 years',
+                                 interval '100 years');
     p_now := airlock_time(p_now, false);
     existing := true;
     IF p_key IS NOT NULL THEN
@@ -1615,6 +1712,10 @@ DECLARE
     v_status text;
 BEGIN
     p_now := airlock_time(p_now, false);
+    IF p_kind IN ('status', 'changed', 'created') THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+            'a %s event is the store''s own record, never added by hand', p_kind)));
+    END IF;
     -- FOR SHARE: the status recorded on the event is the one the post has when it commits.
     SELECT status INTO v_status FROM posts WHERE id = p_id FOR SHARE;
     IF NOT FOUND THEN

@@ -28,6 +28,8 @@ pub struct ChannelLimits {
     pub zone: String,
     /// Its monthly budget and prices, when it has one.
     pub budget: Option<BudgetLimits>,
+    /// Whether its kind publishes test posts (elsewhere a test post counts).
+    pub tests: bool,
 }
 
 /// A channel's budget and prices, in micro-dollars.
@@ -42,7 +44,15 @@ pub struct BudgetLimits {
 }
 
 /// A channel's row as stored.
-type Stored = (String, i64, String, Option<i64>, Option<i64>, Option<i64>);
+type Stored = (
+    String,
+    i64,
+    String,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    bool,
+);
 
 fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -57,9 +67,26 @@ impl ChannelLimits {
             self.budget.map(|b| signed(b.monthly)),
             self.budget.map(|b| signed(b.post)),
             self.budget.map(|b| signed(b.url_post)),
+            self.tests,
         )
     }
 }
+
+/// The triggers that keep the ledger's history (the migrations create them).
+const HISTORY_TRIGGERS: &[&str] = &[
+    "intents_no_delete",
+    "intents_settled_permanent",
+    "post_events_no_truncate",
+    "post_events_no_update",
+    "posts_delete_drafts_only",
+    "posts_field_event",
+    "posts_posted_at_is_permanent",
+    "posts_status_event",
+    "posts_status_guard",
+    "reservations_no_delete",
+    "reservations_settled_permanent",
+    "verdicts_no_update",
+];
 
 impl PgStore {
     /// Makes the ledger hold `limits`: the owner writes them (only rows that differ);
@@ -95,15 +122,18 @@ impl PgStore {
             .await
             .map_err(db)?;
         for channel in &limits.channels {
-            let (name, daily, zone, monthly, post, url_post) = channel.row();
+            let (name, daily, zone, monthly, post, url_post, tests) = channel.row();
             sqlx::query(
                 "INSERT INTO channel_limits (channel, daily_limit, zone, budget_monthly, \
-                   post_cost, url_post_cost, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                   post_cost, url_post_cost, tests, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                  ON CONFLICT (channel) DO UPDATE SET daily_limit = $2, zone = $3, \
-                   budget_monthly = $4, post_cost = $5, url_post_cost = $6, updated_at = $7 \
+                   budget_monthly = $4, post_cost = $5, url_post_cost = $6, tests = $7, \
+                   updated_at = $8 \
                  WHERE (channel_limits.daily_limit, channel_limits.zone, \
                         channel_limits.budget_monthly, channel_limits.post_cost, \
-                        channel_limits.url_post_cost) IS DISTINCT FROM ($2, $3, $4, $5, $6)",
+                        channel_limits.url_post_cost, channel_limits.tests) \
+                   IS DISTINCT FROM ($2, $3, $4, $5, $6, $7)",
             )
             .bind(name)
             .bind(daily)
@@ -111,6 +141,7 @@ impl PgStore {
             .bind(monthly)
             .bind(post)
             .bind(url_post)
+            .bind(tests)
             .bind(now)
             .execute(&mut *tx)
             .await
@@ -137,7 +168,7 @@ impl PgStore {
             Some(_) => {}
         }
         let rows: Vec<Stored> = sqlx::query_as(
-            "SELECT channel, daily_limit, zone, budget_monthly, post_cost, url_post_cost \
+            "SELECT channel, daily_limit, zone, budget_monthly, post_cost, url_post_cost, tests \
              FROM channel_limits",
         )
         .fetch_all(&self.pool)
@@ -153,18 +184,20 @@ impl PgStore {
                     channel.channel
                 )),
                 Some(held) if held != wanted => drift.push(format!(
-                    "channel {}: the ledger holds daily_limit {} in {} with budget {:?} and prices {:?}/{:?}, the configuration daily_limit {} in {} with budget {:?} and prices {:?}/{:?}",
+                    "channel {}: the ledger holds daily_limit {} in {} with budget {:?}, prices {:?}/{:?} and test posts {}, the configuration daily_limit {} in {} with budget {:?}, prices {:?}/{:?} and test posts {}",
                     channel.channel,
                     held.1,
                     held.2,
                     held.3,
                     held.4,
                     held.5,
+                    held.6,
                     wanted.1,
                     wanted.2,
                     wanted.3,
                     wanted.4,
-                    wanted.5
+                    wanted.5,
+                    wanted.6
                 )),
                 Some(_) => {}
             }
@@ -178,9 +211,10 @@ impl PgStore {
     }
 
     /// Who besides airlock can reach this database or hold its locks, one warning each:
-    /// `CONNECT` granted to PUBLIC (any role may log in and take advisory locks), other
-    /// sessions holding or waiting for airlock's advisory locks, and airlock's triggers
-    /// disabled.
+    /// `CONNECT` granted to PUBLIC (any role may log in and take advisory locks),
+    /// sessions holding airlock's advisory locks longer than airlock's own transactions
+    /// take, sessions idle in a transaction (which keep every lock they took, the rows
+    /// of `ledger_locks` included), and airlock's history triggers missing or off.
     pub async fn access_warnings(&self) -> Result<Vec<String>> {
         let mut warnings = Vec::new();
         let (database, public): (String, bool) = sqlx::query_as(
@@ -195,36 +229,56 @@ impl PgStore {
                 "PUBLIC may CONNECT to database {database}: any role can log in and hold locks airlock waits for; as the owner, run REVOKE CONNECT ON DATABASE {database} FROM PUBLIC and grant CONNECT to airlock's roles (docs/deploy.md#hardened-postgresql)"
             ));
         }
-        let strangers: Vec<(i32, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT DISTINCT l.pid, a.usename::text, a.application_name FROM pg_locks l \
-             LEFT JOIN pg_stat_activity a ON a.pid = l.pid \
-             WHERE l.locktype = 'advisory' AND l.database = \
-               (SELECT oid FROM pg_database WHERE datname = current_database()) \
-               AND l.classid::bigint BETWEEN 1095912448 AND 1095912463 \
-               AND a.application_name IS DISTINCT FROM 'airlock' ORDER BY l.pid",
+        // airlock's transactions last milliseconds: a session that has held one of its
+        // locks, or sat in a transaction, for seconds is someone else's, whatever it
+        // calls itself (another role's session shows no state: it is named too).
+        let holders: Vec<(i32, Option<String>, Option<String>, String)> = sqlx::query_as(
+            "SELECT a.pid, a.usename::text, a.application_name, \
+               CASE WHEN a.state LIKE 'idle in transaction%' THEN 'is idle in a transaction' \
+                    ELSE 'holds one of airlock''s advisory locks' END \
+             FROM pg_stat_activity a \
+             WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() \
+               AND ((a.state LIKE 'idle in transaction%' \
+                     AND a.state_change < now() - interval '5 seconds') \
+                 OR ((a.state IS NULL OR a.state = 'idle' \
+                      OR a.xact_start < now() - interval '5 seconds') \
+                     AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid \
+                       AND l.locktype = 'advisory' \
+                       AND l.classid::bigint BETWEEN 1095912448 AND 1095912463))) \
+             ORDER BY a.pid",
         )
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        for (pid, user, application) in strangers {
+        for (pid, user, application, what) in holders {
             warnings.push(format!(
-                "session {pid} (role {}, application {:?}) holds or waits for one of airlock's advisory locks, and it is not airlock: end it with SELECT pg_terminate_backend({pid}) if it should not",
+                "session {pid} (role {}, application {:?}) {what} longer than airlock's own transactions do, and airlock waits for such locks: end it with SELECT pg_terminate_backend({pid}) if it should not",
                 user.as_deref().unwrap_or("unknown"),
                 application.unwrap_or_default()
             ));
         }
-        let disabled: Vec<String> = sqlx::query_scalar(
-            "SELECT tgname::text FROM pg_trigger \
-             WHERE tgrelid IN (SELECT oid FROM pg_class WHERE relnamespace = current_schema()::regnamespace) \
-               AND NOT tgisinternal AND tgenabled = 'D' ORDER BY tgname",
+        let triggers: Vec<(String, Option<String>)> = sqlx::query_as(
+            "SELECT w.name, t.tgenabled::text FROM unnest($1::text[]) AS w(name) \
+             LEFT JOIN pg_trigger t ON t.tgname = w.name AND NOT t.tgisinternal \
+               AND t.tgrelid IN (SELECT oid FROM pg_class \
+                                 WHERE relnamespace = current_schema()::regnamespace) \
+             ORDER BY w.name",
         )
+        .bind(HISTORY_TRIGGERS)
         .fetch_all(&self.pool)
         .await
         .map_err(db)?;
-        for name in disabled {
-            warnings.push(format!(
-                "trigger {name} is disabled: changes it records or refuses now go through silently; as the owner, ALTER TABLE ... ENABLE TRIGGER {name}"
-            ));
+        for (name, enabled) in triggers {
+            // 'O' fires normally, 'A' always; 'D' never and 'R' only for replication.
+            match enabled.as_deref() {
+                Some("O" | "A") => {}
+                Some(_) => warnings.push(format!(
+                    "trigger {name} is disabled: what it records or refuses now goes through silently; as the owner, ALTER TABLE ... ENABLE TRIGGER {name}"
+                )),
+                None => warnings.push(format!(
+                    "trigger {name} is missing: what it records or refuses now goes through silently; restore the ledger's schema from its migrations"
+                )),
+            }
         }
         Ok(warnings)
     }
@@ -245,6 +299,7 @@ mod tests {
                 post: 15_000,
                 url_post: 200_000,
             }),
+            tests: false,
         };
         assert_eq!(
             channel.row(),
@@ -254,7 +309,8 @@ mod tests {
                 "UTC".into(),
                 Some(i64::MAX),
                 Some(15_000),
-                Some(200_000)
+                Some(200_000),
+                false
             )
         );
     }

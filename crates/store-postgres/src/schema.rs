@@ -30,6 +30,10 @@ impl PgStore {
         let options = options.application_name("airlock").options([
             ("lock_timeout", crate::LOCK_TIMEOUT),
             ("statement_timeout", crate::STATEMENT_TIMEOUT),
+            (
+                "idle_in_transaction_session_timeout",
+                crate::STATEMENT_TIMEOUT,
+            ),
         ]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)

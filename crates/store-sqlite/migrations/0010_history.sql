@@ -3,12 +3,14 @@
 
 -- A change of what a post will do or did that its status change does not explain
 -- appends a `changed` event naming each field with its value before and after, whatever
--- SQL made it: the schedule, a review's counters, and an approval, a platform id or a
--- permalink replaced rather than first set. Like the status event, a write that did not
+-- SQL made it: the channel, whether it is a test, the schedule, a review's counters, and
+-- an approval, a platform id or a permalink replaced rather than first set. Like the status event, a write that did not
 -- come from airlock (version unchanged) is recorded as hand-written SQL. Times are
 -- stored as airlock writes them; values are cut to 200 characters.
 CREATE TRIGGER posts_field_event AFTER UPDATE ON posts
-WHEN NEW.scheduled_at IS NOT OLD.scheduled_at
+WHEN NEW.channel IS NOT OLD.channel
+  OR NEW.test IS NOT OLD.test
+  OR NEW.scheduled_at IS NOT OLD.scheduled_at
   OR (NEW.status = OLD.status AND (NEW.approved_by IS NOT OLD.approved_by
                                    OR NEW.approved_hash IS NOT OLD.approved_hash))
   OR NEW.quarantined_at IS NOT OLD.quarantined_at
@@ -24,7 +26,15 @@ BEGIN
             CASE WHEN NEW.version <> OLD.version THEN COALESCE(NEW.event_actor, 'sql') ELSE 'sql' END,
             CASE WHEN NEW.version <> OLD.version THEN '' ELSE 'by a hand-written SQL statement: ' END
             || substr(
-                 CASE WHEN NEW.scheduled_at IS NOT OLD.scheduled_at
+                 CASE WHEN NEW.channel IS NOT OLD.channel
+                      THEN '; channel: ' || COALESCE(substr(OLD.channel, 1, 200), 'none')
+                           || ' -> ' || COALESCE(substr(NEW.channel, 1, 200), 'none')
+                      ELSE '' END
+              || CASE WHEN NEW.test IS NOT OLD.test
+                      THEN '; test: ' || CASE OLD.test WHEN 1 THEN 'true' ELSE 'false' END
+                           || ' -> ' || CASE NEW.test WHEN 1 THEN 'true' ELSE 'false' END
+                      ELSE '' END
+              || CASE WHEN NEW.scheduled_at IS NOT OLD.scheduled_at
                       THEN '; scheduled_at: ' || COALESCE(substr(OLD.scheduled_at, 1, 200), 'none')
                            || ' -> ' || COALESCE(substr(NEW.scheduled_at, 1, 200), 'none')
                       ELSE '' END

@@ -416,7 +416,9 @@ pub async fn in_status(store: &dyn Store, status: PostStatus, channel: &str) -> 
         PostStatus::Approved => approved(store, channel, "approved", now).await,
         PostStatus::Posting => claimed(store, channel, "posting", now).await,
         PostStatus::Posted | PostStatus::Failed | PostStatus::NeedsReview => {
+            // Every outcome answers a request recorded by its intent first.
             let post = claimed(store, channel, status.as_str(), now).await;
+            intent(store, &post, now).await;
             store
                 .change_post(outcome(&post, status, mins(1)))
                 .await

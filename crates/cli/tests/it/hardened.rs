@@ -179,7 +179,7 @@ impl Hardened {
     }
 }
 
-const CHANNELS: &str = "[quota]\nwindow = \"60m\"\nwindow_limit = 10\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n";
+const CHANNELS: &str = "[quota]\nwindow = \"60m\"\nwindow_limit = 10\n\n[channels.sandbox]\nkind = \"sandbox\"\ndaily_limit = 1\n\n[channels.spare]\nkind = \"sandbox\"\ndaily_limit = 1\n";
 
 /// What a statement run as `url` was refused with: the message and its detail.
 fn refused(url: &str, statement: &str) -> String {
@@ -287,6 +287,66 @@ fn a_runtime_login_cannot_widen_limits_forge_approvals_or_rewrite_history() {
         ),
     );
     assert!(lease.contains("the lease must be between"), "{lease}");
+
+    // A claim made honestly cannot be stretched: its one part is the last, so no
+    // "part out" keeps the claim going without counting; a slot whose request may have
+    // left is not given back; and the store's own events cannot be added by hand.
+    let spare = ws
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            "spare",
+            "--text",
+            "One part only.",
+            "--json",
+        ])
+        .json()["id"]
+        .to_string();
+    ws.ok(&["post", "approve", &spare]);
+    let version = ws.ok(&["post", "show", &spare, "--json"]).json()["version"].to_string();
+    let claim = row_as(
+        &h.app_url,
+        &format!(
+            "SELECT outcome, (post).generation AS generation FROM airlock_claim_post({spare}, \
+             {version}, false, 'w', 'dispatcher', now(), now() + interval '10 minutes', \
+             'claimed', NULL, NULL, NULL, {UTC_DAYS}, NULL, NULL, NULL, NULL, NULL, NULL)"
+        ),
+    )
+    .unwrap();
+    assert_eq!(claim["outcome"], "claimed", "{claim}");
+    let generation = &claim["generation"];
+    sql_as(
+        &h.app_url,
+        &[&format!(
+            "SELECT airlock_record_intent({spare}, {generation}, 'k-1', 1, NULL, now(), 0)"
+        )],
+    )
+    .unwrap();
+    let part = refused(
+        &h.app_url,
+        &format!(
+            "SELECT * FROM airlock_change_part_published({spare}, 'w', now(), '[]', \
+             {generation}, 1, 'p-1', NULL, NULL, now() + interval '10 minutes', 'out')"
+        ),
+    );
+    assert!(part.contains("the part must be between 1 and 0"), "{part}");
+    let refund = refused(
+        &h.app_url,
+        &format!(
+            "SELECT * FROM airlock_change_held({spare}, 'w', now(), '[]', {generation}, \
+             'held', NULL)"
+        ),
+    );
+    assert!(refund.contains("is not given back"), "{refund}");
+    let fake = refused(
+        &h.app_url,
+        &format!(
+            "SELECT airlock_add_event({spare}, 'status', 'approved by the chief', 'chief', \
+             now(), '[]')"
+        ),
+    );
+    assert!(fake.contains("the store's own record"), "{fake}");
 
     // A negative maximum does not end every dashboard session.
     let sessions = refused(
@@ -453,7 +513,7 @@ fn a_strangers_locks_cannot_freeze_the_emergency_stop_or_hang_a_dispatch() {
     assert!(
         doctor
             .stdout
-            .contains("holds or waits for one of airlock's advisory locks")
+            .contains("holds one of airlock's advisory locks longer than")
             && doctor.stdout.contains("PUBLIC may CONNECT"),
         "{}",
         doctor.stdout

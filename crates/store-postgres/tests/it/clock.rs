@@ -69,7 +69,12 @@ async fn the_next_parts_lease_runs_from_the_databases_clock() {
     let db = TestDb::create();
     let store = database_clock(&db).await;
     let behind = Utc::now() - Duration::minutes(4);
-    let post = approved(&store, "alpha", "a thread, four minutes behind", behind).await;
+    let mut thread = new_post("alpha", "a thread, four minutes behind", behind);
+    thread.content.more = vec![airlock_core::Part {
+        text: "and its second part".into(),
+        media: vec![],
+    }];
+    let post = approve(&store, &create(&store, thread).await, behind).await;
     let claimed = claim(&store, &post, behind).await;
     intent(&store, &claimed, behind).await;
     let change = airlock_store::Change::PartPublished {

@@ -87,8 +87,8 @@ pub async fn fresh_hardened() -> Ledger {
            VALUES (1, 1000000000, now()); \
          CREATE FUNCTION test_channel_limits() RETURNS trigger LANGUAGE plpgsql AS $$ \
          BEGIN \
-             INSERT INTO channel_limits (channel, daily_limit, zone, updated_at) \
-                 VALUES (NEW.channel, 1000000000, '{}', now()) ON CONFLICT DO NOTHING; \
+             INSERT INTO channel_limits (channel, daily_limit, zone, tests, updated_at) \
+                 VALUES (NEW.channel, 1000000000, '{}', true, now()) ON CONFLICT DO NOTHING; \
              RETURN NULL; \
          END $$; \
          CREATE TRIGGER test_channel_limits AFTER INSERT ON posts \
