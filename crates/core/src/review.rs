@@ -586,6 +586,15 @@ pub fn line_diff(before: &str, after: &str) -> Vec<String> {
     diff
 }
 
+/// The version of [`text_key`]. Stores record the version their `posts.text_key` values
+/// were computed with, and a store opened by a role that may write recomputes them when
+/// it is below this one (migration `0011_text_key_version`). Raise it with any change
+/// that may change a key: to [`normalise_text`], or to the Unicode data it reads (an
+/// update of `unicode-security`, `unicode-script` or `unicode-normalization`, or of the
+/// toolchain's `char` tables); `the_duplicate_key_is_pinned_to_its_version` notices.
+/// Version 1 was NFKC, lowercase, ignorables removed and whitespace collapsed.
+pub const TEXT_KEY_VERSION: i64 = 2;
+
 /// Characters that show nothing (Unicode's Default_Ignorable_Code_Point, and the format
 /// characters among them): removed before duplicates are compared.
 const IGNORABLE: &[(char, char)] = &[
@@ -613,34 +622,150 @@ pub fn is_ignorable(c: char) -> bool {
     IGNORABLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
 
-/// A text as duplicates are compared: NFKC (so compatibility forms such as fullwidth
-/// letters, and combining sequences, read as their plain composed form), lowercase,
-/// every character that shows nothing ([`is_ignorable`]) removed, every run of
-/// whitespace one space, trimmed. Two drafts whose texts normalise alike are the same
-/// post to a reader.
-pub fn normalise_text(text: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let lowered: String = text.nfkc().flat_map(char::to_lowercase).collect();
-    let mut out = String::with_capacity(lowered.len());
-    let mut pending_space = false;
-    for c in lowered.chars() {
-        if is_ignorable(c) {
-            continue;
-        }
-        if c.is_whitespace() {
-            pending_space = !out.is_empty();
-            continue;
-        }
-        if pending_space {
-            out.push(' ');
-            pending_space = false;
-        }
-        out.push(c);
-    }
-    out
+/// Characters drawn as an empty space of some width that are not whitespace: duplicates
+/// read each as a space. None is whitespace, and only the Hangul fillers are
+/// default-ignorable (so [`is_ignorable`] would remove them), but fonts and shapers
+/// (Uniscribe, HarfBuzz) draw the fillers as spacing blanks, so they read as a space
+/// too, not as nothing. U+3164 and U+FFA0 become U+1160 under NFKC; they are listed for
+/// anyone reading the list.
+pub const BLANK_LOOKING: &[char] = &[
+    '\u{115F}',  // HANGUL CHOSEONG FILLER
+    '\u{1160}',  // HANGUL JUNGSEONG FILLER
+    '\u{2800}',  // BRAILLE PATTERN BLANK (a braille cell without dots)
+    '\u{3164}',  // HANGUL FILLER
+    '\u{FFA0}',  // HALFWIDTH HANGUL FILLER
+    '\u{13441}', // EGYPTIAN HIEROGLYPH FULL BLANK (an empty quadrat)
+    '\u{13442}', // EGYPTIAN HIEROGLYPH HALF BLANK
+    '\u{1D159}', // MUSICAL SYMBOL NULL NOTEHEAD (a notehead drawn as nothing)
+];
+
+/// Whether `c` is drawn as blank space without being whitespace ([`BLANK_LOOKING`]).
+pub fn is_blank_looking(c: char) -> bool {
+    BLANK_LOOKING.contains(&c)
 }
 
-/// The key duplicates are found by: lowercase hex SHA-256 of [`normalise_text`].
+/// A text as duplicates are compared: as people read it. Two drafts whose texts
+/// normalise alike are the same post to a reader.
+///
+/// 1. NFKC: compatibility forms (fullwidth and mathematical letters, ligatures,
+///    superscripts) read as their plain form.
+/// 2. Whitespace and blank-looking characters ([`BLANK_LOOKING`]) are a space; every
+///    run of spaces is one, and the text is trimmed. Characters that show nothing
+///    ([`is_ignorable`]) are removed.
+/// 3. Letters are decomposed (NFD) and their combining marks dropped (`é`, `ė` and `e`
+///    are one letter), except a mark of the letter's own script (a Devanagari vowel
+///    sign on a Devanagari letter, a Hebrew point), which is part of the letter. Marks
+///    of script Common or Inherited (accents, dots, overlays, kana voicing marks) are
+///    always dropped, as is a mark of another script than its letter's, and a mark
+///    standing on anything but a letter (composed symbols such as `≠` stay whole).
+/// 4. Every remaining character reads as its UTS #39 skeleton (`unicode-security`'s
+///    confusable prototypes: Cyrillic `а`, Greek `ο` read as Latin `a`, `o`) in small
+///    letters. A capital that reads as a Latin capital (Cyrillic `Н`, Greek `Η`) reads
+///    as that letter, so that both capitals and small letters in disguise are found;
+///    `I`-shaped capitals (Latin `I`, Greek `Ι`, Cyrillic `І`) read as `i`, so that a
+///    text in capitals keeps the key of the same text in small letters.
+///
+/// The skeleton also reads some characters alike that an attentive reader tells apart:
+/// `0` as `o`, `1`, `l` and `|` alike, `rn` as `m`. Such texts are duplicates too (an
+/// operator drafts one on purpose with `allow_duplicate`). Texts that differ in a letter,
+/// a digit that looks like no letter, punctuation or spacing keep different keys. A few
+/// Greek capitals read as another Latin letter than their small letter (`Η` as `h`, `η`
+/// as `n`): a Greek text with them in capitals and in small letters has two keys.
+pub fn normalise_text(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_script::{Script, UnicodeScript};
+
+    let mut out = String::with_capacity(text.len());
+    // The script of the letter that combining marks stand on (Common: no letter).
+    let mut base = Script::Common;
+    for c in text.nfkc() {
+        if is_combining_mark(c) {
+            push_mark(&mut out, c, base);
+        } else if c.is_whitespace() || is_blank_looking(c) {
+            out.push(' ');
+            base = Script::Common;
+        } else if c.is_alphabetic() {
+            for d in std::iter::once(c).nfd() {
+                if is_combining_mark(d) {
+                    push_mark(&mut out, d, base);
+                } else {
+                    base = d.script();
+                    out.push_str(&reads_as(d, true));
+                }
+            }
+        } else if !is_ignorable(c) {
+            base = Script::Common;
+            out.push_str(&reads_as(c, false));
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Keeps a combining mark only when it is of the script of the letter it stands on
+/// (`base`), and that script is a particular one (step 3 of [`normalise_text`]).
+fn push_mark(out: &mut String, mark: char, base: unicode_script::Script) {
+    use unicode_script::{Script, UnicodeScript};
+    let script = mark.script();
+    if script == base && !matches!(script, Script::Common | Script::Inherited) {
+        out.push(mark);
+    }
+}
+
+/// How one character reads (step 4 of [`normalise_text`]): its skeleton in small
+/// letters. For a `letter`, the combining marks of the skeleton's prototypes are dropped
+/// as the letter's own would be (Greek `η` reads as `n̩`, that is `n`).
+fn reads_as(c: char, letter: bool) -> String {
+    use std::sync::OnceLock;
+    // Nearly every character of most posts is ASCII: their readings, computed once.
+    static ASCII: OnceLock<Vec<[String; 2]>> = OnceLock::new();
+    if c.is_ascii() {
+        let table = ASCII.get_or_init(|| {
+            (0..128u8)
+                .map(|b| [read(char::from(b), false), read(char::from(b), true)])
+                .collect()
+        });
+        return table[usize::from(c as u8)][usize::from(letter)].clone();
+    }
+    read(c, letter)
+}
+
+fn read(c: char, letter: bool) -> String {
+    let small = skeleton_lower(&c.to_lowercase().collect::<String>(), letter);
+    let capital = skeleton_lower(&c.to_uppercase().collect::<String>(), letter);
+    let chosen = if c.is_uppercase() && capital.is_ascii() && capital != "l" {
+        capital
+    } else if small.is_ascii() || !capital.is_ascii() {
+        small
+    } else {
+        // A small letter whose capital reads as a Latin capital (Cyrillic `н`, as `Н`).
+        capital
+    };
+    // A Latin reading in small letters may read as others again (`M`, `m`, `rn`).
+    if chosen.is_ascii() {
+        skeleton_lower(&chosen, letter)
+    } else {
+        chosen
+    }
+}
+
+/// The UTS #39 skeleton of `s`, in small letters; without the combining marks of script
+/// Common or Inherited when it stands for a `letter`.
+fn skeleton_lower(s: &str, letter: bool) -> String {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_script::{Script, UnicodeScript};
+    unicode_security::skeleton(s)
+        .filter(|&m| {
+            !(letter
+                && is_combining_mark(m)
+                && matches!(m.script(), Script::Common | Script::Inherited))
+        })
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The key duplicates are found by: lowercase hex SHA-256 of [`normalise_text`]
+/// (version [`TEXT_KEY_VERSION`]).
 pub fn text_key(text: &str) -> String {
     sha256_hex(normalise_text(text).as_bytes())
 }
@@ -923,7 +1048,8 @@ mod tests {
         );
         assert_eq!(text_key("Hello  world"), text_key("hello world\n"));
         assert_ne!(text_key("hello world"), text_key("hello world!"));
-        assert_eq!(normalise_text("猫の宿 ÄÖ"), "猫の宿 äö");
+        // Accents are dropped; other scripts read as themselves.
+        assert_eq!(normalise_text("猫の宿 ÄÖ"), "猫の宿 ao");
     }
 
     #[test]
@@ -944,9 +1070,83 @@ mod tests {
         ] {
             assert_eq!(text_key(disguised), plain, "{disguised:?}");
         }
-        // A hangul filler between words still leaves the words apart.
-        assert_eq!(normalise_text("tea\u{3164}\u{3164}time"), "teatime");
-        assert_ne!(text_key("tea at four cafe"), plain);
+        // A hangul filler is drawn as a blank: between words, it reads as a space.
+        assert_eq!(normalise_text("tea\u{3164}\u{3164}time"), "tea tirne");
+        assert_eq!(text_key("tea\u{3164}time"), text_key("tea time"));
+        assert_ne!(text_key("tea\u{3164}time"), text_key("teatime"));
+        // Accents are marks: dropped (issue 26).
+        assert_eq!(text_key("tea at four cafe"), plain);
+        assert_ne!(text_key("tea at four cafes"), plain);
+    }
+
+    /// The attack of issue 26: texts that read alike to people, each accepted as new.
+    #[test]
+    fn duplicates_fold_lookalike_letters_combining_marks_and_blank_symbols() {
+        let plain = text_key("Tea at four. See you there!");
+        for disguised in [
+            "T\u{0435}a at four. See you there!",               // Cyrillic е
+            "Tea \u{0430}t four. See you there!",               // Cyrillic а
+            "Tea at f\u{03BF}ur. See you there!",               // Greek ο
+            "Tea at four. See you there!\u{2800}",              // braille blank, trailing
+            "Tea at four. See you there!\u{1D159}",             // null notehead, trailing
+            "Tea at fo\u{0307}ur. See you there!",              // combining dot above on a letter
+            "Tea at four. See you th\u{0117}re!",               // the same dot, precomposed (ė)
+            "Tea at four. S\u{0435}\u{0435} y\u{03BF}u there!", // Cyrillic and Greek mixed
+            "T\u{0435}\u{0430} \u{0430}t f\u{03BF}\u{0307}ur. See you there!\u{2800}\u{1D159}",
+            "Tea\u{2800}at four. See\u{1D159}you there!", // blank symbols for spaces
+            "Tea at four.\u{3164}See you there!",         // a Hangul filler for a space
+            "\u{0422}ea at four. \u{0405}ee you there!",  // Cyrillic capitals Т and Ѕ
+            "TEA AT FOUR. SEE YOU THERE!",
+            "\u{0422}\u{0415}\u{0410} AT FOUR. SEE Y\u{039F}U T\u{041D}ERE!", // capitals: Т Е А, Greek Ο, Cyrillic Н
+        ] {
+            assert_eq!(text_key(disguised), plain, "{disguised:?}");
+        }
+    }
+
+    /// Texts that read differently keep different keys; a few that UTS #39 reads alike
+    /// (digits shaped like letters, `rn` and `m`) share one.
+    #[test]
+    fn duplicates_keep_texts_that_read_differently_apart() {
+        for (a, b) in [
+            ("Tea at four.", "Tea at five."),
+            ("tea at four", "tea at four!"),
+            ("tea time", "teatime"),
+            ("version 1.0", "version 2.0"),
+            ("Room 12", "Room 13"),
+            ("x = y", "x \u{2260} y"),
+            ("Tea at four.", "Tea at four?"),
+            ("\u{0915}\u{0932}", "\u{0915}\u{0941}\u{0932}"), // Hindi: a vowel sign is a letter's own
+            ("\u{043C}\u{0438}\u{0440}", "\u{043C}\u{0435}\u{0440}"), // мир, мер
+        ] {
+            assert_ne!(text_key(a), text_key(b), "{a:?} vs {b:?}");
+        }
+        for (a, b) in [
+            ("c0ffee at 10", "coffee at lo"),
+            ("modern", "rnodern"),
+            ("Caf\u{00E9}", "cafe"),
+            ("INFO", "info"),
+        ] {
+            assert_eq!(text_key(a), text_key(b), "{a:?} vs {b:?}");
+        }
+    }
+
+    /// Stored keys depend on [`normalise_text`] and the Unicode data it reads: a change
+    /// to either shows here. Raise `TEXT_KEY_VERSION` with it, so that stores recompute
+    /// their keys, then pin the new values.
+    #[test]
+    fn the_duplicate_key_is_pinned_to_its_version() {
+        assert_eq!(TEXT_KEY_VERSION, 2);
+        let sample = "\u{FF34}\u{0435}\u{0430}\u{2800}at f\u{03BF}\u{0307}ur, Mochi! 0I|1 \u{2260} \
+                      \u{0397}\u{039D}\u{03A5} \u{03B7}\u{03BD}\u{03C5} \u{041D}\u{043D} \u{FB01} \
+                      Stra\u{00DF}e \u{00E9}\u{200B} \u{0915}\u{0941}\u{0932}";
+        assert_eq!(
+            normalise_text(sample),
+            "tea at four, rnochi! oill =\u{0338} hny nvu hh fi strasse e \u{0915}\u{0941}\u{0932}"
+        );
+        assert_eq!(
+            text_key(sample),
+            "811d6ca993373724a8d67a0d6f6fb49a5ab3452cbba662edc24fad7c98495ff9"
+        );
     }
 
     #[test]

@@ -17,12 +17,16 @@ const FUNCTIONS_SQL: &str = include_str!("../sql/functions.sql");
 /// The runtime role's default name.
 pub const DEFAULT_RUNTIME_ROLE: &str = "airlock_runtime";
 
-/// The version of the functions this binary installs for `role`: a hash of the file and
-/// the role, so a new binary or another role re-applies them.
+/// The version of the functions this binary installs for `role`: a hash of the file, the
+/// role and the duplicate key's version, so a new binary or another role re-applies them,
+/// and a binary that computes duplicate keys otherwise has the owner migrate (and rekey,
+/// `rekey`) before a runtime role starts.
 pub(crate) fn version(role: &str) -> String {
     // FNV-1a: stable across builds and platforms, and enough to tell files apart.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in FUNCTIONS_SQL.bytes().chain([0]).chain(role.bytes()) {
+    let key_version = airlock_core::review::TEXT_KEY_VERSION.to_string();
+    let bytes = FUNCTIONS_SQL.bytes().chain([0]).chain(role.bytes());
+    for byte in bytes.chain([0]).chain(key_version.bytes()) {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }

@@ -54,6 +54,7 @@ mod limits;
 mod ops;
 mod posts;
 mod publish;
+mod rekey;
 mod schema;
 mod wake;
 
@@ -187,8 +188,9 @@ impl PgStore {
         functions::mode(&self.pool, &self.runtime_role).await
     }
 
-    /// Applies pending migrations, then installs airlock's functions and the runtime
-    /// role's grants, holding a session advisory lock on a connection of its own so that
+    /// Applies pending migrations, recomputes the duplicate keys of earlier posts if they
+    /// were computed the way of an older release (`0011_text_key_version`), then
+    /// installs airlock's functions and the runtime role's grants, holding a session advisory lock on a connection of its own so that
     /// processes starting at once apply them one after another (the later ones find
     /// nothing to do).
     pub async fn migrate(&self) -> Result<()> {
@@ -209,7 +211,10 @@ impl PgStore {
             .await
             .map_err(db)?;
         let applied = match MIGRATOR.run_direct(None, &mut lock_conn, false).await {
-            Ok(()) => functions::install(&mut lock_conn, &self.runtime_role).await,
+            Ok(()) => match rekey::rekey_texts(&self.pool).await {
+                Ok(_) => functions::install(&mut lock_conn, &self.runtime_role).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(StoreError::Unavailable(Box::new(e))),
         };
         // Closing the session releases its lock whatever happened.

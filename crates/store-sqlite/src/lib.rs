@@ -40,6 +40,7 @@ mod dialect;
 mod ops;
 mod posts;
 mod publish;
+mod rekey;
 mod schema;
 
 /// The SQLite store.
@@ -118,13 +119,15 @@ impl SqliteStore {
         Self::open(Path::new(path)).await
     }
 
-    /// Applies pending migrations. Several processes opening a new file at once may race
-    /// on the first migration; the loser sees it applied on its next try.
+    /// Applies pending migrations, then recomputes the duplicate keys of earlier posts if
+    /// they were computed the way of an older release (`0011_text_key_version`). Several
+    /// processes opening a new file at once may race on the first migration; the loser
+    /// sees it applied on its next try.
     pub async fn migrate(&self) -> Result<()> {
         let mut tries = 0;
         loop {
             match MIGRATOR.run(&self.pool).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => return self.rekey_texts().await.map(drop),
                 Err(e) if tries < 5 => {
                     tracing::debug!(error = %e, "migration raced another process; retrying");
                     tries += 1;

@@ -309,6 +309,64 @@ fn the_same_text_queued_twice_on_a_channel_is_refused_the_second_time() {
     assert!(text.stdout.contains("rubric:"), "{}", text.stdout);
 }
 
+/// Issue 26: lookalike letters, combining marks and blank symbols drafted the same text
+/// again on one channel, and a quarantined text again in disguise.
+#[test]
+fn a_text_in_disguise_is_refused_as_the_duplicate_it_reads_as() {
+    let ws = workspace("max_revisions = 1\n");
+    let add = |text: &str| {
+        ws.run(&[
+            "post",
+            "add",
+            "--channel",
+            "sandbox",
+            "--text",
+            text,
+            "--json",
+        ])
+    };
+    let queued = add("Tea at four. #cats").json()["id"].as_i64().unwrap();
+    ws.ok(&["post", "approve", &queued.to_string()]);
+    for disguised in [
+        "T\u{0435}a at four. #cats",   // Cyrillic е
+        "Tea \u{0430}t four. #cats",   // Cyrillic а
+        "Tea at f\u{03BF}ur. #cats",   // Greek ο
+        "Tea at four. #cats\u{2800}",  // braille blank
+        "Tea at four. #cats\u{1D159}", // null notehead
+        "Tea at fo\u{0307}ur. #cats",  // combining dot above
+        "T\u{0435}\u{0430} at f\u{03BF}ur.\u{2800}#cats",
+    ] {
+        assert_refused(&add(disguised), &format!("post {queued} (approved)"));
+    }
+
+    let quarantined = add("Naps on the sofa. #cats").json()["id"]
+        .as_i64()
+        .unwrap();
+    let rejected = ws
+        .ok(&[
+            "post",
+            "reject",
+            &quarantined.to_string(),
+            "--reason",
+            "tone: too pushy",
+            "--json",
+        ])
+        .json();
+    assert!(rejected["quarantined_at"].is_string(), "{rejected}");
+    for disguised in [
+        "N\u{0430}ps on the sofa. #cats",
+        "Naps \u{03BF}n the s\u{043E}fa. #cats\u{2800}",
+        "Naps on the so\u{0307}fa.\u{1D159}#cats",
+    ] {
+        assert_refused(
+            &add(disguised),
+            &format!("post {quarantined} (quarantined)"),
+        );
+    }
+    // A text that reads differently is a new post.
+    assert_eq!(add("Naps on the floor. #cats").code, 0);
+}
+
 #[test]
 fn editing_a_draft_into_a_queued_text_is_refused_naming_the_earlier_post() {
     let ws = workspace("");

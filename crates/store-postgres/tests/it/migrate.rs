@@ -132,3 +132,92 @@ async fn committed_reservations_without_a_send_time_are_repaired() {
         Reserved::Granted(_)
     ));
 }
+
+/// Migration 0011 on PostgreSQL (see the SQLite backend's test of the same name): the
+/// owner's migration recomputes the keys stored the old way, once.
+#[tokio::test]
+async fn duplicate_keys_of_earlier_posts_are_recomputed_once_on_migrate() {
+    use airlock_core::review::{TEXT_KEY_VERSION, text_key};
+    use airlock_store::StoreError;
+
+    let db = TestDb::create();
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < "0011" {
+            std::fs::copy(&path, dir.path().join(&name)).unwrap();
+        }
+    }
+    let mut conn = db.conn().await;
+    sqlx::migrate::Migrator::new(dir.path())
+        .await
+        .unwrap()
+        .run(&mut conn)
+        .await
+        .unwrap();
+    let quarantined = "Mochi naps on the sofa.";
+    let old_key = airlock_core::hash::sha256_hex(quarantined.to_lowercase().as_bytes());
+    assert_ne!(old_key, text_key(quarantined), "the key changed");
+    for (text, key, quarantined_at) in [
+        (
+            quarantined,
+            Some(old_key.as_str()),
+            Some("2026-03-01T00:10:00Z"),
+        ),
+        ("From before keys.", None, None),
+    ] {
+        sqlx::query(
+            "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+             edited_by, created_at, updated_at, event_actor, text_key, quarantined_at) \
+             VALUES ('threads-main', 'draft', $1, '2026-03-02T00:00:00Z', $2, 'token:a', \
+             'token:a', '2026-03-01T00:00:00Z', '2026-03-01T00:00:00Z', 'token:a', $3, \
+             $4::timestamptz)",
+        )
+        .bind(text)
+        .bind("ab".repeat(32))
+        .bind(key)
+        .bind(quarantined_at)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = store(&db).await;
+    let keys: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, text_key FROM posts ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(keys, [(1, Some(text_key(quarantined))), (2, None)]);
+    let version: i64 = sqlx::query_scalar("SELECT version FROM text_key_version")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(version, TEXT_KEY_VERSION);
+
+    for text in [quarantined, "Moch\u{0456} n\u{0430}ps on the sofa.\u{2800}"] {
+        let mut req = create_request(new_post("threads-main", text, t0()), mins(1));
+        req.duplicate_window = Some(chrono::Duration::days(7));
+        let err = store.create_post(req).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == PostId(1)),
+            "{text:?}: {err:?}"
+        );
+    }
+
+    // Once: migrating a current ledger again reads no key.
+    sqlx::query("UPDATE posts SET text_key = 'by hand' WHERE id = 1")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let key: String = sqlx::query_scalar("SELECT text_key FROM posts WHERE id = 1")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(key, "by hand");
+    store.close().await;
+}

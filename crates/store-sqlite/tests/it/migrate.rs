@@ -152,3 +152,104 @@ async fn committed_reservations_without_a_send_time_are_repaired() {
         .await;
     assert_eq!(rows.expect("the repaired rows read").0.len(), 3);
 }
+
+/// Migration 0011 (issue 26): keys stored before it were computed the old way, so an
+/// exact copy of an old quarantined text would not match a new draft's key. Opening the
+/// store recomputes them once; posts without a key keep none.
+#[tokio::test]
+async fn duplicate_keys_of_earlier_posts_are_recomputed_once_on_open() {
+    use airlock_core::review::{TEXT_KEY_VERSION, text_key};
+    use airlock_store::StoreError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("migrations");
+    std::fs::create_dir(&before).unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&source).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".sql") && name.as_str() < "0011" {
+            std::fs::copy(&path, before.join(&name)).unwrap();
+        }
+    }
+    let path = dir.path().join("airlock.db");
+    let pool = SqlitePoolOptions::new()
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(&path)
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap();
+    sqlx::migrate::Migrator::new(before.as_path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
+    // A quarantined draft with its key as version 1 computed it (NFKC, lowercase: here
+    // the lowercased text), and a post from before keys, without one.
+    let quarantined = "Mochi naps on the sofa.";
+    let old_key = airlock_core::hash::sha256_hex(quarantined.to_lowercase().as_bytes());
+    assert_ne!(old_key, text_key(quarantined), "the key changed");
+    for (text, key, quarantined_at) in [
+        (
+            quarantined,
+            Some(old_key.as_str()),
+            Some("2026-03-01T00:10:00.000Z"),
+        ),
+        ("From before keys.", None, None),
+    ] {
+        sqlx::query(
+            "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+             edited_by, created_at, updated_at, event_actor, text_key, quarantined_at) \
+             VALUES ('threads-main', 'draft', ?, '2026-03-02T00:00:00.000Z', ?, 'token:a', \
+             'token:a', '2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'token:a', ?, ?)",
+        )
+        .bind(text)
+        .bind("ab".repeat(32))
+        .bind(key)
+        .bind(quarantined_at)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.expect("migrates forward");
+    let keys: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT id, text_key FROM posts ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(keys, [(1, Some(text_key(quarantined))), (2, None)]);
+    let version: i64 = sqlx::query_scalar("SELECT version FROM text_key_version")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(version, TEXT_KEY_VERSION);
+
+    // The exact copy, and one in disguise, are found as the quarantined post.
+    for text in [quarantined, "Moch\u{0456} n\u{0430}ps on the sofa.\u{2800}"] {
+        let mut req = create_request(new_post("threads-main", text, t0()), mins(1));
+        req.duplicate_window = Some(chrono::Duration::days(7));
+        let err = store.create_post(req).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::DuplicateText { earlier, status: PostStatus::Draft } if earlier == PostId(1)),
+            "{text:?}: {err:?}"
+        );
+    }
+
+    // Once: a current ledger's keys are not read again.
+    sqlx::query("UPDATE posts SET text_key = 'by hand' WHERE id = 1")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    drop(store);
+    let store = SqliteStore::open(&path).await.unwrap();
+    let key: String = sqlx::query_scalar("SELECT text_key FROM posts WHERE id = 1")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(key, "by hand");
+}
