@@ -30,7 +30,8 @@ use serde::Serialize;
 
 use airlock_core::limits;
 use airlock_core::review::{
-    self, ContentChange, Decision, DecisionError, Rubric, RubricItem, VerdictKind,
+    self, ContentChange, Decision, DecisionError, Revoked, Rubric, RubricItem, VerdictKind,
+    VoidPass,
 };
 use airlock_core::status::quarantine_allows;
 use airlock_core::{Action, ContentHash, NewVerdict, Post, PostId, PostStatus, Verdict};
@@ -156,6 +157,9 @@ pub struct ReviewPacket {
     pub verdicts: Vec<Verdict>,
     /// Passes that count for the content now, and how many more are needed.
     pub approvals: Approvals,
+    /// Every move of the post's schedule, oldest first: a pass is given for the post as it
+    /// would go out, so moves after a verdict are what changed in the schedule since.
+    pub schedule_moves: Vec<ScheduleMove>,
     /// Fails since the last release, against the cap.
     pub revisions: Revisions,
     /// What changed since the last verdict (`null` when there was none, or nothing changed).
@@ -238,6 +242,23 @@ pub struct Approvals {
     pub passed_by: Vec<String>,
     /// How many more distinct critics must pass.
     pub needed: u32,
+    /// Passes in the current round on this content that count for nobody: by a token
+    /// revoked since, or by the CLI where several passes are required.
+    pub not_counted: Vec<VoidPass>,
+}
+
+/// A move of a post's schedule, as its edit recorded it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ScheduleMove {
+    /// When it was moved.
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Who moved it.
+    pub actor: String,
+    /// The schedule before.
+    pub from: chrono::DateTime<chrono::Utc>,
+    /// The schedule after.
+    pub to: chrono::DateTime<chrono::Utc>,
 }
 
 /// Fails against the cap.
@@ -278,7 +299,9 @@ returns the post to its writer, who reads your reasons; after `revisions.max` fa
 is quarantined for a person. A pass approves the post once `approvals.required` different \
 critics have passed this same content. If the content or the rubric changes before your \
 verdict, the verdict is refused as a conflict: fetch the packet again and review what it says \
-now. `changes_since_last_verdict` shows what the writer changed since the last verdict.";
+now. `changes_since_last_verdict` shows what the writer changed since the last verdict, and \
+`schedule_moves` every move of the post's schedule: a pass is for the post as it would go out, \
+so moving a draft that holds passes starts a new review round.";
 
 impl App {
     /// Gives a verdict on a post (critic): a pass (needs the critic role's approve
@@ -310,7 +333,14 @@ impl App {
             VerdictKind::Fail => Action::Reject,
         })?;
         let post = self.store().get_post(id).await?;
-        let earlier = self.store().verdicts(id).await?;
+        let channel = self.channel(post.content.channel.as_str())?;
+        let rules = channel.review.rules;
+        // Only verdicts that still stand for someone: a revoked token's passes do not.
+        let earlier = review::standing(
+            &self.store().verdicts(id).await?,
+            &self.revoked().await?,
+            rules,
+        );
         let actor = who.actor.to_string();
         if kind == VerdictKind::Fail && post.status == PostStatus::Draft {
             // A retried fail (its answer was lost) repeats the earlier one: the same
@@ -319,7 +349,6 @@ impl App {
             if let Some(verdict) =
                 review::repeated_fail(&earlier, &actor, post.review_round, &post.content_hash)
             {
-                let channel = self.channel(post.content.channel.as_str())?;
                 return repeated(channel, post, earlier, verdict);
             }
         }
@@ -347,13 +376,19 @@ impl App {
             }
             _ => {}
         }
+        if kind == VerdictKind::Pass
+            && let Some(refused) = review::refuse_pass(&actor, rules)
+        {
+            return Err(Error::Forbidden(format!(
+                "your pass on post {id} was not recorded: {refused}"
+            )));
+        }
         if version.is_some_and(|v| v != post.version) {
             return Err(Error::Conflict(format!(
                 "post {id} changed since it was looked at: look at it again before approving"
             )));
         }
         check_reviewed_hash(&post, input.content_hash.as_deref())?;
-        let channel = self.channel(post.content.channel.as_str())?;
         let rubric = read_rubric(channel)?;
         if let Some(read) = input.rubric_hash.as_deref()
             && read.trim() != rubric.hash
@@ -379,7 +414,6 @@ impl App {
                 return Err(Error::Policy(violations));
             }
         }
-        let rules = channel.review.rules;
         let decision = review::decide(
             kind,
             &actor,
@@ -392,6 +426,9 @@ impl App {
         .map_err(|e| match e {
             DecisionError::AlreadyPassed { .. } => {
                 Error::Conflict(format!("{e}: your pass on post {id} is already recorded"))
+            }
+            DecisionError::NoIdentity { .. } => {
+                Error::Forbidden(format!("your pass on post {id} was not recorded: {e}"))
             }
         })?;
 
@@ -522,12 +559,37 @@ impl App {
     /// The review packet of a post (any role): everything a critic needs in one read.
     pub async fn review_packet(&self, who: &Principal, id: PostId) -> Result<ReviewPacket> {
         who.require(Action::Read)?;
-        let post = self.store().get_post(id).await?;
+        let detail = self.store().post_detail(id).await?;
+        let (post, verdicts) = (detail.post, detail.verdicts);
         let channel = self.channel(post.content.channel.as_str())?;
         let rubric = read_rubric(channel)?;
-        let verdicts = self.store().verdicts(id).await?;
         let rules = channel.review.rules;
-        let passed_by = review::current_passes(&verdicts, post.review_round, &post.content_hash);
+        let revoked = self.revoked().await?;
+        let passed_by = review::current_passes(
+            &review::standing(&verdicts, &revoked, rules),
+            post.review_round,
+            &post.content_hash,
+        );
+        let not_counted = review::void_passes(
+            &verdicts,
+            post.review_round,
+            &post.content_hash,
+            &revoked,
+            rules,
+        );
+        let schedule_moves = detail
+            .events
+            .iter()
+            .filter_map(|event| {
+                let (from, to) = review::schedule_move_in(event.note.as_deref()?)?;
+                Some(ScheduleMove {
+                    at: event.at,
+                    actor: event.actor.clone(),
+                    from,
+                    to,
+                })
+            })
+            .collect();
         let needed = rules
             .approvals_required
             .saturating_sub(passed_by.len() as u32);
@@ -559,6 +621,10 @@ impl App {
             Some(format!(
                 "{actor} already passed this content: another critic must give the next pass (you may still fail it)"
             ))
+        } else if let Some(refused) = review::refuse_pass(&actor, rules)
+            && Action::Approve.allowed_for(&who.roles)
+        {
+            Some(refused.to_string())
         } else if !who.sod_exempt && post.is_authored_by(&actor) {
             Some(format!(
                 "{actor} wrote content of post {id} and may not pass it (separation of duties); you may still fail it"
@@ -605,7 +671,9 @@ impl App {
                 required: rules.approvals_required,
                 passed_by,
                 needed,
+                not_counted,
             },
+            schedule_moves,
             revisions: Revisions {
                 failed: post.revisions,
                 max: rules.max_revisions,
@@ -642,6 +710,25 @@ impl App {
             .store()
             .change_post(self.change_by(who, &post, change))
             .await?)
+    }
+}
+
+impl App {
+    /// The tokens revoked so far, as the actors their verdicts are recorded under: their
+    /// passes stand for nobody ([`review::void_reason`]).
+    pub(crate) async fn revoked(&self) -> Result<Vec<Revoked>> {
+        Ok(self
+            .store()
+            .tokens()
+            .await?
+            .into_iter()
+            .filter_map(|token| {
+                Some(Revoked {
+                    at: token.revoked_at?,
+                    actor: airlock_core::Actor::Token(token.name).to_string(),
+                })
+            })
+            .collect())
     }
 }
 

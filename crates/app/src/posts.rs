@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use airlock_core::hash::{canonical_json, sha256_hex};
 use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use airlock_core::post::check_url;
+use airlock_core::review;
 use airlock_core::time::parse_time;
 use airlock_core::{
     Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit, PostEvent,
@@ -329,7 +330,18 @@ impl App {
             version: post.version,
             content: content_changed.then_some((content, hash)),
             scheduled_at: edit.scheduled_at,
-            fields: edit.field_names().join(", "),
+            // A move names its from and to, for the timeline and the review packet.
+            fields: edit
+                .field_names()
+                .into_iter()
+                .map(|field| match edit.scheduled_at {
+                    Some(at) if field == "scheduled_at" && moved => {
+                        review::schedule_move_note(post.scheduled_at, at)
+                    }
+                    _ => field.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
             duplicate_window,
         };
         let post = self

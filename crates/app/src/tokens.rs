@@ -4,10 +4,23 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 
 use airlock_core::hash::sha256_hex;
-use airlock_core::{Action, Actor, RoleSet};
-use airlock_store::{NewToken, TokenRecord};
+use airlock_core::review::{self, Revoked};
+use airlock_core::{Action, Actor, Post, PostId, PostStatus, RoleSet};
+use airlock_store::{Change, NewToken, PostFilter, StoreError, TokenRecord};
 
 use crate::{App, Error, Principal, Result};
+
+/// How many approved posts a revocation reads at a time.
+const REVOKE_PAGE: u32 = 100;
+
+/// An approval withdrawn because the pass it rested on was a revoked token's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Withdrawn {
+    /// The post, a draft again.
+    pub id: PostId,
+    /// Why, as its status event says.
+    pub reason: String,
+}
 
 /// A newly created token; the only time its secret exists outside its holder.
 #[derive(Debug, Serialize)]
@@ -85,16 +98,106 @@ impl App {
         Ok(self.store().tokens().await?)
     }
 
-    /// Revokes a token (operator).
-    pub async fn revoke_token(&self, who: &Principal, name: &str) -> Result<()> {
+    /// Revokes a token (operator). Its passes stand for nobody from now on
+    /// ([`airlock_core::review::void_reason`]): every approved post whose approval no
+    /// longer has `approvals_required` standing passes without it returns to draft, with
+    /// a status event saying why. Returns those posts.
+    pub async fn revoke_token(&self, who: &Principal, name: &str) -> Result<Vec<Withdrawn>> {
         who.require(Action::ManageTokens)?;
-        if self.store().revoke_token(name, self.now()).await? {
-            Ok(())
-        } else {
-            Err(Error::NotFound(format!(
+        if !self.store().revoke_token(name, self.now()).await? {
+            return Err(Error::NotFound(format!(
                 "no active token named {name:?}: see `airlock token list`"
-            )))
+            )));
         }
+        let actor = Actor::Token(name.to_owned()).to_string();
+        let revoked = self.revoked().await?;
+        let mut withdrawn = Vec::new();
+        let mut before = None;
+        loop {
+            let page = self
+                .store()
+                .list_posts(&PostFilter {
+                    status: Some(PostStatus::Approved),
+                    before,
+                    limit: Some(REVOKE_PAGE),
+                    ..PostFilter::default()
+                })
+                .await?;
+            before = page.last().map(|p| p.id);
+            for post in &page {
+                if let Some(done) = self.withdraw_unstood(who, post, &actor, &revoked).await? {
+                    withdrawn.push(done);
+                }
+            }
+            if page.len() < REVOKE_PAGE as usize {
+                return Ok(withdrawn);
+            }
+        }
+    }
+
+    /// Withdraws `post`'s approval when it rests on `actor`'s pass, now revoked, and
+    /// fewer than `approvals_required` passes stand without it. A post that changed since
+    /// it was read is read again; one no longer approved (gone out, edited) is left alone.
+    async fn withdraw_unstood(
+        &self,
+        who: &Principal,
+        post: &Post,
+        actor: &str,
+        revoked: &[Revoked],
+    ) -> Result<Option<Withdrawn>> {
+        let mut post = post.clone();
+        for _ in 0..3 {
+            let names_actor = post
+                .approved_by
+                .as_deref()
+                .is_some_and(|by| by.split(',').any(|a| a.trim() == actor));
+            if post.status != PostStatus::Approved || !names_actor {
+                return Ok(None);
+            }
+            let Ok(channel) = self.channel(post.content.channel.as_str()) else {
+                return Ok(None);
+            };
+            let rules = channel.review.rules;
+            let verdicts = self.store().verdicts(post.id).await?;
+            let standing = review::current_passes(
+                &review::standing(&verdicts, revoked, rules),
+                post.review_round,
+                &post.content_hash,
+            );
+            let required = rules.approvals_required.max(1);
+            if standing.len() as u32 >= required {
+                return Ok(None);
+            }
+            let reason = format!(
+                "approval withdrawn: {actor} was revoked and its pass counts for nobody; {} of {required} required passes stand without it (approvals_required = {required})",
+                standing.len()
+            );
+            let change = Change::Withdrawn {
+                version: post.version,
+                note: reason.clone(),
+                error: None,
+            };
+            match self
+                .store()
+                .change_post(self.change_by(who, &post, change))
+                .await
+            {
+                Ok(_) => {
+                    return Ok(Some(Withdrawn {
+                        id: post.id,
+                        reason,
+                    }));
+                }
+                Err(StoreError::Conflict(_) | StoreError::IllegalTransition { .. }) => {
+                    post = self.store().get_post(post.id).await?;
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Err(Error::Conflict(format!(
+            "post {} kept changing while its approval was checked after {actor} was revoked: look at it (`airlock post show {}`)",
+            post.id, post.id
+        )))
     }
 
     /// The principal behind a bearer secret, or [`Error::Unauthorized`].

@@ -35,7 +35,8 @@ pub enum TokenCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a token.
+    /// Revoke a token. Its passes count for nobody from now on: an approved post that
+    /// needed its pass returns to draft.
     Revoke {
         /// Its name.
         name: String,
@@ -89,8 +90,11 @@ pub async fn token(config: &Config, command: TokenCommand) -> CmdResult {
             }
         }
         TokenCommand::Revoke { name } => {
-            app.revoke_token(&me, &name).await?;
+            let withdrawn = app.revoke_token(&me, &name).await?;
             println!("token {name} revoked");
+            for post in withdrawn {
+                println!("post {}: {}", post.id, post.reason);
+            }
         }
     }
     Ok(())

@@ -230,6 +230,19 @@ pub fn print_review_packet(packet: &ReviewPacket) {
             packet.approvals.passed_by.join(", ")
         }
     );
+    for void in &packet.approvals.not_counted {
+        println!("not counted:   verdict {}: {}", void.verdict, void.reason);
+    }
+    println!("scheduled_at:  {}", format_utc(post.scheduled_at));
+    for moved in &packet.schedule_moves {
+        println!(
+            "moved:         {} by {}: from {} to {}",
+            format_utc(moved.at),
+            moved.actor,
+            format_utc(moved.from),
+            format_utc(moved.to)
+        );
+    }
     println!(
         "revisions:     {} failed of {} before quarantine",
         packet.revisions.failed, packet.revisions.max

@@ -6,7 +6,12 @@
 //! one rubric hash. Passes count toward approval only while they are current: given in
 //! the post's present review round (the store starts a new round whenever the content
 //! changes or an approval is withdrawn), on the content hash the post has now, and after
-//! the round's last fail. Distinct principals count once each.
+//! the round's last fail. Distinct principals count once each, and only while they still
+//! stand for someone: a pass by a token revoked since counts for nobody, and the local
+//! CLI, which is whoever runs it, gives none of several required passes
+//! ([`void_reason`]). A move of a draft's schedule starts a new round when the round
+//! holds a pass (the stores' triggers), and the move is recorded on the edit's event
+//! ([`schedule_move_note`]).
 //!
 //! Nothing here reads the rubric file or the ledger: callers pass the rubric's text and
 //! the post's verdicts in.
@@ -343,6 +348,123 @@ pub fn current_passes(verdicts: &[Verdict], round: i64, hash: &ContentHash) -> V
     passers
 }
 
+/// The actor the local command line is recorded as (`Actor::Cli`).
+const CLI_ACTOR: &str = "cli";
+
+/// A principal whose passes stand for nobody: a token revoked since it passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revoked {
+    /// The actor its verdicts are recorded under (`token:<name>`).
+    pub actor: String,
+    /// When it was revoked.
+    pub at: DateTime<Utc>,
+}
+
+/// Why a pass by `actor` counts toward approval for nobody, or `None` when it may count:
+/// `actor` is a token revoked since (`revoked`), or it is the local CLI on a channel
+/// that requires several passes (the CLI is whoever runs it, so one person at the CLI
+/// and with a token would count twice).
+pub fn void_reason(actor: &str, revoked: &[Revoked], rules: ReviewRules) -> Option<String> {
+    if let Some(token) = revoked.iter().find(|r| r.actor == actor) {
+        return Some(format!(
+            "{actor} was revoked at {}: its passes count for nobody",
+            crate::time::format_utc(token.at)
+        ));
+    }
+    (actor == CLI_ACTOR && rules.approvals_required > 1).then(|| {
+        format!(
+            "the CLI is whoever runs it: it gives none of several required passes (approvals_required = {})",
+            rules.approvals_required
+        )
+    })
+}
+
+/// The verdicts with every pass that counts for nobody ([`void_reason`]) left out: what
+/// [`decide`] and [`current_passes`] are given. Fails stay: a fail by a token revoked
+/// since still voids the passes before it.
+pub fn standing(verdicts: &[Verdict], revoked: &[Revoked], rules: ReviewRules) -> Vec<Verdict> {
+    verdicts
+        .iter()
+        .filter(|v| {
+            v.verdict == VerdictKind::Fail || void_reason(&v.actor, revoked, rules).is_none()
+        })
+        .cloned()
+        .collect()
+}
+
+/// A pass that would be current but counts for nobody.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VoidPass {
+    /// The verdict's id.
+    pub verdict: i64,
+    /// Who gave it.
+    pub actor: String,
+    /// Why it does not count.
+    pub reason: String,
+}
+
+/// The passes that would be current ([`current_passes`]) but count for nobody
+/// ([`void_reason`]), each principal once, in the order they passed.
+pub fn void_passes(
+    verdicts: &[Verdict],
+    round: i64,
+    hash: &ContentHash,
+    revoked: &[Revoked],
+    rules: ReviewRules,
+) -> Vec<VoidPass> {
+    let current = current_passes(verdicts, round, hash);
+    let mut void: Vec<VoidPass> = Vec::new();
+    let mut in_round: Vec<&Verdict> = verdicts
+        .iter()
+        .filter(|v| v.review_round == round && v.verdict == VerdictKind::Pass)
+        .collect();
+    in_round.sort_by_key(|v| v.id);
+    for actor in current {
+        let Some(reason) = void_reason(&actor, revoked, rules) else {
+            continue;
+        };
+        let verdict = in_round
+            .iter()
+            .rev()
+            .find(|v| v.actor == actor)
+            .map_or(0, |v| v.id);
+        void.push(VoidPass {
+            verdict,
+            actor,
+            reason,
+        });
+    }
+    void
+}
+
+/// How an edit's event names a move of the schedule (`fields` of the edit):
+/// `scheduled_at from <old> to <new>`, both UTC in RFC 3339. [`schedule_move_in`] reads
+/// it back.
+pub fn schedule_move_note(from: DateTime<Utc>, to: DateTime<Utc>) -> String {
+    use chrono::SecondsFormat::AutoSi;
+    format!(
+        "scheduled_at from {} to {}",
+        from.to_rfc3339_opts(AutoSi, true),
+        to.to_rfc3339_opts(AutoSi, true)
+    )
+}
+
+/// The move of the schedule an event's note names ([`schedule_move_note`]): from, to.
+pub fn schedule_move_in(note: &str) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    let rest = &note[note.find("scheduled_at from ")? + "scheduled_at from ".len()..];
+    let (from, rest) = rest.split_once(" to ")?;
+    let end = rest
+        .find(|c: char| c == ',' || c == ')' || c.is_whitespace())
+        .unwrap_or(rest.len());
+    let time = |t: &str| {
+        DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    Some((time(from)?, time(&rest[..end])?))
+}
+
 /// What a new verdict does to its post.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -384,6 +506,14 @@ pub enum Decision {
 /// Why a verdict cannot count.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecisionError {
+    /// The local CLI on a channel that requires several passes ([`refuse_pass`]).
+    #[error(
+        "the CLI is whoever runs it, so it gives none of the {required} passes this channel requires (approvals_required = {required}): have each critic pass with a token of their own (`airlock token create --name NAME --role critic`), or set [cli] require_token = true so the CLI acts as your operator token; you may still fail it"
+    )]
+    NoIdentity {
+        /// The channel's `approvals_required`.
+        required: u32,
+    },
     /// The same principal already passed this content in this round.
     #[error(
         "{actor} already passed this content; it needs {needed} more pass(es) from other critics (approvals_required = {required})"
@@ -398,13 +528,22 @@ pub enum DecisionError {
     },
 }
 
+/// Why `actor` may not give a pass at all under `rules`, whatever the post: the local
+/// CLI on a channel that requires several passes ([`void_reason`]).
+pub fn refuse_pass(actor: &str, rules: ReviewRules) -> Option<DecisionError> {
+    (actor == CLI_ACTOR && rules.approvals_required > 1).then_some(DecisionError::NoIdentity {
+        required: rules.approvals_required,
+    })
+}
+
 /// Decides what a new verdict by `actor` does, given the post's earlier verdicts, its
 /// review round, its content hash and its counted fails since the last release.
 ///
-/// A fail counts a revision only when no earlier fail was given on the same content
-/// without a revision since (one revise cycle per content); a fail by `actor` that
-/// repeats its own earlier fail on that content, with no pass since, is
-/// [`Decision::Repeat`].
+/// `earlier` holds the verdicts that still stand ([`standing`]). A pass is refused to a
+/// principal [`refuse_pass`] names. A fail counts a revision only when no earlier fail
+/// was given on the same content without a revision since (one revise cycle per
+/// content); a fail by `actor` that repeats its own earlier fail on that content, with no
+/// pass since, is [`Decision::Repeat`].
 pub fn decide(
     verdict: VerdictKind,
     actor: &str,
@@ -416,6 +555,9 @@ pub fn decide(
 ) -> Result<Decision, DecisionError> {
     match verdict {
         VerdictKind::Pass => {
+            if let Some(refused) = refuse_pass(actor, rules) {
+                return Err(refused);
+            }
             let mut passed_by = current_passes(earlier, round, hash);
             let required = rules.approvals_required.max(1);
             if passed_by.iter().any(|a| a == actor) {
@@ -938,6 +1080,99 @@ mod tests {
             decide(Pass, "token:a", &[], 0, &hash(1), 0, ReviewRules::default()).unwrap(),
             Decision::Approve { .. }
         ));
+    }
+
+    #[test]
+    fn a_pass_by_a_token_revoked_since_counts_for_nobody() {
+        use VerdictKind::*;
+        let rules = ReviewRules {
+            approvals_required: 2,
+            max_revisions: 2,
+        };
+        let revoked = [Revoked {
+            actor: "token:a".into(),
+            at: DateTime::UNIX_EPOCH,
+        }];
+        let all = [
+            verdict(1, Pass, "token:a", 0, 1),
+            verdict(2, Pass, "token:b", 0, 1),
+        ];
+        let standing = standing(&all, &revoked, rules);
+        assert_eq!(current_passes(&standing, 0, &hash(1)), ["token:b"]);
+        // The next pass is the second that stands, not the third that was given.
+        assert!(matches!(
+            decide(Pass, "token:c", &standing, 0, &hash(1), 0, rules).unwrap(),
+            Decision::Approve { passed_by } if passed_by == ["token:b", "token:c"]
+        ));
+        let void = void_passes(&all, 0, &hash(1), &revoked, rules);
+        assert_eq!(void.len(), 1);
+        assert_eq!((void[0].verdict, void[0].actor.as_str()), (1, "token:a"));
+        assert!(void[0].reason.contains("revoked"), "{}", void[0].reason);
+        // A fail by a token revoked since still voids the passes before it.
+        let failed = [
+            verdict(1, Pass, "token:b", 0, 1),
+            verdict(2, Fail, "token:a", 0, 1),
+        ];
+        assert!(current_passes(&super::standing(&failed, &revoked, rules), 0, &hash(1)).is_empty());
+    }
+
+    #[test]
+    fn the_cli_gives_none_of_several_required_passes() {
+        use VerdictKind::*;
+        assert_eq!(crate::Actor::Cli.to_string(), CLI_ACTOR);
+        let two = ReviewRules {
+            approvals_required: 2,
+            max_revisions: 2,
+        };
+        let refused = decide(Pass, "cli", &[], 0, &hash(1), 0, two).unwrap_err();
+        assert_eq!(refused, DecisionError::NoIdentity { required: 2 });
+        assert!(refused.to_string().contains("token create"), "{refused}");
+        // A fail stays open to it, and one required pass is its to give.
+        assert!(decide(Fail, "cli", &[], 0, &hash(1), 0, two).is_ok());
+        assert!(matches!(
+            decide(Pass, "cli", &[], 0, &hash(1), 0, ReviewRules::default()).unwrap(),
+            Decision::Approve { .. }
+        ));
+        // A pass it gave before counts for nobody where several are required.
+        let earlier = [
+            verdict(1, Pass, "cli", 0, 1),
+            verdict(2, Pass, "token:a", 0, 1),
+        ];
+        assert_eq!(
+            current_passes(&standing(&earlier, &[], two), 0, &hash(1)),
+            ["token:a"]
+        );
+        assert_eq!(void_passes(&earlier, 0, &hash(1), &[], two)[0].actor, "cli");
+        assert!(void_passes(&earlier, 0, &hash(1), &[], ReviewRules::default()).is_empty());
+    }
+
+    #[test]
+    fn a_schedule_move_is_named_on_the_edit_and_read_back() {
+        let from = DateTime::parse_from_rfc3339("2030-01-01T09:00:00+09:00")
+            .unwrap()
+            .to_utc();
+        let to = DateTime::parse_from_rfc3339("2026-12-04T03:11:13.016Z")
+            .unwrap()
+            .to_utc();
+        let named = schedule_move_note(from, to);
+        assert_eq!(
+            named,
+            "scheduled_at from 2030-01-01T00:00:00Z to 2026-12-04T03:11:13.016Z"
+        );
+        assert_eq!(
+            schedule_move_in(&format!("edited {named}")),
+            Some((from, to))
+        );
+        assert_eq!(
+            schedule_move_in(&format!("edited (text, {named}): approval withdrawn")),
+            Some((from, to))
+        );
+        assert_eq!(
+            schedule_move_in(&format!("edited {named}, link")),
+            Some((from, to))
+        );
+        assert_eq!(schedule_move_in("edited scheduled_at"), None);
+        assert_eq!(schedule_move_in("edited text"), None);
     }
 
     #[test]

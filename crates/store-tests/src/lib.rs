@@ -163,6 +163,7 @@ macro_rules! __with_cases {
             store ops::health_stats_report_due_posts_reviews_and_failed_verifications,
             store review::verdicts_are_recorded_with_their_change_and_read_back_whole,
             store review::a_content_change_or_a_withdrawn_approval_starts_a_new_review_round,
+            store review::a_schedule_move_of_a_draft_holding_passes_starts_a_new_review_round,
             store review::a_quarantined_draft_is_neither_approved_nor_changed_until_released,
             store review::a_draft_repeating_a_queued_text_within_the_window_is_refused,
             store review::an_edit_moves_the_duplicate_key_with_the_text,

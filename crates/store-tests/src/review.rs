@@ -179,6 +179,92 @@ pub async fn a_content_change_or_a_withdrawn_approval_starts_a_new_review_round(
     assert_eq!(rounds, [1, 1]);
 }
 
+/// A pass given on a draft at one schedule does not carry over to another (issue 26):
+/// moving a draft that holds a pass in its round starts a new round, whatever else the
+/// write changes; moving a draft without passes, or moving it back with the text alone,
+/// starts none.
+pub async fn a_schedule_move_of_a_draft_holding_passes_starts_a_new_review_round(
+    store: Arc<dyn Store>,
+) {
+    let s = store.as_ref();
+    let post = draft(s, "threads-main", "New year naps.", mins(60 * 24 * 365)).await;
+    // No passes yet: the move is free.
+    let post = s
+        .change_post(edit(&post, None, Some(mins(60 * 24 * 366)), None, mins(1)))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 0);
+
+    let pass = Change::Verdict {
+        version: post.version,
+        verdict: verdict(&post, VerdictKind::Pass, &[]),
+        effect: VerdictEffect::AwaitMore {
+            note: "pass 1 of 2".into(),
+        },
+    };
+    let post = s
+        .change_post(PostChange::new(post.id, "token:a", mins(2), pass))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 0);
+
+    // The same schedule again is no move.
+    let post = s
+        .change_post(edit(&post, None, Some(post.scheduled_at), None, mins(3)))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 0);
+
+    // Moved to now: the pass, given for next year, is in the round before.
+    let post = s
+        .change_post(edit(&post, None, Some(mins(4)), None, mins(4)))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 1);
+    assert_eq!(post.scheduled_at, mins(4));
+    assert_eq!(post.status, PostStatus::Draft);
+
+    // The new round holds no pass: moving again starts no other.
+    let post = s
+        .change_post(edit(&post, None, Some(mins(5)), None, mins(5)))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 1);
+
+    // A move with a text change starts one round, not two.
+    let pass = Change::Verdict {
+        version: post.version,
+        verdict: verdict(&post, VerdictKind::Pass, &[]),
+        effect: VerdictEffect::AwaitMore {
+            note: "pass 1 of 2".into(),
+        },
+    };
+    let post = s
+        .change_post(PostChange::new(post.id, "token:b", mins(6), pass))
+        .await
+        .unwrap();
+    let post = s
+        .change_post(edit(
+            &post,
+            Some("New year naps, soon."),
+            Some(mins(7)),
+            None,
+            mins(7),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(post.review_round, 2);
+
+    // An approved post moved returns to draft in one new round, as before.
+    let post = s.change_post(approval(&post, mins(8))).await.unwrap();
+    assert_eq!(post.review_round, 2);
+    let post = s
+        .change_post(edit(&post, None, Some(mins(9)), None, mins(9)))
+        .await
+        .unwrap();
+    assert_eq!((post.status, post.review_round), (PostStatus::Draft, 3));
+}
+
 /// The `max_revisions`-th fail quarantines a draft; a quarantined draft is listed by the
 /// quarantine filter, is not approved and its content does not change (whoever asks);
 /// only a draft is quarantined; a release clears the flag and the count.

@@ -16,20 +16,20 @@ const RUBRIC_A: &str =
     "# Cats rubric\n\n- tone: Warm, never pushy.\n- claims: Only what is true.\n";
 const RUBRIC_B: &str = "# Cats rubric, revised\n\n- tone: Warm, never pushy.\n- claims: Only what is true.\n- pace: The cats' own pace.\n";
 
-type Agent = RunningService<RoleClient, ()>;
+pub(crate) type Agent = RunningService<RoleClient, ()>;
 
-fn config(review: &str) -> String {
+pub(crate) fn config(review: &str) -> String {
     sandbox_config(&format!("rubric = \"rubrics/cats.md\"\n{review}"))
 }
 
-fn workspace(review: &str) -> Workspace {
+pub(crate) fn workspace(review: &str) -> Workspace {
     let ws = Workspace::new(&config(review));
     std::fs::create_dir(ws.path("rubrics")).unwrap();
     std::fs::write(ws.path("rubrics/cats.md"), RUBRIC_A).unwrap();
     ws
 }
 
-fn token(ws: &Workspace, name: &str, roles: &str) -> String {
+pub(crate) fn token(ws: &Workspace, name: &str, roles: &str) -> String {
     ws.ok(&["token", "create", "--name", name, "--role", roles, "--json"])
         .json()["token"]
         .as_str()
@@ -38,7 +38,7 @@ fn token(ws: &Workspace, name: &str, roles: &str) -> String {
 }
 
 /// `airlock mcp` over stdio acting as `token`, as Claude Code would start it.
-async fn agent(ws: &Workspace, token: &str) -> Agent {
+pub(crate) async fn agent(ws: &Workspace, token: &str) -> Agent {
     let command = tokio::process::Command::new(binary()).configure(|cmd| {
         cmd.arg("--config")
             .arg(ws.config())
@@ -54,13 +54,13 @@ async fn agent(ws: &Workspace, token: &str) -> Agent {
     ().serve(transport).await.expect("airlock mcp answers")
 }
 
-async fn call(agent: &Agent, tool: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(agent: &Agent, tool: &str, args: Value) -> CallToolResult {
     let params = CallToolRequestParams::new(tool.to_owned())
         .with_arguments(args.as_object().cloned().unwrap());
     agent.call_tool(params).await.unwrap()
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -68,19 +68,19 @@ fn text(result: &CallToolResult) -> String {
         .collect()
 }
 
-async fn ok(agent: &Agent, tool: &str, args: Value) -> Value {
+pub(crate) async fn ok(agent: &Agent, tool: &str, args: Value) -> Value {
     let result = call(agent, tool, args).await;
     assert_ne!(result.is_error, Some(true), "{tool}: {}", text(&result));
     serde_json::from_str(&text(&result)).unwrap()
 }
 
-async fn refused(agent: &Agent, tool: &str, args: Value) -> String {
+pub(crate) async fn refused(agent: &Agent, tool: &str, args: Value) -> String {
     let result = call(agent, tool, args).await;
     assert_eq!(result.is_error, Some(true), "{tool}: {}", text(&result));
     text(&result)
 }
 
-fn verdict(packet: &Value, kind: &str, reasons: &[&str]) -> Value {
+pub(crate) fn verdict(packet: &Value, kind: &str, reasons: &[&str]) -> Value {
     json!({
         "id": packet["post"]["id"],
         "verdict": kind,
@@ -219,6 +219,7 @@ async fn a_channel_with_two_required_approvals_publishes_only_after_two_critics_
     let ws = workspace("approvals_required = 2\n");
     let writer = agent(&ws, &token(&ws, "writer", "writer")).await;
     let critic = agent(&ws, &token(&ws, "critic-one", "critic")).await;
+    let second = agent(&ws, &token(&ws, "critic-two", "critic")).await;
     let post = ok(
         &writer,
         "draft_post",
@@ -246,22 +247,36 @@ async fn a_channel_with_two_required_approvals_publishes_only_after_two_critics_
     ws.ok(&["dispatch", "--once"]);
     assert_eq!(count_lines_for(&ws.path("sandbox/sandbox.jsonl"), id), 0);
 
-    // A stale hash approves nothing; the second critic (the operator at the CLI) passes
-    // the same text.
-    let stale = ws.run(&["post", "approve", &id_arg, "--hash", &"0".repeat(64)]);
-    assert_refused(&stale, "changed since it was reviewed");
-    let approved = ws
-        .ok(&["post", "approve", &id_arg, "--hash", &hash, "--json"])
-        .json();
+    // The operator at the CLI is no second critic (it is whoever runs it); a stale hash
+    // approves nothing; the second critic passes the same text.
+    let cli = ws.run(&["post", "approve", &id_arg, "--hash", &hash]);
+    assert_refused(&cli, "approvals_required = 2");
+    let stale = refused(
+        &second,
+        "approve_post",
+        json!({"id": id, "content_hash": "0".repeat(64)}),
+    )
+    .await;
+    assert!(stale.contains("changed since it was reviewed"), "{stale}");
+    let approved = ok(
+        &second,
+        "approve_post",
+        json!({"id": id, "content_hash": hash}),
+    )
+    .await;
     assert_eq!(approved["status"], "approved");
     assert_eq!(approved["approved_hash"], hash);
-    assert_eq!(approved["approved_by"], "token:critic-one, cli");
+    assert_eq!(
+        approved["approved_by"],
+        "token:critic-one, token:critic-two"
+    );
     ws.ok(&["dispatch", "--once"]);
     assert_eq!(count_lines_for(&ws.path("sandbox/sandbox.jsonl"), id), 1);
     let shown = ws.ok(&["post", "show", &id_arg, "--json"]).json();
     assert_eq!(shown["status"], "posted");
     writer.cancel().await.unwrap();
     critic.cancel().await.unwrap();
+    second.cancel().await.unwrap();
 }
 
 #[test]

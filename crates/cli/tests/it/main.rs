@@ -1,5 +1,6 @@
 //! The `airlock` binary as a user runs it: exit codes, JSON, processes.
 
+mod approvals;
 mod channels;
 mod compose;
 mod critic;

@@ -170,6 +170,8 @@ async fn review_view(app: &App, op: &Operator, detail: &PostDetail) -> Result<Re
     };
     match app.review_packet(&op.principal, post.id).await {
         Ok(packet) => {
+            // Only the passes that still stand (not a revoked token's).
+            view.passed_by = packet.approvals.passed_by;
             view.rubric_hash = packet.rubric.hash;
             view.rubric_items = packet
                 .rubric
