@@ -759,10 +759,60 @@ const IGNORABLE: &[(char, char)] = &[
     ('\u{E0000}', '\u{E0FFF}'),
 ];
 
-/// Whether `c` shows nothing (a default-ignorable code point).
+/// Format characters outside [`IGNORABLE`] that show nothing in running text (Arabic
+/// and Syriac number and end-of-ayah signs, interlinear annotation, Egyptian and Kaithi
+/// format controls): removed too, as are control characters.
+const INVISIBLE_FORMAT: &[(char, char)] = &[
+    ('\u{0600}', '\u{0605}'),
+    ('\u{06DD}', '\u{06DD}'),
+    ('\u{070F}', '\u{070F}'),
+    ('\u{0890}', '\u{0891}'),
+    ('\u{08E2}', '\u{08E2}'),
+    ('\u{FFF9}', '\u{FFFB}'),
+    ('\u{110BD}', '\u{110BD}'),
+    ('\u{110CD}', '\u{110CD}'),
+    ('\u{13430}', '\u{1343F}'),
+];
+
+/// Whether `c` shows nothing: a default-ignorable code point, a format character that
+/// is drawn as nothing, or a control character that is not whitespace.
 pub fn is_ignorable(c: char) -> bool {
-    IGNORABLE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+    (c.is_control() && !c.is_whitespace())
+        || IGNORABLE
+            .iter()
+            .chain(INVISIBLE_FORMAT)
+            .any(|&(lo, hi)| (lo..=hi).contains(&c))
 }
+
+/// Small capitals, which have no case and no skeleton of their own, and the Latin
+/// letters they read as.
+const SMALL_CAPITALS: &[(char, char)] = &[
+    ('\u{1D00}', 'a'),
+    ('\u{0299}', 'b'),
+    ('\u{1D04}', 'c'),
+    ('\u{1D05}', 'd'),
+    ('\u{1D07}', 'e'),
+    ('\u{A730}', 'f'),
+    ('\u{0262}', 'g'),
+    ('\u{029C}', 'h'),
+    ('\u{026A}', 'i'),
+    ('\u{1D0A}', 'j'),
+    ('\u{1D0B}', 'k'),
+    ('\u{029F}', 'l'),
+    ('\u{1D0D}', 'm'),
+    ('\u{0274}', 'n'),
+    ('\u{1D0F}', 'o'),
+    ('\u{1D18}', 'p'),
+    ('\u{A7AF}', 'q'),
+    ('\u{0280}', 'r'),
+    ('\u{A731}', 's'),
+    ('\u{1D1B}', 't'),
+    ('\u{1D1C}', 'u'),
+    ('\u{1D20}', 'v'),
+    ('\u{1D21}', 'w'),
+    ('\u{028F}', 'y'),
+    ('\u{1D22}', 'z'),
+];
 
 /// Characters drawn as an empty space of some width that are not whitespace: duplicates
 /// read each as a space. None is whitespace, and only the Hangul fillers are
@@ -796,7 +846,8 @@ pub fn is_blank_looking(c: char) -> bool {
 ///    ([`is_ignorable`]) are removed.
 /// 3. Letters are decomposed (NFD) and their combining marks dropped (`é`, `ė` and `e`
 ///    are one letter), except a mark of the letter's own script (a Devanagari vowel
-///    sign on a Devanagari letter, a Hebrew point), which is part of the letter. Marks
+///    sign on a Devanagari letter, a Hebrew point), which is part of the letter, on a
+///    letter that does not read as a Latin one (step 4: a Cyrillic `о` keeps no titlo). Marks
 ///    of script Common or Inherited (accents, dots, overlays, kana voicing marks) are
 ///    always dropped, as is a mark of another script than its letter's, and a mark
 ///    standing on anything but a letter (composed symbols such as `≠` stay whole).
@@ -805,7 +856,8 @@ pub fn is_blank_looking(c: char) -> bool {
 ///    letters. A capital that reads as a Latin capital (Cyrillic `Н`, Greek `Η`) reads
 ///    as that letter, so that both capitals and small letters in disguise are found;
 ///    `I`-shaped capitals (Latin `I`, Greek `Ι`, Cyrillic `І`) read as `i`, so that a
-///    text in capitals keeps the key of the same text in small letters.
+///    text in capitals keeps the key of the same text in small letters. Small capitals
+///    (`ᴘ`, `ꜱ`) read as their letter.
 ///
 /// The skeleton also reads some characters alike that an attentive reader tells apart:
 /// `0` as `o`, `1`, `l` and `|` alike, `rn` as `m`. Such texts are duplicates too (an
@@ -832,8 +884,15 @@ pub fn normalise_text(text: &str) -> String {
                 if is_combining_mark(d) {
                     push_mark(&mut out, d, base);
                 } else {
-                    base = d.script();
-                    out.push_str(&reads_as(d, true));
+                    let reading = reads_as(d, true);
+                    // A letter that reads as a Latin one keeps no mark: Cyrillic `о` with
+                    // a titlo is `o` in disguise, as `ȯ` is.
+                    base = if reading.is_ascii() {
+                        Script::Common
+                    } else {
+                        d.script()
+                    };
+                    out.push_str(&reading);
                 }
             }
         } else if !is_ignorable(c) {
@@ -873,6 +932,9 @@ fn reads_as(c: char, letter: bool) -> String {
 }
 
 fn read(c: char, letter: bool) -> String {
+    if let Some(&(_, latin)) = SMALL_CAPITALS.iter().find(|&&(small, _)| small == c) {
+        return skeleton_lower(&latin.to_string(), letter);
+    }
     let small = skeleton_lower(&c.to_lowercase().collect::<String>(), letter);
     let capital = skeleton_lower(&c.to_uppercase().collect::<String>(), letter);
     let chosen = if c.is_uppercase() && capital.is_ascii() && capital != "l" {
@@ -1333,6 +1395,13 @@ mod tests {
             "\u{0422}ea at four. \u{0405}ee you there!",  // Cyrillic capitals Т and Ѕ
             "TEA AT FOUR. SEE YOU THERE!",
             "\u{0422}\u{0415}\u{0410} AT FOUR. SEE Y\u{039F}U T\u{041D}ERE!", // capitals: Т Е А, Greek Ο, Cyrillic Н
+            // A second review: a lookalike keeping a mark of its own script, small
+            // capitals, invisible format and control characters.
+            "Tea at f\u{043E}\u{0483}ur. See you there!", // Cyrillic о with a titlo
+            "Tea at f\u{2C9F}\u{2CEF}ur. See you there!", // Coptic ⲟ with its mark
+            "\u{1D1B}\u{1D07}\u{1D00} at four. \u{A731}ee you there!", // small capitals ᴛᴇᴀ, ꜱ
+            "Tea at four.\u{FFF9} See you there!",        // interlinear annotation anchor
+            "Tea at four. See\u{0080} you\u{0001} there!", // C1 and C0 controls
         ] {
             assert_eq!(text_key(disguised), plain, "{disguised:?}");
         }

@@ -168,6 +168,18 @@ BEGIN
     END IF;
 END $$;
 
+-- Refuses (AL020) an event of a kind only the store writes (its triggers, its functions).
+CREATE OR REPLACE FUNCTION airlock_refuse_store_kind(p_kind text)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    IF p_kind IS NULL OR p_kind IN ('status', 'changed', 'created') THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+            'a %s event is the store''s own record, never added by hand',
+            COALESCE(p_kind, 'nameless'))));
+    END IF;
+END $$;
+
 -- Refuses (AL020) a publish time before the post's first intent or after now: nothing
 -- goes out before airlock recorded that it would send it.
 CREATE OR REPLACE FUNCTION airlock_check_posted_at(p_id bigint, p_posted_at timestamptz,
@@ -303,6 +315,13 @@ BEGIN
     IF EXISTS (SELECT 1 FROM intents WHERE post_id = p_post AND generation = p_generation) THEN
         PERFORM airlock_raise('AL014', 'duplicate intent', jsonb_build_object('what',
             format('an intent for post %s generation %s', p_post, p_generation)));
+    END IF;
+    -- Parts go out once each, in order: the next is the one after those out.
+    IF p_part <> 1 + (SELECT count(DISTINCT i.part) FROM intents i
+                      WHERE i.post_id = p_post AND i.phase = 'succeeded') THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+            'post %s sends its parts once each, in order: part %s is not the next', p_post,
+            p_part)));
     END IF;
     INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref,
                          created_at)
@@ -569,6 +588,9 @@ BEGIN
         post := cur;
         RETURN;
     END IF;
+    -- The claim's status event waits for the event feed's lock: wait for it before the
+    -- pauses row is held, so that a session holding the feed never holds up a pause.
+    PERFORM pg_advisory_xact_lock_shared(1095912450, 0);
     SELECT * INTO pause_scope, pause_reason FROM airlock_active_pause(p_id);
     IF pause_scope IS NOT NULL THEN
         outcome := 'paused';
@@ -590,7 +612,8 @@ BEGIN
             BETWEEN 1 AND jsonb_array_length(cur.more_parts)
                           + CASE WHEN cur.first_comment IS NULL THEN 0 ELSE 1 END;
     -- A test post counts unless the ledger lists its channel as one for tests.
-    IF (NOT cur.test OR NOT COALESCE(channel.tests, true)) AND NOT continuing THEN
+    IF (NOT cur.test OR NOT COALESCE(channel.tests, ledger.window_us IS NULL))
+       AND NOT continuing THEN
         IF ledger.window_us IS NULL OR channel.channel IS NULL THEN
             IF NOT airlock_session_is_owner() THEN
                 PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
@@ -928,6 +951,14 @@ BEGIN
     -- generation G sent what was published: its reservation counts, the others end).
     IF p_reservation LIKE 'attempt:%' THEN
         sender := substr(p_reservation, length('attempt:') + 1)::bigint;
+        -- The attempt that sent it is one of this post's, with its intent and its slot.
+        IF NOT (EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = sender)
+                AND EXISTS (SELECT 1 FROM reservations r
+                            WHERE r.post_id = p_id AND r.generation = sender)) THEN
+            PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
+                'generation %s of post %s recorded no intent and no reservation: it sent nothing',
+                sender, p_id)));
+        END IF;
         UPDATE reservations SET settled_at = p_now,
             state = CASE WHEN generation = sender THEN 'committed' ELSE 'released' END
             WHERE post_id = p_id AND state = 'reserved';
@@ -1055,6 +1086,9 @@ CREATE OR REPLACE FUNCTION airlock_change_not_sent(p_id bigint, p_actor text,
     p_settles_intent boolean, OUT outcome text, OUT post posts)
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
+    SELECT airlock_bounded_time('the next try', p_not_before, p_now, interval '1 day',
+                                interval '400 days')
+        WHERE p_not_before IS NOT NULL;
     SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
         p_note, p_now,
         jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
@@ -1368,6 +1402,7 @@ BEGIN
         ELSE
             PERFORM airlock_insert_outbox(rec->'notify', v_at);
         END IF;
+        PERFORM airlock_refuse_store_kind(rec->>'kind');
         INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
             VALUES (v_id, v_at, rec->>'kind', 'posted', 'posted', rec->>'actor', rec->>'note');
     END LOOP;
@@ -1712,10 +1747,7 @@ DECLARE
     v_status text;
 BEGIN
     p_now := airlock_time(p_now, false);
-    IF p_kind IN ('status', 'changed', 'created') THEN
-        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
-            'a %s event is the store''s own record, never added by hand', p_kind)));
-    END IF;
+    PERFORM airlock_refuse_store_kind(p_kind);
     -- FOR SHARE: the status recorded on the event is the one the post has when it commits.
     SELECT status INTO v_status FROM posts WHERE id = p_id FOR SHARE;
     IF NOT FOUND THEN
@@ -1735,6 +1767,7 @@ SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     cur posts;
 BEGIN
+    PERFORM airlock_refuse_store_kind(p_kind);
     p_now := airlock_time(p_now, false);
     SELECT * INTO cur FROM posts WHERE id = p_id FOR UPDATE;
     IF NOT FOUND THEN
