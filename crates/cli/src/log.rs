@@ -69,9 +69,11 @@ pub fn init() {
         filter = filter.add_directive(directive.parse().expect("a valid directive"));
     }
     match format() {
+        // Colour only for a person at a terminal: a file or a pipe gets plain text.
         Format::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init(),
         Format::Json => {
             tracing_subscriber::fmt()

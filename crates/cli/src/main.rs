@@ -195,6 +195,26 @@ impl From<config::ConfigError> for Failure {
 /// The outcome of a command.
 pub type CmdResult = Result<(), Failure>;
 
+/// A reader that closed standard output early (`airlock post show 7 | head`) has what it
+/// wanted: printing to it ends the command quietly, as it ends `cat`, not with a panic.
+fn quiet_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout")
+            && message.to_ascii_lowercase().contains("broken pipe")
+        {
+            std::process::exit(0);
+        }
+        previous(info);
+    }));
+}
+
 fn main() -> ExitCode {
     if let Err(message) = log::choose_format() {
         log::line(tracing::Level::ERROR, &message);
@@ -213,6 +233,7 @@ fn main() -> ExitCode {
         }
     };
     log::init();
+    quiet_on_closed_stdout();
     // Failpoints for the drills in the tests; nothing in any other build.
     airlock_app::drill::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -149,7 +149,7 @@ impl Dispatcher {
             airlock_app::drill::boundary("dispatcher::worker");
             match self.app.publish_next(None).await {
                 Ok(Some(report)) => {
-                    tracing::info!(post_id = %report.post.id, result = ?report.result, "dispatched");
+                    report.result.log(report.post.id);
                     continue;
                 }
                 Ok(None) => {}

@@ -1256,7 +1256,7 @@ CREATE OR REPLACE FUNCTION airlock_change_released(p_id bigint, p_actor text,
 LANGUAGE sql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
     SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
-        jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true),
+        jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true, 'error', NULL),
         'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{draft}',
         NULL, NULL, NULL);
 $$;

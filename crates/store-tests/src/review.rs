@@ -342,6 +342,10 @@ pub async fn a_quarantined_draft_is_neither_approved_nor_changed_until_released(
         .await
         .unwrap();
     assert_eq!((released.revisions, released.quarantined_at), (0, None));
+    assert_eq!(
+        released.error, None,
+        "the quarantine's reason ended with it"
+    );
     let edited = s
         .change_post(edit_text(&released, "Calm words.", mins(5)))
         .await

@@ -756,6 +756,8 @@ impl Change {
                 let mut e = e.event("released", note);
                 e.set.quarantined_at = Some(None);
                 e.set.reset_revisions = true;
+                // The error said why it was quarantined; that has ended.
+                e.set.error = Some(None);
                 e
             }
             Change::Requeued { .. } => {

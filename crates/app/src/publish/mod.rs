@@ -115,6 +115,35 @@ pub enum PublishResult {
 }
 
 impl PublishResult {
+    /// Why it ended so, for results that carry a reason.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            PublishResult::Failed { reason }
+            | PublishResult::NeedsReview { reason }
+            | PublishResult::Retrying { reason, .. }
+            | PublishResult::Held { reason, .. }
+            | PublishResult::ContentChanged { reason } => Some(reason),
+            PublishResult::Posted | PublishResult::Deferred { .. } | PublishResult::Stale => None,
+        }
+    }
+
+    /// Logs how a publish ended: a result a person must act on (an unknown outcome,
+    /// which pauses the channel, or a definite failure) as a warning, the rest as
+    /// information.
+    pub fn log(&self, post: airlock_core::PostId) {
+        let (result, reason) = (self.name(), self.reason().unwrap_or_default());
+        match self {
+            PublishResult::NeedsReview { .. } => tracing::warn!(
+                post_id = %post, result, reason,
+                "the outcome is unknown: the post needs a person's review and its channel is paused"
+            ),
+            PublishResult::Failed { .. } => {
+                tracing::warn!(post_id = %post, result, reason, "the platform refused the post")
+            }
+            _ => tracing::info!(post_id = %post, result, reason, "dispatched"),
+        }
+    }
+
     /// A short stable name (`posted`, `deferred`, ...), for metrics and output.
     pub fn name(&self) -> &'static str {
         match self {
@@ -761,7 +790,7 @@ impl App {
     ) -> Outcome {
         tracing::info!(post_id = %request.post_id, channel = %request.channel, "sending the irreversible request");
         let outcome = platform.publish(request, prepared).await;
-        tracing::info!(post_id = %request.post_id, outcome = ?outcome_name(&outcome), "publish answered");
+        tracing::info!(post_id = %request.post_id, outcome = outcome_name(&outcome), "publish answered");
         outcome
     }
 

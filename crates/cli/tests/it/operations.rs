@@ -779,3 +779,56 @@ fn a_backup_taken_while_serve_publishes_is_sound_and_holds_every_post_committed_
     });
     serving.stop();
 }
+
+/// `airlock post show 7 | head`: a reader that closes its end early ends the command
+/// quietly (exit 0), never with a panic (exit 101).
+#[test]
+fn a_reader_that_closes_stdout_early_ends_the_command_quietly() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let id = ws
+        .ok(&[
+            "post",
+            "add",
+            "--channel",
+            "sandbox",
+            "--text",
+            "Shown to a closed pipe.",
+            "--json",
+        ])
+        .json()["id"]
+        .to_string();
+    for _ in 0..3 {
+        let mut child = ws
+            .command(&["post", "show", &id])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// Text logs written to a file or a pipe carry no colour codes.
+#[test]
+fn text_logs_to_a_pipe_carry_no_colour_codes() {
+    let ws = Workspace::new(&sandbox_config(""));
+    let run = finish(
+        ws.command(&["post", "list"])
+            .env("AIRLOCK_LOG", "debug")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.is_empty(), "debug logs something");
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+}
