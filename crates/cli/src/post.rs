@@ -103,6 +103,9 @@ pub enum PostCommand {
         /// It did not go out.
         #[arg(long)]
         not_published: bool,
+        /// Resume the post's channel in the same step, once it is settled.
+        #[arg(long)]
+        resume: bool,
     },
     /// Return a failed post to the queue.
     Requeue(IdArgs),
@@ -446,6 +449,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             permalink,
             platform_post_id,
             not_published: _,
+            resume,
         } => {
             let resolution = if published {
                 Resolution::Published {
@@ -456,7 +460,29 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 Resolution::NotPublished
             };
             let post = app.resolve(&me, parse_id(&id.id)?, resolution).await?;
+            let channel = post.content.channel.as_str();
+            if resume {
+                app.resume(&me, Some(channel)).await?;
+            }
             show(&post, id.json, "resolved");
+            // What is left to do, in one step: a pause that still holds the channel.
+            if let Some(pause) = app
+                .pauses(&me)
+                .await?
+                .into_iter()
+                .find(|p| p.scope == channel || p.scope == "*")
+            {
+                let scope = airlock_app::publish::scope_arg(&pause.scope);
+                eprintln!(
+                    "airlock: {} is still paused ({}): resume it with `airlock resume {scope}` once nothing else needs review",
+                    if pause.scope == "*" {
+                        "all publishing"
+                    } else {
+                        channel
+                    },
+                    pause.reason
+                );
+            }
             Ok(())
         }
         PostCommand::Requeue(args) => {

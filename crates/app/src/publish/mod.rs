@@ -58,7 +58,8 @@ use checks::AccountProblem;
 pub(crate) use checks::account_mismatch;
 use outcome::PartStep;
 use outcome::outcome_name;
-pub(crate) use outcome::{scope_arg, unknown_pause_prefix};
+pub use outcome::scope_arg;
+pub(crate) use outcome::unknown_pause_prefix;
 pub use parts::part_key;
 pub(crate) use parts::{
     describe as describe_part, landed_of as landed_parts, part_request, with_parts,

@@ -601,7 +601,7 @@ pub(super) fn outcome_name(outcome: &Outcome) -> &'static str {
 }
 
 /// `--all` for the global scope, else the channel name (as `airlock resume` takes it).
-pub(crate) fn scope_arg(scope: &str) -> String {
+pub fn scope_arg(scope: &str) -> String {
     if scope == "*" {
         "--all".into()
     } else {

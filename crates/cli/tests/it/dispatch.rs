@@ -211,3 +211,55 @@ daily_limit = 10
     assert_eq!(resolved["status"], "posted");
     assert_eq!(resolved["permalink"], "https://hooks.example/p/1");
 }
+
+/// Settling a post whose unknown outcome paused its channel says what is left (the
+/// pause, and the command that lifts it), and `--resume` lifts it in the same step.
+#[test]
+fn resolve_names_the_pause_left_and_resume_lifts_it_in_the_same_step() {
+    let ws = Workspace::new(&sandbox_config(
+        "[channels.drill]\nkind = \"sandbox\"\nsimulate = \"unknown\"\ndaily_limit = 5\n",
+    ));
+    let paused = |ws: &Workspace| {
+        ws.ok(&["channels", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "drill")
+            .unwrap()["paused"]
+            .clone()
+    };
+    for resume in [false, true] {
+        let id = ws
+            .ok(&[
+                "post",
+                "add",
+                "--channel",
+                "drill",
+                "--text",
+                &format!("drill {resume}"),
+            ])
+            .stdout;
+        ws.ok(&["post", "approve", id.trim()]);
+        assert_eq!(ws.run(&["dispatch", "--once"]).code, 1);
+        assert_eq!(paused(&ws), true);
+        let mut args = vec!["post", "resolve", id.trim(), "--not-published"];
+        if resume {
+            args.push("--resume");
+        }
+        let run = ws.ok(&args);
+        if resume {
+            assert_eq!(paused(&ws), false, "{}", run.stderr);
+            assert!(!run.stderr.contains("still paused"), "{}", run.stderr);
+        } else {
+            assert_eq!(paused(&ws), true);
+            assert!(
+                run.stderr.contains("drill is still paused")
+                    && run.stderr.contains("airlock resume drill"),
+                "{}",
+                run.stderr
+            );
+            ws.ok(&["resume", "drill"]);
+        }
+    }
+}
