@@ -1455,23 +1455,29 @@ CREATE OR REPLACE FUNCTION airlock_claim_notifications(p_now timestamptz, p_work
     p_lease_until timestamptz, p_limit bigint)
 RETURNS TABLE (id bigint, sink text, event text, post_id bigint, payload jsonb,
                attempts bigint, created_at timestamptz)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_bounded('the notifications claimed', p_limit, 1, 10000);
-    SELECT airlock_bounded('a notification''s lease',
-        extract(epoch FROM p_lease_until - airlock_time(p_now, false)), 0,
-        extract(epoch FROM interval '1 day'));
+#variable_conflict use_column
+BEGIN
+    -- The time once, as a value: the outbox's partial index serves the scan.
+    p_now := airlock_time(p_now, false);
+    PERFORM airlock_bounded('the notifications claimed', p_limit, 1, 10000);
+    PERFORM airlock_bounded('a notification''s lease', extract(epoch FROM p_lease_until - p_now),
+                            0, extract(epoch FROM interval '1 day'));
+    RETURN QUERY
     WITH due AS (
         SELECT o.id FROM outbox o
-        WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL
-          AND o.next_attempt_at <= airlock_time(p_now, false)
-          AND (o.locked_until IS NULL OR o.locked_until < airlock_time(p_now, false))
+        WHERE o.delivered_at IS NULL AND o.abandoned_at IS NULL AND o.next_attempt_at <= p_now
+          AND (o.locked_until IS NULL OR o.locked_until < p_now)
         ORDER BY o.id LIMIT p_limit
         FOR UPDATE SKIP LOCKED)
-    UPDATE outbox o SET locked_by = p_worker, locked_until = p_lease_until
-    FROM due WHERE o.id = due.id
-    RETURNING o.id, o.sink, o.event, o.post_id, o.payload, o.attempts, o.created_at;
-$$;
+    , claimed AS (
+        UPDATE outbox o SET locked_by = p_worker, locked_until = p_lease_until
+        FROM due WHERE o.id = due.id
+        RETURNING o.id, o.sink, o.event, o.post_id, o.payload, o.attempts, o.created_at)
+    SELECT c.id, c.sink, c.event, c.post_id, c.payload, c.attempts, c.created_at
+    FROM claimed c ORDER BY c.id;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_notification_delivered(p_id bigint, p_worker text,
     p_now timestamptz)

@@ -89,16 +89,18 @@ const HISTORY_TRIGGERS: &[&str] = &[
 ];
 
 impl PgStore {
-    /// Makes the ledger hold `limits`: the owner writes them (only rows that differ);
-    /// anyone else cannot, and gets what the ledger holds that differs from them, one
-    /// sentence each (empty when they match). Claims are decided by the stricter of the
-    /// two, so a difference never widens a limit.
+    /// Makes the ledger hold `limits`: the owner writes them when they differ (only the
+    /// rows that do); anyone else cannot, and gets what the ledger holds that differs
+    /// from them, one sentence each (empty when they match). Claims are decided by the
+    /// stricter of the two, so a difference never widens a limit. Every command opens a
+    /// store: a ledger that already holds them is only read.
     pub async fn hold_limits(&self, limits: &LedgerLimits) -> Result<Vec<String>> {
-        if functions::can_migrate(&self.pool).await? {
-            self.write_limits(limits).await?;
-            return Ok(Vec::new());
+        let drift = self.limits_drift(limits).await?;
+        if drift.is_empty() || !functions::can_migrate(&self.pool).await? {
+            return Ok(drift);
         }
-        self.limits_drift(limits).await
+        self.write_limits(limits).await?;
+        Ok(Vec::new())
     }
 
     async fn write_limits(&self, limits: &LedgerLimits) -> Result<()> {

@@ -14,8 +14,17 @@ impl SqliteStore {
     /// [`TEXT_KEY_VERSION`], then records it, in one write transaction; nothing when it
     /// is current. Returns how many keys changed.
     pub(crate) async fn rekey_texts(&self) -> Result<u64> {
+        let version = "SELECT version FROM text_key_version";
+        // Every open comes here: a current ledger is only read, without the write lock.
+        let current: i64 = sqlx::query_scalar(version)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)?;
+        if current >= TEXT_KEY_VERSION {
+            return Ok(0);
+        }
         let mut tx = self.begin_write().await?;
-        let version: i64 = sqlx::query_scalar("SELECT version FROM text_key_version")
+        let version: i64 = sqlx::query_scalar(version)
             .fetch_one(&mut *tx)
             .await
             .map_err(db)?;
