@@ -951,12 +951,23 @@ BEGIN
     -- generation G sent what was published: its reservation counts, the others end).
     IF p_reservation LIKE 'attempt:%' THEN
         sender := substr(p_reservation, length('attempt:') + 1)::bigint;
-        -- The attempt that sent it is one of this post's, with its intent and its slot.
-        IF NOT (EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = sender)
+        -- The attempt that sent it is an earlier one of this post's, with its slot, whose
+        -- request may have left: its intent still open, or settled `not_sent` by a person
+        -- (a post in review), whom a later proof may prove wrong. An attempt the worker
+        -- ended as not sent or refused provably sent nothing, and cannot take the count
+        -- of a later one back into its own day.
+        IF NOT (sender < cur.generation
                 AND EXISTS (SELECT 1 FROM reservations r
-                            WHERE r.post_id = p_id AND r.generation = sender)) THEN
+                            WHERE r.post_id = p_id AND r.generation = sender)
+                AND EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id
+                            AND i.generation = sender
+                            AND (i.phase IN ('sending', 'unknown')
+                                 OR (i.phase = 'not_sent' AND EXISTS (
+                                     SELECT 1 FROM post_events e WHERE e.post_id = p_id
+                                       AND e.kind = 'status' AND e.from_status = 'needs_review'
+                                       AND e.at >= i.created_at))))) THEN
             PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule', format(
-                'generation %s of post %s recorded no intent and no reservation: it sent nothing',
+                'generation %s of post %s is no earlier attempt whose request may have left',
                 sender, p_id)));
         END IF;
         UPDATE reservations SET settled_at = p_now,
@@ -1307,6 +1318,10 @@ BEGIN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object(
             'rule', 'a part found out names the part and its id'));
     END IF;
+    -- Not the last request: that one settles the post as published.
+    PERFORM airlock_bounded('the part', p_part, 1, COALESCE((SELECT jsonb_array_length(
+        p.more_parts) + CASE WHEN p.first_comment IS NULL THEN 0 ELSE 1 END
+        FROM posts p WHERE p.id = p_id), p_part));
     SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved',
         p_actor, p_note, p_now,
         CASE WHEN p_part = 1 THEN jsonb_strip_nulls(jsonb_build_object(

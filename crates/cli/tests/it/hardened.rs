@@ -347,6 +347,39 @@ fn a_runtime_login_cannot_widen_limits_forge_approvals_or_rewrite_history() {
         ),
     );
     assert!(fake.contains("the store's own record"), "{fake}");
+    // An attempt the worker ended as not sent cannot take a later send's count back
+    // into its own day.
+    sql_as(
+        &h.app_url,
+        &[&format!(
+            "SELECT * FROM airlock_change_not_sent({spare}, 'w', now(), '[]', {generation}, \
+             'r', 'not sent', NULL, false, false, true)"
+        )],
+    )
+    .unwrap();
+    let version = ws.ok(&["post", "show", &spare, "--json"]).json()["version"].to_string();
+    let again = row_as(
+        &h.app_url,
+        &format!(
+            "SELECT outcome, (post).generation AS generation FROM airlock_claim_post({spare}, \
+             {version}, false, 'w', 'dispatcher', now(), now() + interval '10 minutes', \
+             'claimed', NULL, NULL, NULL, {UTC_DAYS}, NULL, NULL, NULL, 'k-2', 1, 0)"
+        ),
+    )
+    .unwrap();
+    assert_eq!(again["outcome"], "claimed", "{again}");
+    let moved = refused(
+        &h.app_url,
+        &format!(
+            "SELECT * FROM airlock_change_published({spare}, 'w', now(), '[]', {}, 1, now(), \
+             'p-2', NULL, {generation}, 'out', NULL, NULL)",
+            again["generation"]
+        ),
+    );
+    assert!(
+        moved.contains("no earlier attempt whose request may have left"),
+        "{moved}"
+    );
 
     // A negative maximum does not end every dashboard session.
     let sessions = refused(
