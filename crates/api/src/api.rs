@@ -228,6 +228,7 @@ pub async fn list_posts(
         limit: Some(query.limit.unwrap_or(100).clamp(1, 100)),
         platform_post_id: None,
         quarantined: query.quarantined,
+        created_by: None,
     };
     Ok(Json(
         app.list_post_excerpts(&who, &filter).await.recorded(&app)?,

@@ -352,6 +352,19 @@ impl App {
                 return repeated(channel, post, earlier, verdict);
             }
         }
+        if kind == VerdictKind::Pass
+            && input.content_hash.is_some()
+            && matches!(post.status, PostStatus::Draft | PostStatus::Approved)
+        {
+            // A retried pass bound to the content it read (its answer was lost): the same
+            // answer, nothing recorded again.
+            check_reviewed_hash(&post, input.content_hash.as_deref())?;
+            if let Some(verdict) =
+                review::repeated_pass(&earlier, &actor, post.review_round, &post.content_hash)
+            {
+                return repeated_pass(channel, post, earlier, verdict);
+            }
+        }
         refuse_if_quarantined(
             &post,
             match kind {
@@ -411,6 +424,7 @@ impl App {
             }
             let violations = channel.policy.check(&post.content);
             if !violations.is_empty() {
+                self.record_refused_pass(who, &post, &violations).await;
                 return Err(Error::Policy(violations));
             }
         }
@@ -713,7 +727,42 @@ impl App {
     }
 }
 
+/// The kind of the event that records a pass the content policy refused.
+pub const PASS_REFUSED_EVENT: &str = "pass_refused";
+
 impl App {
+    /// Records on `post`'s timeline ([`PASS_REFUSED_EVENT`]) that `who`'s pass was refused
+    /// for the content policy, with what it found, so the writer and people see why the
+    /// post is still a draft. The refusal stands even when the record cannot be written.
+    async fn record_refused_pass(
+        &self,
+        who: &Principal,
+        post: &Post,
+        violations: &[airlock_core::Violation],
+    ) {
+        let found: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        let note = limits::fit_chars(
+            &format!(
+                "pass by {} refused: the content policy finds {}",
+                who.actor,
+                found.join("; ")
+            ),
+            limits::MAX_EVENT_NOTE_CHARS,
+        );
+        let event = store::EventNote {
+            kind: PASS_REFUSED_EVENT.into(),
+            note: Some(note),
+        };
+        let actor = who.actor.to_string();
+        if let Err(e) = self
+            .store()
+            .add_event(post.id, event, &actor, self.now(), Vec::new())
+            .await
+        {
+            tracing::warn!(post_id = %post.id, error = %e, "cannot record a pass refused for the content policy");
+        }
+    }
+
     /// The tokens revoked so far, as the actors their verdicts are recorded under: their
     /// passes stand for nobody ([`review::void_reason`]).
     pub(crate) async fn revoked(&self) -> Result<Vec<Revoked>> {
@@ -762,6 +811,57 @@ fn repeated(
         ),
         verdict,
         passed_by: Vec::new(),
+        approvals_required: rules.approvals_required,
+        revisions: post.revisions,
+        max_revisions: rules.max_revisions,
+        post,
+    })
+}
+
+/// The answer to a pass that repeats `verdict` (the same critic, content and round, and
+/// it still counts): that verdict, what it did and the post as it stands; nothing is
+/// recorded.
+fn repeated_pass(
+    channel: &ChannelSettings,
+    post: Post,
+    earlier: Vec<Verdict>,
+    verdict: i64,
+) -> Result<VerdictResult> {
+    let rules = channel.review.rules;
+    let id = post.id;
+    let passed_by = review::current_passes(&earlier, post.review_round, &post.content_hash);
+    let verdict = earlier
+        .into_iter()
+        .find(|v| v.id == verdict)
+        .ok_or_else(|| {
+            Error::Unavailable(format!("verdict {verdict} on post {id} was not read"))
+        })?;
+    let (effect, outcome) = if post.status == PostStatus::Approved {
+        (
+            VerdictEffect::Approved,
+            format!("post {id} is approved and goes out at its scheduled_at"),
+        )
+    } else {
+        let needed = rules
+            .approvals_required
+            .saturating_sub(passed_by.len() as u32)
+            .max(1);
+        (
+            VerdictEffect::AwaitingApprovals,
+            format!(
+                "post {id} stays a draft until {needed} more critic(s) pass this same content (approvals_required = {})",
+                rules.approvals_required
+            ),
+        )
+    };
+    Ok(VerdictResult {
+        effect,
+        message: format!(
+            "your pass on this content is already recorded (verdict {}), so nothing changed: {outcome}",
+            verdict.id
+        ),
+        verdict,
+        passed_by,
         approvals_required: rules.approvals_required,
         revisions: post.revisions,
         max_revisions: rules.max_revisions,

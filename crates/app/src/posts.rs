@@ -10,9 +10,10 @@ use airlock_core::{
     Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit, PostEvent,
     PostId, PostStatus, PostSummary, Source,
 };
-use airlock_store::{Change, CreateKey, Created, EventNote, PostFilter};
+use airlock_store::{Change, CreateKey, EventNote, PostFilter};
 use serde::{Deserialize, Serialize};
 
+use crate::check::CheckViolation;
 use crate::critic::VerdictInput;
 use crate::{App, Error, Principal, Result};
 
@@ -118,19 +119,57 @@ pub struct ListedPost {
     pub text_truncated: bool,
 }
 
+/// A draft as created ([`App::create_post`]): the post, and what the content policy
+/// finds wrong with it. Serialized as the post JSON with `violations` beside its fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Drafted {
+    /// The post.
+    #[serde(flatten)]
+    pub post: Post,
+    /// An earlier request with the same idempotency key (or for the same slot) made it.
+    #[serde(skip)]
+    pub existing: bool,
+    /// What stops its approval until it is revised (phrase rules, a missing title, ...;
+    /// `blocks` is `approval`): the draft is taken all the same, and they are on its
+    /// timeline ([`POLICY_WARNING_EVENT`]). Empty when the content policy passes.
+    pub violations: Vec<CheckViolation>,
+}
+
+/// The most posts one page of a list holds, and how many it holds unless asked for fewer.
+pub const MAX_LIST_LIMIT: u32 = 100;
+
+/// A page of posts ([`App::list_post_page`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PostPage {
+    /// The posts, newest first, each with `text` cut as in lists.
+    pub posts: Vec<ListedPost>,
+    /// The cursor of the next page: give it as `before` (the ids below it); `null` when
+    /// this page is the last.
+    pub next: Option<PostId>,
+}
+
+/// The kind of the event that records, on a new draft's timeline, what the content policy
+/// finds wrong with it.
+pub const POLICY_WARNING_EVENT: &str = "policy_warning";
+
 pub(crate) fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
 impl App {
     /// Creates a draft (writer). With an idempotency key, a retry returns the first post.
+    /// A draft that only breaks the content policy (a phrase rule, a missing title) is
+    /// created, with what the policy finds returned and recorded on its timeline: it is
+    /// refused at approval until revised ([`App::check_draft`] tells the same beforehand).
     pub async fn create_post(
         &self,
         who: &Principal,
         input: DraftInput,
         idempotency_key: Option<String>,
         origin: DraftOrigin,
-    ) -> Result<Created> {
+    ) -> Result<Drafted> {
         who.require(Action::Create)?;
         refuse_duplicate_override(who, origin.allow_duplicate)?;
         let now = self.now();
@@ -202,7 +241,41 @@ impl App {
             // Its approval and edits are checked for duplicates too: the mark says not to.
             self.mark_duplicate_allowed(who, &created.post, now).await?;
         }
-        Ok(created)
+        let found = channel.policy.check(&created.post.content);
+        let violations: Vec<CheckViolation> = found.iter().map(CheckViolation::of_policy).collect();
+        if !created.existing && !violations.is_empty() {
+            let messages: Vec<String> = found.iter().map(ToString::to_string).collect();
+            let event = EventNote {
+                kind: POLICY_WARNING_EVENT.into(),
+                note: Some(limits::fit_chars(
+                    &format!(
+                        "drafted with content the policy refuses at approval: {}",
+                        messages.join("; ")
+                    ),
+                    limits::MAX_EVENT_NOTE_CHARS,
+                )),
+            };
+            // The draft stands even when the record cannot be written: failing here
+            // would invite a retry that drafts it twice.
+            if let Err(e) = self
+                .store()
+                .add_event(
+                    created.post.id,
+                    event,
+                    &who.actor.to_string(),
+                    now,
+                    Vec::new(),
+                )
+                .await
+            {
+                tracing::warn!(post_id = %created.post.id, error = %e, "cannot record a new draft's content policy violations");
+            }
+        }
+        Ok(Drafted {
+            post: created.post,
+            existing: created.existing,
+            violations,
+        })
     }
 
     /// The duplicate window a write that approves `post`, changes its text or moves it is
@@ -541,6 +614,30 @@ impl App {
                 }
             })
             .collect())
+    }
+
+    /// One page of [`App::list_post_excerpts`]: at most `filter.limit` posts (default and
+    /// most [`MAX_LIST_LIMIT`]), newest first, and where the next page starts (`before`),
+    /// `None` when there are no more.
+    pub async fn list_post_page(&self, who: &Principal, filter: &PostFilter) -> Result<PostPage> {
+        let limit = filter
+            .limit
+            .unwrap_or(MAX_LIST_LIMIT)
+            .clamp(1, MAX_LIST_LIMIT);
+        // One more than the page, to know whether another follows.
+        let probe = PostFilter {
+            limit: Some(limit + 1),
+            ..filter.clone()
+        };
+        let mut posts = self.list_post_excerpts(who, &probe).await?;
+        let more = posts.len() > limit as usize;
+        posts.truncate(limit as usize);
+        let next = if more {
+            posts.last().map(|p| p.post.id)
+        } else {
+            None
+        };
+        Ok(PostPage { posts, next })
     }
 
     /// Posts as lists show them, newest first: facts and the first `excerpt_chars`

@@ -425,6 +425,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 limit: Some(limit.clamp(1, LIST_MAX)),
                 platform_post_id: None,
                 quarantined: quarantined.then_some(true),
+                created_by: None,
             };
             let posts = app.list_posts(&me, &filter).await?;
             if json {

@@ -157,6 +157,11 @@ pub struct Rubric {
     pub items: Vec<RubricItem>,
 }
 
+/// What a reason starts with to name the channel's content policy rather than a rubric
+/// item (`policy: lacks the #ad disclosure`): a critic may fail a post for the policy
+/// whatever the rubric's items are.
+pub const POLICY_REASON: &str = "policy";
+
 /// A verdict's reasons that cannot be recorded, with what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReasonError {
@@ -176,7 +181,7 @@ pub enum ReasonError {
     Length(usize),
     /// A reason that names no item of the rubric.
     #[error(
-        "reason {index} ({reason:?}) names no rubric item: start it with one of {items} and a colon, like \"{example}: ...\""
+        "reason {index} ({reason:?}) names no rubric item: start it with one of {items} and a colon, like \"{example}: ...\", or with \"policy:\" for a problem with the channel's content policy"
     )]
     NoItem {
         /// 1-based position.
@@ -207,9 +212,9 @@ impl Rubric {
 
     /// Checks a verdict's reasons and returns them trimmed, each item id spelled as the
     /// rubric spells it. Reasons are required for a fail; when the rubric has items,
-    /// `strict` requires every reason to start with one (`tone: ...`). Reasons that do
-    /// not name an item are kept as they are otherwise (the single free-text reason of
-    /// `reject`).
+    /// `strict` requires every reason to start with one (`tone: ...`) or with
+    /// [`POLICY_REASON`] (`policy: ...`). Reasons that do not name an item are kept as
+    /// they are otherwise (the single free-text reason of `reject`).
     pub fn check_reasons(
         &self,
         verdict: VerdictKind,
@@ -240,8 +245,15 @@ impl Rubric {
             let named = reason
                 .split_once(':')
                 .and_then(|(id, rest)| self.item(id.trim()).map(|item| (item, rest.trim())));
+            let policy = reason
+                .split_once(':')
+                .filter(|(id, _)| id.trim().eq_ignore_ascii_case(POLICY_REASON))
+                .map(|(_, rest)| rest.trim());
             match named {
                 Some((item, rest)) => checked.push(format!("{}: {rest}", item.id)),
+                None if policy.is_some() => {
+                    checked.push(format!("{POLICY_REASON}: {}", policy.unwrap_or_default()));
+                }
                 None if strict && !self.items.is_empty() => {
                     return Err(ReasonError::NoItem {
                         index: idx + 1,
@@ -626,6 +638,33 @@ pub fn repeated_fail(
         .iter()
         .any(|v| v.verdict == VerdictKind::Pass);
     (!passed_since).then(|| in_round[last_fail].id)
+}
+
+/// The pass by `actor` that counts for the content a post has now (`hash`, in review
+/// `round`): a new pass would only repeat it (a retry whose answer was lost). Its id,
+/// the latest such pass.
+pub fn repeated_pass(
+    earlier: &[Verdict],
+    actor: &str,
+    round: i64,
+    hash: &ContentHash,
+) -> Option<i64> {
+    if !current_passes(earlier, round, hash)
+        .iter()
+        .any(|a| a == actor)
+    {
+        return None;
+    }
+    earlier
+        .iter()
+        .filter(|v| {
+            v.verdict == VerdictKind::Pass
+                && v.actor == actor
+                && v.review_round == round
+                && &v.content_hash == hash
+        })
+        .map(|v| v.id)
+        .max()
 }
 
 /// What changed between the content a verdict was given against and the content now.
@@ -1063,6 +1102,18 @@ mod tests {
             rubric.check_reasons(VerdictKind::Fail, &[long], true),
             Err(ReasonError::Length(1))
         );
+        // The content policy is named as `policy`, whatever the rubric's items.
+        assert_eq!(
+            rubric
+                .check_reasons(
+                    VerdictKind::Fail,
+                    &["Policy : lacks the #ad disclosure".into()],
+                    true
+                )
+                .unwrap(),
+            ["policy: lacks the #ad disclosure"]
+        );
+        assert!(err.to_string().contains("\"policy:\""), "{err}");
         // A rubric without items takes any reason.
         let free = Rubric::parse("Be kind.");
         assert_eq!(
@@ -1088,6 +1139,28 @@ mod tests {
         );
         assert_eq!(current_passes(&verdicts, 1, &hash(1)), ["token:d"]);
         assert!(current_passes(&verdicts, 2, &hash(1)).is_empty());
+    }
+
+    #[test]
+    fn a_pass_repeats_the_one_that_counts_for_the_content_now() {
+        use VerdictKind::*;
+        let verdicts = [
+            verdict(1, Pass, "token:a", 0, 1),
+            verdict(2, Pass, "token:a", 0, 1),
+            verdict(3, Pass, "token:b", 0, 1),
+            verdict(4, Fail, "token:c", 0, 1),
+            verdict(5, Pass, "token:b", 0, 1),
+        ];
+        // a's passes were voided by the fail; b passed again after it.
+        assert_eq!(repeated_pass(&verdicts, "token:a", 0, &hash(1)), None);
+        assert_eq!(repeated_pass(&verdicts, "token:b", 0, &hash(1)), Some(5));
+        assert_eq!(
+            repeated_pass(&verdicts[..3], "token:a", 0, &hash(1)),
+            Some(2)
+        );
+        // Another round or another content is not a repeat.
+        assert_eq!(repeated_pass(&verdicts, "token:b", 1, &hash(1)), None);
+        assert_eq!(repeated_pass(&verdicts, "token:b", 0, &hash(2)), None);
     }
 
     #[test]

@@ -74,6 +74,9 @@ fn push_filter(sql: &mut Sql, filter: &PostFilter) {
     if let Some(id) = &filter.platform_post_id {
         sql.push(" AND platform_post_id = ").bind(id.clone());
     }
+    if let Some(actor) = &filter.created_by {
+        sql.push(" AND created_by = ").bind(actor.clone());
+    }
     match filter.quarantined {
         Some(true) => sql.push(" AND quarantined_at IS NOT NULL"),
         Some(false) => sql.push(" AND quarantined_at IS NULL"),

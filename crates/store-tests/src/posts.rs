@@ -9,7 +9,8 @@ use chrono::Duration;
 
 use airlock_core::{PostContent, PostId, PostStatus, Source};
 use airlock_store::{
-    Change, CreateKey, EventNote, NewNotification, PostChange, PostFilter, Store, StoreError,
+    Change, CreateKey, CreatePost, EventNote, NewNotification, PostChange, PostFilter, Store,
+    StoreError,
 };
 
 use crate::fixture::*;
@@ -276,6 +277,37 @@ pub async fn list_posts_filters_and_pages_newest_first(store: Arc<dyn Store>) {
         ..PostFilter::default()
     };
     assert!(store.list_posts(&none).await.unwrap().is_empty());
+
+    // Only one actor's posts, paged the same way (and in lists of excerpts).
+    let other = store
+        .create_post(CreatePost {
+            actor: "token:other".into(),
+            ..create_request(new_post("alpha", "by another", t0()), mins(-60))
+        })
+        .await
+        .unwrap()
+        .post;
+    let by = |actor: &str, before: Option<airlock_core::PostId>| PostFilter {
+        created_by: Some(actor.into()),
+        before,
+        limit: Some(2),
+        ..PostFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_posts(&by(WRITER, None)).await.unwrap()),
+        vec![a3.id, b2.id]
+    );
+    assert_eq!(
+        ids(store
+            .list_excerpts(&by(WRITER, Some(b2.id)), 10)
+            .await
+            .unwrap()),
+        vec![a2.id, b1.id]
+    );
+    assert_eq!(
+        ids(store.list_posts(&by("token:other", None)).await.unwrap()),
+        vec![other.id]
+    );
 }
 
 /// Every post column a change names is written, a change that clears one clears it, and

@@ -404,6 +404,8 @@ pub struct PostFilter {
     pub limit: Option<u32>,
     /// Only quarantined posts (`Some(true)`) or only posts that are not (`Some(false)`).
     pub quarantined: Option<bool>,
+    /// Only posts this actor created (`token:drafter`).
+    pub created_by: Option<String>,
 }
 
 /// Claiming one post a worker has already checked (content, policy), with its quota and,

@@ -1,5 +1,6 @@
 //! Integration tests of the guarded operations over a real SQLite store and local fakes.
 
+mod agents;
 mod channels;
 mod check;
 mod concurrency;
