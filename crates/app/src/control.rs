@@ -75,6 +75,148 @@ pub struct ChannelStatus {
     pub daily_used: u32,
     /// Daily limit.
     pub daily_limit: u32,
+    /// The content policy a post must meet to be approved and published.
+    pub policy: ChannelPolicy,
+    /// What media it takes.
+    pub media: MediaRules,
+    /// How its posts are reviewed.
+    pub review: ReviewRulesView,
+    /// Its money spent and left this month, and what a post costs (X channels with
+    /// `monthly_budget_usd`); absent for channels without a budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ChannelBudget>,
+}
+
+/// A channel's content policy, for reading: what a post must meet to be approved and
+/// published. The review packet's `policy` adds what it finds wrong with the post.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChannelPolicy {
+    /// Longest text (`null`: no limit), in `length_unit`.
+    pub max_chars: Option<usize>,
+    /// How length is counted.
+    pub length_unit: String,
+    /// Phrases that must not appear (case-insensitive), anywhere in the post.
+    pub forbidden: Vec<String>,
+    /// Phrases that must appear verbatim, in the first part's text.
+    pub required: Vec<String>,
+    /// A title is required.
+    pub require_title: bool,
+    /// At least one media item is required.
+    pub require_media: bool,
+    /// Most media items per part.
+    pub max_media: Option<usize>,
+    /// Most parts of a thread (1: single posts only).
+    pub max_parts: usize,
+    /// Whether the platform takes a first comment.
+    pub first_comment: bool,
+    /// Most UTF-8 bytes of a text (`null`: no limit besides `max_chars`).
+    pub max_bytes: Option<usize>,
+    /// Most `#hashtags` in a text.
+    pub max_hashtags: Option<usize>,
+    /// Most `@mentions` in a text.
+    pub max_mentions: Option<usize>,
+    /// Most distinct links in a text.
+    pub max_links: Option<usize>,
+}
+
+impl ChannelPolicy {
+    /// The policy as configured.
+    pub fn of(policy: &airlock_core::ContentPolicy) -> Self {
+        ChannelPolicy {
+            max_chars: policy.max_chars,
+            length_unit: policy.unit.describe().to_owned(),
+            forbidden: policy.forbidden.clone(),
+            required: policy.required.clone(),
+            require_title: policy.require_title,
+            require_media: policy.require_media,
+            max_media: policy.max_media,
+            max_parts: policy.max_parts.max(1),
+            first_comment: policy.first_comment,
+            max_bytes: policy.max_bytes,
+            max_hashtags: policy.max_hashtags,
+            max_mentions: policy.max_mentions,
+            max_links: policy.max_links,
+        }
+    }
+}
+
+/// What media a channel takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MediaRules {
+    /// The image types it takes (`image/jpeg`, ...); empty takes any image.
+    pub image_types: Vec<String>,
+    /// Only JPEG images (`.jpg`/`.jpeg`).
+    pub jpeg_only: bool,
+    /// The largest image, in bytes (`null`: no limit airlock knows of).
+    pub max_image_bytes: Option<u64>,
+    /// Video: `none`, `alone` (one video, alone in its part) or `in_albums`.
+    pub video: String,
+    /// The largest video, in bytes.
+    pub max_video_bytes: Option<u64>,
+    /// Whether each media item is fetched when drafted, so a type or size the channel
+    /// does not take is refused then (otherwise it is checked before publishing).
+    pub checked_when_drafted: bool,
+}
+
+impl MediaRules {
+    /// The rules of `policy`; `checked` when drafts fetch their media.
+    pub fn of(policy: &airlock_core::ContentPolicy, checked: bool) -> Self {
+        use airlock_core::policy::VideoRule;
+        MediaRules {
+            image_types: if policy.jpeg_only {
+                vec!["image/jpeg".to_owned()]
+            } else {
+                policy.image_types.iter().map(|t| (*t).to_owned()).collect()
+            },
+            jpeg_only: policy.jpeg_only,
+            max_image_bytes: policy.max_image_bytes,
+            video: match policy.video {
+                VideoRule::None => "none",
+                VideoRule::Alone => "alone",
+                VideoRule::InAlbums => "in_albums",
+            }
+            .to_owned(),
+            max_video_bytes: policy.max_video_bytes,
+            checked_when_drafted: checked,
+        }
+    }
+}
+
+/// How a channel's posts are reviewed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReviewRulesView {
+    /// Distinct critics that must pass the same content.
+    pub approvals_required: u32,
+    /// Fail verdicts before quarantine.
+    pub max_revisions: u32,
+    /// A draft whose text is that of a post going out on the channel within this long is
+    /// refused as a duplicate (`0s`: not checked).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, example = "7d"))]
+    pub duplicate_window: Span,
+    /// Where the rubric comes from (a path, or the built-in rubric).
+    pub rubric_origin: String,
+    /// The SHA-256 of the rubric as it reads now (`null` when it cannot be read).
+    pub rubric_hash: Option<String>,
+    /// Its item ids: each fail reason starts with one, or with `policy:`.
+    pub rubric_items: Vec<String>,
+    /// Why the rubric cannot be read (`null` when it can).
+    pub rubric_error: Option<String>,
+}
+
+/// A channel's money budget this month.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ChannelBudget {
+    /// Spent and left.
+    #[serde(flatten)]
+    pub spend: Spend,
+    /// What a post without a link costs, in US dollars.
+    pub post_usd: f64,
+    /// What a post with a link costs, in US dollars.
+    pub url_post_usd: f64,
 }
 
 impl App {
@@ -300,35 +442,51 @@ impl App {
         })
     }
 
-    /// Every configured channel with its pause state and today's use.
+    /// Every configured channel with its pause state and today's use, its content policy,
+    /// media rules, review settings (the rubric read now) and money budget.
     pub async fn channel_statuses(&self, who: &Principal) -> Result<Vec<ChannelStatus>> {
         who.require(Action::Read)?;
         let pauses = self.store().pauses().await?;
-        let global = pauses.iter().find(|p| p.scope == "*");
         let quota = self.quota_status(who).await?;
+        let media_checked = self.settings().media_fetch_timeout.is_some();
         Ok(self
             .settings()
             .channels
             .values()
             .map(|channel| {
-                let own = pauses.iter().find(|p| p.scope == channel.name.as_str());
-                let pause_reason = own
-                    .map(|p| p.reason.clone())
-                    .or_else(|| global.map(|p| format!("all channels paused: {}", p.reason)));
-                let daily_used = quota
-                    .channels
-                    .iter()
-                    .find(|q| q.channel == channel.name)
-                    .map(|q| q.usage.used)
-                    .unwrap_or(0);
+                let pause_reason = crate::check::pause_reason(&pauses, &channel.name);
+                let mine = quota.channels.iter().find(|q| q.channel == channel.name);
+                let rubric = channel.review.rubric.read();
+                let rules = channel.review.rules;
                 ChannelStatus {
                     name: channel.name.clone(),
                     kind: channel.kind,
                     account: channel.account.clone(),
                     paused: pause_reason.is_some(),
                     pause_reason,
-                    daily_used,
+                    daily_used: mine.map(|q| q.usage.used).unwrap_or(0),
                     daily_limit: channel.daily_limit,
+                    policy: ChannelPolicy::of(&channel.policy),
+                    media: MediaRules::of(&channel.policy, media_checked),
+                    review: ReviewRulesView {
+                        approvals_required: rules.approvals_required,
+                        max_revisions: rules.max_revisions,
+                        duplicate_window: Span::new(channel.review.duplicate_window),
+                        rubric_origin: channel.review.rubric.origin(),
+                        rubric_hash: rubric.as_ref().ok().map(|r| r.hash.clone()),
+                        rubric_items: rubric
+                            .as_ref()
+                            .map(|r| r.items.iter().map(|i| i.id.clone()).collect())
+                            .unwrap_or_default(),
+                        rubric_error: rubric.err(),
+                    },
+                    budget: channel.budget.zip(mine.and_then(|q| q.budget)).map(
+                        |(budget, spend)| ChannelBudget {
+                            spend,
+                            post_usd: airlock_core::budget::to_usd(budget.costs.post),
+                            url_post_usd: airlock_core::budget::to_usd(budget.costs.url_post),
+                        },
+                    ),
                 }
             })
             .collect())

@@ -192,28 +192,13 @@ pub struct ChannelReview {
     pub max_revisions: u32,
 }
 
-/// A channel's content policy, for reading.
+/// A channel's content policy, for reading, with what it finds wrong with the post.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PolicyView {
-    /// Longest text.
-    pub max_chars: Option<usize>,
-    /// How length is counted.
-    pub length_unit: String,
-    /// Phrases that must not appear (case-insensitive).
-    pub forbidden: Vec<String>,
-    /// Phrases that must appear verbatim.
-    pub required: Vec<String>,
-    /// A title is required.
-    pub require_title: bool,
-    /// At least one media item is required.
-    pub require_media: bool,
-    /// Most media items per part.
-    pub max_media: Option<usize>,
-    /// Most parts of a thread (1: single posts only).
-    pub max_parts: usize,
-    /// Whether the platform takes a first comment.
-    pub first_comment: bool,
+    /// The policy, as the channel list shows it.
+    #[serde(flatten)]
+    pub rules: crate::control::ChannelPolicy,
     /// What the policy finds wrong with the content now (empty when it passes).
     pub violations: Vec<String>,
 }
@@ -657,15 +642,7 @@ impl App {
                 daily_limit: channel.daily_limit,
                 timezone: channel.timezone.name().to_owned(),
                 policy: PolicyView {
-                    max_chars: policy.max_chars,
-                    length_unit: policy.unit.describe().to_owned(),
-                    forbidden: policy.forbidden.clone(),
-                    required: policy.required.clone(),
-                    require_title: policy.require_title,
-                    require_media: policy.require_media,
-                    max_media: policy.max_media,
-                    max_parts: policy.max_parts.max(1),
-                    first_comment: policy.first_comment,
+                    rules: crate::control::ChannelPolicy::of(policy),
                     violations: policy
                         .check(&post.content)
                         .iter()

@@ -328,3 +328,58 @@ async fn a_page_of_the_callers_own_posts_says_where_the_next_starts() {
     assert_eq!(ids, mine[2..]);
     assert_eq!(second.next, None, "the last page says there is no more");
 }
+
+/// The channel list carries what a writer needs before drafting: the content policy, the
+/// media rules, the review settings with the rubric as it reads now, and the budget.
+#[tokio::test]
+async fn each_channel_carries_its_policy_media_rules_review_settings_and_budget() {
+    let mut h = harness(2).await;
+    let mut x =
+        airlock_app::ChannelSettings::new(name("x-main"), airlock_core::ChannelKind::X, 5, tokyo());
+    x.budget = Some(airlock_app::Budget {
+        monthly: 5_000_000,
+        costs: airlock_core::budget::Costs::X_DEFAULT,
+    });
+    h.settings = h.settings.clone().with_channel(x);
+    let app = h.app();
+    let channels = app.channel_statuses(&writer("w")).await.unwrap();
+    let cats = channels.iter().find(|c| c.name.as_str() == "cats").unwrap();
+    assert_eq!(cats.policy.forbidden, ["guaranteed"]);
+    assert_eq!(cats.policy.required, ["#ad"]);
+    assert_eq!(cats.review.approvals_required, 2);
+    assert_eq!(cats.review.rubric_origin, "rubrics/cats.md");
+    assert_eq!(
+        cats.review.rubric_hash.as_deref(),
+        Some(rubric_hash(RUBRIC).as_str())
+    );
+    assert_eq!(cats.review.rubric_items, ["tone", "claims"]);
+    assert_eq!(cats.budget, None);
+    let x = channels
+        .iter()
+        .find(|c| c.name.as_str() == "x-main")
+        .unwrap();
+    assert_eq!(x.policy.max_chars, Some(280));
+    assert!(x.policy.length_unit.contains("weighted"));
+    assert_eq!(x.media.video, "none", "X takes images only through airlock");
+    assert!(x.media.image_types.contains(&"image/png".to_owned()));
+    let budget = x.budget.as_ref().expect("a budget");
+    assert_eq!((budget.post_usd, budget.url_post_usd), (0.015, 0.2));
+    assert_eq!(budget.spend.remaining_usd, 5.0);
+
+    // As JSON, every earlier field stays where it was.
+    let json = serde_json::to_value(cats).unwrap();
+    for key in [
+        "name",
+        "kind",
+        "account",
+        "paused",
+        "pause_reason",
+        "daily_used",
+        "daily_limit",
+    ] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+    assert_eq!(json["policy"]["required"][0], "#ad");
+    assert_eq!(json["review"]["duplicate_window"], "7d");
+    assert!(json.get("budget").is_none());
+}

@@ -599,7 +599,7 @@ async fn the_review_packet_gives_a_critic_everything_in_one_read() {
     assert_eq!(packet.post.id, post.id);
     assert_eq!(packet.channel.name, "cats");
     assert_eq!(packet.channel.daily_limit, 7);
-    assert_eq!(packet.channel.policy.max_chars, Some(200));
+    assert_eq!(packet.channel.policy.rules.max_chars, Some(200));
     assert_eq!(packet.channel.approvals_required, 2);
     assert_eq!(packet.channel.max_revisions, 2);
     assert_eq!(
