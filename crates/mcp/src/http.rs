@@ -21,7 +21,9 @@
 //!    [`HttpSettings::max_sessions_per_token`] sessions (the server at most
 //!    [`HttpSettings::max_sessions`]): past it, that token's oldest (the server's
 //!    oldest) session is closed.
-//! 5. **Headers**: every answer carries `Cache-Control: no-store` and
+//! 5. **Closing**: a session's `DELETE` that rmcp accepted is answered `204 No Content`
+//!    (rmcp says 202, which the official SDKs log as a failed close).
+//! 6. **Headers**: every answer carries `Cache-Control: no-store` and
 //!    `X-Content-Type-Options: nosniff`, like the HTTP API's.
 //!
 //! rmcp's own `Host` and `Origin` checks are configured with the policy's lists, as a
@@ -342,6 +344,11 @@ async fn guarded(guard: Guard, mut request: Request, next: Next) -> Response {
                 }
                 (Some(session), _) if closing && response.status().is_success() => {
                     lock(&guard.sessions).owners.remove(session);
+                    // rmcp answers 202; the official SDKs expect 200 or 204 and warn on
+                    // every close otherwise. The session has ended: say so plainly.
+                    if response.status() == StatusCode::ACCEPTED {
+                        return StatusCode::NO_CONTENT.into_response();
+                    }
                 }
                 _ => {}
             }

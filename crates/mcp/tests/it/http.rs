@@ -378,3 +378,44 @@ async fn mcp_answers_are_not_cached_or_sniffed() {
         assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"));
     }
 }
+
+/// A client closing its session (`DELETE`) is answered 204, as the official SDK expects
+/// (it warns on anything but 200 or 204); the session is gone afterwards.
+#[tokio::test]
+async fn closing_a_session_answers_204_and_ends_it() {
+    let h = Harness::new(3).await;
+    let server = start(&h).await;
+    let secret = h.token("closer", &[Role::Writer]).await;
+    let opened = initialize(&server.url, Some(&secret), None).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let closed = reqwest::Client::new()
+        .delete(&server.url)
+        .bearer_auth(&secret)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 204);
+    assert_eq!(
+        closed
+            .headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("no-store")
+    );
+    let again = reqwest::Client::new()
+        .delete(&server.url)
+        .bearer_auth(&secret)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404, "the session has ended");
+}
