@@ -402,6 +402,16 @@ impl utoipa::ToSchema for PostContent {
     fn name() -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed("PostContent")
     }
+
+    /// The schemas it refers to (media, parts, a source) are those of [`ContentJson`].
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <ContentJson as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 /// What creating a post needs (the insert shape).

@@ -3,9 +3,10 @@
 //! HTTP ([`router`], mounted at `/mcp` by `airlock serve`).
 //!
 //! Layout:
-//! - [`tools`]: [`AirlockMcp`], the rmcp `ServerHandler` with the eleven tools, their
-//!   argument schemas and annotations. Each tool is a thin wrapper over one
+//! - [`tools`]: [`AirlockMcp`], the rmcp `ServerHandler` with the thirteen tools, their
+//!   argument and output schemas and annotations. Each tool is a thin wrapper over one
 //!   [`airlock_app::App`] operation and answers with the same JSON as the HTTP API.
+//! - [`schema`]: the tools' output schemas, from the OpenAPI derives.
 //! - [`http`]: the streamable HTTP transport behind a bearer-token and `Origin` guard.
 //!
 //! **Architecture invariant:** only this crate knows MCP. Roles, separation of duties,
@@ -22,6 +23,7 @@ use rmcp::ServiceExt;
 use secrecy::SecretString;
 
 pub mod http;
+pub mod schema;
 pub mod tools;
 
 pub use http::{HttpSettings, router};

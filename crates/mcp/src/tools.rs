@@ -1,9 +1,13 @@
-//! The nine tools of docs/mcp.md and the critic's two (`get_review_packet`,
-//! `submit_verdict`), their argument schemas and annotations.
+//! The eleven tools of docs/mcp.md and the critic's two (`get_review_packet`,
+//! `submit_verdict`), their argument schemas, output schemas and annotations.
 //!
 //! Each tool resolves the caller's [`Principal`], calls one [`App`] operation, and
 //! answers with the JSON the HTTP API returns for it (the post JSON, `PostDetail`,
-//! `QuotaStatus`, the channel list). Every [`airlock_app::Error`] becomes a tool error
+//! `QuotaStatus`, the channel list), as text and as structured content that matches the
+//! tool's declared output schema ([`crate::schema`]). A list is text as the HTTP API sends
+//! it and structured content wrapped in an object (`{"posts": [...], "next"}`,
+//! `{"channels": [...]}`), since structured content is always an object. Every
+//! [`airlock_app::Error`] becomes a tool error
 //! result (`isError: true`) whose text is the error's message followed by its code, and
 //! whose structured content is the HTTP API's `{"error": {"code", "message"}}`. Arguments
 //! that do not match a tool's schema (unknown fields, wrong types) are tool errors too,
@@ -16,10 +20,12 @@
 //! finds no principal refuses (fail closed).
 
 use airlock_app::PostFilter;
-use airlock_app::critic::VerdictInput;
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput};
+use airlock_app::check::DraftCheck;
+use airlock_app::control::{ChannelStatus, QuotaStatus};
+use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
+use airlock_app::posts::{DraftInput, DraftOrigin, Drafted, EditInput, MAX_LIST_LIMIT, PostPage};
 use airlock_app::{App, Error, ErrorBody, Principal};
-use airlock_core::{ChannelName, Media, Part, PostId, PostStatus, VerdictKind};
+use airlock_core::{ChannelName, Media, Part, Post, PostDetail, PostId, PostStatus, VerdictKind};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -33,9 +39,15 @@ use schemars::JsonSchema;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
+use crate::schema;
+
 /// What the server tells every client about airlock when it connects.
 pub const INSTRUCTIONS: &str = "\
 airlock publishes posts to real channels AT MOST ONCE, inside server-side quotas, with roles. \
+Writers: read each channel's rules with list_channels (length limit and how it is counted, \
+required and forbidden phrases, media, review settings, budget), check a draft with check_draft \
+(it drafts nothing), and discard a draft you no longer want with discard_post; list_posts with \
+mine: true lists your own posts a page at a time. \
 Lifecycle: draft_post (writer role) creates a draft; approve_post by ANOTHER principal with the \
 critic role approves it (a token never approves a post it created or last edited); publish_post \
 (publisher role) publishes an approved post now, or airlock's dispatcher publishes it at its \
@@ -94,10 +106,24 @@ impl std::fmt::Debug for AirlockMcp {
 impl AirlockMcp {
     /// [`answer`], counting refusals for `/metrics` like the HTTP API does.
     fn answer<T: Serialize>(&self, result: Result<T, Error>) -> CallToolResult {
+        self.answer_as(result, None)
+    }
+
+    /// [`AirlockMcp::answer`] for a list wrapped in an object: the structured content is
+    /// the object, the text the list under `field` (what the HTTP API sends).
+    fn answer_list<T: Serialize>(&self, result: Result<T, Error>, field: &str) -> CallToolResult {
+        self.answer_as(result, Some(field))
+    }
+
+    fn answer_as<T: Serialize>(
+        &self,
+        result: Result<T, Error>,
+        text_field: Option<&str>,
+    ) -> CallToolResult {
         if let Err(error) = &result {
             self.app.record_refusal(error);
         }
-        answer(result)
+        answer(result, text_field)
     }
 
     /// A server whose every tool call acts as `principal`, trusted as given: for a
@@ -222,11 +248,108 @@ pub struct DraftPostArgs {
     /// When to publish: RFC 3339 like "2026-12-01T08:00:00+09:00", or "now" (the default).
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// A test post: published only on sandbox channels, never counted against quotas.
+    #[serde(default)]
+    pub test: Option<bool>,
     /// Any string of 1-200 characters that identifies this draft request: calling again
     /// with the same key (within 24 hours) returns the same post instead of a second one;
     /// the same key with different content is refused.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+}
+
+/// Arguments of `check_draft`: a draft as `draft_post` takes it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckDraftArgs {
+    /// A configured channel name (see list_channels), e.g. "threads-main".
+    pub channel: String,
+    /// The post's text. With `parts`, leave it out.
+    #[serde(default)]
+    pub text: String,
+    /// A thread: every part in order, each {text, media}.
+    #[serde(default)]
+    pub parts: Option<Vec<PartArg>>,
+    /// A comment published under the post once it is out.
+    #[serde(default)]
+    pub first_comment: Option<String>,
+    /// Title; required by article channels (wordpress).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Images or videos to attach, each {url, alt}.
+    #[serde(default)]
+    pub media: Option<Vec<MediaArg>>,
+    /// A link to attach (http or https URL).
+    #[serde(default)]
+    pub link: Option<String>,
+    /// When to publish: RFC 3339 or "now" (the default).
+    #[serde(default)]
+    pub scheduled_at: Option<String>,
+    /// A test post: published only on sandbox channels.
+    #[serde(default)]
+    pub test: Option<bool>,
+}
+
+/// The draft as the app takes it, from the arguments of `draft_post` or `check_draft`.
+#[allow(clippy::too_many_arguments)]
+fn draft_input(
+    channel: String,
+    text: String,
+    parts_args: Option<Vec<PartArg>>,
+    first_comment: Option<String>,
+    title: Option<String>,
+    media: Option<Vec<MediaArg>>,
+    link: Option<String>,
+    scheduled_at: Option<String>,
+    test: Option<bool>,
+) -> DraftInput {
+    DraftInput {
+        channel,
+        text,
+        title,
+        media: media
+            .unwrap_or_default()
+            .into_iter()
+            .map(Media::from)
+            .collect(),
+        link,
+        scheduled_at,
+        test: test.unwrap_or(false),
+        parts: parts(parts_args),
+        first_comment,
+    }
+}
+
+impl From<DraftPostArgs> for DraftInput {
+    fn from(args: DraftPostArgs) -> Self {
+        draft_input(
+            args.channel,
+            args.text,
+            args.parts,
+            args.first_comment,
+            args.title,
+            args.media,
+            args.link,
+            args.scheduled_at,
+            args.test,
+        )
+    }
+}
+
+impl From<CheckDraftArgs> for DraftInput {
+    fn from(args: CheckDraftArgs) -> Self {
+        draft_input(
+            args.channel,
+            args.text,
+            args.parts,
+            args.first_comment,
+            args.title,
+            args.media,
+            args.link,
+            args.scheduled_at,
+            args.test,
+        )
+    }
 }
 
 /// Arguments of `update_draft`: the post and the fields to change.
@@ -300,6 +423,33 @@ pub struct ListPostsArgs {
     /// Only posts for this channel.
     #[serde(default)]
     pub channel: Option<String>,
+    /// Only the posts the caller's token created.
+    #[serde(default)]
+    pub mine: Option<bool>,
+    /// Only posts with ids below this: the `next` of the page before.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub before: Option<i64>,
+    /// At most this many posts (1-100, default 100).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+}
+
+/// `list_channels`'s structured content.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ChannelList {
+    /// Every configured channel.
+    pub channels: Vec<ChannelStatus>,
+}
+
+/// `discard_post`'s answer.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Discarded {
+    /// The post discarded.
+    pub id: PostId,
+    /// Always true: the draft is gone (its events stay in the ledger).
+    pub discarded: bool,
 }
 
 /// Arguments naming one post.
@@ -385,7 +535,12 @@ Nothing is published yet: another principal with the critic role must approve it
 then a publisher publishes it (publish_post) or airlock does at scheduled_at. Pass idempotency_key \
 to make retries safe: the same key returns the same post. The same text as a post already queued \
 or published on the channel within a few days is refused as a duplicate naming that post: revise \
-that post instead. Returns the post JSON (status draft).",
+that post instead. A draft that breaks only the content policy (a required or forbidden \
+phrase, a missing title) is drafted, and its `violations` come back beside the post JSON: fix \
+them with update_draft, or no critic can approve it. check_draft tells the same without \
+drafting. `test: true` drafts a test post, published only on sandbox channels. Returns the post \
+JSON (status draft) with `violations`.",
+        output_schema = schema::of::<Drafted>(),
         annotations(
             title = "Draft a post",
             read_only_hint = false,
@@ -401,27 +556,78 @@ that post instead. Returns the post JSON (status draft).",
     ) -> CallToolResult {
         let result = async {
             let who = self.principal(&context).await?;
-            let input = DraftInput {
-                channel: args.channel,
-                text: args.text,
-                title: args.title,
-                media: args
-                    .media
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(Media::from)
-                    .collect(),
-                link: args.link,
-                scheduled_at: args.scheduled_at,
-                test: false,
-                parts: parts(args.parts),
-                first_comment: args.first_comment,
-            };
-            let created = self
-                .app
-                .create_post(&who, input, args.idempotency_key, DraftOrigin::default())
-                .await?;
-            Ok(created.post)
+            let key = args.idempotency_key.clone();
+            self.app
+                .create_post(&who, args.into(), key, DraftOrigin::default())
+                .await
+        }
+        .await;
+        self.answer(result)
+    }
+
+    /// Checks a draft without drafting it.
+    #[tool(
+        name = "check_draft",
+        description = "Check a draft before drafting it: takes what draft_post takes (no \
+idempotency_key) and drafts nothing. Needs the writer role. Answers whether draft_post would \
+accept it (`accepted`) and whether a critic could approve it as it is (`approvable`); every \
+problem in `violations`, each with a machine `kind` (too_long, forbidden_phrase, \
+missing_required_phrase, missing_title, media_type, invalid_url, draft_limit, ...), what it \
+`blocks` (draft, approval or publish), its `part` in a thread and a message saying what to change; \
+each part's `length` as the platform counts it against `max_chars`; the `cost` against a \
+channel's money budget; and the channel's `quota` now, with `next_slot_at` (null: a slot is free). \
+An unknown channel is an error. A duplicate of a queued text is found only when drafting.",
+        output_schema = schema::of::<DraftCheck>(),
+        annotations(
+            title = "Check a draft",
+            read_only_hint = true,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn check_draft(
+        &self,
+        Parameters(args): Parameters<CheckDraftArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context).await?;
+            self.app.check_draft(&who, args.into()).await
+        }
+        .await;
+        self.answer(result)
+    }
+
+    /// Discards a draft.
+    #[tool(
+        name = "discard_post",
+        description = "Discard a draft you no longer want (it leaves your drafts, and the drafts \
+limit, at once; its events stay in the ledger). Needs the writer role. Only drafts: an approved \
+post must be unapproved first. A draft that failed review only an operator discards (revise it \
+instead), and a quarantined one waits for a person. Returns {id, discarded: true}.",
+        output_schema = schema::of::<Discarded>(),
+        annotations(
+            title = "Discard a draft",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn discard_post(
+        &self,
+        Parameters(args): Parameters<PostIdArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let result = async {
+            let who = self.principal(&context).await?;
+            let id = PostId(args.id);
+            self.app.discard(&who, id).await?;
+            Ok(Discarded {
+                id,
+                discarded: true,
+            })
         }
         .await;
         self.answer(result)
@@ -434,6 +640,7 @@ that post instead. Returns the post JSON (status draft).",
 stay as they are). Needs the writer role. Editing an approved post returns it to draft: it needs \
 approval again. Posts being published or already published cannot be edited, nor quarantined ones \
 (a person releases those). Returns the post JSON.",
+        output_schema = schema::of::<Post>(),
         annotations(
             title = "Update a draft",
             read_only_hint = false,
@@ -469,9 +676,12 @@ approval again. Posts being published or already published cannot be edited, nor
     /// Lists posts.
     #[tool(
         name = "list_posts",
-        description = "List posts, newest first (at most 100), optionally only one status and/or \
-channel. Read-only; any role. Returns a JSON array of posts whose text is cut to its first 500 \
-characters (text_truncated says whether it was); get_post gives the whole text.",
+        description = "List posts, newest first, a page at a time (`limit`, 1-100, default \
+100), optionally only one status and/or channel, or only your own (`mine: true`). Read-only; any \
+role. The text is a JSON array of posts whose text is cut to its first 500 characters \
+(text_truncated says whether it was; get_post gives the whole text); the structured content is \
+{posts, next}: pass `before: next` for the next page (null: there is none).",
+        output_schema = schema::of::<PostPage>(),
         annotations(
             title = "List posts",
             read_only_hint = true,
@@ -493,15 +703,31 @@ characters (text_truncated says whether it was); get_post gives the whole text."
                 .map(ChannelName::parse)
                 .transpose()
                 .map_err(|e| Error::Invalid(e.to_string()))?;
+            if args
+                .limit
+                .is_some_and(|l| !(1..=MAX_LIST_LIMIT).contains(&l))
+            {
+                return Err(Error::Invalid(format!(
+                    "limit is 1-{MAX_LIST_LIMIT}: leave it out for {MAX_LIST_LIMIT}"
+                )));
+            }
+            if args.before.is_some_and(|b| b < 1) {
+                return Err(Error::Invalid(
+                    "before is a post id (1 or more): the `next` of the page before".into(),
+                ));
+            }
             let filter = PostFilter {
                 status: args.status.map(PostStatus::from),
                 channel,
+                before: args.before.map(PostId),
+                limit: args.limit,
+                created_by: args.mine.unwrap_or(false).then(|| who.actor.to_string()),
                 ..PostFilter::default()
             };
-            self.app.list_post_excerpts(&who, &filter).await
+            self.app.list_post_page(&who, &filter).await
         }
         .await;
-        self.answer(result)
+        self.answer_list(result, "posts")
     }
 
     /// Shows one post.
@@ -511,6 +737,7 @@ characters (text_truncated says whether it was); get_post gives the whole text."
 reservations and review verdicts (pass or fail, by whom, with reasons naming rubric items). A \
 writer reads a critic's reasons here and in the post's error field. Read-only; any role. Returns \
 the post JSON plus events, intents, reservations and verdicts.",
+        output_schema = schema::of::<PostDetail>(),
         annotations(
             title = "Get a post",
             read_only_hint = true,
@@ -542,6 +769,7 @@ earlier verdicts with their reasons, the passes that count now, and what the wri
 the last verdict; verdict_refused says if you may not give a verdict now and why. Read-only; any \
 role. Review the post against every rubric item, then call submit_verdict with this packet's \
 content_hash and rubric.hash.",
+        output_schema = schema::of::<ReviewPacket>(),
         annotations(
             title = "Get a review packet",
             read_only_hint = true,
@@ -572,14 +800,18 @@ since you read them, nothing is recorded and the call is refused (fetch the pack
 \"pass\": counts toward approval; the post is approved once the channel's approvals_required \
 different critics passed this same content (you cannot pass your own writing, nor count twice). \
 \"fail\": give reasons, each starting with a rubric item id and a colon (\"tone: too pushy\"); the \
-post returns to its writer, who reads your reasons; after the channel's max_revisions fails it is \
-quarantined for a person. Returns what the verdict did (effect: approved, awaiting_approvals, \
-returned_to_writer or quarantined), a message, the verdict as recorded and the post JSON.",
+post returns to its writer, who reads your reasons; a reason starting with \"policy:\" names the \
+channel's content policy instead of a rubric item. After the channel's max_revisions fails it is \
+quarantined for a person. Calling it again with the same arguments after it took effect (a retry) \
+records nothing and answers the same. Returns what the verdict did (effect: approved, \
+awaiting_approvals, returned_to_writer or quarantined), a message, the verdict as recorded and \
+the post JSON.",
+        output_schema = schema::of::<VerdictResult>(),
         annotations(
             title = "Submit a verdict",
             read_only_hint = false,
             destructive_hint = false,
-            idempotent_hint = false,
+            idempotent_hint = true,
             open_world_hint = false
         )
     )]
@@ -615,6 +847,7 @@ content is fixed by its hash, and any later edit withdraws the approval. On chan
 more than one critic, the post stays a draft until enough different critics passed it. Needs the \
 critic role, and a token never approves a post it created or last edited (separation of duties). \
 Critic agents should prefer get_review_packet and submit_verdict. Returns the post JSON.",
+        output_schema = schema::of::<Post>(),
         annotations(
             title = "Approve a post",
             read_only_hint = false,
@@ -647,6 +880,7 @@ channel's max_revisions fails the post is quarantined for a person. Withdraws an
 content_hash, the hash of the content you reviewed. Calling it again on the same content (a \
 retry, whatever the reason says, as long as nobody passed or revised it since) records and counts \
 nothing more and returns the same post. Needs the critic role. Returns the post JSON.",
+        output_schema = schema::of::<Post>(),
         annotations(
             title = "Reject a post",
             read_only_hint = false,
@@ -679,6 +913,7 @@ quotas are checked, and the post is sent at most once; it cannot be unpublished.
 publisher role. Returns the post JSON (status posted), or an error saying why not: over quota \
 and when the next slot frees, paused and the reason, not approved, or an unknown outcome that \
 now needs a person's review (do not retry).",
+        output_schema = schema::of::<Post>(),
         annotations(
             title = "Publish a post",
             read_only_hint = false,
@@ -706,6 +941,7 @@ now needs a person's review (do not retry).",
         description = "Quota use now: the rolling window across all channels and each channel's \
 daily limit (used, limit, remaining), with when the next slot frees, and for channels with a \
 money budget (X) the dollars spent and left this month (`budget`). Read-only; any role.",
+        output_schema = schema::of::<QuotaStatus>(),
         annotations(
             title = "Quota status",
             read_only_hint = true,
@@ -730,8 +966,14 @@ money budget (X) the dollars spent and left this month (`budget`). Read-only; an
     /// Channels.
     #[tool(
         name = "list_channels",
-        description = "The configured channels: name, kind, expected account, whether publishing \
-is paused and why, and today's use against the daily limit. Read-only; any role.",
+        description = "The configured channels and their rules, to read before drafting: name, \
+kind, expected account, whether publishing is paused and why, today's use against the daily \
+limit, the content `policy` (max_chars and how length is counted, required and forbidden \
+phrases, title, media and thread rules), the `media` it takes (types, sizes, video), how posts \
+are `review`ed (approvals_required, max_revisions, the rubric's origin, hash and item ids) and, \
+for channels with one, the money `budget` spent and left this month. Read-only; any role. The \
+text is the JSON array of channels; the structured content is {channels}.",
+        output_schema = schema::of::<ChannelList>(),
         annotations(
             title = "List channels",
             read_only_hint = true,
@@ -747,10 +989,11 @@ is paused and why, and today's use against the daily limit. Read-only; any role.
     ) -> CallToolResult {
         let result = async {
             let who = self.principal(&context).await?;
-            self.app.channel_statuses(&who).await
+            let channels = self.app.channel_statuses(&who).await?;
+            Ok(ChannelList { channels })
         }
         .await;
-        self.answer(result)
+        self.answer_list(result, "channels")
     }
 }
 
@@ -777,17 +1020,20 @@ impl ServerHandler for AirlockMcp {
     }
 }
 
-/// A tool's answer: the JSON on success, a tool error on any refusal or failure.
-fn answer<T: Serialize>(result: Result<T, Error>) -> CallToolResult {
+/// A tool's answer: the JSON on success, as text and as structured content, a tool error
+/// on any refusal or failure. With `text_field`, the text is that field of the object (a
+/// list wrapped for the structured content).
+fn answer<T: Serialize>(result: Result<T, Error>, text_field: Option<&str>) -> CallToolResult {
     match result {
         Ok(value) => {
             let value = serde_json::to_value(&value).expect("airlock's JSON types serialize");
-            let mut ok = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-            // Structured content must be an object for clients of older protocol
-            // versions; lists stay text only.
-            if value.is_object() {
-                ok.structured_content = Some(value);
-            }
+            let text = match text_field {
+                Some(field) => value[field].to_string(),
+                None => value.to_string(),
+            };
+            let mut ok = CallToolResult::success(vec![ContentBlock::text(text)]);
+            debug_assert!(value.is_object(), "structured content is an object");
+            ok.structured_content = Some(value);
             ok
         }
         Err(error) => {

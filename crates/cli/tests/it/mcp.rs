@@ -43,6 +43,8 @@ async fn airlock_mcp_over_stdio_lists_the_tools_and_drafts_a_post_as_the_token()
         names,
         [
             "approve_post",
+            "check_draft",
+            "discard_post",
             "draft_post",
             "get_post",
             "get_review_packet",

@@ -20,8 +20,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// The tools docs/mcp.md names and the critic's two, in name order.
-pub const TOOLS: [&str; 11] = [
+pub const TOOLS: [&str; 13] = [
     "approve_post",
+    "check_draft",
+    "discard_post",
     "draft_post",
     "get_post",
     "get_review_packet",

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::support::*;
 
 #[tokio::test]
-async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
+async fn tools_list_returns_the_thirteen_tools_with_schemas_and_annotations() {
     let h = Harness::new(3).await;
     let client = h.client_for("reader", &[Role::Writer]).await;
 
@@ -63,6 +63,7 @@ async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
             "media",
             "parts",
             "scheduled_at",
+            "test",
             "text",
             "title"
         ]
@@ -114,6 +115,7 @@ async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
         "get_review_packet",
         "quota_status",
         "list_channels",
+        "check_draft",
     ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(true), "{name}");
@@ -125,6 +127,7 @@ async fn tools_list_returns_the_eleven_tools_with_schemas_and_annotations() {
         "reject_post",
         "submit_verdict",
         "publish_post",
+        "discard_post",
     ] {
         let annotations = by_name[name].annotations.as_ref().unwrap();
         assert_eq!(annotations.read_only_hint, Some(false), "{name}");
