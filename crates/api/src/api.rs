@@ -9,9 +9,12 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use airlock_app::PostFilter;
+use airlock_app::check::DraftCheck;
 use airlock_app::control::{ChannelStatus, QuotaStatus};
 use airlock_app::critic::{ReviewPacket, VerdictInput, VerdictResult};
-use airlock_app::posts::{DraftInput, DraftOrigin, EditInput, EditOptions, ListedPost};
+use airlock_app::posts::{
+    DraftInput, DraftOrigin, Drafted, EditInput, EditOptions, ListedPost, MAX_LIST_LIMIT,
+};
 use airlock_app::review::Resolution;
 use airlock_app::{App, Error};
 use airlock_core::{Post, PostDetail, PostEvent, PostId, PostStatus, VerdictKind};
@@ -23,6 +26,7 @@ use crate::error::{ApiError, ErrorBody, Recorded};
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/posts", post(create_post).get(list_posts))
+        .route("/posts/check", post(check_draft))
         .route(
             "/posts/{id}",
             get(get_post).patch(edit_post).delete(discard_post),
@@ -66,6 +70,8 @@ pub struct ListQuery {
     pub limit: Option<u32>,
     /// Only quarantined posts (`true`) or only posts that are not (`false`).
     pub quarantined: Option<bool>,
+    /// Only the posts the caller's token created (`true`).
+    pub mine: Option<bool>,
 }
 
 /// `POST /posts` and `PATCH /posts/{id}` options.
@@ -162,10 +168,12 @@ pub struct EventsQuery {
 
 /// Creates a draft (writer). `Idempotency-Key` makes a retry return the first post for 24 hours.
 /// The same text already queued or published on the channel within its duplicate window
-/// is a 409 `duplicate` naming the earlier post.
+/// is a 409 `duplicate` naming the earlier post. A draft that breaks only the content
+/// policy (a phrase rule, a missing title) is created, with what the policy finds in
+/// `violations` beside the post's fields.
 #[utoipa::path(post, path = "/api/v1/posts", request_body = DraftInput,
     params(("Idempotency-Key" = Option<String>, Header, description = "Retry-safe creation key"), CreateQuery),
-    responses((status = 201, body = Post, description = "created"), (status = 200, body = Post, description = "the post an earlier request with this key created"),
+    responses((status = 201, body = Drafted, description = "created"), (status = 200, body = Drafted, description = "the post an earlier request with this key created"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
 pub async fn create_post(
@@ -197,20 +205,38 @@ pub async fn create_post(
     } else {
         StatusCode::CREATED
     };
-    Ok((status, Json(created.post)).into_response())
+    Ok((status, Json(created)).into_response())
+}
+
+/// Checks a draft without drafting it (writer): the body `POST /posts` takes; the answer
+/// says whether drafting it would be accepted and a pass could approve it, every problem
+/// with its `kind` and what it `blocks`, each part's length as the platform counts it,
+/// the cost against a money budget and the channel's next quota slot. Only an unknown
+/// channel or an unreadable body is a 400; content problems are the answer.
+#[utoipa::path(post, path = "/api/v1/posts/check", request_body = DraftInput,
+    responses((status = 200, body = DraftCheck), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)),
+    security(("bearer" = [])), tag = "posts")]
+pub async fn check_draft(
+    State(app): State<App>,
+    Caller(who): Caller,
+    ApiJson(input): ApiJson<DraftInput>,
+) -> Result<Json<DraftCheck>, ApiError> {
+    Ok(Json(app.check_draft(&who, input).await.recorded(&app)?))
 }
 
 /// Lists posts, newest first (any role): each is the post JSON with `text` cut to its
 /// first 500 characters and `text_truncated` saying whether it was; `GET /posts/{id}`
-/// gives the whole text.
+/// gives the whole text. When more posts follow, the `Link` header names the next page
+/// (`<...&before=ID>; rel="next"`).
 #[utoipa::path(get, path = "/api/v1/posts", params(ListQuery),
-    responses((status = 200, body = [ListedPost]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    responses((status = 200, body = [ListedPost], headers(("Link" = String, description = "The next page, when there is one: `</api/v1/posts?...&before=ID>; rel=\"next\"`"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
     security(("bearer" = [])), tag = "posts")]
 pub async fn list_posts(
     State(app): State<App>,
     Caller(who): Caller,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Vec<ListedPost>>, ApiError> {
+) -> Result<Response, ApiError> {
     let status = query
         .status
         .map(|s| s.parse::<PostStatus>())
@@ -220,19 +246,57 @@ pub async fn list_posts(
         Some(name) => Some(app.channel(&name).recorded(&app)?.name.clone()),
         None => None,
     };
+    let mine = query.mine.unwrap_or(false);
     let filter = PostFilter {
         status,
         channel,
         before: query.before.map(PostId),
         slot: None,
-        limit: Some(query.limit.unwrap_or(100).clamp(1, 100)),
+        limit: Some(
+            query
+                .limit
+                .unwrap_or(MAX_LIST_LIMIT)
+                .clamp(1, MAX_LIST_LIMIT),
+        ),
         platform_post_id: None,
         quarantined: query.quarantined,
-        created_by: None,
+        created_by: mine.then(|| who.actor.to_string()),
     };
-    Ok(Json(
-        app.list_post_excerpts(&who, &filter).await.recorded(&app)?,
-    ))
+    let page = app.list_post_page(&who, &filter).await.recorded(&app)?;
+    let mut response = Json(page.posts).into_response();
+    if let Some(next) = page.next {
+        let link = next_link(&filter, mine, next);
+        if let Ok(value) = axum::http::HeaderValue::from_str(&link) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::LINK, value);
+        }
+    }
+    Ok(response)
+}
+
+/// The `Link` header of the page after one listed with `filter`: the same query, below
+/// `next`. Every value in it is a status, a channel name, a number or a boolean, which
+/// need no escaping.
+fn next_link(filter: &PostFilter, mine: bool, next: PostId) -> String {
+    let mut query = Vec::new();
+    if let Some(status) = filter.status {
+        query.push(format!("status={}", status.as_str()));
+    }
+    if let Some(channel) = &filter.channel {
+        query.push(format!("channel={channel}"));
+    }
+    if let Some(quarantined) = filter.quarantined {
+        query.push(format!("quarantined={quarantined}"));
+    }
+    if mine {
+        query.push("mine=true".to_owned());
+    }
+    if let Some(limit) = filter.limit {
+        query.push(format!("limit={limit}"));
+    }
+    query.push(format!("before={next}"));
+    format!("</api/v1/posts?{}>; rel=\"next\"", query.join("&"))
 }
 
 /// One post with its events, intents, reservations and verdicts (any role). The `ETag`

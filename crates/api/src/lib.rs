@@ -155,7 +155,7 @@ pub async fn serve(
 #[openapi(
     info(title = "airlock", description = "The one door between AI agents and the outside world: drafts, review, at-most-once publishing inside quotas."),
     paths(
-        api::create_post, api::list_posts, api::get_post, api::edit_post, api::discard_post,
+        api::create_post, api::check_draft, api::list_posts, api::get_post, api::edit_post, api::discard_post,
         api::review_packet, api::give_verdict, api::release_post,
         api::approve_post, api::reject_post, api::unapprove_post, api::publish_post,
         api::resolve_post, api::requeue_post, api::quota, api::channels, api::pause_channel,

@@ -41,7 +41,6 @@ async fn world_with(window_limit: u32, adjust: impl FnOnce(&mut AppSettings)) ->
     let tz: chrono_tz::Tz = "Asia/Tokyo".parse().unwrap();
     let mut settings = AppSettings::new(tz);
     settings.window.limit = window_limit;
-    adjust(&mut settings);
     let mut platforms: BTreeMap<ChannelName, Arc<dyn Platform>> = BTreeMap::new();
     for (name, simulate) in [
         ("cats", Simulate::Ok),
@@ -64,6 +63,7 @@ async fn world_with(window_limit: u32, adjust: impl FnOnce(&mut AppSettings)) ->
             )),
         );
     }
+    adjust(&mut settings);
     let app = App::new(
         Arc::new(store) as Arc<dyn Store>,
         settings,
@@ -213,6 +213,14 @@ fn cases() -> Vec<Case> {
             Some(json!({"channel": "cats", "text": "hi"})),
             &["writer", "operator"],
             StatusCode::CREATED,
+        ),
+        case(
+            "POST",
+            "/api/v1/posts/check",
+            None,
+            Some(json!({"channel": "cats", "text": "hi"})),
+            &["writer", "operator"],
+            StatusCode::OK,
         ),
         case("GET", "/api/v1/posts", None, None, ALL, StatusCode::OK),
         case(
@@ -1393,4 +1401,171 @@ async fn metrics_give_due_posts_per_configured_channel_and_the_oldest_notificati
             .any(|l| l.starts_with("airlock_channel_oldest_due_age_seconds{channel=\"cats\"} ")),
         "{text}"
     );
+}
+
+/// `cats` requires a disclosure.
+async fn world_with_rules() -> World {
+    world_with(100, |s| {
+        let cats = s
+            .channels
+            .get_mut(&ChannelName::parse("cats").unwrap())
+            .unwrap();
+        cats.policy.required = vec!["#ad".into()];
+        cats.policy.max_chars = Some(50);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_writer_checks_a_draft_and_the_create_answer_carries_its_violations() {
+    let w = world_with_rules().await;
+    let draft = json!({"channel": "cats", "text": "A cat on every lap"});
+    let (status, check) = w
+        .as_role("writer", "POST", "/api/v1/posts/check", Some(draft.clone()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{check}");
+    assert_eq!(check["accepted"], true);
+    assert_eq!(check["approvable"], false);
+    assert_eq!(check["violations"][0]["kind"], "missing_required_phrase");
+    assert_eq!(check["violations"][0]["blocks"], "approval");
+    assert_eq!(check["lengths"][0]["length"], 18);
+    assert_eq!(check["lengths"][0]["max_chars"], 50);
+    assert!(check["quota"]["next_slot_at"].is_null(), "{check}");
+    let (_, listed) = w.as_role("writer", "GET", "/api/v1/posts", None).await;
+    assert_eq!(listed, json!([]), "a check drafts nothing");
+    let (status, body) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts/check",
+            Some(json!({"channel": "birds", "text": "x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts/check",
+            Some(json!({"channel": "cats", "body": "x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "unknown fields: {body}");
+
+    let (status, created) = w
+        .as_role("writer", "POST", "/api/v1/posts", Some(draft))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(created["status"], "draft");
+    assert_eq!(created["violations"][0]["kind"], "missing_required_phrase");
+    let (status, ok) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "A cat. #ad"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(ok["violations"], json!([]));
+}
+
+#[tokio::test]
+async fn a_writer_lists_only_its_own_posts_page_by_page() {
+    let w = world(100).await;
+    let mut mine = Vec::new();
+    for n in 0..5 {
+        let role = if n % 2 == 0 { "writer" } else { "operator" };
+        let (_, post) = w
+            .as_role(
+                role,
+                "POST",
+                "/api/v1/posts",
+                Some(json!({"channel": "cats", "text": format!("cat {n}")})),
+            )
+            .await;
+        if n % 2 == 0 {
+            mine.push(post["id"].as_i64().unwrap());
+        }
+    }
+    mine.reverse();
+    let mut uri = "/api/v1/posts?mine=true&limit=2".to_owned();
+    let mut seen = Vec::new();
+    for page in 0.. {
+        assert!(page < 5, "the pages end");
+        let (status, posts, headers) = w.call(Some(&w.tokens["writer"]), "GET", &uri, None).await;
+        assert_eq!(status, StatusCode::OK, "{posts}");
+        seen.extend(
+            posts
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_i64().unwrap()),
+        );
+        let Some(link) = headers.get(header::LINK) else {
+            break;
+        };
+        let link = link.to_str().unwrap();
+        let next = link
+            .strip_prefix('<')
+            .and_then(|l| l.split_once(">; rel=\"next\""))
+            .map(|(u, _)| u.to_owned())
+            .unwrap_or_else(|| panic!("a next link: {link}"));
+        assert!(
+            next.contains("mine=true") && next.contains("limit=2"),
+            "{next}"
+        );
+        uri = next;
+    }
+    assert_eq!(seen, mine);
+}
+
+#[tokio::test]
+async fn a_retried_verdict_pass_answers_the_same_and_channels_carry_their_rules() {
+    let w = world_with_rules().await;
+    let (_, post) = w
+        .as_role(
+            "writer",
+            "POST",
+            "/api/v1/posts",
+            Some(json!({"channel": "cats", "text": "A cat. #ad"})),
+        )
+        .await;
+    let id = post["id"].as_i64().unwrap();
+    let (_, packet) = w
+        .as_role("critic", "GET", &format!("/api/v1/posts/{id}/review"), None)
+        .await;
+    let verdict = json!({"verdict": "pass", "content_hash": packet["content_hash"], "rubric_hash": packet["rubric"]["hash"]});
+    let uri = format!("/api/v1/posts/{id}/verdict");
+    let (status, first) = w
+        .as_role("critic", "POST", &uri, Some(verdict.clone()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (status, again) = w.as_role("critic", "POST", &uri, Some(verdict)).await;
+    assert_eq!(status, StatusCode::OK, "a retry is not a conflict: {again}");
+    assert_eq!(again["effect"], "approved");
+    assert_eq!(again["verdict"], first["verdict"]);
+
+    let (status, channels) = w.as_role("writer", "GET", "/api/v1/channels", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let cats = channels
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "cats")
+        .unwrap();
+    assert_eq!(cats["policy"]["required"], json!(["#ad"]));
+    assert_eq!(cats["policy"]["max_chars"], 50);
+    assert_eq!(cats["review"]["approvals_required"], 1);
+    assert_eq!(cats["review"]["rubric_origin"], "built-in default rubric");
+    assert!(cats["media"]["image_types"].is_array(), "{cats}");
+
+    let document = serde_json::to_value(airlock_api::openapi_document()).unwrap();
+    assert!(document["paths"]["/api/v1/posts/check"]["post"].is_object());
+    for schema in ["DraftCheck", "Drafted", "ChannelPolicy", "CheckViolation"] {
+        assert!(
+            document["components"]["schemas"][schema].is_object(),
+            "{schema} is in the OpenAPI document"
+        );
+    }
 }
