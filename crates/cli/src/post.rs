@@ -154,6 +154,9 @@ pub struct AddArgs {
     /// When it may go out: RFC 3339 or `now`.
     #[arg(long, value_name = "TIME")]
     at: Option<String>,
+    /// Take an `--at` in the past on purpose (it is due at once).
+    #[arg(long, requires = "at")]
+    allow_past: bool,
     /// Media `URL` or `URL|ALT` (repeatable).
     #[arg(long, value_name = "URL[|ALT]")]
     media: Vec<String>,
@@ -190,6 +193,9 @@ pub struct EditArgs {
     /// New time: RFC 3339 or `now`.
     #[arg(long, value_name = "TIME")]
     at: Option<String>,
+    /// Take an `--at` in the past on purpose (it is due at once).
+    #[arg(long, requires = "at")]
+    allow_past: bool,
     /// Replace the media with these (repeatable).
     #[arg(long, value_name = "URL[|ALT]")]
     media: Vec<String>,
@@ -341,6 +347,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 first_comment: args.thread.first_comment,
                 link: args.link,
                 scheduled_at: args.at,
+                allow_past: args.allow_past,
             };
             let options = EditOptions {
                 allow_duplicate: args.allow_duplicate,
@@ -535,6 +542,7 @@ async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
         first_comment: args.thread.first_comment,
         link: args.link,
         scheduled_at: args.at,
+        allow_past: args.allow_past,
         test: args.test,
     };
     let origin = DraftOrigin {

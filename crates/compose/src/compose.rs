@@ -143,6 +143,8 @@ pub(crate) async fn compose_slot(
         link: content.link.clone(),
         scheduled_at: Some(format_utc(plan.scheduled_at)),
         test: false,
+        // The time is the plan's, not typed: a slot this run reached late is due at once.
+        allow_past: true,
         parts: (!content.more.is_empty()).then(|| content.parts()),
         first_comment: content.first_comment,
     };

@@ -220,8 +220,12 @@ pub struct DraftPostArgs {
     #[serde(default)]
     pub link: Option<String>,
     /// When to publish: RFC 3339 like "2026-12-01T08:00:00+09:00", or "now" (the default).
+    /// A time minutes or more in the past is refused unless `allow_past` is true.
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a past `scheduled_at` on purpose: the post is due at once.
+    #[serde(default)]
+    pub allow_past: bool,
     /// Any string of 1-200 characters that identifies this draft request: calling again
     /// with the same key (within 24 hours) returns the same post instead of a second one;
     /// the same key with different content is refused.
@@ -254,9 +258,12 @@ pub struct UpdateDraftArgs {
     /// New link; an empty string clears it.
     #[serde(default)]
     pub link: Option<String>,
-    /// New schedule: RFC 3339 or "now".
+    /// New schedule: RFC 3339 or "now"; a past time needs `allow_past`.
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a past `scheduled_at` on purpose.
+    #[serde(default)]
+    pub allow_past: bool,
 }
 
 /// A post's state (docs/lifecycle.md).
@@ -413,6 +420,7 @@ that post instead. Returns the post JSON (status draft).",
                     .collect(),
                 link: args.link,
                 scheduled_at: args.scheduled_at,
+                allow_past: args.allow_past,
                 test: false,
                 parts: parts(args.parts),
                 first_comment: args.first_comment,
@@ -457,6 +465,7 @@ approval again. Posts being published or already published cannot be edited, nor
                     .map(|media| media.into_iter().map(Media::from).collect()),
                 link: args.link,
                 scheduled_at: args.scheduled_at,
+                allow_past: args.allow_past,
                 parts: parts(args.parts),
                 first_comment: args.first_comment,
             };
