@@ -472,23 +472,28 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 app.resume(&me, Some(channel)).await?;
             }
             show(&post, id.json, "resolved");
-            // What is left to do, in one step: a pause that still holds the channel.
+            // What is left to do, in one step: a pause that still holds the channel
+            // (its reason, read now, names the step).
             if let Some(pause) = app
                 .pauses(&me)
                 .await?
                 .into_iter()
                 .find(|p| p.scope == channel || p.scope == "*")
             {
-                let scope = airlock_app::publish::scope_arg(&pause.scope);
-                eprintln!(
-                    "airlock: {} is still paused ({}): resume it with `airlock resume {scope}` once nothing else needs review",
-                    if pause.scope == "*" {
-                        "all publishing"
-                    } else {
-                        channel
-                    },
-                    pause.reason
-                );
+                let what = if pause.scope == "*" {
+                    "all publishing"
+                } else {
+                    channel
+                };
+                let hint = if pause.reason.contains("airlock resume") {
+                    String::new()
+                } else {
+                    format!(
+                        ": resume it with `airlock resume {}` once nothing else needs review",
+                        airlock_app::publish::scope_arg(&pause.scope)
+                    )
+                };
+                eprintln!("airlock: {what} is still paused ({}){hint}", pause.reason);
             }
             Ok(())
         }
