@@ -35,10 +35,12 @@ use axum::routing::{get, post};
 pub mod action;
 pub mod asset;
 pub mod auth;
+pub mod form;
 pub mod guard;
 pub mod pages;
 pub mod session;
 pub mod view;
+pub mod zone;
 
 /// How the dashboard behaves; `airlock serve` builds it from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +82,7 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/", get(pages::queue))
         .route("/live", get(pages::live))
         .route("/review", get(pages::review))
+        .route("/calendar", get(pages::calendar))
         .route("/posts/{id}", get(pages::post))
         .route("/posts/{id}/approve", post(action::approve))
         .route("/posts/{id}/reject", post(action::reject))
@@ -91,6 +94,7 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/posts/{id}/requeue", post(action::requeue))
         .route("/posts/{id}/resolve", post(action::resolve))
         .route("/posts/{id}/note", post(action::note))
+        .route("/posts/{id}/move", post(action::move_post))
         .route("/pause", post(action::pause))
         .route("/resume", post(action::resume))
         .route("/login", get(auth::login_page).post(auth::login))

@@ -13,12 +13,16 @@
 //! models more than one page shows (the frame, post rows and views, the evidence and
 //! verdict rows, the inbox counts), and `error` the error page.
 
+mod calendar;
 mod error;
 mod parts;
 mod post;
 mod queue;
 mod review;
 
+pub use calendar::{
+    CALENDAR_SCAN, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
+};
 pub use error::{ErrorPage, error_page};
 pub use parts::{
     EventRow, InDoubt, IntentRow, Layout, MediaView, PartView, PostRow, PostView, ReservationRow,

@@ -18,6 +18,7 @@ use super::parts::{
     verdict_rows,
 };
 use crate::auth::Operator;
+use crate::form::{MediaRow, rows_of};
 use crate::session::Dashboard;
 
 /// `GET /posts/{id}`.
@@ -42,6 +43,8 @@ pub struct PostPage {
     pub review: ReviewView,
     /// Offered actions.
     pub actions: Actions,
+    /// The edit form's media rows: part 1's items, then blank rows to add more.
+    pub edit_media: Vec<MediaRow>,
     /// Where actions return.
     pub back: String,
 }
@@ -134,6 +137,7 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         verdicts: verdict_rows(app, &detail, tz),
         review,
         actions,
+        edit_media: edit_rows(&detail.post.content.media),
         back: format!("/posts/{id}"),
     })
 }
@@ -185,4 +189,14 @@ async fn review_view(app: &App, op: &Operator, detail: &PostDetail) -> Result<Re
         Err(e) => view.rubric_error = Some(e.to_string()),
     }
     Ok(view)
+}
+
+/// Blank media rows the edit form offers beyond a post's items.
+pub const BLANK_MEDIA_ROWS: usize = 2;
+
+/// Part 1's media as form rows, then [`BLANK_MEDIA_ROWS`] blank ones.
+fn edit_rows(media: &[airlock_core::Media]) -> Vec<MediaRow> {
+    let mut rows = rows_of(media);
+    rows.extend(std::iter::repeat_n(MediaRow::default(), BLANK_MEDIA_ROWS));
+    rows
 }

@@ -3,6 +3,8 @@
 
 mod actions;
 mod browser;
+mod calendar;
+mod edit;
 mod memory;
 mod parts;
 mod restart;

@@ -184,6 +184,10 @@ async fn every_post_route_refuses_a_missing_or_wrong_csrf_token_and_changes_noth
         ),
         (format!("/posts/{draft}/note"), vec![("note", "hi")]),
         (
+            format!("/posts/{draft}/move"),
+            vec![("date", "2026-12-02"), ("time", "10:00")],
+        ),
+        (
             "/pause".to_owned(),
             vec![("channel", "cats"), ("reason", "x")],
         ),
@@ -286,6 +290,8 @@ async fn pages_use_no_inline_script_or_style() {
         "/".to_owned(),
         "/review".to_owned(),
         format!("/posts/{}", h.seeded.review[0]),
+        "/calendar".to_owned(),
+        "/calendar?view=month".to_owned(),
     ] {
         let page = browser.get(&path).await;
         assert!(!page.body.contains("style="), "{path}");
