@@ -234,7 +234,7 @@ impl App {
             .map(|soonest| (deferred.len(), soonest.until)))
     }
 
-    async fn quota_now(&self) -> Result<QuotaStatus> {
+    pub(crate) async fn quota_now(&self) -> Result<QuotaStatus> {
         let now = self.now();
         let settings = self.settings();
         // As airlock_store::quota_since reads for a decision, for every channel at once.
