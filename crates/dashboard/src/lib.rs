@@ -83,6 +83,8 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/live", get(pages::live))
         .route("/review", get(pages::review))
         .route("/calendar", get(pages::calendar))
+        .route("/compose", get(pages::compose).post(pages::compose_post))
+        .route("/compose/check", post(pages::compose_check))
         .route("/posts/{id}", get(pages::post))
         .route("/posts/{id}/approve", post(action::approve))
         .route("/posts/{id}/reject", post(action::reject))

@@ -14,6 +14,7 @@
 //! verdict rows, the inbox counts), and `error` the error page.
 
 mod calendar;
+mod compose;
 mod error;
 mod parts;
 mod post;
@@ -22,6 +23,10 @@ mod review;
 
 pub use calendar::{
     CALENDAR_SCAN, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
+};
+pub use compose::{
+    ChannelChoice, CheckFragment, CheckPanel, CheckView, ComposeForm, ComposePage, ComposeQuery,
+    PartForm, PreviewPart, Problem, compose, compose_check, compose_post, rules_of,
 };
 pub use error::{ErrorPage, error_page};
 pub use parts::{

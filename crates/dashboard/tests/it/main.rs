@@ -4,6 +4,7 @@
 mod actions;
 mod browser;
 mod calendar;
+mod compose;
 mod edit;
 mod memory;
 mod parts;
