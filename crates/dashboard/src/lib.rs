@@ -13,12 +13,17 @@
 //!   (a valid CSRF token or 403, before any handler runs).
 //! - [`auth`]: `GET/POST /login`, `POST /logout`, and the [`auth::Operator`] extractor
 //!   that re-authenticates the session's token on each request.
-//! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`) and the
-//!   live fragment (`/live`).
+//! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`), the
+//!   live fragment (`/live`), composing a post (`/compose`, with its check) and the
+//!   calendar (`/calendar`).
 //! - [`action`]: the `POST` forms; each calls one app operation, stores the result or
 //!   the refusal as a flash message and redirects back (post/redirect/get).
+//! - [`form`]: reading forms whose fields repeat (media rows, a thread's parts).
+//! - [`zone`]: date and time pickers read in a channel's time zone, refusing a time the
+//!   clocks skip or repeat.
 //! - [`view`]: formatting helpers shared by the templates (local times, excerpts).
-//! - [`asset`]: the stylesheet and the optional live-refresh script, compiled in.
+//! - [`asset`]: the stylesheet and the optional script (live refresh of the queue, the
+//!   compose page's check as the operator types), compiled in.
 //!
 //! **Architecture Invariant:** everything an agent wrote reaches the page through
 //! askama's HTML escaping; no template marks user data `|safe`.
@@ -70,10 +75,13 @@ impl Default for DashboardSettings {
 /// The dashboard's routes, for `airlock serve` to merge at `/`.
 ///
 /// Pages: `GET /` (queue), `GET /posts/{id}`, `GET /review`, `GET /live` (the queue's
-/// live fragment), `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each
-/// with the CSRF field `csrf`): `/login`, `/logout`, `/posts/{id}/approve`, `/reject`
-/// (both with the hidden `content_hash` the page showed), `/release`, `/discard`,
-/// `/unapprove`, `/edit`, `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
+/// live fragment), `GET /compose`, `GET /calendar` (`?view=week|month&start=&channel=`),
+/// `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each with the CSRF
+/// field `csrf`): `/login`, `/logout`, `/compose` (`intent` check, save, add_part or
+/// remove_part), `/compose/check` (the check panel alone, for the script),
+/// `/posts/{id}/approve`, `/reject` (both with the hidden `content_hash` the page
+/// showed), `/release`, `/discard`, `/unapprove`, `/edit`, `/move` (a new date and time
+/// in the channel's zone), `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
 /// `/resume` (one channel or all). Every response carries the security headers of
 /// [`guard::SECURITY_HEADERS`].
 pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {

@@ -76,6 +76,9 @@
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("compose-check");
         var old = document.getElementById("compose-check");
         if (fresh && old) old.replaceWith(document.importNode(fresh, true));
+        // The date and time are in the channel's zone: name the chosen channel's.
+        var zone = document.getElementById("compose-zone");
+        if (fresh && zone) zone.textContent = fresh.getAttribute("data-timezone") || zone.textContent;
       })
       .catch(function () {});
   }

@@ -142,7 +142,7 @@ pub struct CalendarPage {
     pub today_url: String,
     /// The next week or month.
     pub next_url: String,
-    /// The week view of this period's start.
+    /// The week view of the day in focus (today when in view).
     pub week_url: String,
     /// The month view of it.
     pub month_url: String,
@@ -324,6 +324,16 @@ async fn calendar_page(
         }
         url
     };
+    // The other view opens on the day in focus: today when it is in view, else a week's
+    // Thursday (a week belongs to the month holding most of it) or a month's first day.
+    let focus = if today >= grid.start && today < grid.end {
+        today
+    } else {
+        match view {
+            View::Week => grid.start + Duration::days(3),
+            View::Month => grid.start,
+        }
+    };
     let heading = match view {
         View::Week => format!(
             "Week of {} to {}",
@@ -355,8 +365,8 @@ async fn calendar_page(
         prev_url: url(view, grid.prev),
         today_url: url(view, today),
         next_url: url(view, grid.next),
-        week_url: url(View::Week, grid.start),
-        month_url: url(View::Month, grid.start),
+        week_url: url(View::Week, focus),
+        month_url: url(View::Month, focus),
         weeks,
         shown,
         cut,

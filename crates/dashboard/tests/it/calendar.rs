@@ -59,7 +59,14 @@ async fn the_week_shows_every_post_on_its_day_with_its_state() {
     assert!(body.contains("Asia/Tokyo"));
     assert!(body.contains(r#"href="/calendar?view=week&#38;start=2026-11-23" rel="prev""#));
     assert!(body.contains(r#"href="/calendar?view=week&#38;start=2026-12-07" rel="next""#));
-    assert!(body.contains(r#"href="/calendar?view=month&#38;start=2026-11-30""#));
+    // The month of today, which is in view.
+    assert!(body.contains(r#"href="/calendar?view=month&#38;start=2026-12-01""#));
+    // A week away, the month holding most of the week.
+    let page = browser.get("/calendar?start=2026-12-28").await;
+    assert!(
+        page.body
+            .contains(r#"href="/calendar?view=month&#38;start=2026-12-31""#)
+    );
     for date in [
         "2026-11-30",
         "2026-12-02",

@@ -85,7 +85,9 @@ async fn the_page_offers_every_channel_its_rules_and_the_pickers() {
     assert!(body.contains("At most 5 a day in America/New_York"));
     assert!(body.contains(r#"<input id="compose-date" type="date" name="date" value="">"#));
     assert!(body.contains(r#"<input id="compose-time" type="time" name="time" value="">"#));
-    assert!(body.contains("(in America/New_York, the channel's zone"));
+    assert!(
+        body.contains(r#"(in <span id="compose-zone">America/New_York</span>, the channel's zone"#)
+    );
     assert!(
         body.contains(r#"name="key" value="compose-"#),
         "a fresh key"

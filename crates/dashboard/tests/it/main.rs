@@ -3,6 +3,7 @@
 
 mod actions;
 mod browser;
+mod browser_compose;
 mod calendar;
 mod compose;
 mod edit;
