@@ -421,3 +421,70 @@ async fn the_post_page_shows_what_breaks_the_rules_before_approval() {
     let seeded = browser.get(&format!("/posts/{}", h.seeded.draft)).await;
     assert!(!seeded.body.contains("Breaks the rules"));
 }
+
+#[tokio::test]
+async fn the_check_shows_the_cost_where_a_budget_counts_and_the_link_as_sent() {
+    let h = Harness::with(|settings| {
+        let x = ChannelName::parse("cats").unwrap();
+        if let Some(cats) = settings.channels.get_mut(&x) {
+            // As X sends it: the link at the end of the text, counted in its length.
+            cats.policy.appends_link = true;
+        }
+    })
+    .await;
+    let mut browser = Browser::signed_in(h.router(), &h.operator).await;
+    let page = browser
+        .submit(
+            "/compose",
+            "/compose",
+            &fields(&[
+                ("channel", "cats"),
+                ("p1_text", "Mochi naps."),
+                ("link", "https://inn.example/"),
+                ("intent", "check"),
+            ]),
+        )
+        .await;
+    let body = &page.body;
+    // `cats` has a money budget, as X channels do.
+    assert!(body.contains("<dt>Cost</dt>"), "{body}");
+    assert!(
+        body.contains("of this month&#39;s budget of $5.00"),
+        "{body}"
+    );
+    assert!(
+        body.contains("Mochi naps.\nhttps://inn.example/"),
+        "the text as sent"
+    );
+    assert!(
+        body.contains(r#"<span class="preview-length">32 characters</span>"#),
+        "the link counts: {body}"
+    );
+    assert!(body.contains("The link is sent at the end of the text"));
+}
+
+#[tokio::test]
+async fn the_drafts_limit_is_a_refusal_shown_with_the_form() {
+    let h = Harness::with(|settings| settings.max_drafts_per_token = 1).await;
+    let mut browser = Browser::signed_in(h.router(), &h.operator).await;
+    let first = fields(&[
+        ("channel", "cats"),
+        ("p1_text", "The first of the day."),
+        ("intent", "save"),
+    ]);
+    let page = browser.submit("/compose", "/compose", &first).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER, "{}", page.body);
+    let second = fields(&[
+        ("channel", "cats"),
+        ("key", "form-2"),
+        ("p1_text", "One too many."),
+        ("intent", "save"),
+    ]);
+    let page = browser.submit("/compose", "/compose", &second).await;
+    assert!(page.status.is_client_error(), "{}", page.status);
+    assert!(page.body.contains("Not drafted:"), "{}", page.body);
+    assert!(page.body.contains(">One too many.</textarea>"));
+    // The check says so before saving, too.
+    let page = browser.submit("/compose", "/compose/check", &second).await;
+    assert!(page.body.contains("stops the draft"), "{}", page.body);
+}
