@@ -5,6 +5,7 @@
 //!
 //! Layout:
 //! - [`posts`]: drafting, editing, review (approve, reject, unapprove), discarding, reading.
+//! - [`check`]: checking a draft without drafting it: problems, lengths, cost, quota.
 //! - [`critic`]: the critic's workflow: rubrics, verdicts, the review packet, approvals
 //!   required, the revision cap, quarantine and release.
 //! - [`publish`]: the one guarded publish path of docs/guarded-path.md (claim, checks,
@@ -32,6 +33,7 @@ use airlock_core::{Action, Actor, ChannelName, Post, PostId, PostStatus, Role, R
 use airlock_platforms::Platform;
 use airlock_store::{Change, NewNotification, PostChange, Store};
 
+pub mod check;
 pub mod control;
 pub mod critic;
 pub mod drill;

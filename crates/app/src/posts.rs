@@ -4,7 +4,6 @@ use chrono::{DateTime, Utc};
 
 use airlock_core::hash::{canonical_json, sha256_hex};
 use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
-use airlock_core::post::check_url;
 use airlock_core::review;
 use airlock_core::time::{check_schedule, parse_time};
 use airlock_core::{
@@ -126,7 +125,7 @@ pub struct ListedPost {
     pub text_truncated: bool,
 }
 
-fn non_empty(value: Option<String>) -> Option<String> {
+pub(crate) fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
@@ -631,7 +630,7 @@ impl App {
     /// typed, so approval binds them. A URL that does not answer or serves something that
     /// is not an image or video is refused, naming the part; a digest the caller gave
     /// must be the bytes'. Without media checks configured, content is taken as given.
-    async fn inspect_media(&self, mut content: PostContent) -> Result<PostContent> {
+    pub(crate) async fn inspect_media(&self, mut content: PostContent) -> Result<PostContent> {
         let Some(client) = self.draft_media_client() else {
             return Ok(content);
         };
@@ -700,7 +699,7 @@ fn check_shape(content: &PostContent, channel: &crate::ChannelSettings) -> Resul
 
 /// `content` with its parts given as a list: the first part may also be given as `text`
 /// and `media`, but then they must be that part's.
-fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent> {
+pub(crate) fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent> {
     let Some(first) = parts.first() else {
         return Err(Error::Invalid(
             "parts is empty: give at least one part {text, media}".into(),
@@ -719,40 +718,15 @@ fn with_parts(mut content: PostContent, parts: Vec<Part>) -> Result<PostContent>
 }
 
 /// Shape checks every draft meets: a text, well-formed URLs, and the size limits of
-/// [`airlock_core::limits`], global and the channel's own (its length and media count).
-/// The rest of the policy is checked at approval.
+/// [`airlock_core::limits`], global and the channel's own (its length and media count);
+/// refused with the first problem [`crate::check::content_problems`] finds. The rest of
+/// the policy is checked at approval.
 fn check_content(content: &PostContent, channel: &crate::ChannelSettings) -> Result<()> {
-    if content.text.trim().is_empty() {
-        return Err(Error::Invalid(
-            "the text is empty: give --text or --text-file".into(),
-        ));
-    }
-    if let Some(empty) = content.more.iter().position(|p| p.text.trim().is_empty()) {
-        return Err(Error::Invalid(format!(
-            "part {} has no text: write it, or leave the part out",
-            empty + 2
-        )));
-    }
-    if content
-        .first_comment
-        .as_deref()
-        .is_some_and(|c| c.trim().is_empty())
+    match crate::check::content_problems(content, channel)
+        .into_iter()
+        .next()
     {
-        return Err(Error::Invalid(
-            "the first comment is empty: write it, or leave it out".into(),
-        ));
+        Some(first) => Err(Error::Invalid(first.message)),
+        None => Ok(()),
     }
-    limits::check_content(
-        content,
-        &channel.policy,
-        &format!("channel {} ({})", channel.name, channel.kind),
-    )
-    .map_err(|e| Error::Invalid(e.to_string()))?;
-    if let Some(link) = &content.link {
-        check_url("link", link).map_err(|e| Error::Invalid(e.to_string()))?;
-    }
-    for media in content.all_media() {
-        check_url("media url", &media.url).map_err(|e| Error::Invalid(e.to_string()))?;
-    }
-    Ok(())
 }

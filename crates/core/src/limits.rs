@@ -149,48 +149,71 @@ pub fn check_content(
     policy: &ContentPolicy,
     channel_label: &str,
 ) -> Result<(), TooLarge> {
-    if let Some(title) = &content.title {
-        check_chars("title", title, MAX_TITLE_CHARS)?;
+    match content_too_large(content, policy, channel_label)
+        .into_iter()
+        .next()
+    {
+        Some(first) => Err(first),
+        None => Ok(()),
     }
-    if let Some(link) = &content.link {
-        check_chars("link", link, MAX_URL_CHARS)?;
-    }
-    let parts = content.parts();
-    let too_many = |max: usize, whose: &str| TooLarge {
-        field: "thread",
-        size: parts.len(),
-        max,
-        unit: "parts",
-        whose: whose.to_owned(),
-        part: None,
-    };
-    if parts.len() > MAX_PARTS {
-        return Err(too_many(MAX_PARTS, GLOBAL));
-    }
-    let multipart = content.is_multipart();
-    let numbered = |part: usize| {
-        move |mut e: TooLarge| {
-            e.part = multipart.then_some(part);
-            e
-        }
-    };
-    for (index, part) in parts.iter().enumerate() {
-        check_part(&part.text, &part.media, policy, channel_label).map_err(numbered(index + 1))?;
-    }
-    if let Some(comment) = &content.first_comment {
-        check_part(comment, &[], policy, channel_label).map_err(numbered(parts.len() + 1))?;
-    }
-    Ok(())
 }
 
-/// The limits of one part: its text's length and its media.
-fn check_part(
+/// Every limit of [`check_content`] the draft exceeds, in the order [`check_content`]
+/// checks them (its error is the first of these): what a check of a draft lists.
+pub fn content_too_large(
+    content: &PostContent,
+    policy: &ContentPolicy,
+    channel_label: &str,
+) -> Vec<TooLarge> {
+    let mut found = Vec::new();
+    if let Some(title) = &content.title {
+        found.extend(check_chars("title", title, MAX_TITLE_CHARS).err());
+    }
+    if let Some(link) = &content.link {
+        found.extend(check_chars("link", link, MAX_URL_CHARS).err());
+    }
+    let parts = content.parts();
+    if parts.len() > MAX_PARTS {
+        found.push(TooLarge {
+            field: "thread",
+            size: parts.len(),
+            max: MAX_PARTS,
+            unit: "parts",
+            whose: GLOBAL.to_owned(),
+            part: None,
+        });
+    }
+    let multipart = content.is_multipart();
+    let numbered = |part: usize, errors: Vec<TooLarge>| {
+        errors.into_iter().map(move |mut e| {
+            e.part = multipart.then_some(part);
+            e
+        })
+    };
+    for (index, part) in parts.iter().enumerate() {
+        found.extend(numbered(
+            index + 1,
+            part_too_large(&part.text, &part.media, policy, channel_label),
+        ));
+    }
+    if let Some(comment) = &content.first_comment {
+        found.extend(numbered(
+            parts.len() + 1,
+            part_too_large(comment, &[], policy, channel_label),
+        ));
+    }
+    found
+}
+
+/// The limits of one part that it exceeds: its text's length and its media.
+fn part_too_large(
     text: &str,
     media: &[crate::post::Media],
     policy: &ContentPolicy,
     channel_label: &str,
-) -> Result<(), TooLarge> {
-    check_chars("text", text, MAX_TEXT_CHARS)?;
+) -> Vec<TooLarge> {
+    let mut found = Vec::new();
+    found.extend(check_chars("text", text, MAX_TEXT_CHARS).err());
     let items = |max: usize, whose: &str| TooLarge {
         field: "media list",
         size: media.len(),
@@ -200,22 +223,22 @@ fn check_part(
         part: None,
     };
     if media.len() > MAX_MEDIA {
-        return Err(items(MAX_MEDIA, GLOBAL));
+        found.push(items(MAX_MEDIA, GLOBAL));
     }
     for item in media {
-        check_chars("media url", &item.url, MAX_URL_CHARS)?;
+        found.extend(check_chars("media url", &item.url, MAX_URL_CHARS).err());
         if let Some(alt) = &item.alt {
-            check_chars("media alt text", alt, MAX_ALT_CHARS)?;
+            found.extend(check_chars("media alt text", alt, MAX_ALT_CHARS).err());
         }
     }
     if !media.is_empty() {
         let serialized = serde_json::to_string(media).expect("media serializes");
-        check_chars("media list (as JSON)", &serialized, MAX_MEDIA_JSON_CHARS)?;
+        found.extend(check_chars("media list (as JSON)", &serialized, MAX_MEDIA_JSON_CHARS).err());
     }
     if let Some(max) = policy.max_chars {
         let size = policy.unit.count(text);
         if size > max {
-            return Err(TooLarge {
+            found.push(TooLarge {
                 field: "text",
                 size,
                 max,
@@ -234,9 +257,9 @@ fn check_part(
     if let Some(max) = policy.max_media
         && media.len() > max
     {
-        return Err(items(max, channel_label));
+        found.push(items(max, channel_label));
     }
-    Ok(())
+    found
 }
 
 #[cfg(test)]
@@ -265,6 +288,28 @@ mod tests {
 
     fn content(text: &str) -> PostContent {
         PostContent::single(ChannelName::parse("c").unwrap(), text)
+    }
+
+    #[test]
+    fn every_limit_exceeded_is_listed_and_the_first_is_the_refusal() {
+        let policy = ContentPolicy {
+            max_chars: Some(5),
+            max_media: Some(1),
+            ..Default::default()
+        };
+        let mut post = content("far too long");
+        post.title = Some("t".repeat(MAX_TITLE_CHARS + 1));
+        post.media = vec![
+            crate::post::Media::new("https://x.example/1.jpg".into(), None),
+            crate::post::Media::new("https://x.example/2.jpg".into(), None),
+        ];
+        let all = content_too_large(&post, &policy, "channel c (sandbox)");
+        let fields: Vec<&str> = all.iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["title", "text", "media list"]);
+        assert_eq!(
+            check_content(&post, &policy, "channel c (sandbox)").unwrap_err(),
+            all[0]
+        );
     }
 
     #[test]

@@ -444,6 +444,40 @@ impl fmt::Display for Violation {
 }
 
 impl Violation {
+    /// A stable machine name for what is wrong (`too_long`, `forbidden_phrase`, ...); a
+    /// violation in one part is named by what is wrong in it ([`Violation::part`] says
+    /// which part).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Violation::EmptyText => "empty_text",
+            Violation::TooLong { .. } => "too_long",
+            Violation::TooManyBytes { .. } => "too_many_bytes",
+            Violation::Forbidden(_) => "forbidden_phrase",
+            Violation::MissingRequired(_) => "missing_required_phrase",
+            Violation::MissingTitle => "missing_title",
+            Violation::MissingMedia => "missing_media",
+            Violation::TooManyMedia { .. } => "too_many_media",
+            Violation::NotJpeg(_) => "not_jpeg",
+            Violation::TooManyHashtags { .. } => "too_many_hashtags",
+            Violation::TooManyMentions { .. } => "too_many_mentions",
+            Violation::TooManyLinks { .. } => "too_many_links",
+            Violation::TooManyParts { .. } => "too_many_parts",
+            Violation::NoFirstComment => "no_first_comment",
+            Violation::MediaType { .. } => "media_type",
+            Violation::MediaTooLarge { .. } => "media_too_large",
+            Violation::InPart { violation, .. } => violation.kind(),
+        }
+    }
+
+    /// The part it is in, numbered from 1 (the first comment is the part after the
+    /// last), when the post has several; `None` for the post as a whole.
+    pub fn part(&self) -> Option<usize> {
+        match self {
+            Violation::InPart { part, .. } => Some(*part),
+            _ => None,
+        }
+    }
+
     /// Whether it is about the post's shape (parts, media, a first comment the platform
     /// cannot take), which is refused when a post is drafted, not only at approval.
     pub fn is_shape(&self) -> bool {
@@ -869,6 +903,39 @@ mod tests {
         assert!(violations.contains(&Violation::TooManyLinks { count: 2, max: 1 }));
         assert!(is_jpeg_url("https://x.example/A.JPG?size=2"));
         assert!(!policy.check(&content("")).is_empty());
+    }
+
+    #[test]
+    fn each_violation_has_a_kind_and_a_part_in_a_thread() {
+        let policy = ContentPolicy {
+            forbidden: vec!["guaranteed".into()],
+            required: vec!["#ad".into()],
+            max_chars: Some(3),
+            max_parts: 2,
+            ..Default::default()
+        };
+        let mut post = content("#ad fine");
+        post.more = vec![crate::post::Part {
+            text: "guaranteed".into(),
+            media: vec![],
+        }];
+        let found: Vec<(&str, Option<usize>)> = policy
+            .check(&post)
+            .iter()
+            .map(|v| (v.kind(), v.part()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("too_long", Some(1)),
+                ("too_long", Some(2)),
+                ("forbidden_phrase", None)
+            ]
+        );
+        assert_eq!(
+            Violation::MissingRequired("#ad".into()).kind(),
+            "missing_required_phrase"
+        );
     }
 
     #[test]

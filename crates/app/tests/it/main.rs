@@ -1,6 +1,7 @@
 //! Integration tests of the guarded operations over a real SQLite store and local fakes.
 
 mod channels;
+mod check;
 mod concurrency;
 mod critic;
 mod edge;
