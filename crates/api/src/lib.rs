@@ -262,6 +262,82 @@ fn escape_label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// The quota and budget gauges: the rolling window, each channel's day, each budget's
+/// month, as the claim counts them now.
+fn render_quota(out: &mut String, quota: &airlock_app::control::QuotaStatus) {
+    let gauge = |out: &mut String, name: &str, help: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+    };
+    let usage = &quota.window.usage;
+    gauge(
+        out,
+        "airlock_quota_window_used",
+        "Publishes counted in the rolling window across every channel.",
+    );
+    let _ = writeln!(out, "airlock_quota_window_used {}", usage.used);
+    gauge(
+        out,
+        "airlock_quota_window_limit",
+        "The rolling window's limit ([quota] window_limit).",
+    );
+    let _ = writeln!(out, "airlock_quota_window_limit {}", usage.limit);
+    gauge(
+        out,
+        "airlock_quota_daily_used",
+        "Publishes counted today on each channel, in its time zone.",
+    );
+    for c in &quota.channels {
+        let channel = escape_label(c.channel.as_str());
+        let _ = writeln!(
+            out,
+            "airlock_quota_daily_used{{channel=\"{channel}\"}} {}",
+            c.usage.used
+        );
+    }
+    gauge(
+        out,
+        "airlock_quota_daily_limit",
+        "Each channel's daily_limit.",
+    );
+    for c in &quota.channels {
+        let channel = escape_label(c.channel.as_str());
+        let _ = writeln!(
+            out,
+            "airlock_quota_daily_limit{{channel=\"{channel}\"}} {}",
+            c.usage.limit
+        );
+    }
+    let budgets: Vec<_> = quota
+        .channels
+        .iter()
+        .filter_map(|c| Some((escape_label(c.channel.as_str()), c.budget.as_ref()?)))
+        .collect();
+    gauge(
+        out,
+        "airlock_budget_spent_usd",
+        "Money reserved and spent this month on each channel with a budget, in US dollars.",
+    );
+    for (channel, spend) in &budgets {
+        let _ = writeln!(
+            out,
+            "airlock_budget_spent_usd{{channel=\"{channel}\"}} {}",
+            spend.used_usd
+        );
+    }
+    gauge(
+        out,
+        "airlock_budget_left_usd",
+        "Money left this month on each channel with a budget, in US dollars.",
+    );
+    for (channel, spend) in &budgets {
+        let _ = writeln!(
+            out,
+            "airlock_budget_left_usd{{channel=\"{channel}\"}} {}",
+            spend.remaining_usd
+        );
+    }
+}
+
 /// Renders every series in the Prometheus text format.
 pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError> {
     let airlock_app::metrics::LedgerGauges {
@@ -272,6 +348,7 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError
         health,
         due_by_channel: by_channel,
         timeouts: (lock, statement),
+        quota,
     } = app.ledger_gauges().await?;
     let mut out = String::new();
     let gauge = |out: &mut String, name: &str, help: &str| {
@@ -412,6 +489,15 @@ pub async fn render_metrics(app: &App) -> Result<String, airlock_app::StoreError
             "airlock_channel_oldest_due_age_seconds{{channel=\"{channel}\"}} {}",
             age(found.map(|d| d.oldest_due_at))
         );
+    }
+    gauge(
+        &mut out,
+        "airlock_quarantined_drafts",
+        "Drafts quarantined after too many failed reviews, waiting for an operator to release or discard them.",
+    );
+    let _ = writeln!(out, "airlock_quarantined_drafts {}", health.quarantined);
+    if let Some(quota) = quota {
+        render_quota(&mut out, &quota);
     }
     let _ = writeln!(
         out,

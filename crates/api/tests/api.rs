@@ -716,6 +716,13 @@ async fn metrics_and_openapi_and_health_are_served() {
         "airlock_paused{scope=\"drill\"} 1",
         "airlock_publishes_total{channel=\"drill\",result=\"needs_review\"} 1",
         "airlock_refusals_total{reason=\"forbidden\"} 1",
+        // The post in doubt keeps its slot in the window and in its channel's day.
+        "airlock_quota_window_used 1",
+        "airlock_quota_window_limit 100",
+        "airlock_quota_daily_used{channel=\"drill\"} 1",
+        "airlock_quota_daily_used{channel=\"cats\"} 0",
+        "airlock_quota_daily_limit{channel=\"cats\"} 50",
+        "airlock_quarantined_drafts 0",
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
     }
@@ -734,6 +741,30 @@ async fn metrics_and_openapi_and_health_are_served() {
     let (status, health, _) = world.call(None, "GET", "/healthz", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(health["status"], "ok");
+}
+
+/// A channel with a money budget shows what it spent and has left this month.
+#[tokio::test]
+async fn metrics_show_each_budgets_money_spent_and_left() {
+    let world = world_with(100, |settings| {
+        let cats = ChannelName::parse("cats").unwrap();
+        settings.channels.get_mut(&cats).unwrap().budget = Some(airlock_core::budget::Budget {
+            monthly: 5_000_000,
+            costs: airlock_core::budget::Costs::X_DEFAULT,
+        });
+    })
+    .await;
+    let text = airlock_api::render_metrics(&world.app).await.unwrap();
+    for needle in [
+        "airlock_budget_spent_usd{channel=\"cats\"} 0",
+        "airlock_budget_left_usd{channel=\"cats\"} 5",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    assert!(
+        !text.contains("airlock_budget_left_usd{channel=\"drill\"}"),
+        "{text}"
+    );
 }
 
 /// The request a test sends, with its body bytes and headers, through `router`.
@@ -874,6 +905,26 @@ async fn times_outside_the_ledgers_years_are_400_not_503() {
             "{body}"
         );
     }
+}
+
+/// A typo in the year is 400 naming how far back it is, not a post due at once; a body
+/// that asks for a past time gets it.
+#[tokio::test]
+async fn a_past_schedule_is_400_unless_the_body_allows_it() {
+    let world = world(100).await;
+    let body = json!({"channel": "cats", "text": "hi", "scheduled_at": "2020-01-01T09:00:00Z"});
+    let (status, refused) = world
+        .as_role("writer", "POST", "/api/v1/posts", Some(body.clone()))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("in the past"), "{refused}");
+    let mut allowed = body;
+    allowed["allow_past"] = json!(true);
+    let (status, post) = world
+        .as_role("writer", "POST", "/api/v1/posts", Some(allowed))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{post}");
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use airlock_core::limits::{self, TooLarge};
 use airlock_core::policy::with_appended_link;
 use airlock_core::post::check_url;
 use airlock_core::quota::Usage;
-use airlock_core::time::parse_time;
+use airlock_core::time::{check_schedule, parse_time};
 use airlock_core::{Action, Actor, ChannelName, PostContent, Violation};
 use airlock_store::{Pause, StoreError};
 
@@ -43,8 +43,8 @@ pub struct CheckViolation {
     /// A stable machine name: a content policy's (`too_long`, `forbidden_phrase`,
     /// `missing_required_phrase`, `missing_title`, `missing_media`, `too_many_media`,
     /// `media_type`, ...) or the draft's own (`empty_text`, `too_large`, `invalid_url`,
-    /// `invalid_parts`, `invalid_schedule`, `media_unreadable`, `draft_limit`,
-    /// `test_post_never_published`).
+    /// `invalid_parts`, `invalid_schedule`, `past_schedule`, `media_unreadable`,
+    /// `draft_limit`, `test_post_never_published`).
     pub kind: String,
     /// What it stops.
     pub blocks: Blocks,
@@ -220,7 +220,16 @@ impl App {
         let scheduled_at = match input.scheduled_at.as_deref() {
             None => Some(now),
             Some(at) => match parse_time(at, now) {
-                Ok(at) => Some(at),
+                Ok(at) => {
+                    if let Err(past) = check_schedule(at, now, input.allow_past) {
+                        violations.push(CheckViolation::new(
+                            "past_schedule",
+                            Blocks::Draft,
+                            past.to_string(),
+                        ));
+                    }
+                    Some(at)
+                }
                 Err(e) => {
                     violations.push(CheckViolation::new(
                         "invalid_schedule",
@@ -271,7 +280,7 @@ impl App {
                 usd: to_usd(charge.cost),
                 budget,
             });
-        let pause_reason = pause_reason(&self.store().pauses().await?, &channel.name);
+        let pause_reason = pause_reason(&self.pauses_now().await?, &channel.name);
         let accepted = !violations.iter().any(|v| v.blocks == Blocks::Draft);
         let approvable = accepted && !violations.iter().any(|v| v.blocks == Blocks::Approval);
         Ok(DraftCheck {

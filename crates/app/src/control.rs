@@ -7,8 +7,8 @@ use serde_json::json;
 use airlock_core::budget::{BudgetRule, Spend, month_bounds, spend};
 use airlock_core::quota::{CLOCK_ALLOWANCE, Usage, daily_usage, day_bounds, window_usage};
 use airlock_core::time::format_utc;
-use airlock_core::{Action, Actor, ChannelKind, ChannelName, Span};
-use airlock_store::{Change, Pause, PauseScope, PostChange, StoreError};
+use airlock_core::{Action, Actor, ChannelKind, ChannelName, PostId, PostStatus, Span};
+use airlock_store::{Change, Pause, PauseScope, PostChange, PostFilter, StoreError};
 
 use crate::{App, Error, Principal, Result};
 
@@ -282,10 +282,44 @@ impl App {
         }
     }
 
-    /// Active pauses.
+    /// Active pauses, as people read them: the pause a post with an unknown outcome set
+    /// says, once that post is settled, what is left to do.
     pub async fn pauses(&self, who: &Principal) -> Result<Vec<Pause>> {
         who.require(Action::Read)?;
-        Ok(self.store().pauses().await?)
+        self.pauses_now().await
+    }
+
+    pub(crate) async fn pauses_now(&self) -> Result<Vec<Pause>> {
+        let mut pauses = self.store().pauses().await?;
+        for pause in &mut pauses {
+            let Some(id) = unknown_pause_post(&pause.reason) else {
+                continue;
+            };
+            let post = match self.store().get_post(id).await {
+                Ok(post) => post,
+                Err(StoreError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if post.status == PostStatus::NeedsReview {
+                continue;
+            }
+            let waiting = self
+                .store()
+                .list_posts(&PostFilter {
+                    status: Some(PostStatus::NeedsReview),
+                    channel: Some(post.content.channel.clone()),
+                    limit: Some(1),
+                    ..PostFilter::default()
+                })
+                .await?;
+            pause.reason = settled_pause_reason(
+                &pause.reason,
+                (post.id, post.status),
+                waiting.first().map(|p| p.id),
+                &pause.scope,
+            );
+        }
+        Ok(pauses)
     }
 
     /// Quota use: the window, and each channel's day, with when slots free.
@@ -446,7 +480,7 @@ impl App {
     /// media rules, review settings (the rubric read now) and money budget.
     pub async fn channel_statuses(&self, who: &Principal) -> Result<Vec<ChannelStatus>> {
         who.require(Action::Read)?;
-        let pauses = self.store().pauses().await?;
+        let pauses = self.pauses_now().await?;
         let quota = self.quota_status(who).await?;
         let media_checked = self.settings().media_fetch_timeout.is_some();
         Ok(self
@@ -493,9 +527,72 @@ impl App {
     }
 }
 
+/// The post whose unknown outcome set a pause, read from the reason the worker wrote
+/// (`unknown_pause_prefix`).
+fn unknown_pause_post(reason: &str) -> Option<PostId> {
+    let rest = reason.strip_prefix("post ")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let (id, rest) = rest.split_at(digits);
+    rest.starts_with(airlock_store::UNKNOWN_PAUSE_MARK)
+        .then(|| id.parse().ok().map(PostId))
+        .flatten()
+}
+
+/// A pause's reason once the post that set it is settled: what happened, and the one
+/// step left (settle the next post in doubt, or resume).
+fn settled_pause_reason(
+    reason: &str,
+    (id, status): (PostId, PostStatus),
+    waiting: Option<PostId>,
+    scope: &str,
+) -> String {
+    let head = reason.split("; settle it with").next().unwrap_or(reason);
+    let settled = format!("{head}; settled since (post {id} is {status})");
+    match waiting {
+        Some(next) => format!(
+            "{settled}, but post {next} still needs review: settle it with `airlock post resolve {next}` (or the dashboard's inbox), then resume"
+        ),
+        None => format!(
+            "{settled}: nothing on it is in doubt, resume it with `airlock resume {}` (or Resume on the dashboard)",
+            crate::publish::scope_arg(scope)
+        ),
+    }
+}
+
 fn scope_label(scope: &PauseScope) -> String {
     match scope {
         PauseScope::All => "all publishing".into(),
         PauseScope::Channel(name) => format!("channel {name}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_outcomes_pause_names_its_post() {
+        let reason = format!(
+            "post 12{}timed out); settle it with `airlock post resolve 12`",
+            airlock_store::UNKNOWN_PAUSE_MARK
+        );
+        assert_eq!(unknown_pause_post(&reason), Some(PostId(12)));
+        assert_eq!(unknown_pause_post("post 12 is odd"), None);
+        assert_eq!(unknown_pause_post("maintenance"), None);
+    }
+
+    #[test]
+    fn a_settled_pause_names_the_one_step_left() {
+        let reason =
+            "post 3 has an unknown outcome (timed out); settle it with `airlock post resolve 3`";
+        let post = (PostId(3), PostStatus::Failed);
+        let left = settled_pause_reason(reason, post, None, "cats");
+        assert_eq!(
+            left,
+            "post 3 has an unknown outcome (timed out); settled since (post 3 is failed): nothing on it is in doubt, resume it with `airlock resume cats` (or Resume on the dashboard)"
+        );
+        let left = settled_pause_reason(reason, post, Some(PostId(5)), "cats");
+        assert!(left.contains("post 5 still needs review"), "{left}");
+        assert!(left.contains("`airlock post resolve 5`"), "{left}");
     }
 }

@@ -47,6 +47,9 @@ pub struct LedgerGauges {
     pub due_by_channel: Vec<ChannelDue>,
     /// Waits for another database session this process gave up: `(lock, statement)`.
     pub timeouts: (u64, u64),
+    /// Quota and budget use now; `None` while the quota rows cannot be read or trusted
+    /// (publishing stops then, and `doctor` says why).
+    pub quota: Option<crate::control::QuotaStatus>,
 }
 
 /// Labelled counters.
@@ -102,7 +105,15 @@ impl App {
         let now = self.now();
         let health = store.health_stats(now).await?;
         let due_by_channel = store.due_by_channel(now).await?;
+        let quota = match self.quota_now().await {
+            Ok(quota) => Some(quota),
+            Err(e) => {
+                tracing::warn!(error = %e, "/metrics: quota use could not be read");
+                None
+            }
+        };
         Ok(LedgerGauges {
+            quota,
             counts,
             outbox,
             pauses,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use airlock_core::hash::{canonical_json, sha256_hex};
 use airlock_core::limits::{self, MAX_IDEMPOTENCY_KEY_CHARS, MAX_NOTE_CHARS, MAX_REASON_CHARS};
 use airlock_core::review;
-use airlock_core::time::parse_time;
+use airlock_core::time::{check_schedule, parse_time};
 use airlock_core::{
     Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit, PostEvent,
     PostId, PostStatus, PostSummary, Source,
@@ -48,6 +48,10 @@ pub struct DraftInput {
     /// A test post: published only by sandbox channels, never counted.
     #[serde(default)]
     pub test: bool,
+    /// Take a `scheduled_at` in the past (it is due at once); without it a time more
+    /// than [`airlock_core::time::PAST_SCHEDULE_GRACE`] ago is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_past: bool,
 }
 
 /// A change to a draft as submitted (`None` leaves a field alone; an empty title or
@@ -77,6 +81,9 @@ pub struct EditInput {
     /// New schedule (RFC 3339 or `now`).
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a new `scheduled_at` in the past, as when drafting.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_past: bool,
 }
 
 /// How an edit is made, beside its fields.
@@ -198,7 +205,7 @@ impl App {
         let content = self.inspect_media(content).await?;
         check_shape(&content, channel)?;
         let scheduled_at = match input.scheduled_at.as_deref() {
-            Some(at) => parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?,
+            Some(at) => parse_schedule(at, now, input.allow_past)?,
             None => now,
         };
         let idempotency = match idempotency_key {
@@ -336,9 +343,8 @@ impl App {
             scheduled_at: input
                 .scheduled_at
                 .as_deref()
-                .map(|at| parse_time(at, now))
-                .transpose()
-                .map_err(|e| Error::Invalid(e.to_string()))?,
+                .map(|at| parse_schedule(at, now, input.allow_past))
+                .transpose()?,
         };
         if edit.is_empty() {
             return Err(Error::Invalid(
@@ -758,6 +764,13 @@ impl App {
         }
         Ok(content)
     }
+}
+
+/// A schedule as written, refused when it lies in the past and was not asked for.
+fn parse_schedule(at: &str, now: DateTime<Utc>, allow_past: bool) -> Result<DateTime<Utc>> {
+    let at = parse_time(at, now).map_err(|e| Error::Invalid(e.to_string()))?;
+    check_schedule(at, now, allow_past).map_err(|e| Error::Invalid(e.to_string()))?;
+    Ok(at)
 }
 
 /// The shape of a post (parts, media types and sizes, a first comment) against what the

@@ -68,7 +68,7 @@ impl App {
             let had_intent = lease.intent.is_some();
             let owner = post.lease_owner.clone().unwrap_or_else(|| "?".into());
             let span =
-                tracing::info_span!("reap", post_id = %post.id, channel = %post.content.channel);
+                tracing::info_span!("reap", post_id = post.id.0, channel = %post.content.channel);
             let result = if had_intent {
                 let reason = format!(
                     "the lease of {owner} expired after the request was sent; whether it went out is unknown"
@@ -98,7 +98,7 @@ impl App {
     }
 
     fn unreadable_row(&self, pass: &str, row: &Unreadable) {
-        tracing::error!(post_id = %row.id, reason = %row.reason, "{pass}: a post row cannot be read; skipped (run `airlock doctor`)");
+        tracing::error!(post_id = row.id.0, reason = %row.reason, "{pass}: a post row cannot be read; skipped (run `airlock doctor`)");
         self.metrics()
             .incr("airlock_unreadable_rows_total", &[("pass", pass)]);
     }
@@ -183,7 +183,7 @@ impl App {
             };
             let span = tracing::info_span!(
                 "reconcile",
-                post_id = %item.post.id,
+                post_id = item.post.id.0,
                 channel = %item.post.content.channel
             );
             if let Some(done) = self.reconcile_one(item).instrument(span).await? {
@@ -202,7 +202,7 @@ impl App {
         let detail = match self.store().post_detail(post.id).await {
             Ok(detail) => detail,
             Err(e) => {
-                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the post's attempts cannot be read; trying later");
+                tracing::warn!(post_id = post.id.0, error = %e, "reconcile: the post's attempts cannot be read; trying later");
                 return Ok(None);
             }
         };
@@ -338,7 +338,7 @@ impl App {
                     Ok(true) => return Ok(None),
                     // Its timeline cannot be read: leave it to a person, go on with the rest.
                     Err(e) => {
-                        tracing::error!(post_id = %post.id, error = %e, "reconcile: the post's timeline cannot be read; skipped");
+                        tracing::error!(post_id = post.id.0, error = %e, "reconcile: the post's timeline cannot be read; skipped");
                         return Ok(None);
                     }
                 }
@@ -384,7 +384,7 @@ impl App {
                     )
                     .await
                 {
-                    tracing::error!(post_id = %post.id, error = %e, evidence = %note, "reconcile: evidence that came too late could not be recorded");
+                    tracing::error!(post_id = post.id.0, error = %e, evidence = %note, "reconcile: evidence that came too late could not be recorded");
                 }
                 Ok(None)
             }
@@ -427,7 +427,7 @@ impl App {
         let pauses = match self.store().pauses().await {
             Ok(pauses) => pauses,
             Err(e) => {
-                tracing::warn!(post_id = %post.id, error = %e, "reconcile: pauses cannot be read; nothing is sent again");
+                tracing::warn!(post_id = post.id.0, error = %e, "reconcile: pauses cannot be read; nothing is sent again");
                 return Ok(None);
             }
         };
@@ -438,7 +438,7 @@ impl App {
                 && (p.actor.starts_with("dispatcher:") || p.actor == Actor::Reaper.to_string());
             (p.scope == "*" || p.scope == channel.as_str()) && !own_pause
         }) {
-            tracing::info!(post_id = %post.id, scope = %pause.scope, reason = %pause.reason, "reconcile: nothing is sent again while an operator's pause holds");
+            tracing::info!(post_id = post.id.0, scope = %pause.scope, reason = %pause.reason, "reconcile: nothing is sent again while an operator's pause holds");
             return Ok(None);
         }
         let Some(settings) = self.settings().channels.get(channel) else {
@@ -447,14 +447,14 @@ impl App {
         let account = match platform.account().await {
             Ok(account) => account,
             Err(e) => {
-                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the account cannot be read; nothing is sent again");
+                tracing::warn!(post_id = post.id.0, error = %e, "reconcile: the account cannot be read; nothing is sent again");
                 return Ok(None);
             }
         };
         if let Some(mismatch) = account_mismatch(settings, account.as_ref()) {
             self.forget_account(channel);
             let note = format!("reconcile did not send the post again: {mismatch}");
-            tracing::error!(post_id = %post.id, "{note}");
+            tracing::error!(post_id = post.id.0, "{note}");
             let since = request.publish.earlier.last().map(|a| a.sent_at);
             let recorded = events.iter().any(|e| {
                 e.kind == "resend_refused"
@@ -483,7 +483,7 @@ impl App {
                     )
                     .await
                 {
-                    tracing::warn!(post_id = %post.id, error = %e, "reconcile: the refusal could not be recorded");
+                    tracing::warn!(post_id = post.id.0, error = %e, "reconcile: the refusal could not be recorded");
                 }
             }
             return Ok(None);
@@ -565,7 +565,7 @@ impl App {
             Ok(true) => self.wake_dispatcher(),
             Ok(false) => {}
             Err(e) => {
-                tracing::warn!(post_id = %post.id, error = %e, "reconcile: the channel's pause could not be lifted; a person resumes it")
+                tracing::warn!(post_id = post.id.0, error = %e, "reconcile: the channel's pause could not be lifted; a person resumes it")
             }
         }
     }

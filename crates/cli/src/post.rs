@@ -154,6 +154,9 @@ pub struct AddArgs {
     /// When it may go out: RFC 3339 or `now`.
     #[arg(long, value_name = "TIME")]
     at: Option<String>,
+    /// Take an `--at` in the past on purpose (it is due at once).
+    #[arg(long, requires = "at")]
+    allow_past: bool,
     /// Media `URL` or `URL|ALT` (repeatable).
     #[arg(long, value_name = "URL[|ALT]")]
     media: Vec<String>,
@@ -190,6 +193,9 @@ pub struct EditArgs {
     /// New time: RFC 3339 or `now`.
     #[arg(long, value_name = "TIME")]
     at: Option<String>,
+    /// Take an `--at` in the past on purpose (it is due at once).
+    #[arg(long, requires = "at")]
+    allow_past: bool,
     /// Replace the media with these (repeatable).
     #[arg(long, value_name = "URL[|ALT]")]
     media: Vec<String>,
@@ -341,6 +347,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 first_comment: args.thread.first_comment,
                 link: args.link,
                 scheduled_at: args.at,
+                allow_past: args.allow_past,
             };
             let options = EditOptions {
                 allow_duplicate: args.allow_duplicate,
@@ -466,23 +473,28 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 app.resume(&me, Some(channel)).await?;
             }
             show(&post, id.json, "resolved");
-            // What is left to do, in one step: a pause that still holds the channel.
+            // What is left to do, in one step: a pause that still holds the channel
+            // (its reason, read now, names the step).
             if let Some(pause) = app
                 .pauses(&me)
                 .await?
                 .into_iter()
                 .find(|p| p.scope == channel || p.scope == "*")
             {
-                let scope = airlock_app::publish::scope_arg(&pause.scope);
-                eprintln!(
-                    "airlock: {} is still paused ({}): resume it with `airlock resume {scope}` once nothing else needs review",
-                    if pause.scope == "*" {
-                        "all publishing"
-                    } else {
-                        channel
-                    },
-                    pause.reason
-                );
+                let what = if pause.scope == "*" {
+                    "all publishing"
+                } else {
+                    channel
+                };
+                let hint = if pause.reason.contains("airlock resume") {
+                    String::new()
+                } else {
+                    format!(
+                        ": resume it with `airlock resume {}` once nothing else needs review",
+                        airlock_app::publish::scope_arg(&pause.scope)
+                    )
+                };
+                eprintln!("airlock: {what} is still paused ({}){hint}", pause.reason);
             }
             Ok(())
         }
@@ -536,6 +548,7 @@ async fn add(app: &App, me: &Principal, args: AddArgs) -> CmdResult {
         first_comment: args.thread.first_comment,
         link: args.link,
         scheduled_at: args.at,
+        allow_past: args.allow_past,
         test: args.test,
     };
     let origin = DraftOrigin {

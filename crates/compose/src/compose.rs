@@ -84,7 +84,7 @@ pub struct Plan {
 }
 
 /// Drafts the next post for the target's channel (see the module docs).
-#[tracing::instrument(skip_all, fields(channel = %target.channel.channel, slot = ?request.slot))]
+#[tracing::instrument(skip_all, fields(channel = %target.channel.channel, slot = request.slot.map(|s| s.to_string()).unwrap_or_default()))]
 pub async fn compose(
     app: &App,
     target: Target<'_>,
@@ -143,6 +143,8 @@ pub(crate) async fn compose_slot(
         link: content.link.clone(),
         scheduled_at: Some(format_utc(plan.scheduled_at)),
         test: false,
+        // The time is the plan's, not typed: a slot this run reached late is due at once.
+        allow_past: true,
         parts: (!content.more.is_empty()).then(|| content.parts()),
         first_comment: content.first_comment,
     };
@@ -158,7 +160,7 @@ pub(crate) async fn compose_slot(
     if created.existing {
         return Ok(Composed::SlotFilled { post });
     }
-    tracing::info!(post_id = %post.id, path = %plan.article.path, status = %post.status, "drafted from the site");
+    tracing::info!(post_id = post.id.0, path = %plan.article.path, status = %post.status, "drafted from the site");
     Ok(Composed::Drafted {
         post,
         article: plan.article,

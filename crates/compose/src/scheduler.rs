@@ -136,7 +136,7 @@ impl Scheduler {
             .filter(|c| !c.slots.is_empty())
             .map(|c| c.channel.as_str())
             .collect();
-        tracing::info!(?channels, lead = %self.schedule.lead, "slot scheduler started");
+        tracing::info!(channels = %channels.join(","), lead = %self.schedule.lead, "slot scheduler started");
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -181,7 +181,7 @@ impl Scheduler {
             .await
             {
                 Ok(Composed::Drafted { post, .. }) => {
-                    tracing::info!(channel = %compose_channel.channel, slot = %instance.key, post_id = %post.id, status = %post.status, "slot filled");
+                    tracing::info!(channel = %compose_channel.channel, slot = %instance.key, post_id = post.id.0, status = %post.status, "slot filled");
                     SlotOutcome::Drafted(post.id)
                 }
                 Ok(Composed::SlotFilled { post }) => SlotOutcome::Filled(post.id),

@@ -124,6 +124,52 @@ pub fn parse_time(input: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Inva
     Ok(at)
 }
 
+/// How far in the past a schedule may lie and still be taken as written: the clocks of
+/// the writer and the server may differ, and a time typed for "now" is a little late.
+pub const PAST_SCHEDULE_GRACE: Duration = Duration::minutes(5);
+
+/// A schedule more than [`PAST_SCHEDULE_GRACE`] in the past, not asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "scheduled_at {at} is {ago} in the past: give a later time, `now`, or allow past times \
+     explicitly (--allow-past, \"allow_past\": true) to publish it as soon as it may go out"
+)]
+pub struct PastSchedule {
+    at: String,
+    ago: String,
+}
+
+/// Refuses a schedule more than [`PAST_SCHEDULE_GRACE`] before `now` unless the writer
+/// asked for a past time explicitly (`allow_past`): a typo in the year must not mean
+/// "publish now".
+pub fn check_schedule(
+    at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    allow_past: bool,
+) -> Result<(), PastSchedule> {
+    if allow_past || at >= now - PAST_SCHEDULE_GRACE {
+        return Ok(());
+    }
+    Err(PastSchedule {
+        at: format_utc(at),
+        ago: ago(now - at),
+    })
+}
+
+/// A past span in words, to the largest whole unit.
+fn ago(span: Duration) -> String {
+    let units = [
+        (span.num_days(), "day"),
+        (span.num_hours(), "hour"),
+        (span.num_minutes(), "minute"),
+    ];
+    let (n, unit) = units
+        .into_iter()
+        .find(|(n, _)| *n > 0)
+        .unwrap_or((span.num_seconds(), "second"));
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Formats an instant the way the ledger stores and prints it: UTC, millisecond
 /// precision, fixed width (`2026-12-01T08:00:00.000Z`), so text order is time order.
 pub fn format_utc(at: DateTime<Utc>) -> String {
@@ -133,6 +179,22 @@ pub fn format_utc(at: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_past_schedule_is_refused_unless_asked_for() {
+        let now = "2026-12-04T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let typo = "2025-12-04T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let err = check_schedule(typo, now, false).unwrap_err().to_string();
+        assert!(err.contains("365 days in the past"), "{err}");
+        assert!(err.contains("allow_past"), "{err}");
+        check_schedule(typo, now, true).unwrap();
+        // Within the grace, and in the future, a time is taken as written.
+        check_schedule(now - PAST_SCHEDULE_GRACE, now, false).unwrap();
+        check_schedule(now + Duration::days(1), now, false).unwrap();
+        let late = now - PAST_SCHEDULE_GRACE - Duration::seconds(1);
+        let err = check_schedule(late, now, false).unwrap_err().to_string();
+        assert!(err.contains("5 minutes in the past"), "{err}");
+    }
 
     #[test]
     fn spans_parse_each_unit() {

@@ -6,7 +6,7 @@
 //! CSRF was checked before any of these run ([`crate::guard::csrf`]).
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawForm, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
@@ -16,8 +16,10 @@ use airlock_app::{Error, Result};
 use airlock_core::{PostId, PostStatus};
 
 use crate::auth::Operator;
+use crate::form::{Fields, media_of, rows_of, text_area};
 use crate::session::{Dashboard, Flash};
 use crate::view::{local, local_rfc3339, safe_back};
+use crate::zone;
 
 /// A form with nothing but where to go back to.
 #[derive(Debug, Deserialize)]
@@ -48,27 +50,6 @@ pub struct RejectForm {
     /// The content hash the page showed.
     #[serde(default)]
     pub content_hash: Option<String>,
-    /// A local path to return to.
-    #[serde(default)]
-    pub back: Option<String>,
-}
-
-/// `edit`: the draft's fields as the form shows them; only those that differ from the
-/// post are changed.
-#[derive(Debug, Deserialize)]
-pub struct EditForm {
-    /// Text.
-    #[serde(default)]
-    pub text: String,
-    /// Title (empty clears it).
-    #[serde(default)]
-    pub title: String,
-    /// Link (empty clears it).
-    #[serde(default)]
-    pub link: String,
-    /// RFC 3339 or `now`.
-    #[serde(default)]
-    pub scheduled_at: String,
     /// A local path to return to.
     #[serde(default)]
     pub back: Option<String>,
@@ -234,28 +215,55 @@ pub async fn unapprove(
 }
 
 /// `POST /posts/{id}/edit`: changes the fields that differ from the post.
+///
+/// The form's fields: `text`, `title` and `link` (empty clears them), part 1's media as
+/// `p1_url` / `p1_alt` rows, and the schedule as `date` and `time` in the channel's zone
+/// (both empty: now). A form from before the pickers sends `scheduled_at` (RFC 3339 or
+/// `now`) instead, and is still taken.
 pub async fn edit(
     State(dash): State<Dashboard>,
     op: Operator,
     Path(id): Path<String>,
-    Form(form): Form<EditForm>,
+    RawForm(body): RawForm,
 ) -> Response {
+    let form = Fields::parse(&body);
     let (d, who) = (&dash, &op.principal);
-    run_on_post(&dash, &op, &id, form.back.clone(), |id| async move {
+    let back = form.get("back").map(str::to_owned);
+    run_on_post(&dash, &op, &id, back, |id| async move {
         let post = d.app().get_post(who, id).await?.post;
         let tz = tz_of(d, &post.content.channel);
-        // Browsers send text areas with CRLF line ends; the ledger keeps what was meant.
-        let text = form.text.replace("\r\n", "\n");
-        let title = form.title.trim().to_owned();
-        let link = form.link.trim().to_owned();
-        let scheduled_at = form.scheduled_at.trim().to_owned();
+        let text = text_area(&form.text("text"));
+        let title = form.text("title").trim().to_owned();
+        let link = form.text("link").trim().to_owned();
+        let scheduled_at = if form.has("date") || form.has("time") {
+            let (date, time) = (form.text("date"), form.text("time"));
+            if zone::inputs(post.scheduled_at, tz)
+                == (date.trim().to_owned(), time.trim().to_owned())
+            {
+                None
+            } else {
+                Some(
+                    zone::parse_local(&date, &time, tz)
+                        .map_err(Error::Invalid)?
+                        .map_or_else(|| "now".to_owned(), |at| at.to_rfc3339()),
+                )
+            }
+        } else {
+            let raw = form.text("scheduled_at").trim().to_owned();
+            (!raw.is_empty() && raw != local_rfc3339(post.scheduled_at, tz)).then_some(raw)
+        };
+        let media = if form.has("p1_url") {
+            let media = media_of(&form.media_rows(1), 1).map_err(Error::Invalid)?;
+            (rows_of(&media) != rows_of(&post.content.media)).then_some(media)
+        } else {
+            None
+        };
         let input = EditInput {
             text: (text != post.content.text).then_some(text),
             title: (title != post.content.title.clone().unwrap_or_default()).then_some(title),
-            media: None,
+            media,
             link: (link != post.content.link.clone().unwrap_or_default()).then_some(link),
-            scheduled_at: (scheduled_at != local_rfc3339(post.scheduled_at, tz))
-                .then_some(scheduled_at),
+            scheduled_at,
             ..EditInput::default()
         };
         if input == EditInput::default() {
@@ -269,6 +277,63 @@ pub async fn edit(
             format!("Saved post #{id}; its approval was withdrawn, so it needs approving again")
         } else {
             format!("Saved post #{id}")
+        })
+    })
+    .await
+}
+
+/// `move`: where to, as the calendar's pickers send it, in the post's channel zone.
+#[derive(Debug, Deserialize)]
+pub struct MoveForm {
+    /// `YYYY-MM-DD`.
+    #[serde(default)]
+    pub date: String,
+    /// `HH:MM`.
+    #[serde(default)]
+    pub time: String,
+    /// A local path to return to.
+    #[serde(default)]
+    pub back: Option<String>,
+}
+
+/// `POST /posts/{id}/move`: a new schedule for a draft or an approved post, from the
+/// calendar. Moving an approved post withdraws its approval (the app's rule for every
+/// edit), and the message says so.
+pub async fn move_post(
+    State(dash): State<Dashboard>,
+    op: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<MoveForm>,
+) -> Response {
+    let (d, who) = (&dash, &op.principal);
+    let fallback = Some("/calendar".to_owned());
+    run_on_post(&dash, &op, &id, form.back.or(fallback), |id| async move {
+        let post = d.app().get_post(who, id).await?.post;
+        let tz = tz_of(d, &post.content.channel);
+        let at = zone::parse_local(&form.date, &form.time, tz)
+            .map_err(Error::Invalid)?
+            .ok_or_else(|| {
+                Error::Invalid(format!("pick a date and a time to move post #{id} to"))
+            })?;
+        if zone::inputs(at, tz) == zone::inputs(post.scheduled_at, tz) {
+            return Err(Error::Invalid(format!(
+                "post #{id} is already scheduled at {}: pick another time",
+                local(post.scheduled_at, tz)
+            )));
+        }
+        let input = EditInput {
+            scheduled_at: Some(at.to_rfc3339()),
+            ..EditInput::default()
+        };
+        let moved = d.app().edit_post(who, id, input).await?;
+        let withdrawn = post.status == PostStatus::Approved && moved.status != PostStatus::Approved;
+        Ok(if withdrawn {
+            format!(
+                "Moved post #{id} to {}; its approval was withdrawn, so it goes back to review before it can go out",
+                local(at, tz)
+            )
+        } else {
+            format!("Moved post #{id} to {}", local(at, tz))
         })
     })
     .await

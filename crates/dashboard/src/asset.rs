@@ -1,12 +1,14 @@
-//! The stylesheet, the icon and the optional live-refresh script, compiled into the binary so
-//! the dashboard needs no files beside it and no front-end build step.
+//! The stylesheet, the icon and the optional script (live refresh of the queue, the
+//! compose page's check as the operator types), compiled into the binary so the
+//! dashboard needs no files beside it and no front-end build step.
 
 use axum::http::header;
 use axum::response::IntoResponse;
 
 /// `static/dashboard.css`.
 pub const STYLESHEET: &str = include_str!("../static/dashboard.css");
-/// `static/dashboard.js`: refreshes the queue's live fragment; pages work without it.
+/// `static/dashboard.js`: refreshes the queue's live fragment, and checks a draft on the
+/// compose page as it is typed (`POST /compose/check`); pages work without it.
 pub const SCRIPT: &str = include_str!("../static/dashboard.js");
 
 /// `static/favicon.svg`.

@@ -13,12 +13,17 @@
 //!   (a valid CSRF token or 403, before any handler runs).
 //! - [`auth`]: `GET/POST /login`, `POST /logout`, and the [`auth::Operator`] extractor
 //!   that re-authenticates the session's token on each request.
-//! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`) and the
-//!   live fragment (`/live`).
+//! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`), the
+//!   live fragment (`/live`), composing a post (`/compose`, with its check) and the
+//!   calendar (`/calendar`).
 //! - [`action`]: the `POST` forms; each calls one app operation, stores the result or
 //!   the refusal as a flash message and redirects back (post/redirect/get).
+//! - [`form`]: reading forms whose fields repeat (media rows, a thread's parts).
+//! - [`zone`]: date and time pickers read in a channel's time zone, refusing a time the
+//!   clocks skip or repeat.
 //! - [`view`]: formatting helpers shared by the templates (local times, excerpts).
-//! - [`asset`]: the stylesheet and the optional live-refresh script, compiled in.
+//! - [`asset`]: the stylesheet and the optional script (live refresh of the queue, the
+//!   compose page's check as the operator types), compiled in.
 //!
 //! **Architecture Invariant:** everything an agent wrote reaches the page through
 //! askama's HTML escaping; no template marks user data `|safe`.
@@ -35,10 +40,12 @@ use axum::routing::{get, post};
 pub mod action;
 pub mod asset;
 pub mod auth;
+pub mod form;
 pub mod guard;
 pub mod pages;
 pub mod session;
 pub mod view;
+pub mod zone;
 
 /// How the dashboard behaves; `airlock serve` builds it from its configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,10 +75,13 @@ impl Default for DashboardSettings {
 /// The dashboard's routes, for `airlock serve` to merge at `/`.
 ///
 /// Pages: `GET /` (queue), `GET /posts/{id}`, `GET /review`, `GET /live` (the queue's
-/// live fragment), `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each
-/// with the CSRF field `csrf`): `/login`, `/logout`, `/posts/{id}/approve`, `/reject`
-/// (both with the hidden `content_hash` the page showed), `/release`, `/discard`,
-/// `/unapprove`, `/edit`, `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
+/// live fragment), `GET /compose`, `GET /calendar` (`?view=week|month&start=&channel=`),
+/// `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each with the CSRF
+/// field `csrf`): `/login`, `/logout`, `/compose` (`intent` check, save, add_part or
+/// remove_part), `/compose/check` (the check panel alone, for the script),
+/// `/posts/{id}/approve`, `/reject` (both with the hidden `content_hash` the page
+/// showed), `/release`, `/discard`, `/unapprove`, `/edit`, `/move` (a new date and time
+/// in the channel's zone), `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
 /// `/resume` (one channel or all). Every response carries the security headers of
 /// [`guard::SECURITY_HEADERS`].
 pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
@@ -80,6 +90,9 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/", get(pages::queue))
         .route("/live", get(pages::live))
         .route("/review", get(pages::review))
+        .route("/calendar", get(pages::calendar))
+        .route("/compose", get(pages::compose).post(pages::compose_post))
+        .route("/compose/check", post(pages::compose_check))
         .route("/posts/{id}", get(pages::post))
         .route("/posts/{id}/approve", post(action::approve))
         .route("/posts/{id}/reject", post(action::reject))
@@ -91,6 +104,7 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/posts/{id}/requeue", post(action::requeue))
         .route("/posts/{id}/resolve", post(action::resolve))
         .route("/posts/{id}/note", post(action::note))
+        .route("/posts/{id}/move", post(action::move_post))
         .route("/pause", post(action::pause))
         .route("/resume", post(action::resume))
         .route("/login", get(auth::login_page).post(auth::login))

@@ -42,3 +42,52 @@
 
   schedule();
 })();
+
+// Compose: checks the draft as the operator types, a moment after the last key, and
+// shows the server's answer (rules, problems, preview) beside the form. The page's
+// Check button does the same without JavaScript.
+(function () {
+  "use strict";
+  var form = document.getElementById("compose");
+  if (!form || !window.fetch || !window.FormData || !window.URLSearchParams || !window.DOMParser) return;
+  var url = form.getAttribute("data-check");
+  if (!url) return;
+  var timer = null;
+  var sent = 0;
+
+  function check() {
+    var mine = ++sent;
+    var body = new URLSearchParams(new FormData(form)).toString();
+    fetch(url, {
+      method: "POST",
+      credentials: "same-origin",
+      redirect: "manual",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html" },
+      body: body,
+    })
+      .then(function (res) {
+        // A redirect means the session ended: leave the page as it is.
+        if (res.type === "opaqueredirect" || !res.ok) return null;
+        return res.text();
+      })
+      .then(function (html) {
+        // An older answer that arrives late never replaces a newer one.
+        if (html === null || mine !== sent) return;
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("compose-check");
+        var old = document.getElementById("compose-check");
+        if (fresh && old) old.replaceWith(document.importNode(fresh, true));
+        // The date and time are in the channel's zone: name the chosen channel's.
+        var zone = document.getElementById("compose-zone");
+        if (fresh && zone) zone.textContent = fresh.getAttribute("data-timezone") || zone.textContent;
+      })
+      .catch(function () {});
+  }
+
+  function later() {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(check, 400);
+  }
+
+  form.addEventListener("input", later);
+  form.addEventListener("change", later);
+})();

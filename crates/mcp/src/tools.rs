@@ -246,8 +246,12 @@ pub struct DraftPostArgs {
     #[serde(default)]
     pub link: Option<String>,
     /// When to publish: RFC 3339 like "2026-12-01T08:00:00+09:00", or "now" (the default).
+    /// A time minutes or more in the past is refused unless `allow_past` is true.
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a past `scheduled_at` on purpose: the post is due at once.
+    #[serde(default)]
+    pub allow_past: bool,
     /// A test post: published only on sandbox channels, never counted against quotas.
     #[serde(default)]
     pub test: Option<bool>,
@@ -282,9 +286,13 @@ pub struct CheckDraftArgs {
     /// A link to attach (http or https URL).
     #[serde(default)]
     pub link: Option<String>,
-    /// When to publish: RFC 3339 or "now" (the default).
+    /// When to publish: RFC 3339 or "now" (the default). A time minutes or more in the
+    /// past is a problem unless `allow_past` is true.
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a past `scheduled_at` on purpose.
+    #[serde(default)]
+    pub allow_past: bool,
     /// A test post: published only on sandbox channels.
     #[serde(default)]
     pub test: Option<bool>,
@@ -300,10 +308,11 @@ fn draft_input(
     title: Option<String>,
     media: Option<Vec<MediaArg>>,
     link: Option<String>,
-    scheduled_at: Option<String>,
+    (scheduled_at, allow_past): (Option<String>, bool),
     test: Option<bool>,
 ) -> DraftInput {
     DraftInput {
+        allow_past,
         channel,
         text,
         title,
@@ -330,7 +339,7 @@ impl From<DraftPostArgs> for DraftInput {
             args.title,
             args.media,
             args.link,
-            args.scheduled_at,
+            (args.scheduled_at, args.allow_past),
             args.test,
         )
     }
@@ -346,7 +355,7 @@ impl From<CheckDraftArgs> for DraftInput {
             args.title,
             args.media,
             args.link,
-            args.scheduled_at,
+            (args.scheduled_at, args.allow_past),
             args.test,
         )
     }
@@ -377,9 +386,12 @@ pub struct UpdateDraftArgs {
     /// New link; an empty string clears it.
     #[serde(default)]
     pub link: Option<String>,
-    /// New schedule: RFC 3339 or "now".
+    /// New schedule: RFC 3339 or "now"; a past time needs `allow_past`.
     #[serde(default)]
     pub scheduled_at: Option<String>,
+    /// Take a past `scheduled_at` on purpose.
+    #[serde(default)]
+    pub allow_past: bool,
 }
 
 /// A post's state (docs/lifecycle.md).
@@ -664,6 +676,7 @@ approval again. Posts being published or already published cannot be edited, nor
                     .map(|media| media.into_iter().map(Media::from).collect()),
                 link: args.link,
                 scheduled_at: args.scheduled_at,
+                allow_past: args.allow_past,
                 parts: parts(args.parts),
                 first_comment: args.first_comment,
             };

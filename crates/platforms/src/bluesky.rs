@@ -746,7 +746,7 @@ impl Platform for Bluesky {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         // The keys of earlier attempts, oldest first: a record at one is this post.
         let mut earlier_keys: Vec<(&str, i64)> = Vec::new();
@@ -817,7 +817,7 @@ impl Platform for Bluesky {
         Ok(Prepared::with_ref(rkey))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let Some(rkey) = prepared.platform_ref.as_deref().filter(|k| is_tid(k)) else {
             return Outcome::NotSent {

@@ -555,7 +555,11 @@ impl Graph {
             .await?;
         let container = match reuse {
             Some(container) => {
-                tracing::info!(post_id = %req.post_id, container, "publishing the earlier attempt's container again");
+                tracing::info!(
+                    post_id = req.post_id.0,
+                    container,
+                    "publishing the earlier attempt's container again"
+                );
                 container
             }
             None if steps.items.is_empty() => {

@@ -434,7 +434,7 @@ impl Platform for Instagram {
         self.identity().await.map(Some)
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         if req.part.comment {
             return self.prepare_comment(req).await;
@@ -461,7 +461,7 @@ impl Platform for Instagram {
         self.graph.prepare(req, steps).await
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         if req.part.comment {
             return match commented_media(req) {

@@ -790,7 +790,7 @@ impl Platform for Linkedin {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         let refuse = |reason: String| {
             Err(StepError::Rejected {
@@ -857,7 +857,7 @@ impl Platform for Linkedin {
         Ok(Prepared::with_ref(urns.join(",")))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         if req.part.comment {
             return self.publish_comment(req).await;

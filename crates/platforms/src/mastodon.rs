@@ -567,7 +567,7 @@ impl Platform for Mastodon {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         if req.part.is_later()
             && !req
@@ -640,7 +640,7 @@ impl Platform for Mastodon {
         Ok(Prepared::with_ref(key))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let Some(key) = prepared.platform_ref.as_deref().filter(|k| !k.is_empty()) else {
             return Outcome::NotSent {

@@ -299,7 +299,7 @@ impl Platform for Telegram {
         false
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn publish(&self, req: &PublishRequest, _prepared: &Prepared) -> Outcome {
         if !req.media.is_empty() {
             return Outcome::Rejected {

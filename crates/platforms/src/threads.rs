@@ -326,7 +326,7 @@ impl Platform for Threads {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         let containers = containers(req)?;
         let form: Vec<(&str, &str)> = containers
@@ -370,7 +370,7 @@ impl Platform for Threads {
         self.graph.prepare(req, steps).await
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let Some(container) = prepared.platform_ref.as_deref() else {
             return Outcome::NotSent {

@@ -500,7 +500,7 @@ impl Platform for Wordpress {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         let Some(title) = title_of(req) else {
             return Err(StepError::Rejected {
@@ -553,7 +553,7 @@ impl Platform for Wordpress {
         Ok(Prepared::with_ref(slug_for(title, req.post_id)))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let (Some(slug), Some(title)) = (prepared.platform_ref.as_deref(), title_of(req)) else {
             return Outcome::NotSent {

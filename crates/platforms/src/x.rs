@@ -971,7 +971,7 @@ impl Platform for X {
         Ok(Some(Account { username: name, id }))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn prepare(&self, req: &PublishRequest) -> Result<Prepared, StepError> {
         if req.media.len() > MAX_IMAGES {
             return Err(StepError::Rejected {
@@ -1038,7 +1038,7 @@ impl Platform for X {
         Ok(Prepared::with_ref(ids.join(",")))
     }
 
-    #[tracing::instrument(skip_all, fields(post_id = %req.post_id, part = req.part.number))]
+    #[tracing::instrument(skip_all, fields(post_id = req.post_id.0, part = req.part.number))]
     async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let mut body = json!({"text": part_text(req)});
         if req.part.is_later() {

@@ -736,6 +736,9 @@ impl<D: Dialect> Reads for SqlReads<D> {
         let recent =
             Sql::new(format!("{VERIFY_FAILED} AND e.at >= $1)")).arg(now - Duration::hours(24));
         let verify_failed_recent = count::<D>(&mut tx, &recent).await?;
+        let quarantined =
+            Sql::new("SELECT count(*) AS n FROM posts WHERE quarantined_at IS NOT NULL".to_owned());
+        let quarantined = count::<D>(&mut tx, &quarantined).await?;
         commit::<D>(tx).await?;
         let due = Cols::<D>(&due);
         Ok(HealthStats {
@@ -744,6 +747,7 @@ impl<D: Dialect> Reads for SqlReads<D> {
             oldest_needs_review_at: review,
             verify_failed,
             verify_failed_recent,
+            quarantined,
         })
     }
 

@@ -65,6 +65,8 @@ pub struct HealthStats {
     /// the verification alert looks at, so that it clears by itself a day after the last
     /// failure, or at once when `airlock post verify` finds the post.
     pub verify_failed_recent: i64,
+    /// Drafts quarantined after too many failed reviews, waiting for an operator.
+    pub quarantined: i64,
 }
 
 /// A live dashboard session, as `doctor --restored` lists it (never its id).

@@ -135,13 +135,20 @@ impl PublishResult {
         let (result, reason) = (self.name(), self.reason().unwrap_or_default());
         match self {
             PublishResult::NeedsReview { .. } => tracing::warn!(
-                post_id = %post, result, reason,
+                post_id = post.0,
+                result,
+                reason,
                 "the outcome is unknown: the post needs a person's review and its channel is paused"
             ),
             PublishResult::Failed { .. } => {
-                tracing::warn!(post_id = %post, result, reason, "the platform refused the post")
+                tracing::warn!(
+                    post_id = post.0,
+                    result,
+                    reason,
+                    "the platform refused the post"
+                )
             }
-            _ => tracing::info!(post_id = %post, result, reason, "dispatched"),
+            _ => tracing::info!(post_id = post.0, result, reason, "dispatched"),
         }
     }
 
@@ -301,7 +308,7 @@ impl App {
         let slot = claimed.clone();
         // Every log line of a publish carries the post and its channel.
         let span =
-            tracing::info_span!("publish", post_id = %post.id, channel = %post.content.channel);
+            tracing::info_span!("publish", post_id = post.id.0, channel = %post.content.channel);
         let run = self.inner.publishes.spawn(
             async move {
                 let channel = post.content.channel.clone();
@@ -596,7 +603,7 @@ impl App {
                     if let Some(proof) = prepared.already_published {
                         // The platform shows this part published by an earlier attempt:
                         // nothing is sent.
-                        tracing::warn!(post_id = %post.id, part = number, note = %proof.note, "already published by an earlier attempt");
+                        tracing::warn!(post_id = post.id.0, part = number, note = %proof.note, "already published by an earlier attempt");
                         // The attempt the proof names sent it; without a name, the latest
                         // attempt (the request the platform received last).
                         let intents = || request.earlier.iter().filter(|a| !a.resend);
@@ -669,7 +676,7 @@ impl App {
                     "the lease ends at {} and would not outlast the request: nothing was sent",
                     format_utc(lease)
                 );
-                tracing::warn!(post_id = %post.id, "{reason}");
+                tracing::warn!(post_id = post.id.0, "{reason}");
                 return self.finish_unsent_intent(post, reason).await.map(Some);
             }
             let outcome = self.send(platform.as_ref(), &request, &prepared).await;
@@ -708,7 +715,7 @@ impl App {
                         match self.verify(report.post.clone(), platform.as_ref()).await {
                             Ok(post) => report.post = post,
                             Err(e) => {
-                                tracing::error!(post_id = %post_id, error = %e, "the post is published; recording its verification failed")
+                                tracing::error!(post_id = post_id.0, error = %e, "the post is published; recording its verification failed")
                             }
                         }
                     }
@@ -763,7 +770,7 @@ impl App {
             tracing::error!(panic = %what, "a publish panicked before it claimed a post");
             return Error::Internal(format!("a publish panicked before claiming a post: {what}"));
         };
-        tracing::error!(post_id = %id, generation, panic = %what, "a publish panicked; settling the post as the reaper would");
+        tracing::error!(post_id = id.0, generation, panic = %what, "a publish panicked; settling the post as the reaper would");
         let reason = format!("the worker publishing it panicked ({what})");
         let settled = match self.store().get_post(id).await {
             Ok(post) if post.status == PostStatus::Posting && post.generation == generation => {
@@ -789,9 +796,13 @@ impl App {
         request: &PublishRequest,
         prepared: &Prepared,
     ) -> Outcome {
-        tracing::info!(post_id = %request.post_id, channel = %request.channel, "sending the irreversible request");
+        tracing::info!(post_id = request.post_id.0, channel = %request.channel, "sending the irreversible request");
         let outcome = platform.publish(request, prepared).await;
-        tracing::info!(post_id = %request.post_id, outcome = outcome_name(&outcome), "publish answered");
+        tracing::info!(
+            post_id = request.post_id.0,
+            outcome = outcome_name(&outcome),
+            "publish answered"
+        );
         outcome
     }
 

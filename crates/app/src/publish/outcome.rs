@@ -35,7 +35,11 @@ impl App {
                     });
                 }
                 Err(StoreError::Fenced { .. }) => {
-                    tracing::warn!(post_id = %post.id, generation = post.generation, "stale worker: outcome refused and recorded");
+                    tracing::warn!(
+                        post_id = post.id.0,
+                        generation = post.generation,
+                        "stale worker: outcome refused and recorded"
+                    );
                     let post = self.store().get_post(post.id).await?;
                     return Ok(PublishReport {
                         post,
@@ -46,7 +50,7 @@ impl App {
                 Err(StoreError::Unavailable(e))
                     if give_up.is_some_and(|at| std::time::Instant::now() + pause < at) =>
                 {
-                    tracing::warn!(post_id = %post.id, error = %e, "writing the outcome failed; trying again within the lease");
+                    tracing::warn!(post_id = post.id.0, error = %e, "writing the outcome failed; trying again within the lease");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
                     // The failed commit may have landed after all (its answer was lost):
@@ -538,7 +542,7 @@ impl App {
         let owners = match self.store().list_posts(&filter).await {
             Ok(owners) => owners,
             Err(e) => {
-                tracing::warn!(post_id = %post.id, error = %e, "cannot check whether another post has {id}; taking the platform's answer");
+                tracing::warn!(post_id = post.id.0, error = %e, "cannot check whether another post has {id}; taking the platform's answer");
                 return None;
             }
         };

@@ -228,3 +228,29 @@ async fn an_unknown_channel_or_a_caller_who_may_not_draft_is_an_error() {
         .unwrap_err();
     assert!(matches!(err, Error::Forbidden(_)), "{err}");
 }
+
+/// A schedule in the past stops the draft, as drafting refuses it, unless asked for.
+#[tokio::test]
+async fn a_past_schedule_stops_the_draft_unless_asked_for() {
+    let h = harness().await;
+    let app = h.app();
+    let yesterday = airlock_core::time::format_utc(h.clock.now() - chrono::Duration::days(1));
+    let input = DraftInput {
+        scheduled_at: Some(yesterday),
+        ..draft("cats", "Cats nap here. #ad")
+    };
+    let check = app.check_draft(&writer("w"), input.clone()).await.unwrap();
+    assert_eq!(kinds(&check), [("past_schedule", Blocks::Draft, None)]);
+    assert!(!check.accepted);
+    let refused = app
+        .create_post(&writer("w"), input.clone(), None, DraftOrigin::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.to_string(), check.violations[0].message);
+    let asked = DraftInput {
+        allow_past: true,
+        ..input
+    };
+    let check = app.check_draft(&writer("w"), asked).await.unwrap();
+    assert!(check.accepted && check.violations.is_empty(), "{check:?}");
+}

@@ -175,6 +175,31 @@ async fn without_evidence_a_person_decides() {
     assert_eq!(post.attempts, 0);
 }
 
+/// The finding: after `post resolve`, the channel's pause still said "settle it with
+/// `airlock post resolve N`". Read after the post is settled, it says what is left.
+#[tokio::test]
+async fn a_settled_posts_pause_says_what_is_left() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Unknown, 10)]).await;
+    let app = h.app();
+    let me = Principal::cli();
+    let post = approved(&app, "drill", "hello").await;
+    app.publish_next(None).await.unwrap().unwrap();
+    let reason = |pauses: Vec<airlock_store::Pause>| pauses[0].reason.clone();
+    let before = reason(app.pauses(&me).await.unwrap());
+    assert!(before.contains("airlock post resolve"), "{before}");
+
+    app.resolve(&me, post.id, Resolution::NotPublished)
+        .await
+        .unwrap();
+    let after = reason(app.pauses(&me).await.unwrap());
+    assert!(!after.contains("settle it"), "stale: {after}");
+    assert!(after.contains("settled since"), "{after}");
+    assert!(after.contains("airlock resume drill"), "{after}");
+    let listed = app.channel_statuses(&me).await.unwrap();
+    let drill = listed.iter().find(|c| c.name.as_str() == "drill").unwrap();
+    assert_eq!(drill.pause_reason.as_deref(), Some(after.as_str()));
+}
+
 /// A platform whose publish times out and whose container reads `EXPIRED`: this attempt
 /// can never be published.
 #[derive(Debug)]

@@ -235,3 +235,51 @@ async fn an_approval_bound_to_a_version_refuses_a_post_changed_since() {
     assert!(matches!(err, Error::Conflict(_)), "{err:?}");
     assert_eq!(status(&app, post.id).await, PostStatus::Draft);
 }
+
+/// The finding: a typo in the year (`2025` for `2026`) silently meant "publish now".
+/// A past schedule is refused, naming how far back it is, unless asked for explicitly;
+/// the same holds when an edit moves a draft.
+#[tokio::test]
+async fn a_past_schedule_is_refused_unless_asked_for() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let a = writer_critic("a");
+    let year_ago = airlock_core::time::format_utc(h.clock.now() - chrono::Duration::days(365));
+    let typo = airlock_app::posts::DraftInput {
+        scheduled_at: Some(year_ago.clone()),
+        ..draft("cats", "A year too early")
+    };
+    let err = app
+        .create_post(&a, typo.clone(), None, DraftOrigin::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err:?}");
+    assert!(err.to_string().contains("365 days in the past"), "{err}");
+    let listed = app.list_posts(&a, &PostFilter::default()).await.unwrap();
+    assert!(listed.is_empty(), "nothing is drafted: {listed:?}");
+
+    let asked = airlock_app::posts::DraftInput {
+        allow_past: true,
+        ..typo
+    };
+    let post = app
+        .create_post(&a, asked, None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    let err = app
+        .edit_post(&a, post.id, edit_schedule(&year_ago))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("in the past"), "{err}");
+    app.edit_post(
+        &a,
+        post.id,
+        EditInput {
+            allow_past: true,
+            ..edit_schedule(&year_ago)
+        },
+    )
+    .await
+    .unwrap();
+}

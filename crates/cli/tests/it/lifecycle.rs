@@ -215,6 +215,19 @@ fn bad_input_is_refused_with_one_line_and_nothing_written() {
         ]),
         "RFC 3339",
     );
+    // A typo in the year does not mean "now"; saying so does.
+    let year_ago = (chrono::Utc::now() - chrono::Duration::days(365)).to_rfc3339();
+    let typo = [
+        "post",
+        "add",
+        "--channel",
+        "sandbox",
+        "--text",
+        "x",
+        "--at",
+        &year_ago,
+    ];
+    assert_refused(&ws.run(&typo), "in the past");
     assert_refused(
         &ws.run(&[
             "post",
@@ -243,6 +256,7 @@ fn bad_input_is_refused_with_one_line_and_nothing_written() {
     assert_refused(&ws.run(&["post", "approve", "999"]), "not found");
     let listed = ws.ok(&["post", "list", "--json"]).json();
     assert_eq!(listed.as_array().unwrap().len(), 0, "nothing was written");
+    ws.ok(&[&typo[..], &["--allow-past"]].concat());
 }
 
 #[test]

@@ -322,11 +322,27 @@ fn with_airlock_log_format_json_every_stderr_line_is_a_json_object() {
     let published = finish(publish.output().unwrap());
     assert_eq!(published.code, 0, "{}", published.stderr);
     let events = assert_json_lines(&published.stderr);
+    let number: i64 = id.parse().unwrap();
     assert!(
         events
             .iter()
-            .any(|e| e["post_id"] == id.as_str() && e["channel"] == "cats"),
-        "a publish is logged with its post id and channel: {}",
+            .any(|e| e["post_id"] == number && e["channel"] == "cats"),
+        "a publish is logged with its post id (a number) and channel: {}",
+        published.stderr
+    );
+    // Fields are plain values: no quoted strings, no Rust debug text.
+    for event in &events {
+        for (key, value) in event.as_object().unwrap() {
+            let text = value.as_str().unwrap_or("");
+            assert!(
+                !text.starts_with('"') && !text.contains(" { "),
+                "{key} is not a plain value: {event}"
+            );
+        }
+    }
+    assert!(
+        events.iter().any(|e| e["outcome"] == "published"),
+        "the outcome is a plain string: {}",
         published.stderr
     );
 

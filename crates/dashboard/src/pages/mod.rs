@@ -1,7 +1,8 @@
 //! The pages: the queue (`/`), its live fragment (`/live`), a post (`/posts/{id}`, with
-//! its verdicts against the rubric) and the inbox of posts that need a person (`/review`:
-//! `needs_review` posts to settle and quarantined drafts to release or discard), plus
-//! the error page.
+//! its verdicts against the rubric and what breaks its channel's rules), the inbox of
+//! posts that need a person (`/review`: `needs_review` posts to settle and quarantined
+//! drafts to release or discard), composing a post (`/compose`) and the calendar
+//! (`/calendar`), plus the error page.
 //!
 //! Handlers read through [`airlock_app::App`] as the signed-in operator and turn the
 //! answers into view models of plain strings (times already in the channel's calendar),
@@ -9,16 +10,26 @@
 //! pauses and the rolling window show in the configured default time zone.
 //!
 //! Layout: one module a page, with its view models and handlers: `queue` (`/` and
-//! `/live`), `post` (`/posts/{id}`) and `review` (`/review`); `parts` holds the view
+//! `/live`), `post` (`/posts/{id}`), `review` (`/review`), `compose` (`/compose` and
+//! `/compose/check`) and `calendar` (`/calendar`); `parts` holds the view
 //! models more than one page shows (the frame, post rows and views, the evidence and
 //! verdict rows, the inbox counts), and `error` the error page.
 
+mod calendar;
+mod compose;
 mod error;
 mod parts;
 mod post;
 mod queue;
 mod review;
 
+pub use calendar::{
+    CALENDAR_SCAN, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
+};
+pub use compose::{
+    ChannelChoice, CheckFragment, CheckPanel, CheckView, ComposeForm, ComposePage, ComposeQuery,
+    PartForm, PreviewPart, Problem, compose, compose_check, compose_post, rules_of,
+};
 pub use error::{ErrorPage, error_page};
 pub use parts::{
     EventRow, InDoubt, IntentRow, Layout, MediaView, PartView, PostRow, PostView, ReservationRow,

@@ -13,9 +13,7 @@ use airlock_core::{ChannelName, Media, Post, PostContent, PostDetail, PostStatus
 use super::EXCERPT_CHARS;
 use crate::auth::Operator;
 use crate::session::{Dashboard, Flash};
-use crate::view::{
-    excerpt, is_web_link, local, local_precise, local_rfc3339, relative, size, status_label,
-};
+use crate::view::{excerpt, is_web_link, local, local_precise, relative, size, status_label};
 
 /// What every signed-in page shows around its content.
 #[derive(Debug, Clone)]
@@ -95,8 +93,10 @@ pub struct PostView {
     pub scheduled: String,
     /// Scheduled, relative.
     pub scheduled_relative: String,
-    /// Scheduled, RFC 3339 in the channel's calendar (the edit form's value).
-    pub scheduled_input: String,
+    /// Scheduled, the date in the channel's calendar (the edit form's date picker).
+    pub scheduled_date: String,
+    /// Scheduled, the time of day in the channel's calendar (the edit form's time picker).
+    pub scheduled_time: String,
     /// Content hash.
     pub content_hash: String,
     /// Approved hash.
@@ -426,7 +426,8 @@ pub(super) fn post_view(app: &App, post: &Post, now: DateTime<Utc>) -> PostView 
             .map(|s| (s.path.clone(), s.sha256.clone(), s.updated.clone())),
         scheduled: local(post.scheduled_at, tz),
         scheduled_relative: relative(post.scheduled_at, now),
-        scheduled_input: local_rfc3339(post.scheduled_at, tz),
+        scheduled_date: crate::zone::inputs(post.scheduled_at, tz).0,
+        scheduled_time: crate::zone::inputs(post.scheduled_at, tz).1,
         content_hash: post.content_hash.to_string(),
         approved_hash: post.approved_hash.as_ref().map(|h| h.to_string()),
         hash_matches: post

@@ -8,9 +8,11 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use airlock_app::check::CheckViolation;
 use airlock_app::{App, Error};
 use airlock_core::{PostDetail, PostId, PostStatus};
 
+use super::compose::Problem;
 use super::error::{app_error_page, error_page};
 use super::parts::{
     EventRow, InDoubt, IntentRow, Layout, PostView, ReservationRow, VerdictRow, channel_tz,
@@ -18,6 +20,7 @@ use super::parts::{
     verdict_rows,
 };
 use crate::auth::Operator;
+use crate::form::{MediaRow, rows_of};
 use crate::session::Dashboard;
 
 /// `GET /posts/{id}`.
@@ -42,6 +45,11 @@ pub struct PostPage {
     pub review: ReviewView,
     /// Offered actions.
     pub actions: Actions,
+    /// What in the content breaks the channel's rules, for a draft or an approved post:
+    /// the check approval makes, shown before anyone presses Approve.
+    pub rule_problems: Vec<Problem>,
+    /// The edit form's media rows: part 1's items, then blank rows to add more.
+    pub edit_media: Vec<MediaRow>,
     /// Where actions return.
     pub back: String,
 }
@@ -134,6 +142,12 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         verdicts: verdict_rows(app, &detail, tz),
         review,
         actions,
+        rule_problems: if actions.edit {
+            rule_problems(app, &detail.post)
+        } else {
+            Vec::new()
+        },
+        edit_media: edit_rows(&detail.post.content.media),
         back: format!("/posts/{id}"),
     })
 }
@@ -185,4 +199,32 @@ async fn review_view(app: &App, op: &Operator, detail: &PostDetail) -> Result<Re
         Err(e) => view.rubric_error = Some(e.to_string()),
     }
     Ok(view)
+}
+
+/// What approving `post` would be refused for: its channel's content policy, as
+/// [`App::check_draft`] and approval check it ([`CheckViolation::of_policy`]). Read from
+/// the post as stored; nothing is fetched.
+fn rule_problems(app: &App, post: &airlock_core::Post) -> Vec<Problem> {
+    let Ok(channel) = app.channel(post.content.channel.as_str()) else {
+        return Vec::new();
+    };
+    channel
+        .policy
+        .check(&post.content)
+        .iter()
+        .map(|v| {
+            let found = CheckViolation::of_policy(v);
+            Problem::of(found.blocks, found.message)
+        })
+        .collect()
+}
+
+/// Blank media rows the edit form offers beyond a post's items.
+pub const BLANK_MEDIA_ROWS: usize = 2;
+
+/// Part 1's media as form rows, then [`BLANK_MEDIA_ROWS`] blank ones.
+fn edit_rows(media: &[airlock_core::Media]) -> Vec<MediaRow> {
+    let mut rows = rows_of(media);
+    rows.extend(std::iter::repeat_n(MediaRow::default(), BLANK_MEDIA_ROWS));
+    rows
 }

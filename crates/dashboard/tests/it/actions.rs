@@ -175,7 +175,11 @@ async fn editing_changes_only_what_differs_and_keeps_line_ends() {
     let page = browser.get(&path).await;
     let scheduled = "2026-12-01T12:00:00+09:00";
     assert!(
-        page.body.contains(scheduled),
+        page.body
+            .contains(r#"type="date" name="date" value="2026-12-01""#)
+            && page
+                .body
+                .contains(r#"type="time" name="time" value="12:00""#),
         "the form shows the schedule in JST"
     );
     let text = format!("Lunch with Kuro.\r\nAt noon. {PACE}");

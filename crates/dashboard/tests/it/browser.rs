@@ -12,11 +12,11 @@ use crate::support::Harness;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-fn browser_dir() -> PathBuf {
+pub(crate) fn browser_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
 }
 
-fn screenshot_dir() -> PathBuf {
+pub(crate) fn screenshot_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
@@ -24,7 +24,7 @@ fn screenshot_dir() -> PathBuf {
 }
 
 /// Refuses to go on without the browser tools, naming what is missing and the fix.
-fn require_browser_tools() {
+pub(crate) fn require_browser_tools() {
     let mut missing = Vec::new();
     if !Path::new(CHROMIUM).exists() {
         missing.push(format!("{CHROMIUM} (Debian package chromium)"));

@@ -3,6 +3,10 @@
 
 mod actions;
 mod browser;
+mod browser_compose;
+mod calendar;
+mod compose;
+mod edit;
 mod memory;
 mod parts;
 mod restart;

@@ -20,6 +20,8 @@ async fn unauthenticated_pages_redirect_to_the_login_page() {
         "/review",
         "/live",
         &format!("/posts/{}", h.seeded.draft),
+        "/calendar",
+        "/compose",
     ] {
         let page = browser.get(path).await;
         assert_eq!(page.status, StatusCode::SEE_OTHER, "{path}");
@@ -184,6 +186,18 @@ async fn every_post_route_refuses_a_missing_or_wrong_csrf_token_and_changes_noth
         ),
         (format!("/posts/{draft}/note"), vec![("note", "hi")]),
         (
+            "/compose".to_owned(),
+            vec![("channel", "cats"), ("p1_text", "hi"), ("intent", "save")],
+        ),
+        (
+            "/compose/check".to_owned(),
+            vec![("channel", "cats"), ("p1_text", "hi")],
+        ),
+        (
+            format!("/posts/{draft}/move"),
+            vec![("date", "2026-12-02"), ("time", "10:00")],
+        ),
+        (
             "/pause".to_owned(),
             vec![("channel", "cats"), ("reason", "x")],
         ),
@@ -286,6 +300,9 @@ async fn pages_use_no_inline_script_or_style() {
         "/".to_owned(),
         "/review".to_owned(),
         format!("/posts/{}", h.seeded.review[0]),
+        "/calendar".to_owned(),
+        "/calendar?view=month".to_owned(),
+        "/compose".to_owned(),
     ] {
         let page = browser.get(&path).await;
         assert!(!page.body.contains("style="), "{path}");

@@ -67,6 +67,12 @@ pub struct Harness {
 impl Harness {
     /// A seeded ledger with an operator and a writer token.
     pub async fn new() -> Self {
+        Self::with(|_| {}).await
+    }
+
+    /// [`Harness::new`] with settings `configure` changes first (channel rules, more
+    /// channels); a channel it adds publishes through a sandbox that succeeds.
+    pub async fn with(configure: impl FnOnce(&mut AppSettings)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(
             SqliteStore::open(&dir.path().join("airlock.db"))
@@ -99,6 +105,17 @@ impl Harness {
                     simulate,
                 )),
             );
+        }
+        configure(&mut settings);
+        for channel in settings.channels.keys() {
+            if !platforms.contains_key(channel) {
+                let sandbox = Sandbox::new(
+                    channel.clone(),
+                    dir.path().join(format!("{channel}.jsonl")),
+                    Simulate::Ok,
+                );
+                platforms.insert(channel.clone(), Arc::new(sandbox));
+            }
         }
         let clock = TestClock::new();
         let app = App::new(store as Arc<dyn Store>, settings, platforms, clock.clock());

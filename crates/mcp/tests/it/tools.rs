@@ -56,6 +56,7 @@ async fn tools_list_returns_the_thirteen_tools_with_schemas_and_annotations() {
     assert_eq!(
         fields,
         [
+            "allow_past",
             "channel",
             "first_comment",
             "idempotency_key",
@@ -91,6 +92,7 @@ async fn tools_list_returns_the_thirteen_tools_with_schemas_and_annotations() {
     assert_eq!(
         fields,
         [
+            "allow_past",
             "first_comment",
             "id",
             "link",
