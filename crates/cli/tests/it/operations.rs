@@ -677,7 +677,7 @@ fn every_json_log_line_of_a_publish_carries_its_post_id_and_channel() {
         run.stderr
     );
     for line in of_publish {
-        assert_eq!(line["post_id"], id.as_str(), "{line}");
+        assert_eq!(line["post_id"], id.parse::<i64>().unwrap(), "{line}");
         assert_eq!(line["channel"], "sandbox", "{line}");
     }
 }
