@@ -77,6 +77,23 @@ fn push_filter(sql: &mut Sql, filter: &PostFilter) {
     if let Some(actor) = &filter.created_by {
         sql.push(" AND created_by = ").bind(actor.clone());
     }
+    if let Some((from, until)) = filter.goes_out {
+        sql.push(" AND (");
+        for (i, column) in ["posted_at", "scheduled_at", "not_before"]
+            .iter()
+            .enumerate()
+        {
+            if i > 0 {
+                sql.push(" OR ");
+            }
+            sql.push(&format!("({column} >= "))
+                .bind(from)
+                .push(&format!(" AND {column} < "))
+                .bind(until)
+                .push(")");
+        }
+        sql.push(")");
+    }
     match filter.quarantined {
         Some(true) => sql.push(" AND quarantined_at IS NOT NULL"),
         Some(false) => sql.push(" AND quarantined_at IS NULL"),

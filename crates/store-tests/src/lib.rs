@@ -83,6 +83,7 @@ macro_rules! __with_cases {
             store posts::a_filled_slot_returns_its_post_instead_of_a_second_one,
             store posts::a_missing_post_is_not_found,
             store posts::list_posts_filters_and_pages_newest_first,
+            store posts::list_posts_filters_by_when_they_go_out,
             store posts::a_change_writes_and_clears_the_fields_it_names,
             store posts::a_stale_version_is_a_conflict_and_changes_nothing,
             store posts::only_drafts_are_discarded_and_their_events_stay,

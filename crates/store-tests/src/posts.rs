@@ -310,6 +310,37 @@ pub async fn list_posts_filters_and_pages_newest_first(store: Arc<dyn Store>) {
     );
 }
 
+/// A calendar's span lists the posts scheduled, held or published in it, and no other.
+pub async fn list_posts_filters_by_when_they_go_out(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let before = draft(s, "alpha", "before the span", mins(-600)).await;
+    let inside = draft(s, "alpha", "inside the span", mins(30)).await;
+    let after = draft(s, "alpha", "after the span", mins(600)).await;
+    let held = approved(s, "alpha", "held into the span", mins(-600)).await;
+    let held = defer(s, &held, mins(60), mins(-500)).await;
+    let out = approved(s, "beta", "published in the span", mins(-600)).await;
+    let out = publish(s, &out, mins(10), 10, 10).await;
+    assert!(out.posted_at.is_some_and(|at| at >= t0()), "{out:?}");
+    let span = PostFilter {
+        goes_out: Some((t0(), mins(120))),
+        ..PostFilter::default()
+    };
+    let mut listed: Vec<_> = store
+        .list_posts(&span)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, vec![inside.id, held.id, out.id]);
+    let excerpts = store.list_excerpts(&span, 10).await.unwrap();
+    assert_eq!(excerpts.len(), 3);
+    for outside in [before.id, after.id] {
+        assert!(!listed.contains(&outside));
+    }
+}
+
 /// Every post column a change names is written, a change that clears one clears it, and
 /// columns it leaves out keep their values.
 pub async fn a_change_writes_and_clears_the_fields_it_names(store: Arc<dyn Store>) {

@@ -406,6 +406,10 @@ pub struct PostFilter {
     pub quarantined: Option<bool>,
     /// Only posts this actor created (`token:drafter`).
     pub created_by: Option<String>,
+    /// Only posts whose publication, schedule or hold (`not_before`) lies in
+    /// `[from, until)`: every post a calendar of that span may show, and a few it places
+    /// elsewhere (a published post scheduled in the span shows at its publication).
+    pub goes_out: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// Claiming one post a worker has already checked (content, policy), with its quota and,

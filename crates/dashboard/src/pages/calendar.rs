@@ -5,9 +5,8 @@
 //!
 //! A post sits where it goes out: a published post at its publication, one held by a
 //! quota or a platform's "not now" at the end of the hold, every other at its schedule.
-//! The store has no date filter, so the calendar reads the newest [`CALENDAR_SCAN`]
-//! summaries of each state (without text beyond an excerpt) and keeps those in view; it
-//! says so when a state has more.
+//! The calendar reads the summaries (an excerpt of the text) of the posts going out in
+//! its span, at most [`CALENDAR_LIMIT`] of them, and says so when the span has more.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -30,8 +29,8 @@ use crate::session::Dashboard;
 use crate::view::{excerpt, local_time, status_label};
 use crate::zone;
 
-/// Summaries per state the calendar reads, newest first.
-pub const CALENDAR_SCAN: u32 = 500;
+/// Most posts one calendar page reads, newest first.
+pub const CALENDAR_LIMIT: u32 = 2000;
 /// Characters of text an entry shows.
 const ENTRY_CHARS: u32 = 60;
 
@@ -150,8 +149,8 @@ pub struct CalendarPage {
     pub weeks: Vec<Vec<DayView>>,
     /// How many posts the view shows.
     pub shown: usize,
-    /// The states of which only the newest [`CALENDAR_SCAN`] were read.
-    pub cut: Vec<&'static str>,
+    /// The span holds more than [`CALENDAR_LIMIT`] posts: only the newest were read.
+    pub cut: bool,
     /// This page's URL, where the move forms return.
     pub back: String,
 }
@@ -271,23 +270,18 @@ async fn calendar_page(
     let (from, until) = grid.bounds(tz);
 
     let mut placed: Vec<(DateTime<Utc>, PostSummary)> = Vec::new();
-    let mut cut = Vec::new();
-    for status in PostStatus::ALL {
-        let filter = PostFilter {
-            status: Some(status),
-            channel: channel.clone(),
-            limit: Some(CALENDAR_SCAN),
-            ..PostFilter::default()
-        };
-        let listed = app.list_summaries(who, &filter, ENTRY_CHARS).await?;
-        if listed.len() >= CALENDAR_SCAN as usize {
-            cut.push(status_label(status));
-        }
-        for post in listed {
-            let at = placed_at(&post);
-            if at >= from && at < until {
-                placed.push((at, post));
-            }
+    let filter = PostFilter {
+        channel: channel.clone(),
+        goes_out: Some((from, until)),
+        limit: Some(CALENDAR_LIMIT),
+        ..PostFilter::default()
+    };
+    let listed = app.list_summaries(who, &filter, ENTRY_CHARS).await?;
+    let cut = listed.len() >= CALENDAR_LIMIT as usize;
+    for post in listed {
+        let at = placed_at(&post);
+        if at >= from && at < until {
+            placed.push((at, post));
         }
     }
     placed.sort_by_key(|(at, post)| (*at, post.id));

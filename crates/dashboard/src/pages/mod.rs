@@ -24,7 +24,7 @@ mod queue;
 mod review;
 
 pub use calendar::{
-    CALENDAR_SCAN, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
+    CALENDAR_LIMIT, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
 };
 pub use compose::{
     ChannelChoice, CheckFragment, CheckPanel, CheckView, ComposeForm, ComposePage, ComposeQuery,
