@@ -7,6 +7,7 @@ mod browser_compose;
 mod calendar;
 mod compose;
 mod edit;
+mod hints;
 mod memory;
 mod parts;
 mod restart;
