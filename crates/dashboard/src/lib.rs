@@ -39,6 +39,7 @@ use axum::routing::{get, post};
 
 pub mod action;
 pub mod asset;
+pub mod audit;
 pub mod auth;
 pub mod form;
 pub mod guard;
@@ -105,6 +106,13 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/posts/{id}/resolve", post(action::resolve))
         .route("/posts/{id}/note", post(action::note))
         .route("/posts/{id}/move", post(action::move_post))
+        .route("/tokens", get(pages::tokens).post(pages::create_token))
+        .route(
+            "/tokens/{name}/revoke",
+            get(pages::revoke_page).post(pages::revoke),
+        )
+        .route("/audit.csv", get(audit::csv))
+        .route("/audit.jsonl", get(audit::jsonl))
         .route("/pause", post(action::pause))
         .route("/resume", post(action::resume))
         .route("/login", get(auth::login_page).post(auth::login))

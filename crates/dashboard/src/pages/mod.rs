@@ -22,6 +22,7 @@ mod parts;
 mod post;
 mod queue;
 mod review;
+mod tokens;
 
 pub use calendar::{
     CALENDAR_SCAN, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
@@ -41,6 +42,9 @@ pub use queue::{
     ScheduleRow, SelectOption, WindowRow, live, queue,
 };
 pub use review::{QuarantineItem, ReviewItem, ReviewPage, ReviewQuery, review};
+pub use tokens::{
+    Issued, RevokePage, RoleChoice, TokenRow, TokensPage, create_token, revoke, revoke_page, tokens,
+};
 
 /// Posts per page of the queue table; older ones are a link away (`?before=`).
 pub const TABLE_LIMIT: u32 = 100;

@@ -14,3 +14,4 @@ mod restart;
 mod review;
 mod security;
 mod support;
+mod tokens;
