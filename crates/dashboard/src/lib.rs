@@ -37,6 +37,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 
+pub use refused::refusal_page;
+
 pub mod action;
 pub mod asset;
 pub mod audit;
@@ -44,6 +46,7 @@ pub mod auth;
 pub mod form;
 pub mod guard;
 pub mod pages;
+pub mod refused;
 pub mod session;
 pub mod view;
 pub mod zone;

@@ -4,11 +4,13 @@
 mod actions;
 mod browser;
 mod browser_compose;
+mod browser_desk;
 mod calendar;
 mod compose;
 mod edit;
 mod hints;
 mod memory;
+mod origin;
 mod parts;
 mod restart;
 mod review;
