@@ -225,14 +225,14 @@ pub async fn login(
         Ok(principal) => refuse(
             StatusCode::FORBIDDEN,
             format!(
-                "{} holds roles [{}]: only a token with the operator role may sign in to the dashboard. Create one with `airlock token create --name NAME --role operator`.",
+                "{} holds roles [{}]: only a token with the operator role may sign in to the dashboard. Create one with `airlock token create --name NAME --role operator`, or have an operator create one on the dashboard's Tokens page.",
                 principal.actor,
                 principal.roles.to_list()
             ),
         ),
         Err(Error::Unauthorized) => refuse(
             StatusCode::UNAUTHORIZED,
-            "That token is unknown or revoked. Use an operator token from `airlock token create` (or the one `airlock init` printed).".into(),
+            "That token is unknown or revoked. Use an operator token from `airlock token create` (or the one `airlock init` printed), or one an operator created on the dashboard's Tokens page.".into(),
         ),
         Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }
