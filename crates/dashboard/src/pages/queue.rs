@@ -32,8 +32,6 @@ use crate::view::{excerpt, local, local_precise, local_time, relative, status_la
 pub struct QueuePage {
     /// Frame.
     pub layout: Layout,
-    /// Active pauses.
-    pub pauses: Vec<PauseRow>,
     /// Whether everything is paused.
     pub global_paused: bool,
     /// The refreshable part.
@@ -60,7 +58,8 @@ pub struct LiveFragment {
     pub live: Live,
 }
 
-/// The queue's part that live refresh replaces: inbox, counts, today, the table.
+/// The queue's part that live refresh replaces: pause banners, inbox, counts, today,
+/// the table.
 #[derive(Debug, Clone)]
 pub struct Live {
     /// Posts that need a person, oldest first (at most [`INBOX_LIMIT`]), then the
@@ -72,6 +71,10 @@ pub struct Live {
     pub in_doubt: i64,
     /// Of those, how many are quarantined drafts (they never went anywhere).
     pub quarantined: i64,
+    /// Active pauses, as banners.
+    pub pauses: Vec<PauseRow>,
+    /// The CSRF token for the banners' Resume forms.
+    pub csrf: String,
     /// Counts per status.
     pub counts: Vec<CountRow>,
     /// What goes out today, per channel calendar.
@@ -245,17 +248,17 @@ pub async fn queue(
     }
 }
 
-/// `GET /live`: the queue's live fragment (inbox, counts, today, table).
+/// `GET /live`: the queue's live fragment (pause banners, inbox, counts, today, table).
 pub async fn live(
     State(dash): State<Dashboard>,
     op: Operator,
     Query(query): Query<QueueQuery>,
 ) -> Response {
-    let pauses = match dash.app().pauses(&op.principal).await {
-        Ok(pauses) => pauses,
+    let explained = match dash.app().explained_pauses(&op.principal).await {
+        Ok(explained) => explained,
         Err(e) => return app_error_page(e),
     };
-    match live_part(&dash, &op, &query, &pauses).await {
+    match live_part(&dash, &op, &query, &explained).await {
         Ok(live) => LiveFragment { live }.into_response(),
         Err(e) => app_error_page(e),
     }
@@ -272,7 +275,7 @@ async fn queue_page(
     let default_tz = app.settings().timezone;
     let explained = app.explained_pauses(who).await?;
     let pauses: Vec<Pause> = explained.iter().map(|e| e.pause.clone()).collect();
-    let live = live_part(dash, op, query, &pauses).await?;
+    let live = live_part(dash, op, query, &explained).await?;
     let quota = app.quota_status(who).await?;
     let statuses = app.channel_statuses(who).await?;
     let global_paused = pauses.iter().any(|p| p.scope == "*");
@@ -305,7 +308,49 @@ async fn queue_page(
         })
         .collect();
     let window = window_row(&quota, now, default_tz);
-    let pauses = explained
+
+    let layout = layout(dash, op, "queue", "Queue".to_owned(), live.review_count);
+    let filter_status = parse_status(&query.status)
+        .map(|s| s.as_str().to_owned())
+        .unwrap_or_default();
+    let filter_channel = parse_channel(app, &query.channel)
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let status_options = PostStatus::ALL
+        .iter()
+        .map(|s| SelectOption {
+            value: s.as_str().to_owned(),
+            label: status_label(*s).to_owned(),
+            selected: filter_status == s.as_str(),
+        })
+        .collect();
+    let channel_options = app
+        .settings()
+        .channels
+        .keys()
+        .map(|c| SelectOption {
+            value: c.to_string(),
+            label: c.to_string(),
+            selected: filter_channel == c.as_str(),
+        })
+        .collect();
+    Ok(QueuePage {
+        layout,
+        global_paused,
+        live,
+        channels,
+        window,
+        filter_status,
+        filter_channel,
+        status_options,
+        channel_options,
+    })
+}
+
+/// The pause banners: why each pause holds and the one step left.
+fn pause_rows(app: &App, explained: &[ExplainedPause], now: DateTime<Utc>) -> Vec<PauseRow> {
+    let default_tz = app.settings().timezone;
+    explained
         .iter()
         .map(|explained| (&explained.pause, explained))
         .map(|(pause, explained)| PauseRow {
@@ -343,44 +388,7 @@ async fn queue_page(
                 relative(pause.at, now)
             ),
         })
-        .collect();
-    let layout = layout(dash, op, "queue", "Queue".to_owned(), live.review_count);
-    let filter_status = parse_status(&query.status)
-        .map(|s| s.as_str().to_owned())
-        .unwrap_or_default();
-    let filter_channel = parse_channel(app, &query.channel)
-        .map(|c| c.to_string())
-        .unwrap_or_default();
-    let status_options = PostStatus::ALL
-        .iter()
-        .map(|s| SelectOption {
-            value: s.as_str().to_owned(),
-            label: status_label(*s).to_owned(),
-            selected: filter_status == s.as_str(),
-        })
-        .collect();
-    let channel_options = app
-        .settings()
-        .channels
-        .keys()
-        .map(|c| SelectOption {
-            value: c.to_string(),
-            label: c.to_string(),
-            selected: filter_channel == c.as_str(),
-        })
-        .collect();
-    Ok(QueuePage {
-        layout,
-        pauses,
-        global_paused,
-        live,
-        channels,
-        window,
-        filter_status,
-        filter_channel,
-        status_options,
-        channel_options,
-    })
+        .collect()
 }
 
 /// Why a pause holds, without a step to take (the banner offers the steps): the
@@ -396,8 +404,10 @@ async fn live_part(
     dash: &Dashboard,
     op: &Operator,
     query: &QueueQuery,
-    pauses: &[Pause],
+    explained: &[ExplainedPause],
 ) -> Result<Live, Error> {
+    let pauses: Vec<Pause> = explained.iter().map(|e| e.pause.clone()).collect();
+    let pauses = pauses.as_slice();
     let app = dash.app();
     let who = &op.principal;
     let now = app.now();
@@ -501,6 +511,8 @@ async fn live_part(
         inbox,
         review_count: count_of(PostStatus::NeedsReview) + quarantined_count,
         in_doubt: count_of(PostStatus::NeedsReview),
+        pauses: pause_rows(app, explained, now),
+        csrf: op.csrf.clone(),
         quarantined: quarantined_count,
         counts,
         schedule,

@@ -292,3 +292,30 @@ async fn resolving_without_resuming_says_resume_is_left() {
     );
     assert_eq!(h.pauses().await, vec!["drill".to_owned()]);
 }
+
+/// The finding: the pause banner was not part of the queue's live fragment, so an open
+/// queue kept saying "paused" after the pause ended (resumed in another tab, on the
+/// CLI). The fragment carries the banners now, with the step left.
+#[tokio::test]
+async fn an_open_queue_drops_a_pause_banner_once_it_ended() {
+    let h = Harness::new().await;
+    let third = paused_by_doubt(&h).await;
+    let mut browser = Browser::signed_in(h.router(), &h.operator).await;
+    let live = browser.get("/live").await;
+    let shown = banners(&live.body);
+    assert!(shown.contains("Channel drill paused"), "{}", live.body);
+    assert!(
+        shown.contains(&format!("href=\"/review#review-{third}\"")),
+        "{shown}"
+    );
+    assert!(shown.contains(">Resume drill</button>"), "{shown}");
+    assert!(live.body.contains("data-live-part=\"pauses\""));
+
+    h.app
+        .resume(&Principal::cli(), Some("drill"))
+        .await
+        .unwrap();
+    let live = browser.get("/live").await;
+    assert!(live.body.contains("data-live-part=\"pauses\""));
+    assert!(banners(&live.body).is_empty(), "{}", live.body);
+}
