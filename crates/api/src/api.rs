@@ -261,6 +261,7 @@ pub async fn list_posts(
         platform_post_id: None,
         quarantined: query.quarantined,
         created_by: mine.then(|| who.actor.to_string()),
+        goes_out: None,
     };
     let page = app.list_post_page(&who, &filter).await.recorded(&app)?;
     let mut response = Json(page.posts).into_response();

@@ -219,6 +219,32 @@ pub struct ChannelBudget {
     pub url_post_usd: f64,
 }
 
+/// An active pause with, when a post's unknown outcome set it, where that post stands
+/// ([`App::explained_pauses`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainedPause {
+    /// The pause, its reason as stored.
+    pub pause: Pause,
+    /// The post whose unknown outcome set it, if one did.
+    pub unknown: Option<UnknownOutcome>,
+}
+
+/// The post whose unknown outcome set a pause, now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownOutcome {
+    /// The post.
+    pub post: PostId,
+    /// Its channel.
+    pub channel: ChannelName,
+    /// What happened (`post 12 has an unknown outcome (timed out)`), without the step to
+    /// take, which depends on who reads it.
+    pub what: String,
+    /// Where it stands once a person settled it; `None` while it is still `needs_review`.
+    pub settled: Option<PostStatus>,
+    /// Another post on the same channel that still needs review, if any.
+    pub waiting: Option<PostId>,
+}
+
 impl App {
     /// Pauses one channel or everything (operator). `false` if already paused.
     pub async fn pause(
@@ -289,37 +315,77 @@ impl App {
         self.pauses_now().await
     }
 
-    pub(crate) async fn pauses_now(&self) -> Result<Vec<Pause>> {
-        let mut pauses = self.store().pauses().await?;
-        for pause in &mut pauses {
-            let Some(id) = unknown_pause_post(&pause.reason) else {
-                continue;
+    /// Active pauses as stored, each with where the post whose unknown outcome set it
+    /// stands now, so that a front end can say the one step left in its own words (the
+    /// dashboard points to its buttons, the CLI to its commands).
+    pub async fn explained_pauses(&self, who: &Principal) -> Result<Vec<ExplainedPause>> {
+        who.require(Action::Read)?;
+        self.explain_pauses().await
+    }
+
+    async fn explain_pauses(&self) -> Result<Vec<ExplainedPause>> {
+        let pauses = self.store().pauses().await?;
+        let mut explained = Vec::with_capacity(pauses.len());
+        for pause in pauses {
+            let unknown = match unknown_pause_post(&pause.reason) {
+                Some(id) => self.unknown_outcome(id, &pause.reason).await?,
+                None => None,
             };
-            let post = match self.store().get_post(id).await {
-                Ok(post) => post,
-                Err(StoreError::NotFound(_)) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if post.status == PostStatus::NeedsReview {
-                continue;
-            }
-            let waiting = self
-                .store()
-                .list_posts(&PostFilter {
-                    status: Some(PostStatus::NeedsReview),
-                    channel: Some(post.content.channel.clone()),
-                    limit: Some(1),
-                    ..PostFilter::default()
-                })
-                .await?;
-            pause.reason = settled_pause_reason(
-                &pause.reason,
-                (post.id, post.status),
-                waiting.first().map(|p| p.id),
-                &pause.scope,
-            );
+            explained.push(ExplainedPause { pause, unknown });
         }
-        Ok(pauses)
+        Ok(explained)
+    }
+
+    async fn unknown_outcome(&self, id: PostId, reason: &str) -> Result<Option<UnknownOutcome>> {
+        let post = match self.store().get_post(id).await {
+            Ok(post) => post,
+            Err(StoreError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let waiting = self
+            .store()
+            .list_posts(&PostFilter {
+                status: Some(PostStatus::NeedsReview),
+                channel: Some(post.content.channel.clone()),
+                limit: Some(2),
+                ..PostFilter::default()
+            })
+            .await?
+            .into_iter()
+            .map(|p| p.id)
+            .find(|other| *other != id);
+        Ok(Some(UnknownOutcome {
+            post: id,
+            channel: post.content.channel,
+            what: reason
+                .split("; settle it with")
+                .next()
+                .unwrap_or(reason)
+                .to_owned(),
+            settled: (post.status != PostStatus::NeedsReview).then_some(post.status),
+            waiting,
+        }))
+    }
+
+    pub(crate) async fn pauses_now(&self) -> Result<Vec<Pause>> {
+        Ok(self
+            .explain_pauses()
+            .await?
+            .into_iter()
+            .map(|ExplainedPause { mut pause, unknown }| {
+                if let Some(u) = unknown
+                    && let Some(status) = u.settled
+                {
+                    pause.reason = settled_pause_reason(
+                        &pause.reason,
+                        (u.post, status),
+                        u.waiting,
+                        &pause.scope,
+                    );
+                }
+                pause
+            })
+            .collect())
     }
 
     /// Quota use: the window, and each channel's day, with when slots free.

@@ -22,6 +22,17 @@ pub struct Withdrawn {
     pub reason: String,
 }
 
+/// A token with what it holds now ([`App::token_uses`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenUse {
+    /// The token, without its secret.
+    #[serde(flatten)]
+    pub record: TokenRecord,
+    /// Drafts it created that are still drafts (what `[server] max_drafts_per_token`
+    /// limits).
+    pub live_drafts: i64,
+}
+
 /// A newly created token; the only time its secret exists outside its holder.
 #[derive(Debug, Serialize)]
 pub struct IssuedToken {
@@ -96,6 +107,29 @@ impl App {
     pub async fn list_tokens(&self, who: &Principal) -> Result<Vec<TokenRecord>> {
         who.require(Action::ManageTokens)?;
         Ok(self.store().tokens().await?)
+    }
+
+    /// All tokens, without secrets, each with its live drafts (operator): one read of
+    /// the tokens and one of the drafts, however many tokens there are.
+    pub async fn token_uses(&self, who: &Principal) -> Result<Vec<TokenUse>> {
+        who.require(Action::ManageTokens)?;
+        let tokens = self.store().tokens().await?;
+        let drafts: std::collections::HashMap<String, i64> = self
+            .store()
+            .live_drafts_by_creator()
+            .await?
+            .into_iter()
+            .collect();
+        Ok(tokens
+            .into_iter()
+            .map(|record| {
+                let actor = Actor::Token(record.name.clone()).to_string();
+                TokenUse {
+                    live_drafts: drafts.get(&actor).copied().unwrap_or(0),
+                    record,
+                }
+            })
+            .collect())
     }
 
     /// Revokes a token (operator). Its passes stand for nobody from now on

@@ -433,6 +433,7 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
                 platform_post_id: None,
                 quarantined: quarantined.then_some(true),
                 created_by: None,
+                goes_out: None,
             };
             let posts = app.list_posts(&me, &filter).await?;
             if json {

@@ -281,9 +281,11 @@ impl Server {
         let router = airlock_api::router_with(self.app.clone(), self.api)
             .merge(airlock_dashboard::router(self.app.clone(), self.dashboard))
             .merge(airlock_mcp::router(self.app.clone(), mcp));
-        // One Host and Origin policy in front of every route (dashboard, API, MCP).
-        let router =
-            airlock_web::guarded(router, airlock_web::policy::HostPolicy::new(&self.policy));
+        // One Host and Origin policy in front of every route (dashboard, API, MCP); a
+        // browser's refused page gets the dashboard's explanation, anything else JSON.
+        let policy = airlock_web::policy::HostPolicy::new(&self.policy)
+            .with_page(airlock_dashboard::refusal_page);
+        let router = airlock_web::guarded(router, policy);
         let listener = self.listener;
         let token = shutdown.clone();
         tasks.spawn(async move {

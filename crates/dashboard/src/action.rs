@@ -67,6 +67,10 @@ pub struct ResolveForm {
     /// The platform's id of the part in doubt (a part of a thread that is not the last).
     #[serde(default)]
     pub platform_post_id: String,
+    /// Non-empty: resume the post's channel too, once it is settled (the second button,
+    /// as `airlock post resolve --resume`).
+    #[serde(default)]
+    pub resume: String,
     /// A local path to return to.
     #[serde(default)]
     pub back: Option<String>,
@@ -399,16 +403,72 @@ pub async fn resolve(
         };
         let published = matches!(resolution, Resolution::Published { .. });
         let post = d.app().resolve(who, id, resolution).await?;
-        Ok(if published && post.status == PostStatus::Approved {
+        let mut message = if published && post.status == PostStatus::Approved {
             // A part that is not the last: the post is approved again for the next one.
             format!("Marked the part of post #{id} in doubt as published: the next part goes out when due, once the channel is resumed")
         } else if published {
             format!("Marked post #{id} as published: its quota slot stays counted")
         } else {
             format!("Marked post #{id} as not published: it is failed now; requeue it to try again")
-        })
+        };
+        let channel = post.content.channel.as_str();
+        if !form.resume.trim().is_empty() {
+            // Settled whatever happens next: a refused resume is reported, not undone.
+            match d.app().resume(who, Some(channel)).await {
+                Ok(true) => message.push_str(&format!(". Resumed {channel}")),
+                Ok(false) => message.push_str(&format!(". {channel} was not paused")),
+                Err(e) => message.push_str(&format!(". Not resumed: {e}")),
+            }
+        }
+        if let Some(left) = still_paused(d, who, channel, id).await {
+            message.push_str(&format!(". {left}"));
+        }
+        Ok(message)
     })
     .await
+}
+
+/// What still holds `channel` after post `settled` was resolved, as the one step left in
+/// the dashboard's terms: another post in doubt to settle, or a pause to resume on the
+/// queue. `None` when nothing holds it (or the ledger cannot say now: the resolve
+/// itself is done either way).
+async fn still_paused(
+    dash: &Dashboard,
+    who: &airlock_app::Principal,
+    channel: &str,
+    settled: PostId,
+) -> Option<String> {
+    let pauses = dash.app().pauses(who).await.ok()?;
+    if pauses.iter().any(|p| p.scope == "*") {
+        return Some(
+            "All publishing stays paused: resume it on the queue when you are ready".to_owned(),
+        );
+    }
+    if !pauses.iter().any(|p| p.scope == channel) {
+        return None;
+    }
+    let filter = airlock_app::PostFilter {
+        status: Some(PostStatus::NeedsReview),
+        channel: airlock_core::ChannelName::parse(channel).ok(),
+        limit: Some(2),
+        ..airlock_app::PostFilter::default()
+    };
+    let waiting = dash
+        .app()
+        .list_summaries(who, &filter, 0)
+        .await
+        .ok()?
+        .into_iter()
+        .map(|p| p.id)
+        .find(|id| *id != settled);
+    Some(match waiting {
+        Some(next) => format!(
+            "{channel} stays paused: post #{next} on it still needs review; settle it, then resume {channel}"
+        ),
+        None => format!(
+            "{channel} stays paused: nothing on it is in doubt now, resume it on the queue when you are ready"
+        ),
+    })
 }
 
 /// `POST /posts/{id}/note`.

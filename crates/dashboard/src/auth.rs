@@ -8,6 +8,7 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Extension;
 use axum::Form;
 use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
@@ -20,7 +21,10 @@ use airlock_app::sessions::SessionState;
 use airlock_app::{Error, Principal};
 use airlock_core::Role;
 
+use airlock_web::policy::PageOrigin;
+
 use crate::pages::error_page;
+use crate::refused::Advice;
 use crate::session::{Dashboard, LOGIN_COOKIE, SESSION_COOKIE, cookie};
 
 /// How long the login form's pre-session cookie lasts, in seconds.
@@ -113,6 +117,9 @@ pub struct LoginPage {
     pub error: Option<String>,
     /// Why the previous session ended.
     pub notice: Option<&'static str>,
+    /// The page was reached at an address whose forms the server refuses (a forwarded
+    /// port, a proxy): what to set, before a token is typed in vain.
+    pub warning: Option<Advice>,
 }
 
 /// `?ended=` on the login page.
@@ -135,6 +142,7 @@ pub struct LoginForm {
 pub async fn login_page(
     State(dash): State<Dashboard>,
     headers: HeaderMap,
+    origin: Option<Extension<PageOrigin>>,
     Query(query): Query<LoginQuery>,
 ) -> Response {
     if let Some(id) = cookie(&headers, &dash.cookie_name(SESSION_COOKIE))
@@ -153,10 +161,14 @@ pub async fn login_page(
                 .into_response();
         }
     };
+    let warning = origin
+        .filter(|Extension(origin)| !origin.allowed)
+        .and_then(|Extension(origin)| Advice::new(&origin.origin, origin.advice));
     let page = LoginPage {
         csrf,
         error: None,
         notice: query.ended.map(Ended::message),
+        warning,
     };
     (
         [(
@@ -184,6 +196,7 @@ pub async fn login(
             csrf: csrf.clone(),
             error: Some(message),
             notice: None,
+            warning: None,
         };
         (status, page).into_response()
     };
@@ -212,14 +225,14 @@ pub async fn login(
         Ok(principal) => refuse(
             StatusCode::FORBIDDEN,
             format!(
-                "{} holds roles [{}]: only a token with the operator role may sign in to the dashboard. Create one with `airlock token create --name NAME --role operator`.",
+                "{} holds roles [{}]: only a token with the operator role may sign in to the dashboard. Create one with `airlock token create --name NAME --role operator`, or have an operator create one on the dashboard's Tokens page.",
                 principal.actor,
                 principal.roles.to_list()
             ),
         ),
         Err(Error::Unauthorized) => refuse(
             StatusCode::UNAUTHORIZED,
-            "That token is unknown or revoked. Use an operator token from `airlock token create` (or the one `airlock init` printed).".into(),
+            "That token is unknown or revoked. Use an operator token from `airlock token create` (or the one `airlock init` printed), or one an operator created on the dashboard's Tokens page.".into(),
         ),
         Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
     }

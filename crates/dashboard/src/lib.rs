@@ -14,8 +14,14 @@
 //! - [`auth`]: `GET/POST /login`, `POST /logout`, and the [`auth::Operator`] extractor
 //!   that re-authenticates the session's token on each request.
 //! - [`pages`]: the queue (`/`), a post (`/posts/{id}`), the inbox (`/review`), the
-//!   live fragment (`/live`), composing a post (`/compose`, with its check) and the
-//!   calendar (`/calendar`).
+//!   live fragment (`/live`), composing a post (`/compose`, with its check), the
+//!   calendar (`/calendar`) and the tokens (`/tokens`: list, create with the secret
+//!   shown once, revoke after a confirmation).
+//! - [`audit`]: who did what, every event as CSV or JSON Lines (`/audit.csv`,
+//!   `/audit.jsonl`), streamed a page at a time.
+//! - [`refused`]: the page a browser gets when the server's Host/Origin policy refuses
+//!   it (a forwarded port, a proxy), with the `[server]` setting that would let its
+//!   address in; `serve` installs [`refusal_page`] in the policy.
 //! - [`action`]: the `POST` forms; each calls one app operation, stores the result or
 //!   the refusal as a flash message and redirects back (post/redirect/get).
 //! - [`form`]: reading forms whose fields repeat (media rows, a thread's parts).
@@ -29,20 +35,24 @@
 //! askama's HTML escaping; no template marks user data `|safe`.
 //!
 //! What it deliberately does not do: keep anything but flash messages in memory (a
-//! restart or an upgrade signs nobody out and leaves open forms valid), or offer token
-//! management (that stays on the CLI).
+//! restart or an upgrade signs nobody out and leaves open forms valid), or show a
+//! token's secret anywhere but in the answer to the form that created it.
 
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
 
+pub use refused::refusal_page;
+
 pub mod action;
 pub mod asset;
+pub mod audit;
 pub mod auth;
 pub mod form;
 pub mod guard;
 pub mod pages;
+pub mod refused;
 pub mod session;
 pub mod view;
 pub mod zone;
@@ -76,12 +86,17 @@ impl Default for DashboardSettings {
 ///
 /// Pages: `GET /` (queue), `GET /posts/{id}`, `GET /review`, `GET /live` (the queue's
 /// live fragment), `GET /compose`, `GET /calendar` (`?view=week|month&start=&channel=`),
-/// `GET /login`, `GET /static/*`. Actions (`POST`, form-encoded, each with the CSRF
+/// `GET /tokens`, `GET /tokens/{name}/revoke` (the confirmation), `GET /audit.csv` and
+/// `GET /audit.jsonl` (`?since=&until=`, days or RFC 3339), `GET /login`,
+/// `GET /static/*`. Actions (`POST`, form-encoded, each with the CSRF
 /// field `csrf`): `/login`, `/logout`, `/compose` (`intent` check, save, add_part or
-/// remove_part), `/compose/check` (the check panel alone, for the script),
+/// remove_part), `/compose/check` (the check panel alone, for the script), `/tokens`
+/// (`name` and one `role` per role; answers with the secret, once),
+/// `/tokens/{name}/revoke`,
 /// `/posts/{id}/approve`, `/reject` (both with the hidden `content_hash` the page
 /// showed), `/release`, `/discard`, `/unapprove`, `/edit`, `/move` (a new date and time
-/// in the channel's zone), `/publish`, `/requeue`, `/resolve`, `/note`, and `/pause`,
+/// in the channel's zone), `/publish`, `/requeue`, `/resolve` (with `resume`, resumes the
+/// channel too), `/note`, and `/pause`,
 /// `/resume` (one channel or all). Every response carries the security headers of
 /// [`guard::SECURITY_HEADERS`].
 pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
@@ -105,6 +120,13 @@ pub fn router(app: airlock_app::App, settings: DashboardSettings) -> Router {
         .route("/posts/{id}/resolve", post(action::resolve))
         .route("/posts/{id}/note", post(action::note))
         .route("/posts/{id}/move", post(action::move_post))
+        .route("/tokens", get(pages::tokens).post(pages::create_token))
+        .route(
+            "/tokens/{name}/revoke",
+            get(pages::revoke_page).post(pages::revoke),
+        )
+        .route("/audit.csv", get(audit::csv))
+        .route("/audit.jsonl", get(audit::jsonl))
         .route("/pause", post(action::pause))
         .route("/resume", post(action::resume))
         .route("/login", get(auth::login_page).post(auth::login))

@@ -496,6 +496,19 @@ impl<D: Dialect> Reads for SqlReads<D> {
         live_drafts_in::<D>(&mut *acquire::<D>(&self.pool).await?, actor).await
     }
 
+    /// One pass over the drafts (`posts_open`), grouped by creator.
+    async fn live_drafts_by_creator(&self) -> Result<Vec<(String, i64)>> {
+        let sql = Sql::new(
+            "SELECT created_by, count(*) AS n FROM posts WHERE status = 'draft' \
+             GROUP BY created_by ORDER BY created_by",
+        );
+        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, |row| {
+            let r = Cols::<D>(row);
+            Ok((r.text("created_by")?, r.int("n")?))
+        })
+        .await
+    }
+
     /// The earliest due posts on open channels, for claims.
     async fn due_posts(
         &self,

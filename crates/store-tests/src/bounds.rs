@@ -65,8 +65,20 @@ pub async fn live_drafts_are_counted_per_creator(store: Arc<dyn Store>) {
     create(s, new_post("threads-main", "two", t0())).await;
     assert_eq!(s.live_drafts_by(WRITER).await.unwrap(), 2);
     assert_eq!(s.live_drafts_by(CRITIC).await.unwrap(), 0);
+    assert_eq!(
+        s.live_drafts_by_creator().await.unwrap(),
+        vec![(WRITER.to_owned(), 2)]
+    );
     approve(s, &first, mins(1)).await;
     assert_eq!(s.live_drafts_by(WRITER).await.unwrap(), 1);
+    let mut by_critic = create_request(new_post("threads-main", "three", t0()), mins(-60));
+    by_critic.actor = CRITIC.to_owned();
+    s.create_post(by_critic).await.unwrap();
+    assert_eq!(
+        s.live_drafts_by_creator().await.unwrap(),
+        vec![(CRITIC.to_owned(), 1), (WRITER.to_owned(), 1)],
+        "by creator, the approved one no longer counted"
+    );
 }
 
 /// A create by an actor already holding `max_live_drafts` live drafts is refused naming

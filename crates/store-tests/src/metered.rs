@@ -145,6 +145,10 @@ impl Reads for Metered {
         self.inner.live_drafts_by(actor).await
     }
 
+    async fn live_drafts_by_creator(&self) -> Result<Vec<(String, i64)>> {
+        self.inner.live_drafts_by_creator().await
+    }
+
     async fn due_posts(
         &self,
         channels: &[ChannelName],

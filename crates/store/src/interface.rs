@@ -127,6 +127,10 @@ pub trait Reads: Send + Sync {
     /// max_drafts_per_token`).
     async fn live_drafts_by(&self, actor: &str) -> Result<i64>;
 
+    /// Every creator that holds live drafts, with how many, by creator (`token:agent`):
+    /// what [`Reads::live_drafts_by`] counts, for all of them in one read.
+    async fn live_drafts_by_creator(&self) -> Result<Vec<(String, i64)>>;
+
     /// Dashboard sessions still live at `now` whose token is not revoked, oldest first,
     /// each with its token's name: what to check after restoring a backup.
     async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>>;
@@ -259,6 +263,10 @@ impl<T: ReadsFrom> Reads for T {
 
     async fn live_drafts_by(&self, actor: &str) -> Result<i64> {
         self.reader().live_drafts_by(actor).await
+    }
+
+    async fn live_drafts_by_creator(&self) -> Result<Vec<(String, i64)>> {
+        self.reader().live_drafts_by_creator().await
     }
 
     async fn live_sessions(&self, now: DateTime<Utc>) -> Result<Vec<LiveSession>> {

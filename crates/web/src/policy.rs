@@ -86,6 +86,59 @@ fn url_host(url: &url::Url) -> Option<String> {
 pub struct HostPolicy {
     hosts: Arc<BTreeSet<String>>,
     origins: Arc<BTreeSet<String>>,
+    /// Whether `[server] public_url` is set (the advice then adds to the lists).
+    has_public_url: bool,
+    /// What a browser's page navigation gets instead of the JSON refusal.
+    page: Option<RefusalPage>,
+}
+
+/// Renders a refusal as a page for a person ([`HostPolicy::with_page`]); `None` keeps
+/// the JSON refusal.
+pub type RefusalPage = fn(&RefusedRequest<'_>) -> Option<Response>;
+
+/// A request the policy refused, with what would allow it, for a page that explains it.
+#[derive(Debug)]
+pub struct RefusedRequest<'a> {
+    /// Why.
+    pub refusal: Refusal,
+    /// The request's headers.
+    pub headers: &'a HeaderMap,
+    /// Its path.
+    pub path: &'a str,
+    /// The address the browser used (`http://localhost:9000`), when the request shows
+    /// it: the `Origin` of a form the server's own page sent (its `Origin` names the
+    /// `Host` it was sent to), or the scheme and `Host` of a refused `Host`. `None` when
+    /// the request came from another site: then nothing should be allowed.
+    pub address: Option<String>,
+    /// The `[server]` lines that would allow [`RefusedRequest::address`] (empty without
+    /// one).
+    pub advice: Vec<String>,
+}
+
+/// Whether a request is a browser loading a page (a link, a typed address, a form),
+/// not a script or an agent: `Sec-Fetch-Mode: navigate`, or, from a browser that does
+/// not send it, an `Accept` that asks for HTML.
+pub fn is_navigation(headers: &HeaderMap) -> bool {
+    match headers.get("sec-fetch-mode") {
+        Some(mode) => mode.as_bytes() == b"navigate",
+        None => headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html")),
+    }
+}
+
+/// The address a browser shows the pages of a request at, and whether forms sent from
+/// them pass the policy. [`enforce`] adds it to every request it lets through, so that
+/// a page (the dashboard's sign-in) can say so before a form is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageOrigin {
+    /// `http://localhost:9000`: the scheme (`X-Forwarded-Proto`, else `http`) and `Host`.
+    pub origin: String,
+    /// Whether the policy allows forms from it (as `http` or as `https`).
+    pub allowed: bool,
+    /// The `[server]` lines that would allow it, when it is not allowed.
+    pub advice: Vec<String>,
 }
 
 impl HostPolicy {
@@ -131,6 +184,110 @@ impl HostPolicy {
         HostPolicy {
             hosts: Arc::new(hosts),
             origins: Arc::new(origins),
+            has_public_url: settings.public_url.is_some(),
+            page: None,
+        }
+    }
+
+    /// The policy, answering a browser's refused page navigation with `page` (the
+    /// dashboard's explanation) instead of JSON; every other refusal stays JSON.
+    pub fn with_page(mut self, page: RefusalPage) -> Self {
+        self.page = Some(page);
+        self
+    }
+
+    /// The `[server]` lines that would let a browser at `origin` (`scheme://host[:port]`)
+    /// use the server: `public_url` when it is not set (it makes the name an allowed
+    /// `Host` and the origin an allowed `Origin`), else `allowed_hosts` and
+    /// `allowed_origins` entries.
+    pub fn advice(&self, origin: &str) -> Vec<String> {
+        let Ok(url) = url::Url::parse(origin) else {
+            return Vec::new();
+        };
+        let origin = url.origin().ascii_serialization();
+        if !self.has_public_url {
+            return vec![format!("public_url = \"{origin}\"")];
+        }
+        let mut lines = Vec::new();
+        let authority = origin.split_once("://").map_or(origin.as_str(), |(_, a)| a);
+        let mut headers = HeaderMap::new();
+        if let Ok(host) = HeaderValue::from_str(authority) {
+            headers.insert(header::HOST, host);
+        }
+        if !self.allows_host(&headers, &Uri::from_static("/")) {
+            lines.push(format!("allowed_hosts = [\"{authority}\"]"));
+        }
+        if !self.allows_origin(&origin) {
+            lines.push(format!("allowed_origins = [\"{origin}\"]"));
+        }
+        lines
+    }
+
+    /// The address a browser shows this request's pages at, and whether its forms pass.
+    pub fn page_origin(&self, headers: &HeaderMap) -> Option<PageOrigin> {
+        let host = headers.get(header::HOST)?.to_str().ok()?.trim();
+        let scheme = match headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+        {
+            Some(proto) if proto.trim().eq_ignore_ascii_case("https") => "https",
+            _ => "http",
+        };
+        let origin = format!("{scheme}://{host}");
+        normalize_origin(&origin)?;
+        let allowed = ["http", "https"]
+            .iter()
+            .any(|scheme| self.allows_origin(&format!("{scheme}://{host}")));
+        Some(PageOrigin {
+            advice: if allowed {
+                Vec::new()
+            } else {
+                self.advice(&origin)
+            },
+            origin,
+            allowed,
+        })
+    }
+
+    /// What a page can tell a person about a refused request: the address they used, if
+    /// the request shows it was this server's own page (not another site's), and what
+    /// would allow it.
+    fn refused<'a>(
+        &self,
+        refusal: Refusal,
+        headers: &'a HeaderMap,
+        uri: &'a Uri,
+    ) -> RefusedRequest<'a> {
+        let address = match refusal {
+            Refusal::ForeignHost => self.page_origin(headers).map(|p| p.origin),
+            Refusal::ForeignOrigin => {
+                let origin = headers
+                    .get(header::ORIGIN)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::trim);
+                let own = self.page_origin(headers);
+                // A form the server's own page sent names, as its Origin, the Host it was
+                // sent to: a forwarded port or a proxy. Another site's form does not.
+                match (origin, own) {
+                    (Some(origin), Some(own))
+                        if normalize_origin(origin).is_some()
+                            && authority_of(origin) == authority_of(&own.origin) =>
+                    {
+                        Some(origin.to_owned())
+                    }
+                    _ => None,
+                }
+            }
+        };
+        RefusedRequest {
+            refusal,
+            headers,
+            path: uri.path(),
+            advice: address
+                .as_deref()
+                .map(|a| self.advice(a))
+                .unwrap_or_default(),
+            address,
         }
     }
 
@@ -272,11 +429,50 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// Middleware: refuses a foreign `Host` or `Origin` with 403 before any route runs.
-pub async fn enforce(State(policy): State<HostPolicy>, request: Request, next: Next) -> Response {
+/// `host[:port]` of an origin, lowercase, as a browser writes it (no default port).
+fn authority_of(origin: &str) -> Option<String> {
+    let url = url::Url::parse(origin).ok()?;
+    let host = match url.host()? {
+        url::Host::Domain(domain) => domain.to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+    };
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
+/// Middleware: refuses a foreign `Host` or `Origin` with 403 before any route runs; a
+/// browser's page navigation gets the policy's page ([`HostPolicy::with_page`]), any
+/// other request airlock's JSON error. A request let through carries its
+/// [`PageOrigin`] as an extension.
+pub async fn enforce(
+    State(policy): State<HostPolicy>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     match policy.check(request.headers(), request.uri()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refusal.into_response(),
+        Ok(()) => {
+            if let Some(origin) = policy.page_origin(request.headers()) {
+                request.extensions_mut().insert(origin);
+            }
+            next.run(request).await
+        }
+        Err(refusal) => {
+            if let Some(page) = policy.page
+                && is_navigation(request.headers())
+                && let Some(mut response) =
+                    page(&policy.refused(refusal, request.headers(), request.uri()))
+            {
+                *response.status_mut() = StatusCode::FORBIDDEN;
+                response
+                    .headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return response;
+            }
+            refusal.into_response()
+        }
     }
 }
 
@@ -403,5 +599,89 @@ mod tests {
         );
         assert_eq!(Refusal::ForeignHost.code(), "forbidden_host");
         assert_eq!(Refusal::ForeignOrigin.code(), "forbidden_origin");
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    /// The finding: through `ssh -L 9000:localhost:8080`, the sign-in page loads (a GET
+    /// has no Origin) and its form is refused. The page's address is known to be
+    /// refused before the form is sent, and the advice names the setting.
+    #[test]
+    fn a_forwarded_port_is_seen_with_the_setting_that_allows_it() {
+        let policy = HostPolicy::new(&PolicySettings::new("127.0.0.1:8080".parse().unwrap()));
+        let own = policy
+            .page_origin(&headers(&[("host", "localhost:8080")]))
+            .unwrap();
+        assert!(own.allowed && own.advice.is_empty(), "{own:?}");
+        let forwarded = policy
+            .page_origin(&headers(&[("host", "localhost:9000")]))
+            .unwrap();
+        assert_eq!(forwarded.origin, "http://localhost:9000");
+        assert!(!forwarded.allowed);
+        assert_eq!(forwarded.advice, ["public_url = \"http://localhost:9000\""]);
+
+        // The form its own page sent: Origin names the Host it went to.
+        let form = headers(&[
+            ("host", "localhost:9000"),
+            ("origin", "http://localhost:9000"),
+            ("sec-fetch-mode", "navigate"),
+        ]);
+        let uri = Uri::from_static("/login");
+        assert_eq!(policy.check(&form, &uri), Err(Refusal::ForeignOrigin));
+        let refused = policy.refused(Refusal::ForeignOrigin, &form, &uri);
+        assert_eq!(refused.address.as_deref(), Some("http://localhost:9000"));
+        assert_eq!(refused.advice, ["public_url = \"http://localhost:9000\""]);
+        assert!(is_navigation(&form));
+
+        // Another site's form: nothing to advise, nothing should be allowed.
+        let forged = headers(&[
+            ("host", "localhost:8080"),
+            ("origin", "https://evil.example"),
+        ]);
+        let refused = policy.refused(Refusal::ForeignOrigin, &forged, &uri);
+        assert_eq!((refused.address, refused.advice.len()), (None, 0));
+    }
+
+    #[test]
+    fn with_a_public_url_the_advice_adds_to_the_lists() {
+        let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
+        settings.public_url = Some(url::Url::parse("https://airlock.example").unwrap());
+        let policy = HostPolicy::new(&settings);
+        assert_eq!(
+            policy.advice("http://localhost:9000"),
+            ["allowed_origins = [\"http://localhost:9000\"]"]
+        );
+        assert_eq!(
+            policy.advice("http://box.lan:9000"),
+            [
+                "allowed_hosts = [\"box.lan:9000\"]",
+                "allowed_origins = [\"http://box.lan:9000\"]"
+            ]
+        );
+        // Behind the TLS proxy, with or without X-Forwarded-Proto, nothing to warn of.
+        let proxied = policy
+            .page_origin(&headers(&[("host", "airlock.example")]))
+            .unwrap();
+        assert!(proxied.allowed, "{proxied:?}");
+    }
+
+    #[test]
+    fn scripts_and_agents_are_not_navigations() {
+        assert!(!is_navigation(&headers(&[("accept", "application/json")])));
+        assert!(!is_navigation(&headers(&[
+            ("sec-fetch-mode", "cors"),
+            ("accept", "text/html")
+        ])));
+        assert!(is_navigation(&headers(&[(
+            "accept",
+            "text/html,application/xhtml+xml"
+        )])));
+        assert!(!is_navigation(&HeaderMap::new()));
     }
 }

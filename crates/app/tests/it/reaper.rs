@@ -200,6 +200,101 @@ async fn a_settled_posts_pause_says_what_is_left() {
     assert_eq!(drill.pause_reason.as_deref(), Some(after.as_str()));
 }
 
+/// The finding: the pause's reason names CLI commands, which the dashboard cannot
+/// offer as buttons. Explained, the pause names its post and where it stands, with
+/// nothing to parse: in doubt, then settled with nothing else waiting.
+#[tokio::test]
+async fn an_explained_pause_says_where_its_post_stands() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Unknown, 10)]).await;
+    let app = h.app();
+    let me = Principal::cli();
+    let post = approved(&app, "drill", "hello").await;
+    app.publish_next(None).await.unwrap().unwrap();
+    app.pause(&me, None, "maintenance").await.unwrap();
+    let explained = app.explained_pauses(&me).await.unwrap();
+    assert_eq!(explained.len(), 2, "{explained:?}");
+    let global = explained.iter().find(|e| e.pause.scope == "*").unwrap();
+    assert_eq!(global.unknown, None, "an operator's pause names no post");
+    let drill = explained.iter().find(|e| e.pause.scope == "drill").unwrap();
+    let unknown = drill.unknown.clone().expect("the unknown outcome's pause");
+    assert_eq!(
+        (unknown.post, unknown.settled, unknown.waiting),
+        (post.id, None, None)
+    );
+    assert_eq!(unknown.channel.as_str(), "drill");
+    assert!(
+        unknown
+            .what
+            .starts_with(&format!("post {} has an unknown outcome (", post.id))
+    );
+    assert!(
+        !unknown.what.contains("airlock"),
+        "no command in it: {}",
+        unknown.what
+    );
+
+    app.resolve(&me, post.id, Resolution::NotPublished)
+        .await
+        .unwrap();
+    let explained = app.explained_pauses(&me).await.unwrap();
+    let drill = explained.iter().find(|e| e.pause.scope == "drill").unwrap();
+    let unknown = drill.unknown.clone().unwrap();
+    assert_eq!(unknown.settled, Some(PostStatus::Failed));
+    assert_eq!(unknown.waiting, None);
+    assert!(
+        drill.pause.reason.contains("settle it with"),
+        "stored as written"
+    );
+}
+
+/// Revoked tokens stay listed; each token counts the drafts it created that are still
+/// drafts, in one read for all of them.
+#[tokio::test]
+async fn tokens_are_listed_with_their_live_drafts() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Unknown, 10)]).await;
+    let app = h.app();
+    let me = Principal::cli();
+    for name in ["agent", "idle"] {
+        app.create_token(
+            &me,
+            name,
+            airlock_core::RoleSet::of(&[airlock_core::Role::Writer]),
+        )
+        .await
+        .unwrap();
+    }
+    let agent = writer("agent");
+    for text in ["one", "two", "three"] {
+        app.create_post(
+            &agent,
+            draft("drill", text),
+            None,
+            airlock_app::posts::DraftOrigin::default(),
+        )
+        .await
+        .unwrap();
+    }
+    // The CLI's drafts are not a token's.
+    approved(&app, "drill", "by the cli").await;
+    app.revoke_token(&me, "idle").await.unwrap();
+    let listed = app.token_uses(&me).await.unwrap();
+    let found: Vec<(&str, i64, bool)> = listed
+        .iter()
+        .map(|t| {
+            (
+                t.record.name.as_str(),
+                t.live_drafts,
+                t.record.revoked_at.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(found, vec![("agent", 3, false), ("idle", 0, true)]);
+    assert!(matches!(
+        app.token_uses(&agent).await,
+        Err(airlock_app::Error::Forbidden(_))
+    ));
+}
+
 /// A platform whose publish times out and whose container reads `EXPIRED`: this attempt
 /// can never be published.
 #[derive(Debug)]

@@ -1,8 +1,8 @@
 //! The pages: the queue (`/`), its live fragment (`/live`), a post (`/posts/{id}`, with
 //! its verdicts against the rubric and what breaks its channel's rules), the inbox of
 //! posts that need a person (`/review`: `needs_review` posts to settle and quarantined
-//! drafts to release or discard), composing a post (`/compose`) and the calendar
-//! (`/calendar`), plus the error page.
+//! drafts to release or discard), composing a post (`/compose`), the calendar
+//! (`/calendar`) and the tokens (`/tokens`), plus the error page.
 //!
 //! Handlers read through [`airlock_app::App`] as the signed-in operator and turn the
 //! answers into view models of plain strings (times already in the channel's calendar),
@@ -11,7 +11,8 @@
 //!
 //! Layout: one module a page, with its view models and handlers: `queue` (`/` and
 //! `/live`), `post` (`/posts/{id}`), `review` (`/review`), `compose` (`/compose` and
-//! `/compose/check`) and `calendar` (`/calendar`); `parts` holds the view
+//! `/compose/check`), `calendar` (`/calendar`) and `tokens` (`/tokens` and
+//! `/tokens/{name}/revoke`); `parts` holds the view
 //! models more than one page shows (the frame, post rows and views, the evidence and
 //! verdict rows, the inbox counts), and `error` the error page.
 
@@ -22,6 +23,7 @@ mod parts;
 mod post;
 mod queue;
 mod review;
+mod tokens;
 
 pub use calendar::{
     CALENDAR_LIMIT, CalendarPage, CalendarQuery, DayView, Entry, Grid, View, calendar, placed_at,
@@ -41,6 +43,9 @@ pub use queue::{
     ScheduleRow, SelectOption, WindowRow, live, queue,
 };
 pub use review::{QuarantineItem, ReviewItem, ReviewPage, ReviewQuery, review};
+pub use tokens::{
+    Issued, RevokePage, RoleChoice, TokenRow, TokensPage, create_token, revoke, revoke_page, tokens,
+};
 
 /// Posts per page of the queue table; older ones are a link away (`?before=`).
 pub const TABLE_LIMIT: u32 = 100;

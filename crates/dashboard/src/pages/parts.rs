@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use airlock_app::PostFilter;
+use airlock_app::control::ExplainedPause;
 use airlock_app::{App, Error};
 use airlock_core::{ChannelName, Media, Post, PostContent, PostDetail, PostStatus, PostSummary};
 
@@ -356,6 +357,37 @@ pub(super) async fn quarantine_count(app: &App, op: &Operator) -> Result<i64, Er
         ..PostFilter::default()
     };
     Ok(app.list_summaries(&op.principal, &filter, 0).await?.len() as i64)
+}
+
+/// The channel whose pause resolving `post` may lift in the same action: its own
+/// channel, when a post in doubt set that channel's pause and no other post on it is in
+/// doubt now (the CLI's `post resolve --resume`). `None` otherwise: resuming would let
+/// the channel publish while another outcome is unknown, or lift an operator's pause.
+pub(super) async fn resume_offer(
+    app: &App,
+    op: &Operator,
+    explained: &[ExplainedPause],
+    post: &Post,
+) -> Result<Option<String>, Error> {
+    let channel = &post.content.channel;
+    let held_by_doubt = explained
+        .iter()
+        .any(|e| e.pause.scope == channel.as_str() && e.unknown.is_some());
+    if !held_by_doubt {
+        return Ok(None);
+    }
+    let filter = PostFilter {
+        status: Some(PostStatus::NeedsReview),
+        channel: Some(channel.clone()),
+        limit: Some(2),
+        ..PostFilter::default()
+    };
+    let others = app
+        .list_summaries(&op.principal, &filter, 0)
+        .await?
+        .iter()
+        .any(|p| p.id != post.id);
+    Ok((!others).then(|| channel.to_string()))
 }
 
 /// A channel's calendar, or the default one for a channel no longer configured.

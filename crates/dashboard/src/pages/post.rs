@@ -16,8 +16,8 @@ use super::compose::Problem;
 use super::error::{app_error_page, error_page};
 use super::parts::{
     EventRow, InDoubt, IntentRow, Layout, PostView, ReservationRow, VerdictRow, channel_tz,
-    event_rows, in_doubt, intent_rows, layout, post_view, reservation_rows, review_count,
-    verdict_rows,
+    event_rows, in_doubt, intent_rows, layout, post_view, reservation_rows, resume_offer,
+    review_count, verdict_rows,
 };
 use crate::auth::Operator;
 use crate::form::{MediaRow, rows_of};
@@ -52,6 +52,8 @@ pub struct PostPage {
     pub edit_media: Vec<MediaRow>,
     /// Where actions return.
     pub back: String,
+    /// The channel a resolve may resume in the same action (see the inbox).
+    pub resume: Option<String>,
 }
 
 /// The review state of a post: the rubric, approvals and the revision cap.
@@ -131,6 +133,12 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         discard: quarantined,
     };
     let review = review_view(app, op, &detail).await?;
+    let resume = if actions.resolve {
+        let explained = app.explained_pauses(who).await?;
+        resume_offer(app, op, &explained, &detail.post).await?
+    } else {
+        None
+    };
     let layout = layout(dash, op, "post", format!("Post #{id}"), review_count);
     Ok(PostPage {
         layout,
@@ -149,6 +157,7 @@ async fn post_page(dash: &Dashboard, op: &Operator, id: PostId) -> Result<PostPa
         },
         edit_media: edit_rows(&detail.post.content.media),
         back: format!("/posts/{id}"),
+        resume,
     })
 }
 

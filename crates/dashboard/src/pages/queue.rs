@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Deserialize;
 
-use airlock_app::control::{ChannelQuota, QuotaStatus};
+use airlock_app::control::{ChannelQuota, ExplainedPause, QuotaStatus};
 use airlock_app::{App, Error};
 use airlock_app::{Pause, PostFilter};
 use airlock_core::quota::day_bounds;
@@ -32,8 +32,6 @@ use crate::view::{excerpt, local, local_precise, local_time, relative, status_la
 pub struct QueuePage {
     /// Frame.
     pub layout: Layout,
-    /// Active pauses.
-    pub pauses: Vec<PauseRow>,
     /// Whether everything is paused.
     pub global_paused: bool,
     /// The refreshable part.
@@ -60,7 +58,8 @@ pub struct LiveFragment {
     pub live: Live,
 }
 
-/// The queue's part that live refresh replaces: inbox, counts, today, the table.
+/// The queue's part that live refresh replaces: pause banners, inbox, counts, today,
+/// the table.
 #[derive(Debug, Clone)]
 pub struct Live {
     /// Posts that need a person, oldest first (at most [`INBOX_LIMIT`]), then the
@@ -68,6 +67,14 @@ pub struct Live {
     pub inbox: Vec<PostRow>,
     /// How many posts need a person in all (`needs_review` and quarantined).
     pub review_count: i64,
+    /// Of those, how many are `needs_review` (nobody knows whether they went out).
+    pub in_doubt: i64,
+    /// Of those, how many are quarantined drafts (they never went anywhere).
+    pub quarantined: i64,
+    /// Active pauses, as banners.
+    pub pauses: Vec<PauseRow>,
+    /// The CSRF token for the banners' Resume forms.
+    pub csrf: String,
     /// Counts per status.
     pub counts: Vec<CountRow>,
     /// What goes out today, per channel calendar.
@@ -120,19 +127,27 @@ pub struct ScheduleRow {
     pub class: &'static str,
 }
 
-/// An active pause, as a banner.
+/// An active pause, as a banner: why, and the one step left, in the dashboard's terms
+/// (its inbox and its Resume button, never a command line).
 #[derive(Debug, Clone)]
 pub struct PauseRow {
     /// `All publishing` or `Channel cats`.
     pub label: String,
     /// The form value to resume it: empty for all, else the channel.
     pub channel: String,
-    /// Why.
+    /// Why: the operator's reason, or what the post whose outcome is unknown did.
     pub reason: String,
     /// Who.
     pub actor: String,
     /// Since when.
     pub since: String,
+    /// The post whose unknown outcome set the pause, once a person settled it:
+    /// `(id, its state)`.
+    pub settled: Option<(i64, &'static str)>,
+    /// Posts on the channel still in doubt, to settle in the inbox before resuming.
+    pub settle: Vec<i64>,
+    /// The pause was set by a post in doubt and none is left: resuming is the step.
+    pub resume_now: bool,
 }
 
 /// A channel with its daily gauge and pause state.
@@ -233,17 +248,17 @@ pub async fn queue(
     }
 }
 
-/// `GET /live`: the queue's live fragment (inbox, counts, today, table).
+/// `GET /live`: the queue's live fragment (pause banners, inbox, counts, today, table).
 pub async fn live(
     State(dash): State<Dashboard>,
     op: Operator,
     Query(query): Query<QueueQuery>,
 ) -> Response {
-    let pauses = match dash.app().pauses(&op.principal).await {
-        Ok(pauses) => pauses,
+    let explained = match dash.app().explained_pauses(&op.principal).await {
+        Ok(explained) => explained,
         Err(e) => return app_error_page(e),
     };
-    match live_part(&dash, &op, &query, &pauses).await {
+    match live_part(&dash, &op, &query, &explained).await {
         Ok(live) => LiveFragment { live }.into_response(),
         Err(e) => app_error_page(e),
     }
@@ -258,8 +273,9 @@ async fn queue_page(
     let who = &op.principal;
     let now = app.now();
     let default_tz = app.settings().timezone;
-    let pauses = app.pauses(who).await?;
-    let live = live_part(dash, op, query, &pauses).await?;
+    let explained = app.explained_pauses(who).await?;
+    let pauses: Vec<Pause> = explained.iter().map(|e| e.pause.clone()).collect();
+    let live = live_part(dash, op, query, &explained).await?;
     let quota = app.quota_status(who).await?;
     let statuses = app.channel_statuses(who).await?;
     let global_paused = pauses.iter().any(|p| p.scope == "*");
@@ -278,35 +294,21 @@ async fn queue_page(
                 gauge_max: status.daily_limit.max(1),
                 gauge_high: gauge_high(status.daily_limit),
                 next_slot: next_slot(quota_row, now, tz),
-                paused: status.pause_reason.clone(),
+                paused: status.paused.then(|| {
+                    explained
+                        .iter()
+                        .find(|e| e.pause.scope == status.name.as_str())
+                        .or_else(|| explained.iter().find(|e| e.pause.scope == "*"))
+                        .map(pause_reason)
+                        .unwrap_or_default()
+                }),
                 own_pause: pauses.iter().any(|p| p.scope == status.name.as_str()),
                 budget: quota_row.and_then(|q| q.budget.as_ref()).map(budget_row),
             }
         })
         .collect();
     let window = window_row(&quota, now, default_tz);
-    let pauses = pauses
-        .iter()
-        .map(|pause| PauseRow {
-            label: if pause.scope == "*" {
-                "All publishing".to_owned()
-            } else {
-                format!("Channel {}", pause.scope)
-            },
-            channel: if pause.scope == "*" {
-                String::new()
-            } else {
-                pause.scope.clone()
-            },
-            reason: pause.reason.clone(),
-            actor: pause.actor.clone(),
-            since: format!(
-                "{} ({})",
-                local(pause.at, default_tz),
-                relative(pause.at, now)
-            ),
-        })
-        .collect();
+
     let layout = layout(dash, op, "queue", "Queue".to_owned(), live.review_count);
     let filter_status = parse_status(&query.status)
         .map(|s| s.as_str().to_owned())
@@ -334,7 +336,6 @@ async fn queue_page(
         .collect();
     Ok(QueuePage {
         layout,
-        pauses,
         global_paused,
         live,
         channels,
@@ -346,12 +347,67 @@ async fn queue_page(
     })
 }
 
+/// The pause banners: why each pause holds and the one step left.
+fn pause_rows(app: &App, explained: &[ExplainedPause], now: DateTime<Utc>) -> Vec<PauseRow> {
+    let default_tz = app.settings().timezone;
+    explained
+        .iter()
+        .map(|explained| (&explained.pause, explained))
+        .map(|(pause, explained)| PauseRow {
+            label: if pause.scope == "*" {
+                "All publishing".to_owned()
+            } else {
+                format!("Channel {}", pause.scope)
+            },
+            channel: if pause.scope == "*" {
+                String::new()
+            } else {
+                pause.scope.clone()
+            },
+            reason: pause_reason(explained),
+            settled: explained
+                .unknown
+                .as_ref()
+                .and_then(|u| u.settled.map(|s| (u.post.0, s.as_str()))),
+            settle: explained
+                .unknown
+                .iter()
+                .flat_map(|u| {
+                    let open = u.settled.is_none().then_some(u.post.0);
+                    open.into_iter().chain(u.waiting.map(|w| w.0))
+                })
+                .collect(),
+            resume_now: explained
+                .unknown
+                .as_ref()
+                .is_some_and(|u| u.settled.is_some() && u.waiting.is_none()),
+            actor: pause.actor.clone(),
+            since: format!(
+                "{} ({})",
+                local(pause.at, default_tz),
+                relative(pause.at, now)
+            ),
+        })
+        .collect()
+}
+
+/// Why a pause holds, without a step to take (the banner offers the steps): the
+/// operator's reason, or what happened to the post whose outcome is unknown.
+fn pause_reason(explained: &ExplainedPause) -> String {
+    match &explained.unknown {
+        Some(unknown) => unknown.what.clone(),
+        None => explained.pause.reason.clone(),
+    }
+}
+
 async fn live_part(
     dash: &Dashboard,
     op: &Operator,
     query: &QueueQuery,
-    pauses: &[Pause],
+    explained: &[ExplainedPause],
 ) -> Result<Live, Error> {
+    let pauses: Vec<Pause> = explained.iter().map(|e| e.pause.clone()).collect();
+    let pauses = pauses.as_slice();
     let app = dash.app();
     let who = &op.principal;
     let now = app.now();
@@ -454,6 +510,10 @@ async fn live_part(
     Ok(Live {
         inbox,
         review_count: count_of(PostStatus::NeedsReview) + quarantined_count,
+        in_doubt: count_of(PostStatus::NeedsReview),
+        pauses: pause_rows(app, explained, now),
+        csrf: op.csrf.clone(),
+        quarantined: quarantined_count,
         counts,
         schedule,
         posts,

@@ -17,7 +17,7 @@ use super::error::app_error_page;
 use super::parts::{
     EventRow, InDoubt, IntentRow, Layout, PostView, QUARANTINE_SCAN, ReservationRow, VerdictRow,
     channel_tz, event_rows, in_doubt, intent_rows, layout, needs_review_count, post_view,
-    reservation_rows, verdict_rows,
+    reservation_rows, resume_offer, verdict_rows,
 };
 use crate::auth::Operator;
 use crate::session::Dashboard;
@@ -53,6 +53,9 @@ pub struct ReviewItem {
     pub events: Vec<EventRow>,
     /// Reservations.
     pub reservations: Vec<ReservationRow>,
+    /// The channel a resolve may resume in the same action, when this is the last post
+    /// in doubt on it and a post in doubt paused it.
+    pub resume: Option<String>,
 }
 
 /// A quarantined post in the inbox, with the verdicts that put it there.
@@ -122,6 +125,11 @@ async fn review_page(
     ids.sort();
     let more = ids.len() > REVIEW_PAGE as usize;
     ids.truncate(REVIEW_PAGE as usize);
+    let explained = if ids.is_empty() {
+        Vec::new()
+    } else {
+        app.explained_pauses(who).await?
+    };
     let mut items = Vec::with_capacity(ids.len());
     for id in &ids {
         let detail = match app.get_post(who, *id).await {
@@ -140,6 +148,7 @@ async fn review_page(
             doubt: in_doubt(&detail),
             events: event_rows(&detail, tz),
             reservations: reservation_rows(&detail, tz),
+            resume: resume_offer(app, op, &explained, &detail.post).await?,
         });
     }
     let more_url = more

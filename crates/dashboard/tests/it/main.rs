@@ -4,12 +4,16 @@
 mod actions;
 mod browser;
 mod browser_compose;
+mod browser_desk;
 mod calendar;
 mod compose;
 mod edit;
+mod hints;
 mod memory;
+mod origin;
 mod parts;
 mod restart;
 mod review;
 mod security;
 mod support;
+mod tokens;
