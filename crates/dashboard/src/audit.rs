@@ -146,7 +146,8 @@ async fn export(dash: Dashboard, op: Operator, query: AuditQuery, format: Format
             );
         }
     };
-    tracing::info!(actor = %who.actor, since = ?range.since, until = ?range.until, "audit export");
+    let time = |at: Option<DateTime<Utc>>| at.map(format_utc).unwrap_or_default();
+    tracing::info!(actor = %who.actor, since = %time(range.since), until = %time(range.until), "audit export");
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(pump(app, who, range, format, first, tx));
     let (content_type, extension) = match format {

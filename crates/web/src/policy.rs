@@ -334,13 +334,13 @@ impl HostPolicy {
     /// carries one. A refusal is logged here, so every front end logs it alike.
     pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
         if !self.allows_host(headers, uri) {
-            tracing::warn!(host = ?headers.get(header::HOST), path = %uri.path(), "refused a request for a foreign Host");
+            tracing::warn!(host = %header_text(headers.get(header::HOST)), path = %uri.path(), "refused a request for a foreign Host");
             return Err(Refusal::ForeignHost);
         }
         if let Some(origin) = headers.get(header::ORIGIN)
             && !origin.to_str().is_ok_and(|o| self.allows_origin(o))
         {
-            tracing::warn!(origin = ?origin, path = %uri.path(), "refused a request from a foreign Origin");
+            tracing::warn!(origin = %header_text(Some(origin)), path = %uri.path(), "refused a request from a foreign Origin");
             return Err(Refusal::ForeignOrigin);
         }
         Ok(())
@@ -474,6 +474,13 @@ pub async fn enforce(
             refusal.into_response()
         }
     }
+}
+
+/// A header's value as plain text for the logs (empty when absent).
+fn header_text(value: Option<&HeaderValue>) -> String {
+    value
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
