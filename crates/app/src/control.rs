@@ -595,7 +595,7 @@ impl App {
 
 /// The post whose unknown outcome set a pause, read from the reason the worker wrote
 /// (`unknown_pause_prefix`).
-fn unknown_pause_post(reason: &str) -> Option<PostId> {
+pub(crate) fn unknown_pause_post(reason: &str) -> Option<PostId> {
     let rest = reason.strip_prefix("post ")?;
     let digits = rest.find(|c: char| !c.is_ascii_digit())?;
     let (id, rest) = rest.split_at(digits);

@@ -33,6 +33,17 @@ pub struct Reconciled {
     pub evidence: String,
 }
 
+/// What [`App::resolve_and_resume`] did with the channel's pause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumed {
+    /// The pause a post in doubt set is lifted.
+    Resumed,
+    /// The channel was not paused.
+    NotPaused,
+    /// A pause stays, for this reason (an operator's, or another post still in doubt).
+    Held(String),
+}
+
 /// A person's verdict on a `needs_review` post.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
@@ -682,6 +693,81 @@ impl App {
         };
         let change = self.change_by(who, &post, change).notifying(notify);
         Ok(self.store().change_post(change).await?)
+    }
+
+    /// Settles a `needs_review` post, then resumes its channel if the pause holding it
+    /// was set by a post in doubt and nothing on the channel is in doubt any more. An
+    /// operator's pause, or one a later post's doubt took over, is left alone and
+    /// named in [`Resumed::Held`]: the resolve stands either way.
+    pub async fn resolve_and_resume(
+        &self,
+        who: &Principal,
+        id: PostId,
+        resolution: Resolution,
+    ) -> Result<(Post, Resumed)> {
+        who.require(Action::Pause)?;
+        let post = self.resolve(who, id, resolution).await?;
+        let channel = post.content.channel.clone();
+        let pauses = self.store().pauses().await?;
+        let Some(pause) = pauses.iter().find(|p| p.scope == channel.as_str()) else {
+            let global = pauses.iter().find(|p| p.scope == "*");
+            return Ok((
+                post,
+                global.map_or(Resumed::NotPaused, |p| {
+                    Resumed::Held(format!("all publishing is paused: {}", p.reason))
+                }),
+            ));
+        };
+        let held = || Resumed::Held(pause.reason.clone());
+        let Some(doubt) = crate::control::unknown_pause_post(&pause.reason) else {
+            return Ok((post, held()));
+        };
+        let in_doubt = self
+            .store()
+            .list_posts(&airlock_store::PostFilter {
+                status: Some(PostStatus::NeedsReview),
+                channel: Some(channel.clone()),
+                limit: Some(1),
+                ..airlock_store::PostFilter::default()
+            })
+            .await?;
+        if let Some(other) = in_doubt.first() {
+            return Ok((
+                post,
+                Resumed::Held(format!("post {} on {channel} still needs review", other.id)),
+            ));
+        }
+        let notify = self.notifications(
+            "resumed",
+            None,
+            format!(
+                "channel {channel} resumed by {}: nothing on it is in doubt",
+                who.actor
+            ),
+            json!({"scope": channel}),
+        );
+        // Only while the pause is still the one that doubt set: an operator's pause
+        // taking it over meanwhile stays.
+        let lifted = self
+            .store()
+            .resume_own(
+                &airlock_store::PauseScope::Channel(channel.clone()),
+                &unknown_pause_prefix(doubt),
+                &who.actor.to_string(),
+                self.now(),
+                notify,
+            )
+            .await?;
+        if !lifted {
+            let now = self.store().pauses().await?;
+            let reason = now
+                .iter()
+                .find(|p| p.scope == channel.as_str())
+                .map_or_else(|| pause.reason.clone(), |p| p.reason.clone());
+            return Ok((post, Resumed::Held(reason)));
+        }
+        self.wake_dispatcher();
+        Ok((post, Resumed::Resumed))
     }
 
     /// Returns a failed post to the queue (operator); never automatic.

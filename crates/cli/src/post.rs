@@ -468,11 +468,15 @@ pub async fn run(config: &Config, command: PostCommand) -> CmdResult {
             } else {
                 Resolution::NotPublished
             };
-            let post = app.resolve(&me, parse_id(&id.id)?, resolution).await?;
+            let id_arg = parse_id(&id.id)?;
+            let post = if resume {
+                // Only a pause a post in doubt set is lifted; what else holds the
+                // channel is said below.
+                app.resolve_and_resume(&me, id_arg, resolution).await?.0
+            } else {
+                app.resolve(&me, id_arg, resolution).await?
+            };
             let channel = post.content.channel.as_str();
-            if resume {
-                app.resume(&me, Some(channel)).await?;
-            }
             show(&post, id.json, "resolved");
             // What is left to do, in one step: a pause that still holds the channel
             // (its reason, read now, names the step).

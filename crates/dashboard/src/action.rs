@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use airlock_app::posts::EditInput;
-use airlock_app::review::Resolution;
+use airlock_app::review::{Resolution, Resumed};
 use airlock_app::{Error, Result};
 use airlock_core::{PostId, PostStatus};
 
@@ -402,7 +402,13 @@ pub async fn resolve(
             }
         };
         let published = matches!(resolution, Resolution::Published { .. });
-        let post = d.app().resolve(who, id, resolution).await?;
+        let resume = !form.resume.trim().is_empty();
+        let (post, resumed) = if resume {
+            let (post, resumed) = d.app().resolve_and_resume(who, id, resolution).await?;
+            (post, Some(resumed))
+        } else {
+            (d.app().resolve(who, id, resolution).await?, None)
+        };
         let mut message = if published && post.status == PostStatus::Approved {
             // A part that is not the last: the post is approved again for the next one.
             format!("Marked the part of post #{id} in doubt as published: the next part goes out when due, once the channel is resumed")
@@ -412,13 +418,12 @@ pub async fn resolve(
             format!("Marked post #{id} as not published: it is failed now; requeue it to try again")
         };
         let channel = post.content.channel.as_str();
-        if !form.resume.trim().is_empty() {
-            // Settled whatever happens next: a refused resume is reported, not undone.
-            match d.app().resume(who, Some(channel)).await {
-                Ok(true) => message.push_str(&format!(". Resumed {channel}")),
-                Ok(false) => message.push_str(&format!(". {channel} was not paused")),
-                Err(e) => message.push_str(&format!(". Not resumed: {e}")),
-            }
+        match resumed {
+            Some(Resumed::Resumed) => message.push_str(&format!(". Resumed {channel}")),
+            Some(Resumed::NotPaused) => message.push_str(&format!(". {channel} was not paused")),
+            // Settled either way: what still holds the channel is said below.
+            Some(Resumed::Held(_)) => message.push_str(&format!(". {channel} was not resumed")),
+            None => {}
         }
         if let Some(left) = still_paused(d, who, channel, id).await {
             message.push_str(&format!(". {left}"));

@@ -295,6 +295,46 @@ async fn tokens_are_listed_with_their_live_drafts() {
     ));
 }
 
+/// The finding: resolving with "resume" lifted whatever paused the channel, an
+/// operator's emergency stop included. It lifts only the pause a post in doubt set, and
+/// only once nothing on the channel is in doubt.
+#[tokio::test]
+async fn resolve_and_resume_lifts_only_a_pause_that_doubt_set() {
+    use airlock_app::review::Resumed;
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Unknown, 10)]).await;
+    let app = h.app();
+    let me = Principal::cli();
+    let post = approved(&app, "drill", "hello").await;
+    app.publish_next(None).await.unwrap().unwrap();
+    // An operator stops the channel for another reason meanwhile.
+    app.pause(&me, Some("drill"), "account compromised")
+        .await
+        .unwrap();
+    let (settled, resumed) = app
+        .resolve_and_resume(&me, post.id, Resolution::NotPublished)
+        .await
+        .unwrap();
+    assert_eq!(settled.status, PostStatus::Failed);
+    assert!(
+        matches!(&resumed, Resumed::Held(reason) if reason.contains("account compromised")),
+        "{resumed:?}"
+    );
+    let pauses = app.pauses(&me).await.unwrap();
+    assert_eq!(pauses.len(), 1, "the operator's pause holds");
+    assert_eq!(pauses[0].reason, "account compromised");
+
+    // With only the doubt's own pause, it is lifted.
+    app.resume(&me, Some("drill")).await.unwrap();
+    let second = approved(&app, "drill", "second").await;
+    app.publish_next(None).await.unwrap().unwrap();
+    let (_, resumed) = app
+        .resolve_and_resume(&me, second.id, Resolution::NotPublished)
+        .await
+        .unwrap();
+    assert_eq!(resumed, Resumed::Resumed);
+    assert!(app.pauses(&me).await.unwrap().is_empty());
+}
+
 /// A platform whose publish times out and whose container reads `EXPIRED`: this attempt
 /// can never be published.
 #[derive(Debug)]

@@ -262,6 +262,48 @@ async fn the_last_post_in_doubt_resolves_and_resumes_in_one_action() {
     assert!(inbox.body.contains("Resumed drill"), "{}", inbox.body);
 }
 
+/// The attack: a resolve form posted with `resume=1` while other posts are in doubt, or
+/// after an operator paused the channel for another reason (a stale page), lifted the
+/// pause. It lifts only a pause a post in doubt set, once nothing else is in doubt.
+#[tokio::test]
+async fn a_forged_or_stale_resume_never_lifts_a_pause_it_should_not() {
+    let h = Harness::new().await;
+    let [first, second] = h.seeded.review;
+    let third = paused_by_doubt(&h).await;
+    let mut browser = Browser::signed_in(h.router(), &h.operator).await;
+    let resolve = |id: PostId| format!("/posts/{id}/resolve");
+    let forged = [
+        ("outcome", "not_published"),
+        ("resume", "1"),
+        ("back", "/review"),
+    ];
+    browser.submit("/review", &resolve(first), &forged).await;
+    assert_eq!(h.status(first).await, PostStatus::Failed);
+    assert_eq!(
+        h.pauses().await,
+        ["drill"],
+        "two more in doubt: still paused"
+    );
+
+    h.app
+        .resolve(&Principal::cli(), second, Resolution::NotPublished)
+        .await
+        .unwrap();
+    h.app
+        .pause(&Principal::cli(), Some("drill"), "account compromised")
+        .await
+        .unwrap();
+    browser.submit("/review", &resolve(third), &forged).await;
+    assert_eq!(h.status(third).await, PostStatus::Failed);
+    assert_eq!(h.pauses().await, ["drill"], "the operator's pause holds");
+    let inbox = browser.get("/review").await;
+    assert!(
+        inbox.body.contains("drill was not resumed"),
+        "{}",
+        inbox.body
+    );
+}
+
 /// Resolving the last post in doubt without resuming says the one step left: resume,
 /// on the queue.
 #[tokio::test]
