@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use airlock_core::hash::sha256_hex;
 use airlock_core::review::{self, Revoked};
-use airlock_core::{Action, Actor, Post, PostId, PostStatus, RoleSet};
+use airlock_core::{Action, Actor, Post, PostId, PostStatus, Role, RoleSet};
 use airlock_store::{Change, NewToken, PostFilter, StoreError, TokenRecord};
 
 use crate::{App, Error, Principal, Result};
@@ -49,9 +49,12 @@ fn expose<S: serde::Serializer>(secret: &SecretString, serializer: S) -> Result<
     serializer.serialize_str(secret.expose_secret())
 }
 
-/// Checks a token name: 1-64 of `a-z 0-9 - _ .`.
+/// Checks a token name: 1-64 of `a-z 0-9 - _ .`, not starting with `.` (a browser
+/// reads `/tokens/../revoke` as another path, so such a token could not be revoked on
+/// the dashboard).
 pub fn check_token_name(name: &str) -> Result<()> {
     let valid = !name.is_empty()
+        && !name.starts_with('.')
         && name.len() <= 64
         && name
             .chars()
@@ -60,7 +63,7 @@ pub fn check_token_name(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Invalid(format!(
-            "invalid token name {name:?}: use 1-64 lowercase letters, digits, '-', '_' or '.'"
+            "invalid token name {name:?}: use 1-64 lowercase letters, digits, '-', '_' or '.', not starting with '.'"
         )))
     }
 }
@@ -103,6 +106,26 @@ impl App {
         })
     }
 
+    /// A token may not revoke the last active operator token: with `[cli] require_token`
+    /// nobody could make another. The local CLI may; it can always make one.
+    async fn refuse_lockout(&self, who: &Principal, name: &str) -> Result<()> {
+        if who.actor == Actor::Cli {
+            return Ok(());
+        }
+        let tokens = self.store().tokens().await?;
+        let operators: Vec<&str> = tokens
+            .iter()
+            .filter(|t| t.revoked_at.is_none() && t.roles.grants(Role::Operator))
+            .map(|t| t.name.as_str())
+            .collect();
+        if operators == [name] {
+            return Err(Error::Conflict(format!(
+                "{name} is the last operator token: create another operator token (Tokens page, `airlock token create --role operator`) before revoking it"
+            )));
+        }
+        Ok(())
+    }
+
     /// All tokens, without secrets (operator).
     pub async fn list_tokens(&self, who: &Principal) -> Result<Vec<TokenRecord>> {
         who.require(Action::ManageTokens)?;
@@ -138,6 +161,7 @@ impl App {
     /// a status event saying why. Returns those posts.
     pub async fn revoke_token(&self, who: &Principal, name: &str) -> Result<Vec<Withdrawn>> {
         who.require(Action::ManageTokens)?;
+        self.refuse_lockout(who, name).await?;
         if !self.store().revoke_token(name, self.now()).await? {
             return Err(Error::NotFound(format!(
                 "no active token named {name:?}: see `airlock token list`"

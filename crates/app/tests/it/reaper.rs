@@ -247,6 +247,37 @@ async fn an_explained_pause_says_where_its_post_stands() {
     );
 }
 
+/// The finding: an operator's session could revoke the last operator token, and with
+/// `[cli] require_token` nobody could make another. A token may not revoke the last
+/// active operator token; the local CLI (which can always make one) may.
+#[tokio::test]
+async fn a_token_cannot_revoke_the_last_operator_token() {
+    use airlock_core::{Role, RoleSet};
+    let h = Harness::new(|dir| vec![sandbox(dir, "drill", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let me = Principal::cli();
+    let ops = RoleSet::of(&[Role::Operator]);
+    app.create_token(&me, "ops", ops.clone()).await.unwrap();
+    let ops_session = token("ops", &[Role::Operator]);
+    let err = app.revoke_token(&ops_session, "ops").await.unwrap_err();
+    assert!(err.to_string().contains("last operator token"), "{err}");
+    let active = |tokens: Vec<airlock_store::TokenRecord>| {
+        tokens
+            .iter()
+            .any(|t| t.name == "ops" && t.revoked_at.is_none())
+    };
+    assert!(active(app.list_tokens(&me).await.unwrap()));
+
+    app.create_token(&me, "ops2", ops).await.unwrap();
+    app.revoke_token(&ops_session, "ops").await.unwrap();
+    let err = app
+        .revoke_token(&token("ops2", &[Role::Operator]), "ops2")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("last operator token"), "{err}");
+    app.revoke_token(&me, "ops2").await.unwrap();
+}
+
 /// Revoked tokens stay listed; each token counts the drafts it created that are still
 /// drafts, in one read for all of them.
 #[tokio::test]

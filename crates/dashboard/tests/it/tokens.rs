@@ -227,6 +227,20 @@ async fn revoking_ones_own_token_signs_one_out() {
         "{}",
         confirm.body
     );
+    // The last operator token is not revoked: nobody could make another.
+    browser
+        .submit("/tokens/ops/revoke", "/tokens/ops/revoke", &[])
+        .await;
+    let page = browser.get("/tokens").await;
+    assert!(page.body.contains("last operator token"), "{}", page.body);
+    h.app
+        .create_token(
+            &airlock_app::Principal::cli(),
+            "ops2",
+            airlock_core::RoleSet::of(&[airlock_core::Role::Operator]),
+        )
+        .await
+        .unwrap();
     browser
         .submit("/tokens/ops/revoke", "/tokens/ops/revoke", &[])
         .await;
