@@ -1,12 +1,15 @@
 //! The tools' output schemas: each result type's JSON Schema, from the same derives as
 //! the HTTP API's OpenAPI document (`utoipa`), made self-contained for MCP: the schemas it
 //! refers to go into `$defs`, and its refs point there. The root is an object, as MCP
-//! requires of an `outputSchema`.
+//! requires of an `outputSchema`: the result, or (`anyOf`) the refusal envelope every
+//! error result carries, `{"error": {code, message}}`, since some clients check a
+//! tool's structured content against its schema on errors too.
 
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
 use serde_json::Value;
+use utoipa::{PartialSchema, ToSchema};
 
 /// Where OpenAPI keeps the schemas a schema refers to.
 const COMPONENTS: &str = "#/components/schemas/";
@@ -15,10 +18,14 @@ const COMPONENTS: &str = "#/components/schemas/";
 const DEFS: &str = "#/$defs/";
 
 /// The output schema of a tool answering with `T`.
-pub fn of<T: utoipa::ToSchema>() -> Arc<JsonObject> {
+pub fn of<T: ToSchema>() -> Arc<JsonObject> {
     let mut refs = Vec::new();
     T::schemas(&mut refs);
-    let mut root = serde_json::to_value(T::schema()).expect("a schema serializes");
+    airlock_app::ErrorBody::schemas(&mut refs);
+    refs.push((
+        airlock_app::ErrorBody::name().into_owned(),
+        airlock_app::ErrorBody::schema(),
+    ));
     let mut defs = serde_json::Map::new();
     for (name, schema) in refs {
         defs.insert(
@@ -26,21 +33,18 @@ pub fn of<T: utoipa::ToSchema>() -> Arc<JsonObject> {
             serde_json::to_value(schema).expect("a schema serializes"),
         );
     }
-    let object = root
-        .as_object_mut()
-        .expect("a result type's schema is an object");
-    // An object by its properties or by the parts it is made of (`allOf`): say so at the
-    // root, where MCP clients look.
-    object
-        .entry("type")
-        .or_insert_with(|| Value::String("object".into()));
-    if !defs.is_empty() {
-        object.insert("$defs".into(), Value::Object(defs));
-    }
+    let mut result = serde_json::to_value(T::schema()).expect("a schema serializes");
+    let refusal =
+        serde_json::json!({"$ref": format!("{COMPONENTS}{}", airlock_app::ErrorBody::name())});
+    let mut root = serde_json::json!({
+        "type": "object",
+        "anyOf": [result.take(), refusal],
+        "$defs": defs,
+    });
     point_refs_at_defs(&mut root);
     match root {
         Value::Object(object) => Arc::new(object),
-        _ => unreachable!("checked above"),
+        _ => unreachable!("built as an object"),
     }
 }
 

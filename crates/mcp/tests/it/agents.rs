@@ -224,10 +224,14 @@ async fn every_tool_declares_an_output_schema_and_answers_with_structured_conten
             .as_ref()
             .unwrap_or_else(|| panic!("{name} declares no output schema"));
         assert_eq!(schema.get("type"), Some(&json!("object")), "{name}");
+        // The result, or the refusal envelope every error result carries.
+        let any_of = schema["anyOf"].as_array().expect("anyOf");
+        assert_eq!(any_of.len(), 2, "{name}");
         assert!(
-            schema.get("properties").is_some() || schema.get("allOf").is_some(),
+            any_of[0].get("properties").is_some() || any_of[0].get("allOf").is_some(),
             "{name}: {schema:?}"
         );
+        assert_eq!(any_of[1], json!({"$ref": "#/$defs/ErrorBody"}), "{name}");
     }
     let post = structured(
         &call(

@@ -294,6 +294,25 @@ async fn every_structured_result_matches_its_declared_output_schema() {
     )
     .await;
 
+    // A refusal's structured content ({"error": {code, message}}) matches the schema too:
+    // clients that check it on errors would otherwise hide "over quota until ..." from
+    // the agent.
+    for tool in TOOLS {
+        let args = match tool {
+            "list_posts" => serde_json::json!({"status": "posting", "limit": 0}),
+            "list_channels" | "quota_status" => continue,
+            "draft_post" | "check_draft" => serde_json::json!({"channel": "nope", "text": "x"}),
+            _ => serde_json::json!({"id": 999_999}),
+        };
+        let result = call(&writer, tool, args).await;
+        if result.is_error == Some(true) {
+            let value = result
+                .structured_content
+                .expect("a refusal's structured content");
+            seen.push((tool.to_owned(), value));
+        }
+    }
+
     let tools_seen: std::collections::BTreeSet<&str> =
         seen.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
