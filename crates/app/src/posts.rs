@@ -554,7 +554,14 @@ impl App {
                 post.revisions
             )));
         }
-        if post.revisions > 0 && !who.roles.grants(airlock_core::Role::Operator) {
+        let operator = who.roles.grants(airlock_core::Role::Operator);
+        if !operator && post.created_by != who.actor.to_string() {
+            return Err(Error::Forbidden(format!(
+                "post {id} was drafted by {}: only its writer or an operator may discard it",
+                post.created_by
+            )));
+        }
+        if post.revisions > 0 && !operator {
             return Err(Error::Forbidden(format!(
                 "post {id} failed review {} time(s) and only an operator may discard it: revise it instead (discarding and drafting it again would escape the cap on failed reviews)",
                 post.revisions

@@ -283,3 +283,28 @@ async fn a_past_schedule_is_refused_unless_asked_for() {
     .await
     .unwrap();
 }
+
+/// The finding: any writer could discard any draft, another agent's or an operator's
+/// included. Only its writer or an operator may.
+#[tokio::test]
+async fn only_its_writer_or_an_operator_discards_a_draft() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let (a, b) = (writer_critic("a"), writer_critic("b"));
+    let mine = |text: &str| draft("cats", text);
+    let post = app
+        .create_post(&a, mine("A's draft"), None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    let err = app.discard(&b, post.id).await.unwrap_err();
+    assert!(matches!(err, Error::Forbidden(_)), "{err:?}");
+    assert!(err.to_string().contains("drafted by token:a"), "{err}");
+    app.discard(&a, post.id).await.unwrap();
+    let other = app
+        .create_post(&a, mine("another"), None, DraftOrigin::default())
+        .await
+        .unwrap()
+        .post;
+    app.discard(&Principal::cli(), other.id).await.unwrap();
+}
