@@ -736,7 +736,7 @@ impl App {
             .add_event(post.id, event, &actor, self.now(), Vec::new())
             .await
         {
-            tracing::warn!(post_id = %post.id, error = %e, "cannot record a pass refused for the content policy");
+            tracing::warn!(post_id = post.id.0, error = %e, "cannot record a pass refused for the content policy");
         }
     }
 

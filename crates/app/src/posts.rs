@@ -188,6 +188,41 @@ impl App {
         let request_hash = sha256_hex(
             canonical_json(&serde_json::to_value(&input).expect("input serializes")).as_bytes(),
         );
+        let idempotency = match idempotency_key {
+            Some(key) => {
+                let key = key.trim().to_owned();
+                if key.is_empty() || key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
+                    return Err(Error::Invalid(format!(
+                        "idempotency key must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters"
+                    )));
+                }
+                Some(CreateKey {
+                    scope: who.actor.to_string(),
+                    key,
+                    request_hash,
+                    ttl: self.settings().create_key_ttl,
+                })
+            }
+            None => None,
+        };
+        // A retry is answered first: the request was checked when it made the post, and
+        // checking it again against a clock that moved on (a schedule now past) or media
+        // that changed would refuse the retry and invite a second draft.
+        if let Some(key) = &idempotency
+            && let Some(created) = self.store().created_with_key(key, now).await?
+        {
+            let violations = channel
+                .policy
+                .check(&created.post.content)
+                .iter()
+                .map(CheckViolation::of_policy)
+                .collect();
+            return Ok(Drafted {
+                post: created.post,
+                existing: true,
+                violations,
+            });
+        }
         let mut content = PostContent {
             channel: channel.name.clone(),
             title: non_empty(input.title),
@@ -207,23 +242,6 @@ impl App {
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_schedule(at, now, input.allow_past)?,
             None => now,
-        };
-        let idempotency = match idempotency_key {
-            Some(key) => {
-                let key = key.trim().to_owned();
-                if key.is_empty() || key.chars().count() > MAX_IDEMPOTENCY_KEY_CHARS {
-                    return Err(Error::Invalid(format!(
-                        "idempotency key must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters"
-                    )));
-                }
-                Some(CreateKey {
-                    scope: who.actor.to_string(),
-                    key,
-                    request_hash,
-                    ttl: self.settings().create_key_ttl,
-                })
-            }
-            None => None,
         };
         let created = self
             .store()
@@ -275,7 +293,7 @@ impl App {
                 )
                 .await
             {
-                tracing::warn!(post_id = %created.post.id, error = %e, "cannot record a new draft's content policy violations");
+                tracing::warn!(post_id = created.post.id.0, error = %e, "cannot record a new draft's content policy violations");
             }
         }
         Ok(Drafted {

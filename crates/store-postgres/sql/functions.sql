@@ -1677,6 +1677,18 @@ END $$;
 -- draft (the creator's live drafts counted under its lock, +8; a queued duplicate text
 -- refused) with its creation key. existing: whether the post was there before.
 -- `p_more_parts`: the parts after the first ([{text, media}]); `p_first_comment`.
+-- The request an idempotency key made a post for, within its time to live: a front end
+-- asks first, so a retry is answered before the request is checked again (the
+-- runtime role cannot read create_keys itself).
+CREATE OR REPLACE FUNCTION airlock_created_with_key(
+    p_scope text, p_key text, p_since timestamptz)
+RETURNS TABLE (request_sha256 text, post_id bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT k.request_sha256, k.post_id FROM create_keys k
+    WHERE k.scope = p_scope AND k.key = p_key AND k.created_at >= p_since
+$$;
+
 CREATE OR REPLACE FUNCTION airlock_create_post(
     p_channel text, p_title text, p_text text, p_media jsonb, p_more_parts jsonb,
     p_first_comment text, p_link text, p_source jsonb,
@@ -1891,7 +1903,8 @@ BEGIN
             'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',
             'airlock_authenticate', 'airlock_open_session', 'airlock_session',
             'airlock_end_session', 'airlock_live_sessions', 'airlock_server_secret',
-            'airlock_create_post', 'airlock_delete_draft', 'airlock_add_event'])
+            'airlock_create_post', 'airlock_created_with_key', 'airlock_delete_draft',
+            'airlock_add_event'])
         THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f.signature,
                            {{runtime_role_literal}}::text);

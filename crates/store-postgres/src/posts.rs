@@ -137,6 +137,35 @@ impl airlock_store::Posts for PgStore {
         })
     }
 
+    async fn created_with_key(
+        &self,
+        key: &airlock_store::CreateKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Created>> {
+        let row =
+            sqlx::query("SELECT request_sha256, post_id FROM airlock_created_with_key($1, $2, $3)")
+                .bind(&key.scope)
+                .bind(&key.key)
+                .bind(now - key.ttl)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let request: String = get(&row, "request_sha256")?;
+        if request != key.request_hash {
+            return Err(StoreError::IdempotencyMismatch(key.key.clone()));
+        }
+        let id: i64 = get(&row, "post_id")?;
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        let post = reads::get_in::<Pg>(&mut conn, PostId(id)).await?;
+        Ok(Some(Created {
+            post,
+            existing: true,
+        }))
+    }
+
     /// Store::change_post: the change's own function, `airlock_change_<name>` (each passes
     /// its one combination to `airlock_apply_change`), in one round trip.
     async fn change_post(&self, change: PostChange) -> Result<Post> {

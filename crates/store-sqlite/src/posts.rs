@@ -216,6 +216,36 @@ pub(crate) async fn insert_event(
 
 #[async_trait]
 impl airlock_store::Posts for SqliteStore {
+    async fn created_with_key(
+        &self,
+        key: &airlock_store::CreateKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Created>> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        let earlier = sqlx::query(
+            "SELECT request_sha256, post_id FROM create_keys \
+             WHERE scope = ? AND key = ? AND created_at >= ?",
+        )
+        .bind(&key.scope)
+        .bind(&key.key)
+        .bind(ts(now - key.ttl))
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+        let Some(row) = earlier else {
+            return Ok(None);
+        };
+        let request: String = row.try_get("request_sha256").map_err(db)?;
+        if request != key.request_hash {
+            return Err(StoreError::IdempotencyMismatch(key.key.clone()));
+        }
+        let post = get_in(&mut conn, PostId(row.try_get("post_id").map_err(db)?)).await?;
+        Ok(Some(Created {
+            post,
+            existing: true,
+        }))
+    }
+
     async fn create_post(&self, req: CreatePost) -> Result<Created> {
         let mut tx = self.begin_write().await?;
         if let Some(key) = &req.idempotency {

@@ -80,6 +80,7 @@ macro_rules! __with_cases {
             store posts::create_post_with_the_same_key_and_body_returns_the_first_post,
             store posts::create_post_with_the_same_key_and_another_body_is_refused,
             store posts::idempotency_keys_are_forgotten_after_their_ttl,
+            store posts::an_idempotency_key_is_answered_before_a_create,
             store posts::a_filled_slot_returns_its_post_instead_of_a_second_one,
             store posts::a_missing_post_is_not_found,
             store posts::list_posts_filters_and_pages_newest_first,

@@ -274,6 +274,14 @@ impl Posts for Metered {
         self.inner.create_post(req).await
     }
 
+    async fn created_with_key(
+        &self,
+        key: &airlock_store::CreateKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Created>> {
+        self.inner.created_with_key(key, now).await
+    }
+
     async fn change_post(&self, change: PostChange) -> Result<Post> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.inner.change_post(change).await

@@ -127,6 +127,45 @@ pub async fn create_post_with_the_same_key_and_another_body_is_refused(store: Ar
     assert!(!created.existing);
 }
 
+/// A key can be asked about before a create: the post it made, a refusal for another
+/// request, nothing for an unknown key or one past its time to live. Asking writes
+/// nothing.
+pub async fn an_idempotency_key_is_answered_before_a_create(store: Arc<dyn Store>) {
+    let mut req = create_request(new_post("threads-main", "Once", t0()), t0());
+    let used = key("token:agent", "k-1", "a");
+    assert!(store.created_with_key(&used, t0()).await.unwrap().is_none());
+    req.idempotency = Some(used.clone());
+    let first = store.create_post(req).await.unwrap();
+
+    let found = store.created_with_key(&used, mins(10)).await.unwrap();
+    let found = found.expect("the key's post");
+    assert!(found.existing);
+    assert_eq!(found.post, first.post);
+    match store
+        .created_with_key(&key("token:agent", "k-1", "b"), mins(10))
+        .await
+    {
+        Err(StoreError::IdempotencyMismatch(k)) => assert_eq!(k, "k-1"),
+        res => panic!("expected IdempotencyMismatch, got {res:?}"),
+    }
+    let elsewhere = key("token:other-agent", "k-1", "a");
+    assert!(
+        store
+            .created_with_key(&elsewhere, mins(10))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let later = t0() + used.ttl + Duration::minutes(1);
+    assert!(
+        store
+            .created_with_key(&used, later)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
 /// A key older than its time to live is forgotten: the same key makes a new post.
 pub async fn idempotency_keys_are_forgotten_after_their_ttl(store: Arc<dyn Store>) {
     let mut req = create_request(new_post("threads-main", "Once", t0()), t0());

@@ -287,6 +287,17 @@ pub trait Posts: Send + Sync {
     /// returns that slot's post.
     async fn create_post(&self, req: CreatePost) -> Result<Created>;
 
+    /// The post an earlier create with `key` made, if the key was used within its `ttl`
+    /// before `now`, as [`Posts::create_post`] would answer a repeat (a different request
+    /// is [`StoreError::IdempotencyMismatch`](crate::StoreError::IdempotencyMismatch)).
+    /// Writes nothing: a front end asks first, so a retry is answered before the request
+    /// is checked again against a clock that moved on.
+    async fn created_with_key(
+        &self,
+        key: &crate::CreateKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Created>>;
+
     /// Applies a named change ([`Change`](crate::Change)) with its events, verdict, intent,
     /// reservations, failure counter, pause and notifications. A stale generation changes
     /// nothing, records a `stale_outcome` event (except the reaper's) and returns

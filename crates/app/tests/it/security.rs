@@ -308,3 +308,30 @@ async fn only_its_writer_or_an_operator_discards_a_draft() {
         .post;
     app.discard(&Principal::cli(), other.id).await.unwrap();
 }
+
+/// The finding: a draft scheduled a minute ahead, whose answer was lost, was refused on
+/// its retry ten minutes later as "in the past", inviting a second draft under a new key.
+/// A retry with the same key is answered with the first post before anything is checked.
+#[tokio::test]
+async fn a_retry_with_its_key_is_answered_after_its_schedule_passed() {
+    let h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    let app = h.app();
+    let a = writer_critic("a");
+    let soon = airlock_core::time::format_utc(h.clock.now() + chrono::Duration::minutes(1));
+    let input = airlock_app::posts::DraftInput {
+        scheduled_at: Some(soon),
+        ..draft("cats", "A minute from now")
+    };
+    let key = || Some("k-1".to_owned());
+    let first = app
+        .create_post(&a, input.clone(), key(), DraftOrigin::default())
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::minutes(10));
+    let again = app
+        .create_post(&a, input, key(), DraftOrigin::default())
+        .await
+        .unwrap();
+    assert!(again.existing);
+    assert_eq!(again.post.id, first.post.id);
+}
