@@ -254,3 +254,34 @@ async fn a_past_schedule_stops_the_draft_unless_asked_for() {
     let check = app.check_draft(&writer("w"), asked).await.unwrap();
     assert!(check.accepted && check.violations.is_empty(), "{check:?}");
 }
+
+/// The finding: each check downloaded every media item (up to 200 MB each), writing
+/// nothing, so any writer could make airlock fetch without limit or trace, and the
+/// compose page re-checked as the operator typed. A check fetches nothing.
+#[tokio::test]
+async fn a_check_fetches_no_media() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let images = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![0u8; 16]))
+        .expect(0)
+        .mount(&images)
+        .await;
+    let mut h = harness().await;
+    h.settings.media_fetch_timeout = Some(chrono::Duration::seconds(5));
+    let app = h.app();
+    let input = DraftInput {
+        media: vec![airlock_core::Media::new(
+            format!("{}/cat.png", images.uri()),
+            Some("a cat".into()),
+        )],
+        ..draft("cats", "A cat #ad")
+    };
+    let check = app
+        .check_draft(&token("w", &[Role::Writer]), input)
+        .await
+        .unwrap();
+    assert!(check.accepted, "{:?}", check.violations);
+    images.verify().await;
+}
