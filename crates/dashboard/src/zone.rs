@@ -8,7 +8,7 @@
 //! refused with a message that says so and names the instants it could be: the
 //! dashboard never guesses which hour someone meant.
 
-use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// The date and time fields of an instant in `tz`: `("2026-12-01", "09:30")`, what the
@@ -23,8 +23,17 @@ pub fn inputs(at: DateTime<Utc>, tz: Tz) -> (String, String) {
 
 /// Parses a date field (`YYYY-MM-DD`).
 pub fn parse_date(date: &str) -> Result<NaiveDate, String> {
-    NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d")
-        .map_err(|_| format!("{:?} is not a date: pick one, like 2026-12-01", date.trim()))
+    let parsed = NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d")
+        .map_err(|_| format!("{:?} is not a date: pick one, like 2026-12-01", date.trim()))?;
+    // The ledger's years (`airlock_core::time::parse_time`); a calendar a step past
+    // chrono's last year would panic.
+    if !(1970..=9999).contains(&parsed.year()) {
+        return Err(format!(
+            "{:?} is outside the years 1970 to 9999: pick a date in them",
+            date.trim()
+        ));
+    }
+    Ok(parsed)
 }
 
 /// Parses a time field (`HH:MM`, or `HH:MM:SS` as some browsers send it).
@@ -102,6 +111,20 @@ fn gap_around(naive: NaiveDateTime, tz: Tz) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The finding: `/calendar?start=+262142-12-01` panicked a step past chrono's last
+    /// year. Dates outside the ledger's years are refused.
+    #[test]
+    fn dates_outside_the_ledgers_years_are_refused() {
+        for far in ["+262142-12-01", "1969-12-31", "10000-01-01"] {
+            let err = parse_date(far).unwrap_err();
+            assert!(
+                err.contains(far.trim_start_matches('+')) || err.contains("not a date"),
+                "{err}"
+            );
+        }
+        assert!(parse_date("9999-12-31").is_ok());
+    }
 
     fn tz(name: &str) -> Tz {
         name.parse().unwrap()
