@@ -726,11 +726,21 @@ impl App {
             ),
             limits::MAX_EVENT_NOTE_CHARS,
         );
+        let actor = who.actor.to_string();
+        // A retried pass on the same content finds the same: one record is enough.
+        if let Ok(detail) = self.store().post_detail(post.id).await
+            && detail.events.last().is_some_and(|last| {
+                last.kind == PASS_REFUSED_EVENT
+                    && last.actor == actor
+                    && last.note.as_deref() == Some(note.as_str())
+            })
+        {
+            return;
+        }
         let event = store::EventNote {
             kind: PASS_REFUSED_EVENT.into(),
             note: Some(note),
         };
-        let actor = who.actor.to_string();
         if let Err(e) = self
             .store()
             .add_event(post.id, event, &actor, self.now(), Vec::new())

@@ -167,6 +167,16 @@ async fn a_pass_the_policy_refuses_is_recorded_on_the_post() {
         .await
         .unwrap_err();
     assert!(matches!(refused, Error::Policy(_)), "{refused:?}");
+    // A retried pass on the same content is refused again and recorded once.
+    let again = app
+        .give_verdict(
+            &critic("c"),
+            post.id,
+            verdict(&post, VerdictKind::Pass, &[]),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(again, Error::Policy(_)), "{again:?}");
     let notes = events_of(&h, post.id, "pass_refused").await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
