@@ -1,4 +1,4 @@
-//! The audit export: who did what, as every event of the ledger (`GET /audit.csv`,
+//! The audit export: who did what to posts, as every post event of the ledger (`GET /audit.csv`,
 //! `GET /audit.jsonl`), oldest first, optionally from `since` and before `until`.
 //!
 //! The export is read through [`airlock_app::App::events_after`] a page of
@@ -203,7 +203,8 @@ async fn pump(
         if !chunk.is_empty() && tx.send(Ok(Bytes::from(chunk))).await.is_err() {
             return;
         }
-        if page.len() < AUDIT_PAGE as usize {
+        // A reader gone while pages outside the range send nothing is noticed here.
+        if page.len() < AUDIT_PAGE as usize || tx.is_closed() {
             return;
         }
         page = match app.events_after(&who, last, AUDIT_PAGE).await {
