@@ -200,10 +200,24 @@ impl HostPolicy {
     /// use the server: `public_url` when it is not set (it makes the name an allowed
     /// `Host` and the origin an allowed `Origin`), else `allowed_hosts` and
     /// `allowed_origins` entries.
+    ///
+    /// Only for an address no DNS answer can redirect — `localhost` or an IP literal, as a
+    /// forwarded port or a mapped container port gives: a name could be an attacker's,
+    /// rebinding it to this server, and the page must not offer a line that lets it in.
+    /// The lines hold only what the URL parser made of such an address, so nothing in
+    /// them can break out of the quoted value.
     pub fn advice(&self, origin: &str) -> Vec<String> {
         let Ok(url) = url::Url::parse(origin) else {
             return Vec::new();
         };
+        let unrebindable = match url.host() {
+            Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => true,
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            None => false,
+        };
+        if !unrebindable {
+            return Vec::new();
+        }
         let origin = url.origin().ascii_serialization();
         if !self.has_public_url {
             return vec![format!("public_url = \"{origin}\"")];
@@ -665,17 +679,37 @@ mod tests {
             ["allowed_origins = [\"http://localhost:9000\"]"]
         );
         assert_eq!(
-            policy.advice("http://box.lan:9000"),
+            policy.advice("http://192.168.1.5:9000"),
             [
-                "allowed_hosts = [\"box.lan:9000\"]",
-                "allowed_origins = [\"http://box.lan:9000\"]"
+                "allowed_hosts = [\"192.168.1.5:9000\"]",
+                "allowed_origins = [\"http://192.168.1.5:9000\"]"
             ]
         );
+        // A name could be an attacker's, rebound to this server: no line to paste.
+        assert!(policy.advice("http://box.lan:9000").is_empty());
+        assert!(policy.advice("http://evil.example:8080").is_empty());
         // Behind the TLS proxy, with or without X-Forwarded-Proto, nothing to warn of.
         let proxied = policy
             .page_origin(&headers(&[("host", "airlock.example")]))
             .unwrap();
         assert!(proxied.allowed, "{proxied:?}");
+    }
+
+    /// The attack: a Host crafted to close the quoted value (`a","evil.example`) made
+    /// the advice a valid TOML line allowing another host; and a rebinding victim at
+    /// `evil.example` was told to allow it. Neither gets a line.
+    #[test]
+    fn the_advice_never_quotes_an_attackers_host() {
+        for public_url in [None, Some("https://airlock.example")] {
+            let mut settings = PolicySettings::new("127.0.0.1:8080".parse().unwrap());
+            settings.public_url = public_url.map(|u| url::Url::parse(u).unwrap());
+            let policy = HostPolicy::new(&settings);
+            for host in [r#"a","evil.example"#, "evil.example:8080"] {
+                let page = policy.page_origin(&headers(&[("host", host)]));
+                let advice = page.map(|p| p.advice).unwrap_or_default();
+                assert!(advice.is_empty(), "{host}: {advice:?}");
+            }
+        }
     }
 
     #[test]

@@ -233,7 +233,8 @@ async fn another_sites_form_gets_no_advice() {
     assert!(!answer.body.contains("public_url"), "{}", answer.body);
     assert!(!answer.body.contains("evil.example"), "{}", answer.body);
 
-    // A page at a name airlock does not answer to (docker with a host name).
+    // A page at a name airlock does not answer to: the name could be an attacker's,
+    // rebound to this server, so the page says what to set but writes no line to paste.
     let page = send(
         &router,
         Method::GET,
@@ -244,8 +245,25 @@ async fn another_sites_form_gets_no_advice() {
     .await;
     assert_eq!(page.status, StatusCode::FORBIDDEN);
     assert!(
+        page.body.contains("set <code>public_url</code>"),
+        "{}",
         page.body
-            .contains("public_url = &#34;http://box.lan:9000&#34;"),
+    );
+    assert!(!page.body.contains("box.lan"), "{}", page.body);
+
+    // At an IP address (a container's published port on a LAN), the line to paste.
+    let page = send(
+        &router,
+        Method::GET,
+        "/login",
+        &[("host", "192.168.1.5:9000"), ("sec-fetch-mode", "navigate")],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::FORBIDDEN);
+    assert!(
+        page.body
+            .contains("public_url = &#34;http://192.168.1.5:9000&#34;"),
         "{}",
         page.body
     );
