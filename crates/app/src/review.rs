@@ -708,35 +708,27 @@ impl App {
         who.require(Action::Pause)?;
         let post = self.resolve(who, id, resolution).await?;
         let channel = post.content.channel.clone();
-        let pauses = self.store().pauses().await?;
-        let Some(pause) = pauses.iter().find(|p| p.scope == channel.as_str()) else {
-            let global = pauses.iter().find(|p| p.scope == "*");
+        let explained = self.explained_pauses(who).await?;
+        let Some(own) = explained.iter().find(|e| e.pause.scope == channel.as_str()) else {
+            let global = explained.iter().find(|e| e.pause.scope == "*");
             return Ok((
                 post,
-                global.map_or(Resumed::NotPaused, |p| {
-                    Resumed::Held(format!("all publishing is paused: {}", p.reason))
+                global.map_or(Resumed::NotPaused, |e| {
+                    Resumed::Held(format!("all publishing is paused: {}", e.pause.reason))
                 }),
             ));
         };
-        let held = || Resumed::Held(pause.reason.clone());
-        let Some(doubt) = crate::control::unknown_pause_post(&pause.reason) else {
-            return Ok((post, held()));
+        let in_doubt =
+            |id: PostId| Resumed::Held(format!("post {id} on {channel} still needs review"));
+        let doubt = match &own.unknown {
+            // An operator's pause.
+            None => return Ok((post, Resumed::Held(own.pause.reason.clone()))),
+            Some(u) => match (u.settled, u.waiting) {
+                (None, _) => return Ok((post, in_doubt(u.post))),
+                (Some(_), Some(next)) => return Ok((post, in_doubt(next))),
+                (Some(_), None) => u.post,
+            },
         };
-        let in_doubt = self
-            .store()
-            .list_posts(&airlock_store::PostFilter {
-                status: Some(PostStatus::NeedsReview),
-                channel: Some(channel.clone()),
-                limit: Some(1),
-                ..airlock_store::PostFilter::default()
-            })
-            .await?;
-        if let Some(other) = in_doubt.first() {
-            return Ok((
-                post,
-                Resumed::Held(format!("post {} on {channel} still needs review", other.id)),
-            ));
-        }
         let notify = self.notifications(
             "resumed",
             None,
@@ -759,12 +751,13 @@ impl App {
             )
             .await?;
         if !lifted {
+            // Taken over (or lifted) meanwhile: say what holds it now.
             let now = self.store().pauses().await?;
-            let reason = now
-                .iter()
-                .find(|p| p.scope == channel.as_str())
-                .map_or_else(|| pause.reason.clone(), |p| p.reason.clone());
-            return Ok((post, Resumed::Held(reason)));
+            let held = now.into_iter().find(|p| p.scope == channel.as_str());
+            return Ok((
+                post,
+                held.map_or(Resumed::NotPaused, |p| Resumed::Held(p.reason)),
+            ));
         }
         self.wake_dispatcher();
         Ok((post, Resumed::Resumed))
