@@ -165,12 +165,12 @@ pub struct DraftCheck {
 
 impl App {
     /// What the channel would make of `input` (writer), without drafting it: every
-    /// problem (the draft's shape and limits, its media, the content policy, its schedule,
-    /// the caller's drafts limit), the length of each part as the platform counts it, the
-    /// cost against the channel's budget, and the next quota slot. Content problems are
-    /// the answer; only input that cannot be read at all (an unknown channel) and a
-    /// caller without the writer role are errors. Media are fetched, as drafting does,
-    /// only when nothing else stops the draft.
+    /// problem (the draft's shape and limits, the content policy, its schedule, the
+    /// caller's drafts limit), the length of each part as the platform counts it, the cost
+    /// against the channel's budget, and the next quota slot. Content problems are the
+    /// answer; only input that cannot be read at all (an unknown channel) and a caller
+    /// without the writer role are errors. Media are not fetched: what only their bytes
+    /// show is checked when drafting.
     pub async fn check_draft(&self, who: &Principal, input: DraftInput) -> Result<DraftCheck> {
         who.require(Action::Create)?;
         let now = self.now();

@@ -264,6 +264,13 @@ impl App {
             airlock_core::limits::MAX_REASON_CHARS,
         )
         .map_err(|e| Error::Invalid(e.to_string()))?;
+        if unknown_pause_post(reason).is_some() {
+            // It would read as the pause a post in doubt sets, and be lifted with it.
+            return Err(Error::Invalid(format!(
+                "a pause reason may not start with \"post N{}\": that is how airlock marks the pause a post in doubt sets; word it otherwise",
+                airlock_store::UNKNOWN_PAUSE_MARK.trim_end_matches(" (")
+            )));
+        }
         let scope = self.scope(channel)?;
         let label = scope_label(&scope);
         let notify = self.notifications(
@@ -328,8 +335,8 @@ impl App {
         let mut explained = Vec::with_capacity(pauses.len());
         for pause in pauses {
             let unknown = match unknown_pause_post(&pause.reason) {
-                Some(id) => self.unknown_outcome(id, &pause.reason).await?,
-                None => None,
+                Some(id) if set_by_doubt(&pause) => self.unknown_outcome(id, &pause.reason).await?,
+                _ => None,
             };
             explained.push(ExplainedPause { pause, unknown });
         }
@@ -591,6 +598,12 @@ impl App {
             })
             .collect())
     }
+}
+
+/// Whether the dispatcher or the reaper set `pause` (for an unknown outcome), not a
+/// person: only such a pause is explained as a post's doubt, or lifted with it.
+pub(crate) fn set_by_doubt(pause: &Pause) -> bool {
+    pause.actor.starts_with("dispatcher:") || pause.actor == Actor::Reaper.to_string()
 }
 
 /// The post whose unknown outcome set a pause, read from the reason the worker wrote

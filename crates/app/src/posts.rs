@@ -10,7 +10,7 @@ use airlock_core::{
     Action, ChannelName, Media, NewPost, Part, Post, PostContent, PostDetail, PostEdit, PostEvent,
     PostId, PostStatus, PostSummary, Source,
 };
-use airlock_store::{Change, CreateKey, EventNote, PostFilter};
+use airlock_store::{Change, CreateKey, EventNote, PostFilter, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::check::CheckViolation;
@@ -237,12 +237,22 @@ impl App {
             content = with_parts(content, parts)?;
         }
         check_content(&content, channel)?;
-        let content = self.inspect_media(content).await?;
-        check_shape(&content, channel)?;
+        // Every cheap refusal before the media are fetched, so a draft refused anyway
+        // never makes airlock download (the store counts the drafts again, exactly).
         let scheduled_at = match input.scheduled_at.as_deref() {
             Some(at) => parse_schedule(at, now, input.allow_past)?,
             None => now,
         };
+        if let airlock_core::Actor::Token(_) = &who.actor {
+            let actor = who.actor.to_string();
+            let held = self.store().live_drafts_by(&actor).await?;
+            let max = self.settings().max_drafts_per_token;
+            if held >= i64::from(max) {
+                return Err(StoreError::DraftLimit { actor, held, max }.into());
+            }
+        }
+        let content = self.inspect_media(content).await?;
+        check_shape(&content, channel)?;
         let created = self
             .store()
             .create_post(airlock_store::CreatePost {

@@ -446,7 +446,7 @@ impl App {
         if let Some(pause) = pauses.iter().find(|p| {
             let own_pause = p.scope == channel.as_str()
                 && p.reason.starts_with(&own)
-                && (p.actor.starts_with("dispatcher:") || p.actor == Actor::Reaper.to_string());
+                && crate::control::set_by_doubt(p);
             (p.scope == "*" || p.scope == channel.as_str()) && !own_pause
         }) {
             tracing::info!(post_id = post.id.0, scope = %pause.scope, reason = %pause.reason, "reconcile: nothing is sent again while an operator's pause holds");

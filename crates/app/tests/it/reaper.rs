@@ -354,6 +354,11 @@ async fn resolve_and_resume_lifts_only_a_pause_that_doubt_set() {
     assert_eq!(pauses.len(), 1, "the operator's pause holds");
     assert_eq!(pauses[0].reason, "account compromised");
 
+    // An operator cannot word a pause as the one doubt sets, to have it lifted with it.
+    let mimic = format!("post {} has an unknown outcome (maintenance)", post.id);
+    let err = app.pause(&me, Some("drill"), &mimic).await.unwrap_err();
+    assert!(matches!(err, airlock_app::Error::Invalid(_)), "{err:?}");
+
     // With only the doubt's own pause, it is lifted.
     app.resume(&me, Some("drill")).await.unwrap();
     let second = approved(&app, "drill", "second").await;

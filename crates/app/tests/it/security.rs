@@ -335,3 +335,54 @@ async fn a_retry_with_its_key_is_answered_after_its_schedule_passed() {
     assert!(again.existing);
     assert_eq!(again.post.id, first.post.id);
 }
+
+/// The finding: a draft refused anyway (a past schedule, the drafts limit) had its media
+/// downloaded first, so a writer could make airlock fetch without limit or trace. Every
+/// cheap refusal comes before the fetch.
+#[tokio::test]
+async fn a_draft_refused_anyway_fetches_no_media() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let images = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![0u8; 16]))
+        .expect(0)
+        .mount(&images)
+        .await;
+    let mut h = Harness::new(|dir| vec![sandbox(dir, "cats", Simulate::Ok, 10)]).await;
+    h.settings.media_fetch_timeout = Some(chrono::Duration::seconds(5));
+    h.settings.max_drafts_per_token = 1;
+    let app = h.app();
+    let a = writer_critic("a");
+    let with_media = |text: &str| airlock_app::posts::DraftInput {
+        media: vec![airlock_core::Media::new(
+            format!("{}/cat.png", images.uri()),
+            Some("a cat".into()),
+        )],
+        ..draft("cats", text)
+    };
+    let year_ago = airlock_core::time::format_utc(h.clock.now() - chrono::Duration::days(365));
+    let past = airlock_app::posts::DraftInput {
+        scheduled_at: Some(year_ago),
+        ..with_media("A year ago")
+    };
+    let err = app
+        .create_post(&a, past, None, DraftOrigin::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("in the past"), "{err}");
+    app.create_post(
+        &a,
+        draft("cats", "the one draft"),
+        None,
+        DraftOrigin::default(),
+    )
+    .await
+    .unwrap();
+    let err = app
+        .create_post(&a, with_media("one too many"), None, DraftOrigin::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("max_drafts_per_token"), "{err}");
+    images.verify().await;
+}
