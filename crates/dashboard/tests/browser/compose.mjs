@@ -9,56 +9,13 @@
 // saving, fixes and saves it, finds it on the calendar and moves it. Screenshots of
 // compose and of the calendar's week and month, at desktop (1280) and phone (390)
 // widths, land in the screenshot directory. Exits non-zero on the first failure.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { args, fail, launch, sees, shooter, step } from "./common.mjs";
 
-const [base, token, shots] = process.argv.slice(2);
-if (!base || !token || !shots) {
-  console.error("usage: node compose.mjs <base_url> <operator_token> <screenshot_dir>");
-  process.exit(2);
-}
-mkdirSync(shots, { recursive: true });
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-  ],
-});
-
+const { base, token, shots } = args("compose.mjs");
+const browser = await launch();
+const shot = shooter(shots);
 const problems = [];
 let failed = false;
-
-function fail(message) {
-  throw new Error(message);
-}
-
-// A screenshot of what the viewport shows (not the whole page), so the files stay small.
-async function shot(page, name) {
-  await page.screenshot({ path: join(shots, `${name}.png`) });
-  console.log(`  screenshot ${name}.png`);
-}
-
-async function sees(page, text, where = "body") {
-  try {
-    await page.locator(where).getByText(text, { exact: false }).first().waitFor({ state: "visible", timeout: 5000 });
-  } catch {
-    fail(`expected to see ${JSON.stringify(text)} in ${where} on ${page.url()}`);
-  }
-}
-
-async function step(name, body) {
-  console.log(`step: ${name}`);
-  await body();
-}
 
 const BROKEN = "Breakfast is served from seven, with fresh bread.";
 const FIXED = "Breakfast is served from seven, with fresh bread. #inn";

@@ -5,52 +5,14 @@
 // Run by crates/dashboard/tests/it/browser.rs, which seeds a ledger, serves the
 // dashboard and passes the seeded post ids in AIRLOCK_POSTS. Each step asserts on text
 // a person would read and saves a screenshot. Exits non-zero on the first failure.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { args, fail, launch, sees, shooter, step } from "./common.mjs";
 
-const [base, token, shots] = process.argv.slice(2);
-if (!base || !token || !shots) {
-  console.error("usage: node run.mjs <base_url> <operator_token> <screenshot_dir>");
-  process.exit(2);
-}
+const { base, token, shots } = args("run.mjs");
 const posts = JSON.parse(process.env.AIRLOCK_POSTS || "{}");
-mkdirSync(shots, { recursive: true });
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-  ],
-});
-
+const browser = await launch();
+const shot = shooter(shots, { fullPage: true });
 const problems = [];
 let failed = false;
-
-function fail(message) {
-  throw new Error(message);
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-  console.log(`  screenshot ${name}.png`);
-}
-
-// Waits until the text is visible on the page.
-async function sees(page, text) {
-  try {
-    await page.getByText(text, { exact: false }).first().waitFor({ state: "visible", timeout: 5000 });
-  } catch {
-    fail(`expected to see ${JSON.stringify(text)} on ${page.url()}`);
-  }
-}
 
 async function seesNot(page, selector, what) {
   const n = await page.locator(selector).count();
@@ -59,11 +21,6 @@ async function seesNot(page, selector, what) {
 
 async function textOf(page, selector) {
   return (await page.locator(selector).first().innerText()).trim();
-}
-
-async function step(name, body) {
-  console.log(`step: ${name}`);
-  await body();
 }
 
 try {
