@@ -212,6 +212,9 @@ impl From<StoreError> for Error {
                     None => actor,
                 }
             )),
+            StoreError::LastOperator(name) => Error::Conflict(format!(
+                "{name} is the last operator token: create another operator token (Tokens page, `airlock token create --role operator`) before revoking it"
+            )),
             StoreError::Quarantined(id) => Error::Quarantined(format!(
                 "post {id} is quarantined after too many failed reviews: nobody may edit, approve or publish it until an operator releases it (`airlock post release {id}`) or discards it"
             )),

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use airlock_core::hash::sha256_hex;
 use airlock_core::review::{self, Revoked};
-use airlock_core::{Action, Actor, Post, PostId, PostStatus, Role, RoleSet};
+use airlock_core::{Action, Actor, Post, PostId, PostStatus, RoleSet};
 use airlock_store::{Change, NewToken, PostFilter, StoreError, TokenRecord};
 
 use crate::{App, Error, Principal, Result};
@@ -106,26 +106,6 @@ impl App {
         })
     }
 
-    /// A token may not revoke the last active operator token: with `[cli] require_token`
-    /// nobody could make another. The local CLI may; it can always make one.
-    async fn refuse_lockout(&self, who: &Principal, name: &str) -> Result<()> {
-        if who.actor == Actor::Cli {
-            return Ok(());
-        }
-        let tokens = self.store().tokens().await?;
-        let operators: Vec<&str> = tokens
-            .iter()
-            .filter(|t| t.revoked_at.is_none() && t.roles.grants(Role::Operator))
-            .map(|t| t.name.as_str())
-            .collect();
-        if operators == [name] {
-            return Err(Error::Conflict(format!(
-                "{name} is the last operator token: create another operator token (Tokens page, `airlock token create --role operator`) before revoking it"
-            )));
-        }
-        Ok(())
-    }
-
     /// All tokens, without secrets (operator).
     pub async fn list_tokens(&self, who: &Principal) -> Result<Vec<TokenRecord>> {
         who.require(Action::ManageTokens)?;
@@ -161,8 +141,15 @@ impl App {
     /// a status event saying why. Returns those posts.
     pub async fn revoke_token(&self, who: &Principal, name: &str) -> Result<Vec<Withdrawn>> {
         who.require(Action::ManageTokens)?;
-        self.refuse_lockout(who, name).await?;
-        if !self.store().revoke_token(name, self.now()).await? {
+        // A token may not revoke the last active operator token: with `[cli]
+        // require_token` nobody could make another. The local CLI may; it can always
+        // make one.
+        let keep_operator = who.actor != Actor::Cli;
+        if !self
+            .store()
+            .revoke_token(name, self.now(), keep_operator)
+            .await?
+        {
             return Err(Error::NotFound(format!(
                 "no active token named {name:?}: see `airlock token list`"
             )));

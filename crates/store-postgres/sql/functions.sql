@@ -1552,6 +1552,31 @@ BEGIN
     RETURN done > 0;
 END $$;
 
+-- Revokes a token, keeping the last active operator token when asked: 'revoked',
+-- 'not_found' or 'last_operator'. Revokes that keep one serialize on the table, so two
+-- at once cannot leave none.
+CREATE OR REPLACE FUNCTION airlock_revoke_token_checked(
+    p_name text, p_now timestamptz, p_keep_operator boolean)
+RETURNS text LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    done integer;
+BEGIN
+    p_now := airlock_time(p_now, false);
+    IF p_keep_operator THEN
+        LOCK TABLE tokens IN SHARE ROW EXCLUSIVE MODE;
+        IF EXISTS (SELECT 1 FROM tokens WHERE name = p_name AND revoked_at IS NULL
+                   AND 'operator' = ANY (string_to_array(roles, ',')))
+           AND NOT EXISTS (SELECT 1 FROM tokens WHERE name <> p_name AND revoked_at IS NULL
+                   AND 'operator' = ANY (string_to_array(roles, ','))) THEN
+            RETURN 'last_operator';
+        END IF;
+    END IF;
+    UPDATE tokens SET revoked_at = p_now WHERE name = p_name AND revoked_at IS NULL;
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN CASE WHEN done > 0 THEN 'revoked' ELSE 'not_found' END;
+END $$;
+
 -- The live token with this secret hash, as it was read; its use is noted at most once a
 -- minute (a write per request is wasted work).
 CREATE OR REPLACE FUNCTION airlock_authenticate(p_secret_sha256 text, p_now timestamptz)
@@ -1901,6 +1926,7 @@ BEGIN
             'airlock_resume_own',
             'airlock_claim_notifications', 'airlock_notification_delivered',
             'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',
+            'airlock_revoke_token_checked',
             'airlock_authenticate', 'airlock_open_session', 'airlock_session',
             'airlock_end_session', 'airlock_live_sessions', 'airlock_server_secret',
             'airlock_create_post', 'airlock_created_with_key', 'airlock_delete_draft',

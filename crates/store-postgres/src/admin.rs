@@ -143,13 +143,23 @@ impl airlock_store::Admin for PgStore {
         }
     }
 
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        sqlx::query_scalar("SELECT airlock_revoke_token($1, $2)")
+    async fn revoke_token(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        keep_operator: bool,
+    ) -> Result<bool> {
+        let outcome: String = sqlx::query_scalar("SELECT airlock_revoke_token_checked($1, $2, $3)")
             .bind(name)
             .bind(now)
+            .bind(keep_operator)
             .fetch_one(&self.pool)
             .await
-            .map_err(db)
+            .map_err(db)?;
+        match outcome.as_str() {
+            "last_operator" => Err(StoreError::LastOperator(name.to_owned())),
+            revoked => Ok(revoked == "revoked"),
+        }
     }
 
     /// Store::authenticate: `airlock_authenticate` (the live token with this hash, its use

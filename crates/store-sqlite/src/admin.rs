@@ -244,17 +244,37 @@ impl airlock_store::Admin for SqliteStore {
         }
     }
 
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
-        Ok(
+    async fn revoke_token(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        keep_operator: bool,
+    ) -> Result<bool> {
+        // One write transaction: SQLite has one writer, so the count below holds.
+        let mut tx = self.begin_write().await?;
+        if keep_operator {
+            let operators: Vec<String> = sqlx::query_scalar(
+                "SELECT name FROM tokens WHERE revoked_at IS NULL \
+                 AND ',' || roles || ',' LIKE '%,operator,%'",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+            if operators == [name] {
+                return Err(StoreError::LastOperator(name.to_owned()));
+            }
+        }
+        let revoked =
             sqlx::query("UPDATE tokens SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL")
                 .bind(ts(now))
                 .bind(name)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
                 .map_err(db)?
                 .rows_affected()
-                > 0,
-        )
+                > 0;
+        tx.commit().await.map_err(db)?;
+        Ok(revoked)
     }
 
     async fn authenticate(

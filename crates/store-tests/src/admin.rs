@@ -415,6 +415,49 @@ pub async fn concurrent_deliverers_never_share_a_notification(ledger: &Ledger) {
     assert!(seen.values().all(|n| *n == 1), "{seen:?}");
 }
 
+/// Revokes that keep an operator: the last active operator token stays, decided in the
+/// revoking transaction, so two operators revoking each other at once leave one.
+pub async fn the_last_operator_token_is_kept_when_asked(store: Arc<dyn Store>) {
+    let token = |name: &str, roles: &[Role], secret: &str| NewToken {
+        name: name.into(),
+        roles: RoleSet::of(roles),
+        secret_sha256: secret.repeat(64),
+        now: t0(),
+    };
+    let s = store.as_ref();
+    s.create_token(token("a", &[Role::Operator], "a"))
+        .await
+        .unwrap();
+    s.create_token(token("b", &[Role::Writer, Role::Operator], "b"))
+        .await
+        .unwrap();
+    s.create_token(token("w", &[Role::Writer], "c"))
+        .await
+        .unwrap();
+    // Each revokes the other at once: one wins, the other is refused.
+    let (first, second) = tokio::join!(
+        store.revoke_token("a", mins(1), true),
+        store.revoke_token("b", mins(1), true)
+    );
+    let results = [first, second];
+    let revoked = results.iter().filter(|r| matches!(r, Ok(true))).count();
+    let kept = results
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::LastOperator(_))))
+        .count();
+    assert_eq!((revoked, kept), (1, 1), "{results:?}");
+    // A writer goes whatever; the last operator goes only when not kept.
+    assert!(s.revoke_token("w", mins(2), true).await.unwrap());
+    let last = s
+        .tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.revoked_at.is_none())
+        .expect("one operator left");
+    assert!(s.revoke_token(&last.name, mins(3), false).await.unwrap());
+}
+
 /// Tokens: a taken name is `Duplicate`; the secret hash authenticates the active token and
 /// notes its use; a revoked one no longer authenticates but stays listed.
 pub async fn tokens_authenticate_by_hash_until_revoked(store: Arc<dyn Store>) {
@@ -455,9 +498,9 @@ pub async fn tokens_authenticate_by_hash_until_revoked(store: Arc<dyn Store>) {
     assert_eq!(listed[0].last_used_at, Some(mins(1)));
     assert_eq!(listed[1].last_used_at, None);
 
-    assert!(s.revoke_token("agent", mins(2)).await.unwrap());
-    assert!(!s.revoke_token("agent", mins(3)).await.unwrap());
-    assert!(!s.revoke_token("nobody", mins(3)).await.unwrap());
+    assert!(s.revoke_token("agent", mins(2), false).await.unwrap());
+    assert!(!s.revoke_token("agent", mins(3), false).await.unwrap());
+    assert!(!s.revoke_token("nobody", mins(3), false).await.unwrap());
     assert!(
         s.authenticate(&"a".repeat(64), mins(4))
             .await

@@ -145,6 +145,7 @@ macro_rules! __with_cases {
             store admin::delivery_outcomes_are_recorded_and_counted,
             ledger admin::concurrent_deliverers_never_share_a_notification,
             store admin::tokens_authenticate_by_hash_until_revoked,
+            store admin::the_last_operator_token_is_kept_when_asked,
             store admin::status_counts_count_posts_per_status,
             store admin::a_healthy_ledger_breaks_no_invariant,
             store admin::wait_for_due_returns_by_its_timeout,

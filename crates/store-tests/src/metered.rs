@@ -410,9 +410,14 @@ impl Admin for Metered {
         self.inner.create_token(token).await
     }
 
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool> {
+    async fn revoke_token(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        keep_operator: bool,
+    ) -> Result<bool> {
         self.writes.fetch_add(1, Ordering::SeqCst);
-        self.inner.revoke_token(name, now).await
+        self.inner.revoke_token(name, now, keep_operator).await
     }
 
     async fn authenticate(

@@ -191,7 +191,7 @@ pub async fn sessions_are_kept_by_hash_until_they_expire_or_end(store: Arc<dyn S
         s.live_sessions(mins(1000)).await.unwrap().is_empty(),
         "expired ones are not live"
     );
-    s.revoke_token("ops", mins(63)).await.unwrap();
+    s.revoke_token("ops", mins(63), false).await.unwrap();
     assert!(
         s.live_sessions(mins(63)).await.unwrap().is_empty(),
         "a revoked token's sessions are not live"

@@ -412,8 +412,16 @@ pub trait Admin: Send + Sync {
     /// Stores a token; [`StoreError::Duplicate`](crate::StoreError::Duplicate) if the name is taken.
     async fn create_token(&self, token: NewToken) -> Result<()>;
 
-    /// Revokes a token; `false` if no active token has that name.
-    async fn revoke_token(&self, name: &str, now: DateTime<Utc>) -> Result<bool>;
+    /// Revokes a token; `false` if no active token has that name. With `keep_operator`,
+    /// the last active operator token is not revoked
+    /// ([`StoreError::LastOperator`](crate::StoreError::LastOperator)), decided in the
+    /// same transaction, so two revokes at once cannot leave none.
+    async fn revoke_token(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        keep_operator: bool,
+    ) -> Result<bool>;
 
     /// The active token with this secret hash, noting its use.
     async fn authenticate(

@@ -80,6 +80,10 @@ pub enum StoreError {
     /// The same idempotency key was used with a different request.
     #[error("idempotency key {0:?} was already used with a different request: use a new key")]
     IdempotencyMismatch(String),
+    /// The token is the last active operator token, kept (`revoke_token`'s
+    /// `keep_operator`).
+    #[error("{0} is the last active operator token")]
+    LastOperator(String),
     /// A unique name is taken.
     #[error("{0} already exists")]
     Duplicate(String),
