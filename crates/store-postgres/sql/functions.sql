@@ -410,6 +410,36 @@ BEGIN
     END IF;
 END $$;
 
+-- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
+-- reservation (quota_hours, migration 0013): nothing suspect, no stamp after the clock
+-- allowance past `p_now`, and sums that can only overcount (every hour a counted stamp
+-- could lie in, plus every unsent row for the window, which counts it as now) below the
+-- rolling window's limit and below the daily limit in every local day the exact
+-- decision looks at. False means only that the exact decision must read the rows.
+-- `airlock.exact_quota = on` turns it off (the tests compare both paths).
+CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
+    p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
+RETURNS boolean LANGUAGE sql STABLE
+SET search_path = {{schema}}, pg_temp AS $$
+    SELECT current_setting('airlock.exact_quota', true) IS DISTINCT FROM 'on'
+        AND array_length(p_day, 1) > 1
+        AND NOT EXISTS (SELECT 1 FROM quota_suspects)
+        AND NOT EXISTS (SELECT 1 FROM quota_hours q
+                        WHERE q.hour > p_now + interval '5 minutes' - interval '1 hour'
+                        GROUP BY q.channel, q.hour
+                        HAVING sum(q.live) > 0 AND max(q.latest) > p_now + interval '5 minutes')
+        AND (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
+             WHERE q.hour >= date_trunc('hour', p_now - p_win, 'UTC'))
+          + (SELECT count(*) FROM reservations r
+             WHERE r.state <> 'released' AND r.sent_at IS NULL) < p_window_limit
+        AND NOT EXISTS (
+            SELECT 1 FROM generate_series(1, array_length(p_day, 1) - 1) i
+            WHERE (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
+                   WHERE q.channel = p_channel
+                     AND q.hour >= date_trunc('hour', p_day[i] - interval '5 minutes', 'UTC')
+                     AND q.hour < p_day[i + 1] + interval '5 minutes') >= p_daily_limit);
+$$;
+
 -- The quota decision for one more publish on `p_channel` at `p_now`
 -- (airlock_store::decide_reservation over QuotaRows::check): the live reservations are
 -- read and checked fail-closed (AL018), then the rolling window across channels, the
@@ -440,6 +470,12 @@ DECLARE
     money record;
 BEGIN
     denied := false;
+    -- (A budget is always decided from the rows.)
+    IF p_budget_monthly IS NULL THEN
+        IF airlock_quota_far(p_channel, p_now, win, p_window_limit, p_daily_limit, p_day) THEN
+            RETURN;
+        END IF;
+    END IF;
     since := least(p_day[1], p_now - win);
     IF p_budget_monthly IS NOT NULL THEN
         since := least(since, p_month[1]);
@@ -564,6 +600,9 @@ DECLARE
     requests bigint;
     first_cost bigint;
     continuing boolean;
+    quick boolean;
+    slots integer;
+    slot integer;
 BEGIN
     -- Refuses a caller whose clock is too far from the database's.
     PERFORM airlock_time(p_now, true);
@@ -655,20 +694,47 @@ BEGIN
         END IF;
     END IF;
     IF p_window_limit IS NOT NULL THEN
-        -- Every reservation serializes on the global window; the rows are read by a
-        -- statement whose snapshot is taken after the lock (READ COMMITTED).
-        PERFORM airlock_lock('window', true);
-        v_now := airlock_now_after(p_now, started);
-        SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
-            p_window_us, p_window_limit, p_daily_limit, p_day,
-            p_budget_monthly, p_budget_cost, p_month);
-        IF decision.denied THEN
-            outcome := 'over_quota';
-            denial_limit := decision.limit_kind;
-            denial_used := decision.used;
-            denial_max := decision.max_value;
-            denial_next_free_at := decision.next_free_at;
-            RETURN;
+        -- A claim far from every limit holds one of the window's slots (skipping those
+        -- held) and proves its room counting every other slot as a claim in flight: no
+        -- more can be. Any other claim locks the window and every slot, in one order, so
+        -- it waits for the claims in flight and decides alone. Either way the counts are
+        -- read by a statement whose snapshot is taken after the lock (READ COMMITTED).
+        quick := false;
+        IF p_budget_monthly IS NULL THEN
+            BEGIN
+                SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
+                SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
+                    WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1
+                    FOR UPDATE SKIP LOCKED;
+                v_now := airlock_now_after(p_now, started);
+                IF slot IS NULL OR NOT airlock_quota_far(cur.channel, v_now,
+                        p_window_us * interval '1 microsecond', p_window_limit - (slots - 1),
+                        p_daily_limit - (slots - 1), p_day) THEN
+                    -- Rolled back to the block's start: the slot is let go.
+                    RAISE EXCEPTION USING ERRCODE = 'AL900';
+                END IF;
+                PERFORM set_config('airlock.slot', slot::text, true);
+                quick := true;
+            EXCEPTION WHEN SQLSTATE 'AL900' THEN
+                NULL;
+            END;
+        END IF;
+        IF NOT quick THEN
+            PERFORM set_config('airlock.slot', '0', true);
+            PERFORM 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %'
+                ORDER BY name FOR UPDATE;
+            v_now := airlock_now_after(p_now, started);
+            SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
+                p_window_us, p_window_limit, p_daily_limit, p_day,
+                p_budget_monthly, p_budget_cost, p_month);
+            IF decision.denied THEN
+                outcome := 'over_quota';
+                denial_limit := decision.limit_kind;
+                denial_used := decision.used;
+                denial_max := decision.max_value;
+                denial_next_free_at := decision.next_free_at;
+                RETURN;
+            END IF;
         END IF;
     END IF;
     -- The lease is as long as the caller asked, from the time the claim is made.
@@ -1871,7 +1937,8 @@ DO $$
 DECLARE
     tables text[] := ARRAY['posts', 'post_events', 'intents', 'reservations', 'verdicts',
         'pauses', 'outbox', 'channel_failures', 'tokens', 'dashboard_sessions',
-        'server_secrets', 'create_keys', 'ledger_clock', '_sqlx_migrations'];
+        'server_secrets', 'create_keys', 'ledger_clock', 'quota_hours', 'quota_suspects',
+        '_sqlx_migrations'];
     t regclass;
 BEGIN
     -- The tables, and the sequences they own.
@@ -1898,7 +1965,7 @@ GRANT USAGE ON SCHEMA {{schema}} TO {{runtime_role}};
 GRANT SELECT ON posts, post_events, intents, reservations, verdicts, pauses, outbox,
     channel_failures, ledger_clock, _sqlx_migrations TO {{runtime_role}};
 GRANT SELECT (name, roles, created_at, revoked_at, last_used_at) ON tokens TO {{runtime_role}};
-GRANT SELECT ON ledger_limits, channel_limits TO {{runtime_role}};
+GRANT SELECT ON ledger_limits, channel_limits, quota_hours, quota_suspects TO {{runtime_role}};
 GRANT SELECT (created_at, expires_at) ON dashboard_sessions TO {{runtime_role}};
 
 DO $$
@@ -1930,7 +1997,7 @@ BEGIN
             'airlock_authenticate', 'airlock_open_session', 'airlock_session',
             'airlock_end_session', 'airlock_live_sessions', 'airlock_server_secret',
             'airlock_create_post', 'airlock_created_with_key', 'airlock_delete_draft',
-            'airlock_add_event'])
+            'airlock_add_event', 'airlock_reservation_hours', 'airlock_reservation_suspect'])
         THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f.signature,
                            {{runtime_role_literal}}::text);

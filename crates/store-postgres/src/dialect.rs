@@ -76,6 +76,13 @@ impl Dialect for Pg {
         publish::live_reservations(conn, since, now)
     }
 
+    fn quota_count_drift<'a>(
+        conn: &'a mut PgConnection,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'a {
+        publish::quota_hours_drift(conn, since)
+    }
+
     fn text(row: &PgRow, column: &str) -> Result<Option<String>> {
         get(row, column)
     }

@@ -84,6 +84,7 @@ const HISTORY_TRIGGERS: &[&str] = &[
     "posts_status_event",
     "posts_status_guard",
     "reservations_no_delete",
+    "reservations_quota_hours",
     "reservations_settled_permanent",
     "verdicts_no_update",
 ];

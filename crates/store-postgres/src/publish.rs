@@ -3,12 +3,13 @@
 //!
 //! Claims and reservations are short transactions and never wait for a platform.
 //! A claim skips rows other claimers hold (`FOR UPDATE SKIP LOCKED`) and reads its
-//! result back. Every reservation serializes on one advisory lock for the global
-//! window, so the count it decides on includes every reservation committed before it,
-//! from any process.
+//! result back. Its quota is decided under the window's locks (`airlock_claim_post`):
+//! one slot of the window when per-hour counts prove it far from every limit with every
+//! other slot counted as a claim in flight, else the whole window, so the count it
+//! decides on includes every reservation committed before it, from any process.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use airlock_core::Intent;
@@ -66,6 +67,46 @@ pub(crate) async fn live_reservations(
         });
     }
     QuotaRows::check(raw, now)
+}
+
+/// Where `quota_hours` (migration 0013) differs from a recount of the live reservations,
+/// for the hours from `since`'s on: one sentence each. A count below the recount would
+/// let a claim's quick proof pass a limit; doctor names it.
+pub(crate) async fn quota_hours_drift(
+    conn: &mut PgConnection,
+    since: DateTime<Utc>,
+) -> Result<Vec<String>> {
+    let rows: Vec<(String, DateTime<Utc>, i64, i64)> = sqlx::query_as(
+        "WITH counted AS ( \
+           SELECT r.channel, h.hour, count(*) AS live \
+           FROM reservations r, airlock_reservation_hours(r) h \
+           WHERE r.state <> 'released' AND (r.created_at >= $1 OR r.sent_at >= $1) \
+             AND h.hour >= $1 \
+           GROUP BY r.channel, h.hour) \
+         SELECT channel, hour, COALESCE(c.live, 0), COALESCE(q.live, 0)::bigint \
+         FROM counted c FULL JOIN (SELECT channel, hour, sum(live) AS live FROM quota_hours \
+                                   WHERE hour >= $1 GROUP BY channel, hour) q \
+           USING (channel, hour) \
+         WHERE COALESCE(c.live, 0) <> COALESCE(q.live, 0) \
+         ORDER BY hour, channel",
+    )
+    .bind(
+        since
+            .duration_trunc(chrono::Duration::hours(1))
+            .unwrap_or(since),
+    )
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    Ok(rows
+        .into_iter()
+        .map(|(channel, hour, counted, kept)| {
+            format!(
+                "quota_hours holds {kept} live reservations for channel {channel} in the hour from {}, the reservations {counted}: a claim may have been let past a limit; as the owner, check that trigger reservations_quota_hours is enabled, then rebuild the hour with the counted figure",
+                airlock_core::time::format_utc(hour)
+            )
+        })
+        .collect())
 }
 
 /// The period starts `airlock_quota_decision` reads: the local day (month) a day before

@@ -76,6 +76,15 @@ pub trait Dialect: Send + Sync + 'static {
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<QuotaRows>> + Send + 'a;
 
+    /// Where counts the backend keeps beside the reservations, from `since` on, differ
+    /// from a recount: one sentence each (none for a backend that keeps none).
+    fn quota_count_drift<'a>(
+        _conn: &'a mut Conn<Self>,
+        _since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'a {
+        async { Ok(Vec::new()) }
+    }
+
     /// A text column (`None` for NULL).
     fn text(row: &Row<Self>, column: &str) -> Result<Option<String>>;
     /// An integer column.

@@ -680,6 +680,7 @@ impl<D: Dialect> Reads for SqlReads<D> {
                 other?;
             }
         }
+        problems.extend(D::quota_count_drift(&mut conn, now - Duration::days(2)).await?);
         Ok(problems)
     }
 

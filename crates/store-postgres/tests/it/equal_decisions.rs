@@ -288,6 +288,11 @@ fn limit(most: u32) -> impl Strategy<Value = u32> {
 }
 
 fn quota_input() -> impl Strategy<Value = QuotaInput> {
+    quota_input_up_to(8, 6)
+}
+
+/// Cases whose window and daily limits go up to these.
+fn quota_input_up_to(window_most: u32, daily_most: u32) -> impl Strategy<Value = QuotaInput> {
     let now_offset = prop_oneof![
         1 => select(&[-300i64, 0, 300][..]).prop_map(Duration::seconds),
         3 => seconds(-600..=600),
@@ -312,7 +317,7 @@ fn quota_input() -> impl Strategy<Value = QuotaInput> {
     ];
     (
         (select(ZONES), select(DATES), now_offset, window),
-        (limit(8), limit(6), budget),
+        (limit(window_most), limit(daily_most), budget),
         prop::collection::vec(row_spec(), 0..14),
         corrupt,
     )
@@ -466,9 +471,21 @@ fn bounds(
 }
 
 /// What `airlock_quota_decision` decides over the same rows, inserted (and rolled back)
-/// for `post`; also the ids the rows got.
-async fn pg_decision(pool: &PgPool, post: i64, case: &QuotaCase) -> (Decision, Vec<i64>) {
+/// for `post`; also the ids the rows got, and whether it decided from `quota_hours`
+/// alone. `exact` turns that quick path off.
+async fn pg_decision(
+    pool: &PgPool,
+    post: i64,
+    case: &QuotaCase,
+    exact: bool,
+) -> (Decision, Vec<i64>, bool) {
     let mut tx = pool.begin().await.unwrap();
+    if exact {
+        sqlx::query("SET LOCAL airlock.exact_quota = 'on'")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
     let mut ids = Vec::with_capacity(case.rows.len());
     for (generation, r) in case.rows.iter().enumerate() {
         let id: i64 = sqlx::query_scalar(
@@ -513,6 +530,20 @@ async fn pg_decision(pool: &PgPool, post: i64, case: &QuotaCase) -> (Decision, V
     .bind(budget.map(|_| bounds(case.now, |t| month_bounds(t, tz))))
     .fetch_one(&mut *tx)
     .await;
+    let quick = row.is_ok()
+        && budget.is_none()
+        && sqlx::query_scalar(
+            "SELECT airlock_quota_far($1, $2, $3 * interval '1 microsecond', $4, $5, $6)",
+        )
+        .bind("alpha")
+        .bind(case.now)
+        .bind(case.claim.window.window.num_microseconds().unwrap())
+        .bind(i64::from(case.claim.window.limit))
+        .bind(i64::from(case.claim.daily.limit))
+        .bind(bounds(case.now, |t| day_bounds(t, tz)))
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
     tx.rollback().await.unwrap();
     let decision = match row {
         Ok((false, ..)) => Ok(None),
@@ -528,17 +559,30 @@ async fn pg_decision(pool: &PgPool, post: i64, case: &QuotaCase) -> (Decision, V
         }
         Err(e) => panic!("airlock_quota_decision failed: {e}"),
     };
-    (decision, ids)
+    (decision, ids, quick)
 }
 
+/// Rust's decision, PL/pgSQL's from the rows, and PL/pgSQL's with the quick proof
+/// allowed agree; the count of cases the quick proof decided goes up by one when it did.
 async fn quota_case_agrees(
     pool: &PgPool,
     post: i64,
     case: &QuotaCase,
+    quick_cases: &std::sync::atomic::AtomicU32,
 ) -> Result<(), TestCaseError> {
-    let (pg, ids) = pg_decision(pool, post, case).await;
+    let (exact, ids, _) = pg_decision(pool, post, case, true).await;
     let rust = rust_decision(case, &ids);
-    prop_assert_eq!(rust, pg, "now {}, rows {:#?}", case.now, case.rows);
+    prop_assert_eq!(&rust, &exact, "now {}, rows {:#?}", case.now, case.rows);
+    let (quick, ids, far) = pg_decision(pool, post, case, false).await;
+    prop_assert_eq!(
+        rust_decision(case, &ids),
+        quick,
+        "quick path, now {}",
+        case.now
+    );
+    if far {
+        quick_cases.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(())
 }
 
@@ -547,10 +591,22 @@ fn the_quota_and_budget_decision_is_the_same_in_rust_and_plpgsql() {
     let rt = runtime();
     let (_db, pool) = postgres(&rt);
     let post = rt.block_on(pg_draft(&pool));
+    let quick_cases = std::sync::atomic::AtomicU32::new(0);
     check_all(&rt, 128, quota_input(), |input| {
-        let pool = &pool;
-        async move { quota_case_agrees(pool, post, &input.case()).await }
+        let (pool, quick_cases) = (&pool, &quick_cases);
+        async move { quota_case_agrees(pool, post, &input.case(), quick_cases).await }
     });
+    // Limits about as large as the rows are many: the quick proof is near its edge.
+    check_all(&rt, 128, quota_input_up_to(40, 30), |input| {
+        let (pool, quick_cases) = (&pool, &quick_cases);
+        async move { quota_case_agrees(pool, post, &input.case(), quick_cases).await }
+    });
+    // The quick proof is exercised, not only the rows' path it stands in for.
+    let quick = quick_cases.into_inner();
+    assert!(
+        quick >= 32,
+        "the quick path decided only {quick} of 256 cases"
+    );
 }
 
 // --- 2. Status walks --------------------------------------------------------------------
@@ -1228,8 +1284,13 @@ fn a_corrupt_reservation_is_named_alike_whatever_its_fraction_of_a_second() {
             rows: Vec::new(),
             corrupt: Some(Corrupt::MadeInFuture(Duration::seconds(1))),
         };
-        rt.block_on(quota_case_agrees(&pool, post, &input.case()))
-            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(quota_case_agrees(
+            &pool,
+            post,
+            &input.case(),
+            &Default::default(),
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
         let t = at("2026-03-08T00:05:01Z") + sub;
         let shown: String = rt
             .block_on(

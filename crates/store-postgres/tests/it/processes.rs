@@ -99,13 +99,33 @@ async fn dispatch(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
-    const PROCESSES: usize = 4;
-    const POSTS_PER_CHANNEL: usize = 15;
-    const DAILY: u32 = 4;
+    share_one_daily_limit(4, 15, 4).await;
+}
+
+/// A limit far above the window's slots: the first claims prove their room from
+/// `quota_hours` while others are in flight, the last ones from the rows, alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_in_flight_together_never_pass_a_large_daily_limit() {
+    let (_db, store) = share_one_daily_limit(8, 60, 40).await;
+    let slots_used: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT shard) FROM quota_hours WHERE shard > 0")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert!(slots_used > 0, "no claim held a window slot");
+}
+
+/// `dispatchers` processes, each with its own pool, publish `per_channel` approved posts
+/// on each of two channels with a daily limit of `daily`; the ledger is left to look at.
+async fn share_one_daily_limit(
+    dispatchers: usize,
+    per_channel: usize,
+    daily: u32,
+) -> (TestDb, PgStore) {
     let db = TestDb::create();
     let setup = store(&db).await;
     let mut posts = Vec::new();
-    for idx in 0..POSTS_PER_CHANNEL {
+    for idx in 0..per_channel {
         for channel in ["alpha", "beta"] {
             posts.push(
                 approved(
@@ -119,14 +139,14 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
         }
     }
 
-    let start = Arc::new(tokio::sync::Barrier::new(PROCESSES));
+    let start = Arc::new(tokio::sync::Barrier::new(dispatchers));
     let mut processes = tokio::task::JoinSet::new();
-    for idx in 0..PROCESSES {
+    for idx in 0..dispatchers {
         let store: Arc<dyn Store> = Arc::new(store(&db).await);
         processes.spawn(dispatch(
             store,
             format!("process-{idx}"),
-            DAILY,
+            daily,
             start.clone(),
         ));
     }
@@ -145,7 +165,7 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
     );
     assert_eq!(
         published,
-        2 * DAILY as usize,
+        2 * daily as usize,
         "each channel published exactly its daily limit"
     );
 
@@ -158,7 +178,7 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
             })
             .await
             .unwrap();
-        assert_eq!(posted.len(), DAILY as usize, "{channel}");
+        assert_eq!(posted.len(), daily as usize, "{channel}");
     }
     // A published post was claimed once; a deferred one never (over quota, nothing is
     // claimed).
@@ -177,4 +197,5 @@ async fn separate_pools_claim_each_post_once_and_share_one_daily_limit() {
         );
     }
     assert!(setup.check_invariants(mins(1)).await.unwrap().is_empty());
+    (db, setup)
 }

@@ -1,0 +1,281 @@
+//! Quota decisions bounded by the limits, not by the day's history (issue 28): with a
+//! full day of live reservations behind it, a decision far from every limit reads no
+//! reservation row, and `quota_hours` (migration 0013), which lets it, follows every
+//! write to the reservations and is checked by doctor.
+
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use sqlx::PgPool;
+
+use airlock_core::quota::day_bounds;
+use airlock_store::Reads;
+
+use crate::support::{TestDb, store};
+
+const ZONE: chrono_tz::Tz = chrono_tz::Asia::Tokyo;
+
+fn now() -> DateTime<Utc> {
+    "2026-03-02T03:00:00Z".parse().unwrap()
+}
+
+fn days(now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    let mut starts = vec![day_bounds(now - Duration::days(1), ZONE).0];
+    for _ in 0..7 {
+        let end = day_bounds(*starts.last().unwrap(), ZONE).1;
+        starts.push(end);
+    }
+    starts
+}
+
+async fn a_post(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(
+        "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+         edited_by, created_at, updated_at) \
+         VALUES ('alpha', 'draft', 'x', now(), repeat('a', 64), 'sql', 'sql', now(), now()) \
+         RETURNING id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// `n` committed reservations on `alpha`, spread over the `hours` before now.
+async fn a_busy_day(pool: &PgPool, n: i64, hours: i64) {
+    let post = a_post(pool).await;
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         SELECT $1, g, 'alpha', 'committed', t, t + interval '2 seconds' \
+         FROM generate_series(1, $2) g, \
+              LATERAL (SELECT $3 - (g * $4 / $2) * interval '1 second' AS t) s",
+    )
+    .bind(post)
+    .bind(n)
+    .bind(now() - Duration::minutes(1))
+    .bind(hours * 3600)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// The decision for one more on `alpha` at `now()` with these limits: whether it was
+/// denied, and how many reservation rows it read.
+async fn decide(pool: &PgPool, exact: bool, window_limit: i64, daily_limit: i64) -> (bool, i64) {
+    let mut tx = pool.begin().await.unwrap();
+    if exact {
+        sqlx::query("SET LOCAL airlock.exact_quota = 'on'")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+    }
+    let denied: bool = sqlx::query_scalar(
+        "SELECT denied FROM airlock_quota_decision('alpha', $1, $2, $3, $4, $5, NULL, NULL, NULL)",
+    )
+    .bind(now())
+    .bind(Duration::hours(1).num_microseconds().unwrap())
+    .bind(window_limit)
+    .bind(daily_limit)
+    .bind(days(now()))
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    // This transaction's own counts (so other sessions cannot blur them), of the table
+    // and of its indexes (an index scan's rows count on the index).
+    let read: i64 = sqlx::query_scalar(
+        "SELECT sum(pg_stat_get_xact_tuples_returned(c.oid) \
+                  + pg_stat_get_xact_tuples_fetched(c.oid))::bigint \
+         FROM pg_class c WHERE c.oid = 'reservations'::regclass \
+            OR c.oid IN (SELECT indexrelid FROM pg_index \
+                         WHERE indrelid = 'reservations'::regclass)",
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .unwrap();
+    tx.rollback().await.unwrap();
+    (denied, read)
+}
+
+#[tokio::test]
+async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let pool = store.pool();
+    a_busy_day(pool, 10_000, 10).await;
+
+    // The rows' path reads every live row of the day; the quick one none.
+    let (denied, read) = decide(pool, true, 1_000_000, 1_000_000).await;
+    assert!(!denied);
+    assert!(read >= 10_000, "the exact path read {read} rows");
+    let (denied, read) = decide(pool, false, 1_000_000, 1_000_000).await;
+    assert!(!denied);
+    assert!(read < 10, "the quick path read {read} reservation rows");
+
+    // Near a limit the rows decide, and both paths deny alike.
+    for (window, daily) in [(1_000_000, 10_000), (900, 1_000_000)] {
+        assert!(
+            decide(pool, true, window, daily).await.0,
+            "{window}/{daily}"
+        );
+        assert!(
+            decide(pool, false, window, daily).await.0,
+            "{window}/{daily}"
+        );
+    }
+    assert_eq!(drift(&store).await, Vec::<String>::new());
+}
+
+/// `quota_hours` as doctor's recount sees it: the sentences of drift.
+async fn drift(store: &airlock_store_postgres::PgStore) -> Vec<String> {
+    store
+        .check_invariants(now())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.contains("quota_hours"))
+        .collect()
+}
+
+#[tokio::test]
+async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let pool = store.pool();
+    let post = a_post(pool).await;
+    let hour = now().duration_trunc(Duration::hours(1)).unwrap();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at) \
+         VALUES ($1, 1, 'alpha', 'reserved', $2) RETURNING id",
+    )
+    .bind(post)
+    .bind(hour - Duration::minutes(1))
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    // Each write, and whether it leaves the row suspect.
+    let writes = [
+        // Sent in the next hour: counted in both.
+        (
+            "UPDATE reservations SET sent_at = created_at + interval '2 minutes'",
+            false,
+        ),
+        ("UPDATE reservations SET state = 'committed'", false),
+        // Moved by hand to another channel and time, made suspect twice and mended.
+        ("UPDATE reservations SET channel = 'beta'", false),
+        (
+            "UPDATE reservations SET created_at = created_at - interval '3 hours'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET sent_at = created_at - interval '6 minutes'",
+            true,
+        ),
+        (
+            "UPDATE reservations SET sent_at = created_at + interval '2 minutes'",
+            false,
+        ),
+        ("UPDATE reservations SET channel = 'Not A Channel'", true),
+        ("UPDATE reservations SET channel = 'alpha'", false),
+    ];
+    // A trigger on the table keeps settled rows permanent; the owner may lift it to mend.
+    sqlx::query("ALTER TABLE reservations DISABLE TRIGGER reservations_settled_permanent")
+        .execute(pool)
+        .await
+        .unwrap();
+    for (write, suspect_after) in writes {
+        sqlx::query(sqlx::AssertSqlSafe(write))
+            .execute(pool)
+            .await
+            .unwrap_or_else(|e| panic!("{write}: {e}"));
+        assert_eq!(drift(&store).await, Vec::<String>::new(), "after {write}");
+        let suspect: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM quota_suspects WHERE id = $1)")
+                .bind(id)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        assert_eq!(suspect, suspect_after, "{write}");
+    }
+    sqlx::query("UPDATE reservations SET state = 'released'")
+        .execute(pool)
+        .await
+        .unwrap();
+    let live: i64 = sqlx::query_scalar("SELECT COALESCE(sum(live), 0)::bigint FROM quota_hours")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(live, 0, "a released reservation counts nowhere");
+
+    // A count below the rows' is named.
+    sqlx::query("UPDATE reservations SET state = 'committed'")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE quota_hours SET live = live - 1 WHERE live > 0")
+        .execute(pool)
+        .await
+        .unwrap();
+    let named = drift(&store).await;
+    assert!(
+        !named.is_empty() && named[0].contains("channel alpha"),
+        "{named:?}"
+    );
+}
+
+/// A claim that cannot prove room for every claim that may be in flight beside it (one
+/// per window slot) waits for them, and then decides from the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_near_its_limit_waits_for_the_claims_in_flight() {
+    use airlock_store::{PostClaimed, Publishing};
+    use airlock_store_tests::fixture::{approved, mins, post_claim, t0};
+
+    const DAILY: i64 = 30;
+    let db = TestDb::create();
+    let store = std::sync::Arc::new(store(&db).await);
+    let pool = store.pool().clone();
+    let earlier = a_post(&pool).await;
+    // One short of the limit, counted and sent a minute ago.
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         SELECT $1, g, 'alpha', 'committed', $2, $2 FROM generate_series(1, $3) g",
+    )
+    .bind(earlier)
+    .bind(mins(-1))
+    .bind(DAILY - 1)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let post = approved(store.as_ref(), "alpha", "next", t0()).await;
+
+    // A claim in flight: it holds a slot and its reservation is not committed yet.
+    let mut in_flight = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM ledger_locks WHERE name = 'window slot 01' FOR UPDATE")
+        .execute(&mut *in_flight)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         VALUES ($1, 1000, 'alpha', 'committed', $2, $2)",
+    )
+    .bind(earlier)
+    .bind(mins(-1))
+    .execute(&mut *in_flight)
+    .await
+    .unwrap();
+
+    let claiming = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .claim_post(&post_claim(&post, t0(), Some((1000, DAILY as u32))))
+                .await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !claiming.is_finished(),
+        "the claim decided without waiting for the one in flight"
+    );
+    in_flight.commit().await.unwrap();
+    match claiming.await.unwrap().unwrap() {
+        PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
+        other => panic!("expected over quota, got {other:?}"),
+    }
+}
