@@ -5,7 +5,8 @@
 --
 -- quota_hours: per channel and UTC hour, how many live reservations have a stamp (the
 -- time made, the time sent) in that hour; a row with stamps in two hours counts in both,
--- so a sum over hours never undercounts a period. `latest` is the latest stamp counted
+-- so a sum over hours never undercounts a period; an unsent one also counts in the hour
+-- '-infinity', which the rolling window adds in. `latest` is the latest stamp counted
 -- in the hour; it is never lowered, so it never understates a future stamp. Kept by a
 -- trigger in the reservation's own transaction, on the shard of the window slot that
 -- transaction holds (`airlock.slot`, 0 without one), so that claims in flight at once
@@ -33,16 +34,17 @@ INSERT INTO ledger_locks (name)
 CREATE TABLE quota_suspects (id bigint PRIMARY KEY);
 
 -- Whether a reservation is live and cannot be counted without reading it (the clock-free
--- half of airlock_store::QuotaRows::check; the clock half is `latest` above).
+-- half of airlock_store::QuotaRows::check; the clock half is `latest` above; a negative
+-- cost is refused by the table's CHECK). STABLE, not IMMUTABLE, so that callers inline it
+-- (timestamptz arithmetic is STABLE).
 CREATE FUNCTION airlock_reservation_suspect(r reservations) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
     SELECT r.state IS DISTINCT FROM 'released' AND (
         r.state NOT IN ('reserved', 'committed')
         OR NOT isfinite(r.created_at)
         OR (r.sent_at IS NOT NULL AND (NOT isfinite(r.sent_at)
                                        OR r.sent_at + interval '5 minutes' < r.created_at))
-        OR r.channel !~ '^[a-z0-9][a-z0-9._-]*$' OR octet_length(r.channel) > 64
-        OR r.cost_usd_micros < 0);
+        OR r.channel !~ '^[a-z0-9][a-z0-9._-]*$' OR octet_length(r.channel) > 64);
 $$;
 
 -- The UTC hours a reservation counts in, each with its latest stamp there: none when it
@@ -55,44 +57,94 @@ RETURNS TABLE (hour timestamptz, latest timestamptz) LANGUAGE sql STABLE AS $$
     GROUP BY 1;
 $$;
 
+-- Adds `n` to `p_channel`'s hour `p_hour` on the caller's shard, raising its latest stamp
+-- to `p_latest`.
+CREATE FUNCTION airlock_count_hour(p_channel text, p_hour timestamptz, p_latest timestamptz,
+    n integer) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO quota_hours AS q (channel, hour, shard, live, latest)
+        VALUES (p_channel, p_hour,
+                COALESCE(NULLIF(current_setting('airlock.slot', true), '')::integer, 0),
+                n, p_latest)
+        ON CONFLICT (channel, hour, shard) DO UPDATE
+        SET live = q.live + EXCLUDED.live, latest = greatest(q.latest, EXCLUDED.latest);
+END $$;
+
+-- Keeps quota_hours and quota_suspects. A counted row stands in the hour it was made, in
+-- the hour it was sent when that is another, and while unsent in the pseudo-hour
+-- '-infinity' (the rolling window counts an unsent row as now, whenever it was made). A
+-- row counted before and after a write moves only by the hours it gained or lost; a later
+-- stamp in an hour it keeps is written only when it is that hour's latest. Plain PL/pgSQL
+-- (its plans are kept per session): this runs in every claim.
 CREATE FUNCTION airlock_reservations_hours() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    h record;
-    my_shard integer := COALESCE(NULLIF(current_setting('airlock.slot', true), '')::integer, 0);
+    same boolean := TG_OP = 'UPDATE' AND OLD.channel = NEW.channel;
+    o_hours timestamptz[] := '{}';
+    o_latest timestamptz[] := '{}';
+    n_hours timestamptz[] := '{}';
+    n_latest timestamptz[] := '{}';
+    k integer;
 BEGIN
-    FOR h IN
-        SELECT o.hour AS old_hour, n.hour AS new_hour, n.latest
-        FROM (SELECT * FROM airlock_reservation_hours(OLD) WHERE TG_OP = 'UPDATE') o
-        FULL JOIN airlock_reservation_hours(NEW) n
-          ON o.hour = n.hour AND OLD.channel = NEW.channel
-    LOOP
-        -- Counted where it was, and still: only a later stamp is written.
-        CONTINUE WHEN h.old_hour IS NOT NULL AND h.new_hour IS NOT NULL
-            AND h.latest <= (SELECT max(q.latest) FROM quota_hours q
-                             WHERE q.channel = NEW.channel AND q.hour = h.new_hour);
-        INSERT INTO quota_hours AS q (channel, hour, shard, live, latest)
-            VALUES (CASE WHEN h.new_hour IS NULL THEN OLD.channel ELSE NEW.channel END,
-                    COALESCE(h.new_hour, h.old_hour), my_shard,
-                    CASE WHEN h.old_hour IS NULL THEN 1
-                         WHEN h.new_hour IS NULL THEN -1 ELSE 0 END,
-                    COALESCE(h.latest, '-infinity'))
-            ON CONFLICT (channel, hour, shard) DO UPDATE
-            SET live = q.live + EXCLUDED.live, latest = greatest(q.latest, EXCLUDED.latest);
-    END LOOP;
-    IF airlock_reservation_suspect(NEW) THEN
+    IF TG_OP = 'UPDATE' AND OLD.state <> 'released' AND NOT airlock_reservation_suspect(OLD) THEN
+        o_hours := ARRAY[date_trunc('hour', OLD.created_at, 'UTC')];
+        o_latest := ARRAY[OLD.created_at];
+        IF OLD.sent_at IS NULL THEN
+            o_hours := o_hours || '-infinity'::timestamptz;
+            o_latest := o_latest || '-infinity'::timestamptz;
+        ELSIF date_trunc('hour', OLD.sent_at, 'UTC') = o_hours[1] THEN
+            o_latest[1] := greatest(OLD.created_at, OLD.sent_at);
+        ELSE
+            o_hours := o_hours || date_trunc('hour', OLD.sent_at, 'UTC');
+            o_latest := o_latest || OLD.sent_at;
+        END IF;
+    END IF;
+    IF NEW.state <> 'released' AND NOT airlock_reservation_suspect(NEW) THEN
+        n_hours := ARRAY[date_trunc('hour', NEW.created_at, 'UTC')];
+        n_latest := ARRAY[NEW.created_at];
+        IF NEW.sent_at IS NULL THEN
+            n_hours := n_hours || '-infinity'::timestamptz;
+            n_latest := n_latest || '-infinity'::timestamptz;
+        ELSIF date_trunc('hour', NEW.sent_at, 'UTC') = n_hours[1] THEN
+            n_latest[1] := greatest(NEW.created_at, NEW.sent_at);
+        ELSE
+            n_hours := n_hours || date_trunc('hour', NEW.sent_at, 'UTC');
+            n_latest := n_latest || NEW.sent_at;
+        END IF;
+    ELSIF NEW.state <> 'released' THEN
         INSERT INTO quota_suspects (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
-    ELSIF TG_OP = 'UPDATE' THEN
+    END IF;
+    FOR i IN 1 .. cardinality(o_hours) LOOP
+        IF NOT same OR NOT o_hours[i] = ANY (n_hours) THEN
+            PERFORM airlock_count_hour(OLD.channel, o_hours[i], '-infinity', -1);
+        END IF;
+    END LOOP;
+    FOR i IN 1 .. cardinality(n_hours) LOOP
+        k := CASE WHEN same THEN array_position(o_hours, n_hours[i]) END;
+        IF k IS NULL THEN
+            PERFORM airlock_count_hour(NEW.channel, n_hours[i], n_latest[i], 1);
+        ELSIF n_latest[i] > o_latest[k]
+              AND n_latest[i] > (SELECT max(q.latest) FROM quota_hours q
+                                 WHERE q.channel = NEW.channel AND q.hour = n_hours[i]) THEN
+            PERFORM airlock_count_hour(NEW.channel, n_hours[i], n_latest[i], 0);
+        END IF;
+    END LOOP;
+    IF TG_OP = 'UPDATE' AND OLD.state <> 'released' AND cardinality(o_hours) = 0
+       AND (NEW.state = 'released' OR cardinality(n_hours) > 0) THEN
         DELETE FROM quota_suspects WHERE id = NEW.id;
     END IF;
     RETURN NULL;
 END $$;
 CREATE TRIGGER reservations_quota_hours
-    AFTER INSERT OR UPDATE OF channel, state, created_at, sent_at, cost_usd_micros
-    ON reservations FOR EACH ROW EXECUTE FUNCTION airlock_reservations_hours();
+    AFTER INSERT OR UPDATE OF channel, state, created_at, sent_at ON reservations FOR EACH ROW EXECUTE FUNCTION airlock_reservations_hours();
 
 INSERT INTO quota_hours (channel, hour, shard, live, latest)
     SELECT r.channel, h.hour, 0, count(*), max(h.latest)
     FROM reservations r, airlock_reservation_hours(r) h
-    GROUP BY r.channel, h.hour;
+    GROUP BY r.channel, h.hour
+    UNION ALL
+    SELECT r.channel, '-infinity', 0, count(*), '-infinity'
+    FROM reservations r
+    WHERE r.state <> 'released' AND r.sent_at IS NULL AND NOT airlock_reservation_suspect(r)
+    GROUP BY r.channel;
 INSERT INTO quota_suspects (id)
     SELECT r.id FROM reservations r WHERE airlock_reservation_suspect(r);

@@ -85,11 +85,13 @@ END $$;
 
 -- Whether the ledger decides by its callers' clocks (`ledger_clock`, a setting for tests
 -- only the owner writes) rather than the database's own.
+-- (PL/pgSQL, whose plan is kept per session: it is called several times a publish.)
 CREATE OR REPLACE FUNCTION airlock_caller_clock()
-RETURNS boolean LANGUAGE sql STABLE
+RETURNS boolean LANGUAGE plpgsql STABLE
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT COALESCE((SELECT source = 'caller' FROM ledger_clock), false);
-$$;
+BEGIN
+    RETURN COALESCE((SELECT source = 'caller' FROM ledger_clock), false);
+END $$;
 
 -- The time a write happens at (docs/quotas.md#one-clock): the database's clock, so
 -- installations on several machines agree by construction; on a ledger set to decide by
@@ -328,7 +330,8 @@ BEGIN
         VALUES (p_post, p_generation, p_key, p_part, 'sending', p_platform_ref, p_now)
         RETURNING * INTO written;
     UPDATE reservations SET sent_at = p_now
-        WHERE post_id = p_post AND generation = p_generation AND state = 'reserved';
+        WHERE post_id = p_post AND generation = p_generation AND state = 'reserved'
+          AND sent_at IS DISTINCT FROM p_now;
     RETURN written;
 END $$;
 
@@ -413,32 +416,36 @@ END $$;
 -- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
 -- reservation (quota_hours, migration 0013): nothing suspect, no stamp after the clock
 -- allowance past `p_now`, and sums that can only overcount (every hour a counted stamp
--- could lie in, plus every unsent row for the window, which counts it as now) below the
+-- could lie in, and for the window every unsent row, which it counts as now) below the
 -- rolling window's limit and below the daily limit in every local day the exact
 -- decision looks at. False means only that the exact decision must read the rows.
 -- `airlock.exact_quota = on` turns it off (the tests compare both paths).
 CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
     p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
-RETURNS boolean LANGUAGE sql STABLE
+RETURNS boolean LANGUAGE plpgsql STABLE
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT current_setting('airlock.exact_quota', true) IS DISTINCT FROM 'on'
-        AND array_length(p_day, 1) > 1
-        AND NOT EXISTS (SELECT 1 FROM quota_suspects)
-        AND NOT EXISTS (SELECT 1 FROM quota_hours q
-                        WHERE q.hour > p_now + interval '5 minutes' - interval '1 hour'
-                        GROUP BY q.channel, q.hour
-                        HAVING sum(q.live) > 0 AND max(q.latest) > p_now + interval '5 minutes')
-        AND (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
-             WHERE q.hour >= date_trunc('hour', p_now - p_win, 'UTC'))
-          + (SELECT count(*) FROM reservations r
-             WHERE r.state <> 'released' AND r.sent_at IS NULL) < p_window_limit
-        AND NOT EXISTS (
-            SELECT 1 FROM generate_series(1, array_length(p_day, 1) - 1) i
-            WHERE (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
-                   WHERE q.channel = p_channel
-                     AND q.hour >= date_trunc('hour', p_day[i] - interval '5 minutes', 'UTC')
-                     AND q.hour < p_day[i + 1] + interval '5 minutes') >= p_daily_limit);
-$$;
+DECLARE
+    skew constant interval := interval '5 minutes';
+    n integer := COALESCE(array_length(p_day, 1), 0);
+BEGIN
+    IF current_setting('airlock.exact_quota', true) = 'on' OR n < 2
+       OR EXISTS (SELECT 1 FROM quota_suspects)
+       OR EXISTS (SELECT 1 FROM quota_hours q WHERE q.hour > p_now + skew - interval '1 hour'
+                  GROUP BY q.channel, q.hour
+                  HAVING sum(q.live) > 0 AND max(q.latest) > p_now + skew)
+       OR (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
+           WHERE q.hour >= date_trunc('hour', p_now - p_win, 'UTC')
+              OR q.hour = '-infinity') >= p_window_limit THEN
+        RETURN false;
+    END IF;
+    -- Each local day's bound: the hours a stamp counted in it could lie in.
+    RETURN NOT EXISTS (
+        SELECT 1 FROM generate_series(1, n - 1) i
+        LEFT JOIN quota_hours q ON q.channel = p_channel
+             AND q.hour >= date_trunc('hour', p_day[i] - skew, 'UTC')
+             AND q.hour < p_day[i + 1] + skew
+        GROUP BY i HAVING COALESCE(sum(q.live), 0) >= p_daily_limit);
+END $$;
 
 -- The quota decision for one more publish on `p_channel` at `p_now`
 -- (airlock_store::decide_reservation over QuotaRows::check): the live reservations are
@@ -745,8 +752,11 @@ BEGIN
         event_actor = p_actor, event_note = p_note
         WHERE id = p_id RETURNING generation INTO v_generation;
     IF p_window_limit IS NOT NULL THEN
-        INSERT INTO reservations (post_id, generation, channel, state, created_at, cost_usd_micros)
+        -- Sent as it is made when the intent is written with it.
+        INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at,
+                                  cost_usd_micros)
             VALUES (p_id, v_generation, cur.channel, 'reserved', v_now,
+                    CASE WHEN p_intent_key IS NOT NULL THEN v_now END,
                     COALESCE(p_budget_cost, 0));
     END IF;
     IF p_intent_key IS NOT NULL THEN

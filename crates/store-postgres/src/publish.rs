@@ -70,24 +70,33 @@ pub(crate) async fn live_reservations(
 }
 
 /// Where `quota_hours` (migration 0013) differs from a recount of the live reservations,
-/// for the hours from `since`'s on: one sentence each. A count below the recount would
-/// let a claim's quick proof pass a limit; doctor names it.
+/// for the hours from `since`'s on: one sentence each. A count below the recount, or a
+/// latest stamp below one counted, would let a claim's quick proof pass a limit; doctor
+/// names it.
 pub(crate) async fn quota_hours_drift(
     conn: &mut PgConnection,
     since: DateTime<Utc>,
 ) -> Result<Vec<String>> {
-    let rows: Vec<(String, DateTime<Utc>, i64, i64)> = sqlx::query_as(
+    let rows: Vec<(String, Option<DateTime<Utc>>, i64, i64)> = sqlx::query_as(
         "WITH counted AS ( \
-           SELECT r.channel, h.hour, count(*) AS live \
+           SELECT r.channel, h.hour, count(*) AS live, max(h.latest) AS latest \
            FROM reservations r, airlock_reservation_hours(r) h \
            WHERE r.state <> 'released' AND (r.created_at >= $1 OR r.sent_at >= $1) \
              AND h.hour >= $1 \
-           GROUP BY r.channel, h.hour) \
-         SELECT channel, hour, COALESCE(c.live, 0), COALESCE(q.live, 0)::bigint \
-         FROM counted c FULL JOIN (SELECT channel, hour, sum(live) AS live FROM quota_hours \
-                                   WHERE hour >= $1 GROUP BY channel, hour) q \
-           USING (channel, hour) \
-         WHERE COALESCE(c.live, 0) <> COALESCE(q.live, 0) \
+           GROUP BY r.channel, h.hour \
+           UNION ALL \
+           SELECT r.channel, '-infinity', count(*), '-infinity' FROM reservations r \
+           WHERE r.state <> 'released' AND r.sent_at IS NULL \
+             AND NOT airlock_reservation_suspect(r) \
+           GROUP BY r.channel), \
+         kept AS ( \
+           SELECT channel, hour, sum(live) AS live, max(latest) AS latest FROM quota_hours \
+           WHERE hour >= $1 OR hour = '-infinity' GROUP BY channel, hour) \
+         SELECT channel, CASE WHEN isfinite(hour) THEN hour END, COALESCE(c.live, 0), \
+           COALESCE(k.live, 0)::bigint \
+         FROM counted c FULL JOIN kept k USING (channel, hour) \
+         WHERE COALESCE(c.live, 0) <> COALESCE(k.live, 0) \
+            OR COALESCE(k.latest, '-infinity') < c.latest \
          ORDER BY hour, channel",
     )
     .bind(
@@ -101,9 +110,11 @@ pub(crate) async fn quota_hours_drift(
     Ok(rows
         .into_iter()
         .map(|(channel, hour, counted, kept)| {
+            let hour = hour.map_or("unsent".to_owned(), |at| {
+                format!("in the hour from {}", airlock_core::time::format_utc(at))
+            });
             format!(
-                "quota_hours holds {kept} live reservations for channel {channel} in the hour from {}, the reservations {counted}: a claim may have been let past a limit; as the owner, check that trigger reservations_quota_hours is enabled, then rebuild the hour with the counted figure",
-                airlock_core::time::format_utc(hour)
+                "quota_hours holds {kept} live reservations for channel {channel} {hour}, or an earlier latest stamp than theirs; the reservations hold {counted}: a claim may have been let past a limit; as the owner, check that trigger reservations_quota_hours is enabled, then correct those rows"
             )
         })
         .collect())

@@ -173,6 +173,15 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         ),
         ("UPDATE reservations SET channel = 'Not A Channel'", true),
         ("UPDATE reservations SET channel = 'alpha'", false),
+        // Later stamps in the hours it keeps.
+        (
+            "UPDATE reservations SET sent_at = created_at + interval '30 minutes'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET created_at = created_at + interval '10 minutes'",
+            false,
+        ),
     ];
     // A trigger on the table keeps settled rows permanent; the owner may lift it to mend.
     sqlx::query("ALTER TABLE reservations DISABLE TRIGGER reservations_settled_permanent")
@@ -193,7 +202,21 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
                 .unwrap();
         assert_eq!(suspect, suspect_after, "{write}");
     }
+    // Released while suspect: neither counted nor suspect any more.
+    sqlx::query("UPDATE reservations SET channel = 'Not A Channel'")
+        .execute(pool)
+        .await
+        .unwrap();
     sqlx::query("UPDATE reservations SET state = 'released'")
+        .execute(pool)
+        .await
+        .unwrap();
+    let suspects: i64 = sqlx::query_scalar("SELECT count(*) FROM quota_suspects")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(suspects, 0);
+    sqlx::query("UPDATE reservations SET channel = 'alpha'")
         .execute(pool)
         .await
         .unwrap();
