@@ -8,10 +8,10 @@
 -- so a sum over hours never undercounts a period; an unsent one also counts in the hour
 -- '-infinity', which the rolling window adds in. `latest` is the latest stamp counted
 -- in the hour; it is never lowered, so it never understates a future stamp. Kept by a
--- trigger in the reservation's own transaction, on the shard of the window slot that
--- transaction holds (`airlock.slot`, 0 without one), so that claims in flight at once
--- never wait for each other's counter row: an hour's figures are the sums (live) and
--- the greatest (latest) over its shards.
+-- trigger in the reservation's own transaction, on a shard of its writer's
+-- (airlock_count_hour), so that claims in flight at once never wait for each other's
+-- counter row: an hour's figures are the sums (live) and the greatest (latest) over its
+-- shards.
 CREATE TABLE quota_hours (
     channel text        NOT NULL,
     hour    timestamptz NOT NULL,
@@ -34,9 +34,8 @@ INSERT INTO ledger_locks (name)
 CREATE TABLE quota_suspects (id bigint PRIMARY KEY);
 
 -- Whether a reservation is live and cannot be counted without reading it (the clock-free
--- half of airlock_store::QuotaRows::check; the clock half is `latest` above; a negative
--- cost is refused by the table's CHECK). STABLE, not IMMUTABLE, so that callers inline it
--- (timestamptz arithmetic is STABLE).
+-- half of airlock_store::QuotaRows::check; the clock half is `latest` above). STABLE, not
+-- IMMUTABLE, so that callers inline it (timestamptz arithmetic is STABLE).
 CREATE FUNCTION airlock_reservation_suspect(r reservations) RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT r.state IS DISTINCT FROM 'released' AND (
@@ -44,7 +43,8 @@ LANGUAGE sql STABLE AS $$
         OR NOT isfinite(r.created_at)
         OR (r.sent_at IS NOT NULL AND (NOT isfinite(r.sent_at)
                                        OR r.sent_at + interval '5 minutes' < r.created_at))
-        OR r.channel !~ '^[a-z0-9][a-z0-9._-]*$' OR octet_length(r.channel) > 64);
+        OR r.channel !~ '^[a-z0-9][a-z0-9._-]*$' OR octet_length(r.channel) > 64
+        OR r.cost_usd_micros < 0);
 $$;
 
 -- The UTC hours a reservation counts in, each with its latest stamp there: none when it
@@ -58,13 +58,16 @@ RETURNS TABLE (hour timestamptz, latest timestamptz) LANGUAGE sql STABLE AS $$
 $$;
 
 -- Adds `n` to `p_channel`'s hour `p_hour` on the caller's shard, raising its latest stamp
--- to `p_latest`.
+-- to `p_latest`. A transaction holding a window slot writes that slot's shard (1 to 16);
+-- any other spreads by its backend (17 to 32), so that sends, commits and releases on
+-- one channel seldom wait for each other's counter row.
 CREATE FUNCTION airlock_count_hour(p_channel text, p_hour timestamptz, p_latest timestamptz,
     n integer) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO quota_hours AS q (channel, hour, shard, live, latest)
         VALUES (p_channel, p_hour,
-                COALESCE(NULLIF(current_setting('airlock.slot', true), '')::integer, 0),
+                COALESCE(NULLIF(NULLIF(current_setting('airlock.slot', true), ''), '0')::integer,
+                         17 + pg_backend_pid() % 16),
                 n, p_latest)
         ON CONFLICT (channel, hour, shard) DO UPDATE
         SET live = q.live + EXCLUDED.live, latest = greatest(q.latest, EXCLUDED.latest);
@@ -84,6 +87,10 @@ DECLARE
     n_hours timestamptz[] := '{}';
     n_latest timestamptz[] := '{}';
     k integer;
+    d_channel text[] := '{}';
+    d_hour timestamptz[] := '{}';
+    d_latest timestamptz[] := '{}';
+    d_n integer[] := '{}';
 BEGIN
     IF TG_OP = 'UPDATE' AND OLD.state <> 'released' AND NOT airlock_reservation_suspect(OLD) THEN
         o_hours := ARRAY[date_trunc('hour', OLD.created_at, 'UTC')];
@@ -113,21 +120,38 @@ BEGIN
     ELSIF NEW.state <> 'released' THEN
         INSERT INTO quota_suspects (id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
     END IF;
+    -- The rows to write, then written in one order (channel, hour), so that two writers
+    -- never lock the same two counter rows the other way round.
     FOR i IN 1 .. cardinality(o_hours) LOOP
         IF NOT same OR NOT o_hours[i] = ANY (n_hours) THEN
-            PERFORM airlock_count_hour(OLD.channel, o_hours[i], '-infinity', -1);
+            d_channel := d_channel || OLD.channel;
+            d_hour := d_hour || o_hours[i];
+            d_latest := d_latest || '-infinity'::timestamptz;
+            d_n := d_n || -1;
         END IF;
     END LOOP;
     FOR i IN 1 .. cardinality(n_hours) LOOP
         k := CASE WHEN same THEN array_position(o_hours, n_hours[i]) END;
         IF k IS NULL THEN
-            PERFORM airlock_count_hour(NEW.channel, n_hours[i], n_latest[i], 1);
+            d_channel := d_channel || NEW.channel;
+            d_hour := d_hour || n_hours[i];
+            d_latest := d_latest || n_latest[i];
+            d_n := d_n || 1;
         ELSIF n_latest[i] > o_latest[k]
               AND n_latest[i] > (SELECT max(q.latest) FROM quota_hours q
                                  WHERE q.channel = NEW.channel AND q.hour = n_hours[i]) THEN
-            PERFORM airlock_count_hour(NEW.channel, n_hours[i], n_latest[i], 0);
+            d_channel := d_channel || NEW.channel;
+            d_hour := d_hour || n_hours[i];
+            d_latest := d_latest || n_latest[i];
+            d_n := d_n || 0;
         END IF;
     END LOOP;
+    IF cardinality(d_n) = 1 THEN
+        PERFORM airlock_count_hour(d_channel[1], d_hour[1], d_latest[1], d_n[1]);
+    ELSIF cardinality(d_n) > 1 THEN
+        PERFORM airlock_count_hour(d.c, d.h, d.l, d.n)
+        FROM unnest(d_channel, d_hour, d_latest, d_n) AS d(c, h, l, n) ORDER BY d.c, d.h;
+    END IF;
     IF TG_OP = 'UPDATE' AND OLD.state <> 'released' AND cardinality(o_hours) = 0
        AND (NEW.state = 'released' OR cardinality(n_hours) > 0) THEN
         DELETE FROM quota_suspects WHERE id = NEW.id;
@@ -135,7 +159,8 @@ BEGIN
     RETURN NULL;
 END $$;
 CREATE TRIGGER reservations_quota_hours
-    AFTER INSERT OR UPDATE OF channel, state, created_at, sent_at ON reservations FOR EACH ROW EXECUTE FUNCTION airlock_reservations_hours();
+    AFTER INSERT OR UPDATE OF channel, state, created_at, sent_at, cost_usd_micros
+    ON reservations FOR EACH ROW EXECUTE FUNCTION airlock_reservations_hours();
 
 INSERT INTO quota_hours (channel, hour, shard, live, latest)
     SELECT r.channel, h.hour, 0, count(*), max(h.latest)

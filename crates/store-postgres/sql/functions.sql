@@ -429,6 +429,8 @@ DECLARE
     n integer := COALESCE(array_length(p_day, 1), 0);
 BEGIN
     IF current_setting('airlock.exact_quota', true) = 'on' OR n < 2
+       OR NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'reservations'::regclass
+                      AND tgname = 'reservations_quota_hours' AND tgenabled IN ('O', 'A'))
        OR EXISTS (SELECT 1 FROM quota_suspects)
        OR EXISTS (SELECT 1 FROM quota_hours q WHERE q.hour > p_now + skew - interval '1 hour'
                   GROUP BY q.channel, q.hour
@@ -611,6 +613,10 @@ DECLARE
     slots integer;
     slot integer;
 BEGIN
+    -- A transaction that has written before (several claims in one) may already hold a
+    -- window slot with reservations in flight that no other claim can see: it decides
+    -- alone, from the rows. Read before this claim's own lock writes.
+    quick := pg_current_xact_id_if_assigned() IS NULL;
     -- Refuses a caller whose clock is too far from the database's.
     PERFORM airlock_time(p_now, true);
     PERFORM airlock_bounded('the lease', extract(epoch FROM p_lease_until - p_now), 0,
@@ -706,8 +712,8 @@ BEGIN
         -- more can be. Any other claim locks the window and every slot, in one order, so
         -- it waits for the claims in flight and decides alone. Either way the counts are
         -- read by a statement whose snapshot is taken after the lock (READ COMMITTED).
-        quick := false;
-        IF p_budget_monthly IS NULL THEN
+        IF quick AND p_budget_monthly IS NULL THEN
+            quick := false;
             BEGIN
                 SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
                 SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
@@ -725,6 +731,8 @@ BEGIN
             EXCEPTION WHEN SQLSTATE 'AL900' THEN
                 NULL;
             END;
+        ELSE
+            quick := false;
         END IF;
         IF NOT quick THEN
             PERFORM set_config('airlock.slot', '0', true);

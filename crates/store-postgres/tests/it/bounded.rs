@@ -120,6 +120,18 @@ async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
         );
     }
     assert_eq!(drift(&store).await, Vec::<String>::new());
+
+    // With the counting trigger off, the counts cannot be trusted: the rows decide.
+    sqlx::query("ALTER TABLE reservations DISABLE TRIGGER reservations_quota_hours")
+        .execute(pool)
+        .await
+        .unwrap();
+    let (denied, read) = decide(pool, false, 1_000_000, 1_000_000).await;
+    assert!(!denied);
+    assert!(
+        read >= 10_000,
+        "with the trigger off, the quick path read {read} rows"
+    );
 }
 
 /// `quota_hours` as doctor's recount sees it: the sentences of drift.
@@ -172,6 +184,11 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             false,
         ),
         ("UPDATE reservations SET channel = 'Not A Channel'", true),
+        (
+            "UPDATE reservations SET channel = 'alpha', cost_usd_micros = -1",
+            true,
+        ),
+        ("UPDATE reservations SET cost_usd_micros = 0", false),
         ("UPDATE reservations SET channel = 'alpha'", false),
         // Later stamps in the hours it keeps.
         (
@@ -183,11 +200,17 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             false,
         ),
     ];
-    // A trigger on the table keeps settled rows permanent; the owner may lift it to mend.
-    sqlx::query("ALTER TABLE reservations DISABLE TRIGGER reservations_settled_permanent")
-        .execute(pool)
-        .await
-        .unwrap();
+    // A trigger on the table keeps settled rows permanent and a CHECK refuses a negative
+    // cost; the owner may lift both.
+    for lift in [
+        "ALTER TABLE reservations DISABLE TRIGGER reservations_settled_permanent",
+        "ALTER TABLE reservations DROP CONSTRAINT reservations_cost_usd_micros_check",
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(lift))
+            .execute(pool)
+            .await
+            .unwrap();
+    }
     for (write, suspect_after) in writes {
         sqlx::query(sqlx::AssertSqlSafe(write))
             .execute(pool)
@@ -301,4 +324,55 @@ async fn a_claim_near_its_limit_waits_for_the_claims_in_flight() {
         PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
         other => panic!("expected over quota, got {other:?}"),
     }
+}
+
+/// The claims of one transaction after its first are decided alone, from the rows: the
+/// first may hold a slot with a reservation no other claim can see, so a second one's
+/// quick proof (which counts one claim per slot) would undercount.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_claim_in_one_transaction_waits_for_every_slot() {
+    use airlock_store_tests::fixture::{approved, t0};
+
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let pool = store.pool().clone();
+    let first = approved(&store, "alpha", "first", t0()).await;
+    let second = approved(&store, "alpha", "second", t0()).await;
+
+    // Another claim in flight holds a slot.
+    let mut other = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM ledger_locks WHERE name = 'window slot 07' FOR UPDATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+
+    let claims = tokio::spawn(async move {
+        let mut tx = pool.begin().await.unwrap();
+        let mut outcomes = Vec::new();
+        for post in [&first, &second] {
+            let outcome: String = sqlx::query_scalar(
+                "SELECT outcome FROM airlock_claim_post($1, $2, true, 'w', 'dispatcher:w', $3, \
+                 $4, 'claimed', $5, 1000000, 1000000, $6, NULL, NULL, NULL, NULL, NULL, NULL)",
+            )
+            .bind(post.id.0)
+            .bind(post.version)
+            .bind(t0())
+            .bind(t0() + Duration::minutes(15))
+            .bind(Duration::hours(1).num_microseconds().unwrap())
+            .bind(days(t0()))
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+            outcomes.push(outcome);
+        }
+        tx.commit().await.unwrap();
+        outcomes
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !claims.is_finished(),
+        "the second claim decided without waiting for the slot in flight"
+    );
+    other.commit().await.unwrap();
+    assert_eq!(claims.await.unwrap(), ["claimed", "claimed"]);
 }
