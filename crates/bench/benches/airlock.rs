@@ -25,6 +25,9 @@ use airlock_bench::*;
 use airlock_store::Store;
 use airlock_store_sqlite::SqliteStore;
 
+/// Live reservations of the busy day measured beside the empty ledger.
+const BUSY_DAY: u64 = 10_000;
+
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -113,6 +116,20 @@ async fn sqlite(history_n: u64, posts: usize) {
         publish.push(pair);
     }
 
+    let busy = {
+        let (store, _) = ledger(dir.path(), "busy", None).await;
+        seed_busy_day_sqlite(store.pool(), BUSY_DAY)
+            .await
+            .expect("seed a busy day");
+        let app = app(store as Arc<dyn Store>, settings());
+        measure_publishes(&app, 4, posts).await
+    };
+    figures(
+        &format!("publishes/s, 4, {BUSY_DAY} today"),
+        format!("{busy:.0}"),
+        "-".into(),
+    );
+
     let mut reserve = Vec::new();
     for (idx, template) in [None, Some(history.as_path())].into_iter().enumerate() {
         let (store, _) = ledger(dir.path(), &format!("res-{idx}"), template).await;
@@ -186,6 +203,10 @@ async fn sqlite(history_n: u64, posts: usize) {
         "history / empty, best publishes/s: {:.2}; target >= 0.9",
         best(1) / best(0)
     );
+    println!(
+        "{BUSY_DAY} live today / empty, publishes/s at 4 workers: {:.2}; target >= 0.9",
+        busy / publish[2][0]
+    );
 }
 
 mod postgres {
@@ -199,6 +220,8 @@ mod postgres {
     use airlock_bench::*;
     use airlock_store::Store;
     use airlock_store_postgres::PgStore;
+
+    use super::BUSY_DAY;
 
     fn server() -> String {
         std::env::var("AIRLOCK_BENCH_PG")
@@ -337,6 +360,27 @@ mod postgres {
                 pair[1]
             );
         }
+        let busy = {
+            let store = database("airlock_bench_run", None).await;
+            seed_busy_day_pg(store.pool(), BUSY_DAY)
+                .await
+                .expect("seed a busy day");
+            let app = app(store.clone() as Arc<dyn Store>, settings());
+            let rate = measure_publishes(&app, 4, posts).await;
+            store.pool().close().await;
+            rate
+        };
+        println!(
+            "{:<34} {:>14.0} {:>14}",
+            format!("publishes/s, 4, {BUSY_DAY} today"),
+            busy,
+            "-"
+        );
+        println!(
+            "{:<34} {:>14.2}",
+            format!("{BUSY_DAY} today / empty, 4 workers"),
+            busy / publish_at_4[0]
+        );
         for workers in [1usize, 4] {
             let mut pair = [0.0f64; 2];
             for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {

@@ -446,6 +446,59 @@ pub async fn sqlite_commit_anchor(pool: &sqlx::SqlitePool, n: usize) -> Result<f
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
+/// A busy day on [`CHANNEL`]: `n` committed reservations sent over the eight hours before
+/// now, for one seeded post. A quota decision that reads every live row of the day pays
+/// for each of them.
+pub async fn seed_busy_day_pg(pool: &sqlx::PgPool, n: u64) -> Result<(), sqlx::Error> {
+    let post: i64 = sqlx::query_scalar(
+        "INSERT INTO posts (channel, status, text, scheduled_at, content_hash, created_by, \
+           edited_by, created_at, updated_at) \
+         VALUES ($1, 'draft', 'busy day', now(), repeat('0', 64), 'bench', 'bench', now(), now()) \
+         RETURNING id",
+    )
+    .bind(CHANNEL)
+    .fetch_one(pool)
+    .await?;
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         SELECT $1, g, $2, 'committed', t, t \
+         FROM (SELECT g, now() - make_interval(secs => g * 28800.0 / $3) AS t \
+               FROM generate_series(1, $3) AS g) AS s",
+    )
+    .bind(post)
+    .bind(CHANNEL)
+    .bind(i64::try_from(n).unwrap_or(i64::MAX))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// [`seed_busy_day_pg`] on SQLite.
+pub async fn seed_busy_day_sqlite(pool: &sqlx::SqlitePool, n: u64) -> Result<(), sqlx::Error> {
+    let at = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || (n * 28800.0 / ?3) || ' seconds')";
+    let post: i64 = sqlx::query_scalar(
+        "INSERT INTO posts (channel, status, text, media, scheduled_at, content_hash, created_by, \
+           edited_by, created_at, updated_at) \
+         VALUES (?1, 'draft', 'busy day', '[]', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
+           printf('%064d', 0), 'bench', 'bench', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), \
+           strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) RETURNING id",
+    )
+    .bind(CHANNEL)
+    .fetch_one(pool)
+    .await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?3) \
+         INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         SELECT ?2, n, ?1, 'committed', {at}, {at} FROM seq"
+    )))
+    .bind(CHANNEL)
+    .bind(post)
+    .bind(i64::try_from(n).unwrap_or(i64::MAX))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Writes `n` posted posts (with events, intents and committed reservations spread
 /// over the year before yesterday) into a PostgreSQL ledger, through its triggers.
 pub async fn seed_pg_history(pool: &sqlx::PgPool, n: u64) -> Result<(), sqlx::Error> {
