@@ -69,6 +69,13 @@ impl Dialect for Lite {
         publish::live_reservations(conn, since, now)
     }
 
+    fn quota_count_drift<'a>(
+        conn: &'a mut SqliteConnection,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + 'a {
+        publish::quota_hours_drift(conn, since)
+    }
+
     fn text(row: &SqliteRow, column: &str) -> Result<Option<String>> {
         row.try_get(column).map_err(column_error)
     }

@@ -37,12 +37,14 @@ mod change;
 pub mod decide;
 mod interface;
 mod ops;
+mod quota_hours;
 mod quota_rows;
 pub use change::{Change, Effects, Fields, Guard, PostChange, RESEND_EVENT, VerdictEffect};
 pub use interface::{Admin, Posts, Publishing, Reads, ReadsFrom, Sessions, Store};
 pub use ops::{
     ChannelDue, ExportFilter, HealthStats, LiveSession, MigrationStatus, NewSession, Session,
 };
+pub use quota_hours::{HourCount, hour_of, hours_since, room_from_hours};
 pub use quota_rows::{LiveReservation, QuotaRows, RawReservation, decide_reservation, quota_since};
 
 /// `Result` with [`StoreError`].

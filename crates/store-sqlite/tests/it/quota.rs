@@ -93,3 +93,83 @@ async fn an_unknown_reservation_state_stops_a_claim() {
         Err(StoreError::CorruptQuota(_))
     ));
 }
+
+/// `quota_hours` as doctor's recount sees it: the sentences of drift.
+async fn drift(store: &airlock_store_sqlite::SqliteStore) -> Vec<String> {
+    store
+        .check_invariants(t0())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.contains("quota_hours"))
+        .collect()
+}
+
+/// The counts the quick quota proof reads (migration 0013) follow every write to a
+/// reservation, hand-written ones included, and a row no count may stand for is listed.
+#[tokio::test]
+async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
+    let (store, _dir) = fresh().await;
+    reserved(&store, "alpha", "counted", mins(-1)).await;
+    assert_eq!(drift(&store).await, Vec::<String>::new());
+    sqlx::query("DROP TRIGGER reservations_settled_permanent")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    // Each write, and whether it leaves the row suspect.
+    let writes = [
+        (
+            "UPDATE reservations SET sent_at = '2026-03-02T04:01:00.000Z'",
+            false,
+        ),
+        ("UPDATE reservations SET state = 'committed'", false),
+        ("UPDATE reservations SET channel = 'beta'", false),
+        (
+            "UPDATE reservations SET created_at = '2026-03-02T00:10:00.000Z'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET sent_at = '2026-03-02 04:01:00'",
+            true,
+        ),
+        (
+            "UPDATE reservations SET sent_at = '2026-03-02T00:30:00.000Z'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET sent_at = '2026-03-02T00:01:00.000Z'",
+            true,
+        ),
+        ("UPDATE reservations SET sent_at = NULL", false),
+        ("UPDATE reservations SET channel = 'Not A Channel'", true),
+        ("UPDATE reservations SET channel = 'alpha'", false),
+        ("UPDATE reservations SET channel = 'Not A Channel'", true),
+        ("UPDATE reservations SET state = 'released'", false),
+        (
+            "UPDATE reservations SET state = 'reserved', channel = 'alpha'",
+            false,
+        ),
+    ];
+    for (write, suspect_after) in writes {
+        sqlx::query(sqlx::AssertSqlSafe(write))
+            .execute(store.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{write}: {e}"));
+        assert_eq!(drift(&store).await, Vec::<String>::new(), "after {write}");
+        let suspect: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM quota_suspects)")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(suspect, suspect_after, "{write}");
+    }
+    // A count below the rows' is named.
+    sqlx::query("UPDATE quota_hours SET live = live - 1 WHERE live > 0")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let named = drift(&store).await;
+    assert!(
+        !named.is_empty() && named[0].contains("channel alpha"),
+        "{named:?}"
+    );
+}

@@ -1,0 +1,137 @@
+-- Bounded quota decisions (issue 28), as crates/store-postgres/migrations/0013_quota_hours.sql
+-- without its slots (SQLite has one writer at a time). A claim that finds room for one
+-- more publish in these counts (airlock_store::room_from_hours) reads no reservation.
+--
+-- quota_hours: per channel and UTC hour (`YYYY-MM-DDTHH`, the first 13 characters of the
+-- ledger's fixed-width times), how many live reservations have a stamp in that hour; a
+-- row with stamps in two hours counts in both, and while unsent also in the hour
+-- 'unsent'. `latest` is the latest stamp counted in the hour, never lowered ('' for
+-- 'unsent'). Kept by the triggers below in the reservation's own transaction.
+CREATE TABLE quota_hours (
+    channel TEXT    NOT NULL,
+    hour    TEXT    NOT NULL,
+    live    INTEGER NOT NULL,
+    latest  TEXT    NOT NULL,
+    PRIMARY KEY (channel, hour)
+) WITHOUT ROWID;
+
+-- quota_suspects: live reservations no count may stand for: an unknown state, a time not
+-- in the ledger's own form (or not a real instant), sent before it was made, a channel no
+-- configuration can name, a negative cost. While one is listed, the rows decide, and
+-- their check refuses it (CorruptQuota) as before.
+CREATE TABLE quota_suspects (id INTEGER PRIMARY KEY);
+
+-- The triggers repeat one test of a row (SQLite has no functions): a row R is counted
+-- when
+--   R.state IN ('reserved', 'committed')
+--   AND strftime('%Y-%m-%dT%H:%M:%fZ', R.created_at) IS R.created_at
+--   AND (R.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', R.sent_at) IS R.sent_at
+--        AND R.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', R.created_at, '-5 minutes')))
+--   AND R.channel GLOB '[a-z0-9]*' AND R.channel NOT GLOB '*[^a-z0-9._-]*'
+--   AND length(CAST(R.channel AS BLOB)) <= 64 AND R.cost_usd_micros >= 0
+-- and suspect when it is not released and not counted.
+
+CREATE TRIGGER reservations_quota_hours_insert AFTER INSERT ON reservations
+BEGIN
+    INSERT INTO quota_hours (channel, hour, live, latest)
+        SELECT NEW.channel, h.hour, 1, h.latest FROM (
+            SELECT substr(NEW.created_at, 1, 13) AS hour,
+                   CASE WHEN substr(NEW.sent_at, 1, 13) = substr(NEW.created_at, 1, 13)
+                        THEN max(NEW.created_at, NEW.sent_at) ELSE NEW.created_at END AS latest
+            UNION ALL
+            SELECT COALESCE(substr(NEW.sent_at, 1, 13), 'unsent'), COALESCE(NEW.sent_at, '')
+            WHERE NEW.sent_at IS NULL
+               OR substr(NEW.sent_at, 1, 13) <> substr(NEW.created_at, 1, 13)) h
+        WHERE NEW.state IN ('reserved', 'committed')
+          AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
+          AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
+               AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
+          AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
+          AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0
+        ON CONFLICT (channel, hour) DO UPDATE
+        SET live = live + 1, latest = max(latest, excluded.latest);
+    INSERT OR IGNORE INTO quota_suspects (id)
+        SELECT NEW.id WHERE NEW.state IS NOT 'released' AND NOT (
+            NEW.state IN ('reserved', 'committed')
+            AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
+            AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
+                 AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
+            AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
+            AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0);
+END;
+
+-- An update takes the row's old hours out and puts its new ones in (one writer at a
+-- time: no order of row locks to keep).
+CREATE TRIGGER reservations_quota_hours_update
+    AFTER UPDATE OF channel, state, created_at, sent_at, cost_usd_micros ON reservations
+BEGIN
+    UPDATE quota_hours SET live = live - 1
+        WHERE channel = OLD.channel
+          AND hour IN (substr(OLD.created_at, 1, 13),
+                       COALESCE(substr(OLD.sent_at, 1, 13), 'unsent'))
+          AND OLD.state IN ('reserved', 'committed')
+          AND strftime('%Y-%m-%dT%H:%M:%fZ', OLD.created_at) IS OLD.created_at
+          AND (OLD.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', OLD.sent_at) IS OLD.sent_at
+               AND OLD.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', OLD.created_at, '-5 minutes')))
+          AND OLD.channel GLOB '[a-z0-9]*' AND OLD.channel NOT GLOB '*[^a-z0-9._-]*'
+          AND length(CAST(OLD.channel AS BLOB)) <= 64 AND OLD.cost_usd_micros >= 0;
+    INSERT INTO quota_hours (channel, hour, live, latest)
+        SELECT NEW.channel, h.hour, 1, h.latest FROM (
+            SELECT substr(NEW.created_at, 1, 13) AS hour,
+                   CASE WHEN substr(NEW.sent_at, 1, 13) = substr(NEW.created_at, 1, 13)
+                        THEN max(NEW.created_at, NEW.sent_at) ELSE NEW.created_at END AS latest
+            UNION ALL
+            SELECT COALESCE(substr(NEW.sent_at, 1, 13), 'unsent'), COALESCE(NEW.sent_at, '')
+            WHERE NEW.sent_at IS NULL
+               OR substr(NEW.sent_at, 1, 13) <> substr(NEW.created_at, 1, 13)) h
+        WHERE NEW.state IN ('reserved', 'committed')
+          AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
+          AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
+               AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
+          AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
+          AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0
+        ON CONFLICT (channel, hour) DO UPDATE
+        SET live = live + 1, latest = max(latest, excluded.latest);
+    DELETE FROM quota_suspects WHERE id = NEW.id;
+    INSERT OR IGNORE INTO quota_suspects (id)
+        SELECT NEW.id WHERE NEW.state IS NOT 'released' AND NOT (
+            NEW.state IN ('reserved', 'committed')
+            AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
+            AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
+                 AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
+            AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
+            AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0);
+END;
+
+-- What quota_hours should hold, recounted from the rows: the counts of the rows already
+-- here, and doctor's check of the kept ones (Store::check_invariants).
+CREATE VIEW quota_hours_recount AS
+WITH counted AS (
+    SELECT * FROM reservations r
+    WHERE r.state IN ('reserved', 'committed')
+      AND strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at) IS r.created_at
+      AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
+           AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
+      AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
+      AND length(CAST(r.channel AS BLOB)) <= 64 AND r.cost_usd_micros >= 0)
+SELECT channel, hour, count(*) AS live, max(latest) AS latest FROM (
+    SELECT channel, substr(created_at, 1, 13) AS hour,
+           CASE WHEN substr(sent_at, 1, 13) = substr(created_at, 1, 13)
+                THEN max(created_at, sent_at) ELSE created_at END AS latest
+    FROM counted
+    UNION ALL
+    SELECT channel, COALESCE(substr(sent_at, 1, 13), 'unsent'), COALESCE(sent_at, '')
+    FROM counted
+    WHERE sent_at IS NULL OR substr(sent_at, 1, 13) <> substr(created_at, 1, 13))
+GROUP BY channel, hour;
+
+INSERT INTO quota_hours (channel, hour, live, latest)
+    SELECT channel, hour, live, latest FROM quota_hours_recount;
+INSERT INTO quota_suspects (id)
+    SELECT r.id FROM reservations r WHERE r.state IS NOT 'released' AND NOT (
+        r.state IN ('reserved', 'committed')
+        AND strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at) IS r.created_at
+        AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
+             AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
+        AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
+        AND length(CAST(r.channel AS BLOB)) <= 64 AND r.cost_usd_micros >= 0);
