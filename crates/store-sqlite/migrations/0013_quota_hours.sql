@@ -17,9 +17,11 @@ CREATE TABLE quota_hours (
 
 -- quota_suspects: live reservations no count may stand for: an unknown state, a time not
 -- in the ledger's own form (or not a real instant), sent before it was made, a channel no
--- configuration can name, a negative cost. While one is listed, the rows decide, and
+-- configuration can name (a NUL byte included), a cost that is not a whole number of
+-- micro-dollars or is negative. While one is listed, the rows decide, and
 -- their check refuses it (CorruptQuota) as before.
 CREATE TABLE quota_suspects (id INTEGER PRIMARY KEY);
+CREATE INDEX quota_hours_hour ON quota_hours (hour);
 
 -- The triggers repeat one test of a row (SQLite has no functions): a row R is counted
 -- when
@@ -28,7 +30,9 @@ CREATE TABLE quota_suspects (id INTEGER PRIMARY KEY);
 --   AND (R.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', R.sent_at) IS R.sent_at
 --        AND R.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', R.created_at, '-5 minutes')))
 --   AND R.channel GLOB '[a-z0-9]*' AND R.channel NOT GLOB '*[^a-z0-9._-]*'
---   AND length(CAST(R.channel AS BLOB)) <= 64 AND R.cost_usd_micros >= 0
+--   AND length(CAST(R.channel AS BLOB)) <= 64
+--   AND typeof(R.channel) = 'text' AND instr(CAST(R.channel AS BLOB), x'00') = 0
+--   AND typeof(R.cost_usd_micros) = 'integer' AND R.cost_usd_micros >= 0
 -- and suspect when it is not released and not counted.
 
 CREATE TRIGGER reservations_quota_hours_insert AFTER INSERT ON reservations
@@ -47,7 +51,9 @@ BEGIN
           AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
                AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
           AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0
+          AND length(CAST(NEW.channel AS BLOB)) <= 64
+          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
+          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0
         ON CONFLICT (channel, hour) DO UPDATE
         SET live = live + 1, latest = max(latest, excluded.latest);
     INSERT OR IGNORE INTO quota_suspects (id)
@@ -57,13 +63,15 @@ BEGIN
             AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
                  AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
             AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-            AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0);
+            AND length(CAST(NEW.channel AS BLOB)) <= 64
+          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
+          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0);
 END;
 
 -- An update takes the row's old hours out and puts its new ones in (one writer at a
 -- time: no order of row locks to keep).
 CREATE TRIGGER reservations_quota_hours_update
-    AFTER UPDATE OF channel, state, created_at, sent_at, cost_usd_micros ON reservations
+    AFTER UPDATE OF id, channel, state, created_at, sent_at, cost_usd_micros ON reservations
 BEGIN
     UPDATE quota_hours SET live = live - 1
         WHERE channel = OLD.channel
@@ -74,7 +82,9 @@ BEGIN
           AND (OLD.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', OLD.sent_at) IS OLD.sent_at
                AND OLD.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', OLD.created_at, '-5 minutes')))
           AND OLD.channel GLOB '[a-z0-9]*' AND OLD.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(OLD.channel AS BLOB)) <= 64 AND OLD.cost_usd_micros >= 0;
+          AND length(CAST(OLD.channel AS BLOB)) <= 64
+          AND typeof(OLD.channel) = 'text' AND instr(CAST(OLD.channel AS BLOB), x'00') = 0
+          AND typeof(OLD.cost_usd_micros) = 'integer' AND OLD.cost_usd_micros >= 0;
     INSERT INTO quota_hours (channel, hour, live, latest)
         SELECT NEW.channel, h.hour, 1, h.latest FROM (
             SELECT substr(NEW.created_at, 1, 13) AS hour,
@@ -89,10 +99,12 @@ BEGIN
           AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
                AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
           AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0
+          AND length(CAST(NEW.channel AS BLOB)) <= 64
+          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
+          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0
         ON CONFLICT (channel, hour) DO UPDATE
         SET live = live + 1, latest = max(latest, excluded.latest);
-    DELETE FROM quota_suspects WHERE id = NEW.id;
+    DELETE FROM quota_suspects WHERE id IN (OLD.id, NEW.id);
     INSERT OR IGNORE INTO quota_suspects (id)
         SELECT NEW.id WHERE NEW.state IS NOT 'released' AND NOT (
             NEW.state IN ('reserved', 'committed')
@@ -100,7 +112,9 @@ BEGIN
             AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
                  AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
             AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-            AND length(CAST(NEW.channel AS BLOB)) <= 64 AND NEW.cost_usd_micros >= 0);
+            AND length(CAST(NEW.channel AS BLOB)) <= 64
+          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
+          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0);
 END;
 
 -- What quota_hours should hold, recounted from the rows: the counts of the rows already
@@ -113,7 +127,9 @@ WITH counted AS (
       AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
            AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
       AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
-      AND length(CAST(r.channel AS BLOB)) <= 64 AND r.cost_usd_micros >= 0)
+      AND length(CAST(r.channel AS BLOB)) <= 64
+          AND typeof(r.channel) = 'text' AND instr(CAST(r.channel AS BLOB), x'00') = 0
+          AND typeof(r.cost_usd_micros) = 'integer' AND r.cost_usd_micros >= 0)
 SELECT channel, hour, count(*) AS live, max(latest) AS latest FROM (
     SELECT channel, substr(created_at, 1, 13) AS hour,
            CASE WHEN substr(sent_at, 1, 13) = substr(created_at, 1, 13)
@@ -134,4 +150,6 @@ INSERT INTO quota_suspects (id)
         AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
              AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
         AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
-        AND length(CAST(r.channel AS BLOB)) <= 64 AND r.cost_usd_micros >= 0);
+        AND length(CAST(r.channel AS BLOB)) <= 64
+          AND typeof(r.channel) = 'text' AND instr(CAST(r.channel AS BLOB), x'00') = 0
+          AND typeof(r.cost_usd_micros) = 'integer' AND r.cost_usd_micros >= 0);

@@ -143,7 +143,16 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         ("UPDATE reservations SET sent_at = NULL", false),
         ("UPDATE reservations SET channel = 'Not A Channel'", true),
         ("UPDATE reservations SET channel = 'alpha'", false),
-        ("UPDATE reservations SET channel = 'Not A Channel'", true),
+        (
+            "UPDATE reservations SET channel = 'alpha' || char(0) || 'x'",
+            true,
+        ),
+        ("UPDATE reservations SET channel = 'alpha'", false),
+        (
+            "UPDATE reservations SET id = id + 100, channel = 'Not A Channel'",
+            true,
+        ),
+        ("UPDATE reservations SET id = id - 100", true),
         ("UPDATE reservations SET state = 'released'", false),
         (
             "UPDATE reservations SET state = 'reserved', channel = 'alpha'",
@@ -171,5 +180,36 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
     assert!(
         !named.is_empty() && named[0].contains("channel alpha"),
         "{named:?}"
+    );
+}
+
+/// A claim far from its limits is decided by the counts alone: with the day's count
+/// lowered by hand below the rows', the claim goes through where the rows would refuse
+/// it (which is why doctor recounts them).
+#[tokio::test]
+async fn a_claim_far_from_its_limits_is_decided_by_the_counts() {
+    let (store, _dir) = fresh().await;
+    reserved(&store, "alpha", "earlier", mins(-30)).await;
+    let post = approved(&store, "alpha", "next", t0()).await;
+    let over = store
+        .claim_post(&post_claim(&post, t0(), Some((10, 1))))
+        .await
+        .unwrap();
+    assert!(
+        matches!(over, airlock_store::PostClaimed::OverQuota(_)),
+        "{over:?}"
+    );
+    sqlx::query("UPDATE quota_hours SET live = 0")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let post = store.get_post(post.id).await.unwrap();
+    let claimed = store
+        .claim_post(&post_claim(&post, t0(), Some((10, 1))))
+        .await
+        .unwrap();
+    assert!(
+        matches!(claimed, airlock_store::PostClaimed::Claimed { .. }),
+        "{claimed:?}"
     );
 }
