@@ -23,53 +23,52 @@ CREATE TABLE quota_hours (
 CREATE TABLE quota_suspects (id INTEGER PRIMARY KEY);
 CREATE INDEX quota_hours_hour ON quota_hours (hour);
 
--- The triggers repeat one test of a row (SQLite has no functions): a row R is counted
--- when
---   R.state IN ('reserved', 'committed')
---   AND strftime('%Y-%m-%dT%H:%M:%fZ', R.created_at) IS R.created_at
---   AND (R.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', R.sent_at) IS R.sent_at
---        AND R.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', R.created_at, '-5 minutes')))
---   AND R.channel GLOB '[a-z0-9]*' AND R.channel NOT GLOB '*[^a-z0-9._-]*'
---   AND length(CAST(R.channel AS BLOB)) <= 64
---   AND typeof(R.channel) = 'text' AND instr(CAST(R.channel AS BLOB), x'00') = 0
---   AND typeof(R.cost_usd_micros) = 'integer' AND R.cost_usd_micros >= 0
--- and suspect when it is not released and not counted.
+-- The live rows a count may stand for: reserved or committed, times in the ledger's own
+-- form (and real instants), sent no earlier than the clock allowance before it was made,
+-- a channel a configuration can name, a whole non-negative cost. Any other row that is
+-- not released is suspect.
+CREATE VIEW quota_counted AS
+SELECT r.* FROM reservations r
+WHERE r.state IN ('reserved', 'committed')
+  AND strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at) IS r.created_at
+  AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
+       AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
+  AND typeof(r.channel) = 'text' AND instr(CAST(r.channel AS BLOB), x'00') = 0
+  AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
+  AND length(CAST(r.channel AS BLOB)) <= 64
+  AND typeof(r.cost_usd_micros) = 'integer' AND r.cost_usd_micros >= 0;
 
+-- The hours each counted row stands in, with its latest stamp there.
+CREATE VIEW quota_counted_hours AS
+SELECT id, channel, substr(created_at, 1, 13) AS hour,
+       CASE WHEN substr(sent_at, 1, 13) = substr(created_at, 1, 13)
+            THEN max(created_at, sent_at) ELSE created_at END AS latest
+FROM quota_counted
+UNION ALL
+SELECT id, channel, COALESCE(substr(sent_at, 1, 13), 'unsent'), COALESCE(sent_at, '')
+FROM quota_counted
+WHERE sent_at IS NULL OR substr(sent_at, 1, 13) <> substr(created_at, 1, 13);
+
+-- What quota_hours should hold, recounted from the rows: the counts of the rows already
+-- here, and doctor's check of the kept ones (Store::check_invariants).
+CREATE VIEW quota_hours_recount AS
+SELECT channel, hour, count(*) AS live, max(latest) AS latest
+FROM quota_counted_hours GROUP BY channel, hour;
+
+-- A row is read back through the views by its id. An update takes the row's old hours out
+-- (it was counted when live and not suspect) and puts its new ones in (one writer at a
+-- time: no order of row locks to keep).
 CREATE TRIGGER reservations_quota_hours_insert AFTER INSERT ON reservations
 BEGIN
     INSERT INTO quota_hours (channel, hour, live, latest)
-        SELECT NEW.channel, h.hour, 1, h.latest FROM (
-            SELECT substr(NEW.created_at, 1, 13) AS hour,
-                   CASE WHEN substr(NEW.sent_at, 1, 13) = substr(NEW.created_at, 1, 13)
-                        THEN max(NEW.created_at, NEW.sent_at) ELSE NEW.created_at END AS latest
-            UNION ALL
-            SELECT COALESCE(substr(NEW.sent_at, 1, 13), 'unsent'), COALESCE(NEW.sent_at, '')
-            WHERE NEW.sent_at IS NULL
-               OR substr(NEW.sent_at, 1, 13) <> substr(NEW.created_at, 1, 13)) h
-        WHERE NEW.state IN ('reserved', 'committed')
-          AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
-          AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
-               AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
-          AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(NEW.channel AS BLOB)) <= 64
-          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
-          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0
+        SELECT channel, hour, 1, latest FROM quota_counted_hours WHERE id = NEW.id
         ON CONFLICT (channel, hour) DO UPDATE
         SET live = live + 1, latest = max(latest, excluded.latest);
     INSERT OR IGNORE INTO quota_suspects (id)
-        SELECT NEW.id WHERE NEW.state IS NOT 'released' AND NOT (
-            NEW.state IN ('reserved', 'committed')
-            AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
-            AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
-                 AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
-            AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-            AND length(CAST(NEW.channel AS BLOB)) <= 64
-          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
-          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0);
+        SELECT NEW.id WHERE NEW.state IS NOT 'released'
+            AND NOT EXISTS (SELECT 1 FROM quota_counted WHERE id = NEW.id);
 END;
 
--- An update takes the row's old hours out and puts its new ones in (one writer at a
--- time: no order of row locks to keep).
 CREATE TRIGGER reservations_quota_hours_update
     AFTER UPDATE OF id, channel, state, created_at, sent_at, cost_usd_micros ON reservations
 BEGIN
@@ -78,78 +77,19 @@ BEGIN
           AND hour IN (substr(OLD.created_at, 1, 13),
                        COALESCE(substr(OLD.sent_at, 1, 13), 'unsent'))
           AND OLD.state IN ('reserved', 'committed')
-          AND strftime('%Y-%m-%dT%H:%M:%fZ', OLD.created_at) IS OLD.created_at
-          AND (OLD.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', OLD.sent_at) IS OLD.sent_at
-               AND OLD.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', OLD.created_at, '-5 minutes')))
-          AND OLD.channel GLOB '[a-z0-9]*' AND OLD.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(OLD.channel AS BLOB)) <= 64
-          AND typeof(OLD.channel) = 'text' AND instr(CAST(OLD.channel AS BLOB), x'00') = 0
-          AND typeof(OLD.cost_usd_micros) = 'integer' AND OLD.cost_usd_micros >= 0;
+          AND OLD.id NOT IN (SELECT id FROM quota_suspects);
     INSERT INTO quota_hours (channel, hour, live, latest)
-        SELECT NEW.channel, h.hour, 1, h.latest FROM (
-            SELECT substr(NEW.created_at, 1, 13) AS hour,
-                   CASE WHEN substr(NEW.sent_at, 1, 13) = substr(NEW.created_at, 1, 13)
-                        THEN max(NEW.created_at, NEW.sent_at) ELSE NEW.created_at END AS latest
-            UNION ALL
-            SELECT COALESCE(substr(NEW.sent_at, 1, 13), 'unsent'), COALESCE(NEW.sent_at, '')
-            WHERE NEW.sent_at IS NULL
-               OR substr(NEW.sent_at, 1, 13) <> substr(NEW.created_at, 1, 13)) h
-        WHERE NEW.state IN ('reserved', 'committed')
-          AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
-          AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
-               AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
-          AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-          AND length(CAST(NEW.channel AS BLOB)) <= 64
-          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
-          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0
+        SELECT channel, hour, 1, latest FROM quota_counted_hours WHERE id = NEW.id
         ON CONFLICT (channel, hour) DO UPDATE
         SET live = live + 1, latest = max(latest, excluded.latest);
     DELETE FROM quota_suspects WHERE id IN (OLD.id, NEW.id);
     INSERT OR IGNORE INTO quota_suspects (id)
-        SELECT NEW.id WHERE NEW.state IS NOT 'released' AND NOT (
-            NEW.state IN ('reserved', 'committed')
-            AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) IS NEW.created_at
-            AND (NEW.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', NEW.sent_at) IS NEW.sent_at
-                 AND NEW.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at, '-5 minutes')))
-            AND NEW.channel GLOB '[a-z0-9]*' AND NEW.channel NOT GLOB '*[^a-z0-9._-]*'
-            AND length(CAST(NEW.channel AS BLOB)) <= 64
-          AND typeof(NEW.channel) = 'text' AND instr(CAST(NEW.channel AS BLOB), x'00') = 0
-          AND typeof(NEW.cost_usd_micros) = 'integer' AND NEW.cost_usd_micros >= 0);
+        SELECT NEW.id WHERE NEW.state IS NOT 'released'
+            AND NOT EXISTS (SELECT 1 FROM quota_counted WHERE id = NEW.id);
 END;
-
--- What quota_hours should hold, recounted from the rows: the counts of the rows already
--- here, and doctor's check of the kept ones (Store::check_invariants).
-CREATE VIEW quota_hours_recount AS
-WITH counted AS (
-    SELECT * FROM reservations r
-    WHERE r.state IN ('reserved', 'committed')
-      AND strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at) IS r.created_at
-      AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
-           AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
-      AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
-      AND length(CAST(r.channel AS BLOB)) <= 64
-          AND typeof(r.channel) = 'text' AND instr(CAST(r.channel AS BLOB), x'00') = 0
-          AND typeof(r.cost_usd_micros) = 'integer' AND r.cost_usd_micros >= 0)
-SELECT channel, hour, count(*) AS live, max(latest) AS latest FROM (
-    SELECT channel, substr(created_at, 1, 13) AS hour,
-           CASE WHEN substr(sent_at, 1, 13) = substr(created_at, 1, 13)
-                THEN max(created_at, sent_at) ELSE created_at END AS latest
-    FROM counted
-    UNION ALL
-    SELECT channel, COALESCE(substr(sent_at, 1, 13), 'unsent'), COALESCE(sent_at, '')
-    FROM counted
-    WHERE sent_at IS NULL OR substr(sent_at, 1, 13) <> substr(created_at, 1, 13))
-GROUP BY channel, hour;
 
 INSERT INTO quota_hours (channel, hour, live, latest)
     SELECT channel, hour, live, latest FROM quota_hours_recount;
 INSERT INTO quota_suspects (id)
-    SELECT r.id FROM reservations r WHERE r.state IS NOT 'released' AND NOT (
-        r.state IN ('reserved', 'committed')
-        AND strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at) IS r.created_at
-        AND (r.sent_at IS NULL OR (strftime('%Y-%m-%dT%H:%M:%fZ', r.sent_at) IS r.sent_at
-             AND r.sent_at >= strftime('%Y-%m-%dT%H:%M:%fZ', r.created_at, '-5 minutes')))
-        AND r.channel GLOB '[a-z0-9]*' AND r.channel NOT GLOB '*[^a-z0-9._-]*'
-        AND length(CAST(r.channel AS BLOB)) <= 64
-          AND typeof(r.channel) = 'text' AND instr(CAST(r.channel AS BLOB), x'00') = 0
-          AND typeof(r.cost_usd_micros) = 'integer' AND r.cost_usd_micros >= 0);
+    SELECT id FROM reservations WHERE state IS NOT 'released'
+        AND id NOT IN (SELECT id FROM quota_counted);

@@ -66,17 +66,13 @@ async fn room_in_hours(
     rules: &QuotaClaim,
     now: DateTime<Utc>,
 ) -> Result<bool> {
-    let suspect: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM quota_suspects)")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(db)?;
-    if suspect {
-        return Ok(false);
-    }
+    // One statement: the hours, and a row 'suspect' while any row is.
     let since = ts(hours_since(now, rules));
     let rows: Vec<(String, String, i64, String)> = sqlx::query_as(
         "SELECT channel, hour, live, latest FROM quota_hours \
-         WHERE hour >= ? OR hour = 'unsent'",
+         WHERE hour >= ? OR hour = 'unsent' \
+         UNION ALL \
+         SELECT '', 'suspect', 0, '' WHERE EXISTS (SELECT 1 FROM quota_suspects)",
     )
     .bind(&since[..13])
     .fetch_all(&mut *conn)
@@ -84,6 +80,9 @@ async fn room_in_hours(
     .map_err(db)?;
     let mut hours = Vec::with_capacity(rows.len());
     for (channel, hour, live, latest) in rows {
+        if hour == "suspect" {
+            return Ok(false);
+        }
         let (hour, latest) = if hour == "unsent" {
             (None, None)
         } else {
