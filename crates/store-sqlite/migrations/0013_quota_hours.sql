@@ -20,6 +20,8 @@ CREATE TABLE quota_hours (
 -- configuration can name (a NUL byte included), a cost that is not a whole number of
 -- micro-dollars or is negative. While one is listed, the rows decide, and
 -- their check refuses it (CorruptQuota) as before.
+-- The triggers also read it to know which hours an updated row stood in: it is never
+-- edited by hand (doctor checks it).
 CREATE TABLE quota_suspects (id INTEGER PRIMARY KEY);
 CREATE INDEX quota_hours_hour ON quota_hours (hour);
 

@@ -171,6 +171,21 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             .unwrap();
         assert_eq!(suspect, suspect_after, "{write}");
     }
+    // A misfiled suspect is named.
+    sqlx::query("INSERT INTO quota_suspects (id) SELECT id FROM reservations")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    let named = drift(&store).await;
+    assert!(
+        named.iter().any(|p| p.contains("quota_suspects misfiles")),
+        "{named:?}"
+    );
+    sqlx::query("DELETE FROM quota_suspects")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(drift(&store).await, Vec::<String>::new());
     // A count below the rows' is named.
     sqlx::query("UPDATE quota_hours SET live = live - 1 WHERE live > 0")
         .execute(store.pool())
