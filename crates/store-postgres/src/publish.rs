@@ -104,9 +104,29 @@ pub(crate) async fn quota_hours_drift(
             .duration_trunc(chrono::Duration::hours(1))
             .unwrap_or(since),
     )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    // While a suspect row is listed the rows decide: a list missing one lets the counts,
+    // which leave it out, decide for it.
+    let misfiled: Vec<i64> = sqlx::query_scalar(
+        "SELECT s.id FROM quota_suspects s WHERE NOT EXISTS ( \
+           SELECT 1 FROM reservations r WHERE r.id = s.id AND airlock_reservation_suspect(r)) \
+         UNION \
+         SELECT r.id FROM reservations r WHERE airlock_reservation_suspect(r) \
+           AND NOT EXISTS (SELECT 1 FROM quota_suspects s WHERE s.id = r.id) \
+         ORDER BY 1",
+    )
     .fetch_all(conn)
     .await
     .map_err(db)?;
+    let misfiled = (!misfiled.is_empty()).then(|| {
+        let ids: Vec<String> = misfiled.iter().map(i64::to_string).collect();
+        format!(
+            "quota_suspects misfiles reservations {}: list exactly the live reservations airlock_reservation_suspect names (quota_hours must not stand for them)",
+            ids.join(", ")
+        )
+    });
     Ok(rows
         .into_iter()
         .map(|(channel, hour, counted, kept)| {
@@ -117,6 +137,7 @@ pub(crate) async fn quota_hours_drift(
                 "quota_hours holds {kept} live reservations for channel {channel} {hour}, or an earlier latest stamp than theirs; the reservations hold {counted}: a claim may have been let past a limit; as the owner, check that trigger reservations_quota_hours is enabled, then correct those rows"
             )
         })
+        .chain(misfiled)
         .collect())
 }
 

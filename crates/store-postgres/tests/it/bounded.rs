@@ -249,6 +249,25 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .unwrap();
     assert_eq!(live, 0, "a released reservation counts nowhere");
 
+    // A suspect left off the list is named.
+    sqlx::query("UPDATE reservations SET state = 'committed', channel = 'Not A Channel'")
+        .execute(pool)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM quota_suspects")
+        .execute(pool)
+        .await
+        .unwrap();
+    let named = drift(&store).await;
+    assert!(
+        named.iter().any(|p| p.contains("quota_suspects misfiles")),
+        "{named:?}"
+    );
+    sqlx::query("UPDATE reservations SET channel = 'alpha'")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(drift(&store).await, Vec::<String>::new());
     // A count below the rows' is named.
     sqlx::query("UPDATE reservations SET state = 'committed'")
         .execute(pool)
