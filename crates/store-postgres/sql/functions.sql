@@ -67,6 +67,11 @@ DROP FUNCTION IF EXISTS airlock_claim_post(bigint, bigint, boolean, text, text, 
     timestamptz, text, bigint, bigint, bigint, timestamptz[], bigint, bigint, timestamptz[],
     text, bigint);
 
+-- Before the last operator token was kept (issue 27): a revoke without that choice, and
+-- the second function that had it.
+DROP FUNCTION IF EXISTS airlock_revoke_token(text, timestamptz);
+DROP FUNCTION IF EXISTS airlock_revoke_token_checked(text, timestamptz, boolean);
+
 -- The runtime role, created once per cluster (several databases may share it).
 DO $$
 BEGIN
@@ -1624,22 +1629,10 @@ SET search_path = {{schema}}, pg_temp AS $$
         VALUES (p_name, p_roles, p_secret_sha256, airlock_time(p_now, false));
 $$;
 
-CREATE OR REPLACE FUNCTION airlock_revoke_token(p_name text, p_now timestamptz)
-RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = {{schema}}, pg_temp AS $$
-DECLARE
-    done integer;
-BEGIN
-    p_now := airlock_time(p_now, false);
-    UPDATE tokens SET revoked_at = p_now WHERE name = p_name AND revoked_at IS NULL;
-    GET DIAGNOSTICS done = ROW_COUNT;
-    RETURN done > 0;
-END $$;
-
 -- Revokes a token, keeping the last active operator token when asked: 'revoked',
 -- 'not_found' or 'last_operator'. Revokes that keep one serialize on the table, so two
 -- at once cannot leave none.
-CREATE OR REPLACE FUNCTION airlock_revoke_token_checked(
+CREATE OR REPLACE FUNCTION airlock_revoke_token(
     p_name text, p_now timestamptz, p_keep_operator boolean)
 RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
@@ -2011,7 +2004,6 @@ BEGIN
             'airlock_resume_own',
             'airlock_claim_notifications', 'airlock_notification_delivered',
             'airlock_notification_failed', 'airlock_create_token', 'airlock_revoke_token',
-            'airlock_revoke_token_checked',
             'airlock_authenticate', 'airlock_open_session', 'airlock_session',
             'airlock_end_session', 'airlock_live_sessions', 'airlock_server_secret',
             'airlock_create_post', 'airlock_created_with_key', 'airlock_delete_draft',

@@ -149,7 +149,7 @@ impl airlock_store::Admin for PgStore {
         now: DateTime<Utc>,
         keep_operator: bool,
     ) -> Result<bool> {
-        let outcome: String = sqlx::query_scalar("SELECT airlock_revoke_token_checked($1, $2, $3)")
+        let outcome: String = sqlx::query_scalar("SELECT airlock_revoke_token($1, $2, $3)")
             .bind(name)
             .bind(now)
             .bind(keep_operator)

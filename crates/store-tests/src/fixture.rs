@@ -136,6 +136,18 @@ pub async fn approve(store: &dyn Store, post: &Post, now: DateTime<Utc>) -> Post
         .expect("approve a draft")
 }
 
+/// What doctor says of the quota counts (`quota_hours`, `quota_suspects`) at `now`: the
+/// sentences of drift, none when they agree with the rows.
+pub async fn quota_drift(store: &dyn Store, now: DateTime<Utc>) -> Vec<String> {
+    store
+        .check_invariants(now)
+        .await
+        .expect("check the ledger's invariants")
+        .into_iter()
+        .filter(|p| p.contains("quota_hours"))
+        .collect()
+}
+
 /// Creates and approves a post scheduled at `scheduled_at`.
 pub async fn approved(
     store: &dyn Store,

@@ -7,7 +7,8 @@ use chrono::{DateTime, Duration, DurationRound, Utc};
 use sqlx::PgPool;
 
 use airlock_core::quota::day_bounds;
-use airlock_store::Reads;
+
+use airlock_store_tests::fixture::quota_drift;
 
 use crate::support::{TestDb, store};
 
@@ -119,7 +120,7 @@ async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
             "{window}/{daily}"
         );
     }
-    assert_eq!(drift(&store).await, Vec::<String>::new());
+    assert_eq!(quota_drift(&store, now()).await, Vec::<String>::new());
 
     // With the counting trigger off, the counts cannot be trusted: the rows decide.
     sqlx::query("ALTER TABLE reservations DISABLE TRIGGER reservations_quota_hours")
@@ -132,17 +133,6 @@ async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
         read >= 10_000,
         "with the trigger off, the quick path read {read} rows"
     );
-}
-
-/// `quota_hours` as doctor's recount sees it: the sentences of drift.
-async fn drift(store: &airlock_store_postgres::PgStore) -> Vec<String> {
-    store
-        .check_invariants(now())
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|p| p.contains("quota_hours"))
-        .collect()
 }
 
 #[tokio::test]
@@ -216,7 +206,11 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             .execute(pool)
             .await
             .unwrap_or_else(|e| panic!("{write}: {e}"));
-        assert_eq!(drift(&store).await, Vec::<String>::new(), "after {write}");
+        assert_eq!(
+            quota_drift(&store, now()).await,
+            Vec::<String>::new(),
+            "after {write}"
+        );
         let suspect: bool =
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM quota_suspects WHERE id = $1)")
                 .bind(id)
@@ -258,7 +252,7 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .execute(pool)
         .await
         .unwrap();
-    let named = drift(&store).await;
+    let named = quota_drift(&store, now()).await;
     assert!(
         named.iter().any(|p| p.contains("quota_suspects misfiles")),
         "{named:?}"
@@ -267,7 +261,7 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .execute(pool)
         .await
         .unwrap();
-    assert_eq!(drift(&store).await, Vec::<String>::new());
+    assert_eq!(quota_drift(&store, now()).await, Vec::<String>::new());
     // A count below the rows' is named.
     sqlx::query("UPDATE reservations SET state = 'committed'")
         .execute(pool)
@@ -277,7 +271,7 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .execute(pool)
         .await
         .unwrap();
-    let named = drift(&store).await;
+    let named = quota_drift(&store, now()).await;
     assert!(
         !named.is_empty() && named[0].contains("channel alpha"),
         "{named:?}"

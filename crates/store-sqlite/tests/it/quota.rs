@@ -94,24 +94,13 @@ async fn an_unknown_reservation_state_stops_a_claim() {
     ));
 }
 
-/// `quota_hours` as doctor's recount sees it: the sentences of drift.
-async fn drift(store: &airlock_store_sqlite::SqliteStore) -> Vec<String> {
-    store
-        .check_invariants(t0())
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|p| p.contains("quota_hours"))
-        .collect()
-}
-
 /// The counts the quick quota proof reads (migration 0013) follow every write to a
 /// reservation, hand-written ones included, and a row no count may stand for is listed.
 #[tokio::test]
 async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
     let (store, _dir) = fresh().await;
     reserved(&store, "alpha", "counted", mins(-1)).await;
-    assert_eq!(drift(&store).await, Vec::<String>::new());
+    assert_eq!(quota_drift(&store, t0()).await, Vec::<String>::new());
     sqlx::query("DROP TRIGGER reservations_settled_permanent")
         .execute(store.pool())
         .await
@@ -164,7 +153,11 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             .execute(store.pool())
             .await
             .unwrap_or_else(|e| panic!("{write}: {e}"));
-        assert_eq!(drift(&store).await, Vec::<String>::new(), "after {write}");
+        assert_eq!(
+            quota_drift(&store, t0()).await,
+            Vec::<String>::new(),
+            "after {write}"
+        );
         let suspect: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM quota_suspects)")
             .fetch_one(store.pool())
             .await
@@ -176,7 +169,7 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .execute(store.pool())
         .await
         .unwrap();
-    let named = drift(&store).await;
+    let named = quota_drift(&store, t0()).await;
     assert!(
         named.iter().any(|p| p.contains("quota_suspects misfiles")),
         "{named:?}"
@@ -185,13 +178,13 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         .execute(store.pool())
         .await
         .unwrap();
-    assert_eq!(drift(&store).await, Vec::<String>::new());
+    assert_eq!(quota_drift(&store, t0()).await, Vec::<String>::new());
     // A count below the rows' is named.
     sqlx::query("UPDATE quota_hours SET live = live - 1 WHERE live > 0")
         .execute(store.pool())
         .await
         .unwrap();
-    let named = drift(&store).await;
+    let named = quota_drift(&store, t0()).await;
     assert!(
         !named.is_empty() && named[0].contains("channel alpha"),
         "{named:?}"
