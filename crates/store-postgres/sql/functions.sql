@@ -31,6 +31,10 @@
 -- tests), and otherwise uses it only to refuse a claim or an intent from a process whose
 -- clock is too far off.
 --
+-- Functions on the guarded path are PL/pgSQL even where one SQL statement would do:
+-- PostgreSQL 15 parses and plans a SQL-language function with a SET clause on every
+-- call, while PL/pgSQL keeps its plans for the session.
+--
 -- CREATE OR REPLACE keeps a function's parameters and result: a release that changes
 -- them must DROP FUNCTION the old signature here first (and keep processes of the
 -- previous release from calling it: stop them before `airlock migrate`).
@@ -218,10 +222,11 @@ END $$;
 -- Whether the session's login role is the ledger's owner (or a superuser), rather than a
 -- role that holds only the runtime role.
 CREATE OR REPLACE FUNCTION airlock_session_is_owner()
-RETURNS boolean LANGUAGE sql STABLE
+RETURNS boolean LANGUAGE plpgsql STABLE
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT pg_has_role(session_user, current_user, 'USAGE');
-$$;
+BEGIN
+    RETURN pg_has_role(session_user, current_user, 'USAGE');
+END $$;
 
 -- Refuses (AL022) period starts that are not consecutive local days (months) of
 -- `p_zone` covering `p_now`: each the first instant of its local day (the first of its
@@ -259,14 +264,18 @@ END $$;
 
 -- Notifications [{sink, event, post_id, payload}] in order, written with their change.
 CREATE OR REPLACE FUNCTION airlock_insert_outbox(p_notify jsonb, p_now timestamptz)
-RETURNS void LANGUAGE sql
+RETURNS void LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    IF p_notify IS NULL OR p_notify = '[]'::jsonb THEN
+        RETURN;
+    END IF;
     INSERT INTO outbox (sink, event, post_id, payload, created_at, next_attempt_at)
     SELECT n.value->>'sink', n.value->>'event', (n.value->>'post_id')::bigint,
            n.value->'payload', p_now, p_now
-    FROM jsonb_array_elements(COALESCE(p_notify, '[]'::jsonb)) WITH ORDINALITY AS n(value, i)
+    FROM jsonb_array_elements(p_notify) WITH ORDINALITY AS n(value, i)
     ORDER BY n.i;
-$$;
+END $$;
 
 -- The pause that holds a post's channel (or everything), if any. Takes the pauses lock
 -- shared (exclusive while a pause is set), so a pause that has returned is seen here.
@@ -1117,10 +1126,13 @@ CREATE OR REPLACE FUNCTION airlock_change_published(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_part bigint,
     p_posted_at timestamptz, p_platform_post_id text, p_permalink text, p_sent_by bigint,
     p_note text, p_flag text, p_pause jsonb, OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_check_posted_at(p_id, p_posted_at, p_now);
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'posted', p_actor,
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_check_posted_at(p_id, p_posted_at, p_now);
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'posted', p_actor,
         p_note, p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
             'platform_post_id', CASE WHEN p_part = 1 THEN p_platform_post_id END,
@@ -1130,7 +1142,9 @@ SET search_path = {{schema}}, pg_temp AS $$
         CASE WHEN p_sent_by IS NULL THEN 'committed' ELSE 'attempt:' || p_sent_by END,
         true, 'reset', p_pause, p_notify, NULL, '{posting}', p_platform_post_id, p_permalink,
         NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- One part of several is out and the claim goes on with the next: the post stays
 -- `posting` under the next generation with its lease until `p_lease_until`, the part's
@@ -1184,79 +1198,109 @@ CREATE OR REPLACE FUNCTION airlock_change_not_sent(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_note text,
     p_not_before timestamptz, p_counts_attempt boolean, p_counts_wait boolean,
     p_settles_intent boolean, OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_bounded_time('the next try', p_not_before, p_now, interval '1 day',
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_bounded_time('the next try', p_not_before, p_now, interval '1 day',
                                 interval '400 days')
         WHERE p_not_before IS NOT NULL;
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
         p_note, p_now,
         jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
             'count_wait', COALESCE(p_counts_wait, false), 'not_before', p_not_before,
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'not_sent' END, NULL,
         'released', true, NULL, NULL, p_notify, NULL, '{posting}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_failed(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text,
     p_counts_attempt boolean, p_settles_intent boolean, p_pause jsonb,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'failed', p_actor,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'failed', p_actor,
         p_reason, p_now,
         jsonb_build_object('count_attempt', COALESCE(p_counts_attempt, false),
             'error', p_reason),
         NULL, NULL, false, NULL, CASE WHEN p_settles_intent THEN 'rejected' END, NULL,
         'released', true, 'increment', p_pause, p_notify, NULL, '{posting}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_unknown(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_pause jsonb,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
         NULL, NULL, false, NULL, 'unknown', NULL, NULL, true, NULL, p_pause, p_notify, NULL, '{posting}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_held(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_note text, p_pause jsonb,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'approved', p_actor,
         p_note, p_now, '{}'::jsonb, NULL, NULL, false, NULL, NULL, NULL, 'released', true,
         NULL, p_pause, p_notify, NULL, '{posting}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_sent(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_pause jsonb,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation, 'needs_review',
         p_actor, 'outcome unknown: ' || p_reason, p_now, jsonb_build_object('error', p_reason),
         NULL, NULL, false, true, 'unknown', NULL, NULL, false, NULL, p_pause, p_notify, NULL, '{posting}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_reaped_unsent(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_generation bigint, p_reason text, p_note text,
     p_gives_up boolean, p_not_before timestamptz, OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'generation', p_generation,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'generation', p_generation,
         CASE WHEN p_gives_up THEN 'failed' ELSE 'approved' END, p_actor, p_note, p_now,
         jsonb_build_object('error', p_reason, 'count_attempt', true)
             || CASE WHEN p_gives_up THEN '{}'::jsonb
                     ELSE jsonb_build_object('not_before', p_not_before) END,
         NULL, NULL, false, false, NULL, NULL, 'released', false, NULL, NULL, p_notify, NULL, '{posting}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- People and agents, at the version they read.
 
@@ -1264,12 +1308,15 @@ CREATE OR REPLACE FUNCTION airlock_change_edited(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_content jsonb,
     p_scheduled_at timestamptz, p_fields text, p_duplicate_window_us bigint,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_bounded_time('the schedule', p_scheduled_at, p_now, interval '100 years',
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_bounded_time('the schedule', p_scheduled_at, p_now, interval '100 years',
                                 interval '100 years')
         WHERE p_scheduled_at IS NOT NULL;
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor,
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor,
         'edited (' || p_fields || '): approval withdrawn', p_now,
         jsonb_build_object('error', NULL, 'approved_hash', NULL, 'approved_by', NULL)
             || jsonb_strip_nulls(jsonb_build_object('content', p_content,
@@ -1277,7 +1324,9 @@ SET search_path = {{schema}}, pg_temp AS $$
                 'edited_by', CASE WHEN p_content IS NOT NULL THEN p_actor END)),
         'edited', 'edited ' || p_fields, true, NULL, NULL, NULL, NULL, false, NULL, NULL,
         p_notify, p_duplicate_window_us, '{draft,approved}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- p_effect: approve (p_approved_by, p_note, p_duplicate_window_us), await (p_note) or
 -- revise (p_counts, p_quarantine, p_error, p_note).
@@ -1341,46 +1390,64 @@ END $$;
 CREATE OR REPLACE FUNCTION airlock_change_withdrawn(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_note text, p_error text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor, p_note,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'draft', p_actor, p_note,
         p_now, jsonb_build_object('approved_hash', NULL, 'approved_by', NULL)
             || jsonb_strip_nulls(jsonb_build_object('error', p_error)),
         NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{approved}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_released(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('quarantined_at', NULL, 'reset_revisions', true, 'error', NULL),
         'released', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{draft}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_requeued(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor,
         'requeued', p_now,
         jsonb_build_object('reset_attempts', true, 'not_before', NULL, 'error', NULL),
         NULL, NULL, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify, NULL, '{failed}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- The post's id and permalink are part 1's; the intent gets those of the part it sent.
 CREATE OR REPLACE FUNCTION airlock_change_settled_published(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_part bigint,
     p_posted_at timestamptz, p_platform_post_id text, p_permalink text, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_check_posted_at(p_id, p_posted_at, p_now);
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'posted', p_actor, p_note,
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_check_posted_at(p_id, p_posted_at, p_now);
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'posted', p_actor, p_note,
         p_now,
         jsonb_strip_nulls(jsonb_build_object('posted_at', p_posted_at,
             'platform_post_id', CASE WHEN p_part = 1 THEN p_platform_post_id END,
@@ -1388,7 +1455,9 @@ SET search_path = {{schema}}, pg_temp AS $$
             || jsonb_build_object('error', NULL),
         NULL, NULL, false, NULL, 'succeeded', NULL, 'committed', false, NULL, NULL, p_notify,
         NULL, '{needs_review}', p_platform_post_id, p_permalink, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- A part that is not the last is known to be out: `needs_review -> approved`, so the next
 -- pass resumes at the part after it; the part's intent succeeded with its ids, the
@@ -1426,60 +1495,85 @@ END $$;
 CREATE OR REPLACE FUNCTION airlock_change_settled_not_published(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_error text, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'failed', p_actor, p_note,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'failed', p_actor, p_note,
         p_now, jsonb_build_object('error', p_error), NULL, NULL, false, NULL, 'not_sent',
         NULL, 'released', false, NULL, NULL, p_notify, NULL, '{needs_review}',
         NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_cannot_land(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor, p_note,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, 'approved', p_actor, p_note,
         p_now, jsonb_build_object('error', NULL), NULL, NULL, false, NULL, 'not_sent', NULL,
         'released', false, NULL, NULL, p_notify, NULL, '{needs_review}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_resend_claimed(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+DECLARE
+    applied record;
+BEGIN
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         '{}'::jsonb, 'resend', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL,
         p_notify, NULL, '{needs_review}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferred(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_until timestamptz, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
                                 interval '400 days');
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'quota_deferred', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
         NULL, '{approved}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 CREATE OR REPLACE FUNCTION airlock_change_deferral_lifted(p_id bigint, p_actor text,
     p_now timestamptz, p_notify jsonb, p_version bigint, p_until timestamptz, p_note text,
     OUT outcome text, OUT post posts)
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
-    SELECT airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
+DECLARE
+    applied record;
+BEGIN
+    PERFORM airlock_bounded_time('a deferral', p_until, p_now, interval '1 day',
                                 interval '400 days')
         WHERE p_until IS NOT NULL;
-    SELECT * FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
+    SELECT * INTO applied FROM airlock_apply_change(p_id, 'version', p_version, NULL, p_actor, NULL, p_now,
         jsonb_build_object('not_before', p_until, 'deferred_until', p_until),
         'deferral_lifted', p_note, false, NULL, NULL, NULL, NULL, false, NULL, NULL, p_notify,
         NULL, '{approved}', NULL, NULL, NULL);
-$$;
+    outcome := applied.outcome;
+    post := applied.post;
+END $$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
 -- kind, note, notify}], each recorded (its event `kind` and `note`) only while its post
