@@ -127,23 +127,49 @@ async fn count<D: Dialect>(conn: &mut Conn<D>, sql: &Sql) -> Result<i64> {
     }
 }
 
-/// Appends "on one of `channels`, and a test post only on one of `test_channels`".
-fn push_channels<D: Dialect>(sql: &mut Sql, channels: &[ChannelName], test: &[ChannelName]) {
-    let names = |list: &[ChannelName]| -> Vec<String> {
-        list.iter().map(|c| c.as_str().to_owned()).collect()
-    };
-    sql.push(" AND ").bind_in::<D>("channel", names(channels));
-    sql.push(" AND (NOT test OR ")
-        .bind_in::<D>("channel", names(test))
-        .push(")");
-}
-
 /// The time a post becomes due: its schedule, or `not_before` when that is later.
 const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE scheduled_at END";
 
-/// Posts due now, approved, never posted, not on a paused channel.
-const DUE_NOW: &str = "status = 'approved' AND posted_at IS NULL \
-    AND scheduled_at <= $1 AND (not_before IS NULL OR not_before <= $1)";
+/// Appends, for each channel not paused, the first `per_channel` of its queue in the
+/// order posts become due (up to `now`, when given) as `SELECT columns, due_at`, joined
+/// by `UNION ALL`. Each is one range of the index `posts_due_at` (migration 0014) that
+/// stops after `per_channel` rows: posts deferred or scheduled later lie past it, and
+/// the pause test names no row, so a paused channel's range is never entered. What a
+/// look costs does not grow with the posts waiting (issue 28).
+fn push_due_ranges<D: Dialect>(
+    sql: &mut Sql,
+    columns: &str,
+    channels: &[ChannelName],
+    test_channels: &[ChannelName],
+    now: Option<DateTime<Utc>>,
+    per_channel: u32,
+) {
+    for (i, channel) in channels.iter().enumerate() {
+        if i > 0 {
+            sql.push(" UNION ALL ");
+        }
+        sql.push(&format!(
+            "SELECT * FROM (SELECT {columns}, {DUE_AT} AS due_at FROM {} \
+             WHERE status = 'approved' AND posted_at IS NULL AND channel = ",
+            D::posts_by("posts_due_at")
+        ))
+        .bind(channel.as_str());
+        if let Some(now) = now {
+            sql.push(&format!(" AND {DUE_AT} <= ")).bind(now);
+        }
+        if !test_channels.contains(channel) {
+            sql.push(" AND NOT test");
+        }
+        sql.push(
+            " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+             AND (scope = '*' OR scope = ",
+        )
+        .bind(channel.as_str());
+        sql.push(&format!(")) ORDER BY {DUE_AT}, id LIMIT "))
+            .bind(i64::from(per_channel));
+        sql.push(&format!(") AS queue{i}"));
+    }
+}
 
 /// The latest intent of post `id` (of `generation`, when given).
 async fn intent_for<D: Dialect>(
@@ -509,7 +535,8 @@ impl<D: Dialect> Reads for SqlReads<D> {
         .await
     }
 
-    /// The earliest due posts on open channels, for claims.
+    /// The earliest due posts on open channels, for claims: one bounded range of
+    /// `posts_due_at` per open channel ([`push_due_ranges`]).
     async fn due_posts(
         &self,
         channels: &[ChannelName],
@@ -520,17 +547,17 @@ impl<D: Dialect> Reads for SqlReads<D> {
         if channels.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::new(format!(
-            "SELECT {POST_COLUMNS} FROM {} WHERE {DUE_NOW}",
-            D::posts_by("posts_due")
-        ))
-        .arg(now);
-        push_channels::<D>(&mut sql, channels, test_channels);
-        sql.push(
-            " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
-             AND (scope = '*' OR scope = posts.channel)) ORDER BY scheduled_at, id LIMIT ",
-        )
-        .bind(i64::from(limit));
+        let mut sql = Sql::new("");
+        push_due_ranges::<D>(
+            &mut sql,
+            POST_COLUMNS,
+            channels,
+            test_channels,
+            Some(now),
+            limit,
+        );
+        sql.push(" ORDER BY due_at, id LIMIT ")
+            .bind(i64::from(limit));
         all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, rows::post::<D>).await
     }
 
@@ -553,7 +580,8 @@ impl<D: Dialect> Reads for SqlReads<D> {
         .await
     }
 
-    /// When the next approved post on these channels becomes due.
+    /// When the next approved post on these channels becomes due: the first entry of
+    /// each open channel's range of `posts_due_at`.
     async fn next_due_at(
         &self,
         channels: &[ChannelName],
@@ -562,11 +590,9 @@ impl<D: Dialect> Reads for SqlReads<D> {
         if channels.is_empty() {
             return Ok(None);
         }
-        let mut sql = Sql::new(format!(
-            "SELECT min({DUE_AT}) AS next FROM {} WHERE status = 'approved' AND posted_at IS NULL",
-            D::posts_by("posts_due")
-        ));
-        push_channels::<D>(&mut sql, channels, test_channels);
+        let mut sql = Sql::new("SELECT min(due_at) AS next FROM (");
+        push_due_ranges::<D>(&mut sql, "id", channels, test_channels, None, 1);
+        sql.push(") AS firsts");
         let row = D::fetch_optional(&mut *acquire::<D>(&self.pool).await?, &sql).await?;
         row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
     }

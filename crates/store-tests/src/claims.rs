@@ -470,8 +470,9 @@ pub async fn claim_post_with_an_intent_the_lease_cannot_cover_writes_nothing(
     assert!(detail.intents.is_empty() && detail.reservations.is_empty());
 }
 
-/// Due posts are listed most overdue first, within the listed channels, test posts only
-/// on test channels, not before `not_before`, at most `limit`.
+/// Due posts are listed most overdue first (by the time each became due: a deferred
+/// post at its `not_before`), within the listed channels, test posts only on test
+/// channels, not before `not_before`, at most `limit`.
 pub async fn due_posts_lists_what_may_be_claimed_most_overdue_first(store: Arc<dyn Store>) {
     let s = store.as_ref();
     let recent = approved(s, "alpha", "recent", mins(-10)).await;
@@ -493,7 +494,7 @@ pub async fn due_posts_lists_what_may_be_claimed_most_overdue_first(store: Arc<d
     );
     assert_eq!(
         ids(s.due_posts(&channels, &[], mins(5), 16).await.unwrap()),
-        [oldest.id, waiting.id, recent.id]
+        [oldest.id, recent.id, waiting.id]
     );
     assert!(s.due_posts(&[], &[], t0(), 16).await.unwrap().is_empty());
 }

@@ -13,4 +13,5 @@ mod migrate;
 mod processes;
 mod support;
 mod triggers;
+mod waiting;
 mod wake;
