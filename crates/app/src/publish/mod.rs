@@ -187,6 +187,41 @@ pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 /// tries the next.
 const DUE_CANDIDATES: u32 = 4;
 
+/// A place among the runs of [`App::publish_next`] under way in this process, held while
+/// the run lasts: each run holds the lowest place free, so runs at once hold different
+/// places.
+struct Place<'a> {
+    taken: &'a std::sync::atomic::AtomicU64,
+    /// Which place (0 to 63); 64 when every place is held.
+    index: u32,
+}
+
+impl<'a> Place<'a> {
+    fn take(taken: &'a std::sync::atomic::AtomicU64) -> Self {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut held = taken.load(Relaxed);
+        loop {
+            let index = (!held).trailing_zeros();
+            if index == u64::BITS {
+                return Place { taken, index };
+            }
+            match taken.compare_exchange_weak(held, held | 1 << index, Relaxed, Relaxed) {
+                Ok(_) => return Place { taken, index },
+                Err(now) => held = now,
+            }
+        }
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        if self.index < u64::BITS {
+            self.taken
+                .fetch_and(!(1 << self.index), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// When a published post is read back from its platform.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verify {
@@ -283,10 +318,16 @@ impl App {
             .filter(|c| c.kind.publishes_test_posts())
             .map(|c| c.name.clone())
             .collect();
-        let candidates = self
+        // Workers publishing at once start at different candidates (the one in place n
+        // at the n-th), so they seldom race for one post; a lone worker takes the most
+        // overdue.
+        let place = Place::take(&self.inner.places);
+        let mut candidates = self
             .store()
-            .due_posts(&channels, &tests, self.now(), DUE_CANDIDATES)
+            .due_posts(&channels, &tests, self.now(), DUE_CANDIDATES + place.index)
             .await?;
+        let first = (place.index as usize).min(candidates.len());
+        candidates.rotate_left(first);
         for post in candidates {
             // Another worker may take a candidate first: then try the next one.
             if let Some(report) = self.run_in_task(post, Verify::Later).await? {
@@ -1022,6 +1063,26 @@ mod tests {
         assert_ne!(a, idempotency_key(PostId(2), "aa"));
         assert_ne!(a, idempotency_key(PostId(1), "bb"));
         assert!(a.starts_with("airlock-1-") && a.len() <= 64);
+    }
+
+    #[test]
+    fn runs_at_once_hold_different_places_and_give_them_back() {
+        let taken = std::sync::atomic::AtomicU64::new(0);
+        let first = Place::take(&taken);
+        let second = Place::take(&taken);
+        assert_eq!((first.index, second.index), (0, 1));
+        drop(first);
+        // The lowest free place is taken next.
+        assert_eq!(Place::take(&taken).index, 0);
+        drop(second);
+        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let all: Vec<Place> = (0..64).map(|_| Place::take(&taken)).collect();
+        assert_eq!(all.last().map(|p| p.index), Some(63));
+        // With every place held, a run starts past them all and gives nothing back.
+        drop(Place::take(&taken));
+        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), u64::MAX);
+        drop(all);
+        assert_eq!(taken.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 
     #[test]
