@@ -1,6 +1,7 @@
 //! `cargo bench -p airlock-bench`: guarded publishes per second with 1, 2, 4 and 8
 //! workers, reserve+commit per second, dispatch lag p50/p99 in `serve`'s loop, and the
-//! statements and write commits one publish costs (measured), on an empty SQLite ledger
+//! statements and write commits one publish costs (measured), an idle worker's looks at
+//! the queue with [`WAITING`] posts waiting against an empty one, on an empty SQLite ledger
 //! and on one with a long history (default one million posted posts), beside a raw-SQL
 //! anchor: the rate of bare SQLite write transactions on the same file settings. The
 //! path is bound by SQLite commits when `publishes/s × commits per publish ≈ anchor
@@ -27,6 +28,23 @@ use airlock_store_sqlite::SqliteStore;
 
 /// Live reservations of the busy day measured beside the empty ledger.
 const BUSY_DAY: u64 = 10_000;
+
+/// Approved posts waiting (scheduled later, then on a paused channel) while idle workers
+/// look at the queue.
+const WAITING: usize = 9_000;
+
+/// Looks per second on an empty queue and with [`WAITING`] posts waiting.
+fn print_waiting(waiting: &[f64; 3]) {
+    println!(
+        "idle looks/s: {:.0} empty, {:.0} with {WAITING} scheduled later ({:.2}), \
+         {:.0} with them paused ({:.2}); target >= 0.9",
+        waiting[0],
+        waiting[1],
+        waiting[1] / waiting[0],
+        waiting[2],
+        waiting[2] / waiting[0]
+    );
+}
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -190,9 +208,15 @@ async fn sqlite(history_n: u64, posts: usize) {
         format!("{:.2}", cost[0].commits),
         format!("{:.2}", cost[1].commits),
     );
+    let waiting = {
+        let (store, _) = ledger(dir.path(), "waiting", None).await;
+        let app = app(store as Arc<dyn Store>, settings());
+        measure_waiting(&app, WAITING, 1000).await
+    };
     for (label, empty, long) in rows {
         println!("{label:<28} {empty:>14} {long:>14}");
     }
+    print_waiting(&waiting);
     let best = |idx: usize| publish.iter().map(|pair| pair[idx]).fold(0.0, f64::max);
     println!(
         "best publishes/s / raw commits/s: {:.2} (empty), {:.2} (history); target >= 0.4",
@@ -418,6 +442,14 @@ mod postgres {
             "{:<34} {:>14.2} {:>14.2}",
             "write commits per publish", cost[0].commits, cost[1].commits
         );
+        let waiting = {
+            let store = database("airlock_bench_run", None).await;
+            let app = app(store.clone() as Arc<dyn Store>, settings());
+            let rates = measure_waiting(&app, super::WAITING, 1000).await;
+            store.pool().close().await;
+            rates
+        };
+        super::print_waiting(&waiting);
         let mut lags = Vec::new();
         for t in [None, Some(template.as_str())] {
             let store = database("airlock_bench_run", t).await;

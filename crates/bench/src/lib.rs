@@ -283,6 +283,31 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StatementCounter {
     }
 }
 
+/// An idle worker's looks at the queue per second (`publish_next` finding nothing, then
+/// `next_due_at`, `n` times), on the ledger as it is.
+pub async fn measure_looks(app: &App, n: usize) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        assert!(app.publish_next(None).await.expect("look").is_none());
+        app.next_due_at().await.expect("next due");
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Looks per second ([`measure_looks`]) on an empty queue, then with `queued` approved
+/// posts scheduled a day ahead, then with the channel paused: the work of a look must not
+/// grow with the posts waiting.
+pub async fn measure_waiting(app: &App, queued: usize, looks: usize) -> [f64; 3] {
+    let empty = measure_looks(app, looks).await;
+    approved_posts(app, queued, Some(Utc::now() + Duration::days(1))).await;
+    let later = measure_looks(app, looks).await;
+    app.pause(&Principal::cli(), Some(CHANNEL), "bench: waiting")
+        .await
+        .expect("pause");
+    let paused = measure_looks(app, looks).await;
+    [empty, later, paused]
+}
+
 /// Dispatch lag (due time to request) of `n` posts due over the next moments, published
 /// by `serve`'s dispatcher loop with `workers` workers. Returns sorted lags.
 pub async fn measure_lag(

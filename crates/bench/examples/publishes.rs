@@ -1,0 +1,64 @@
+//! One figure at a time, for profiling: guarded publishes/s on an empty ledger, or with
+//! `waiting` as the worker count, an idle worker's looks/s with posts waiting.
+//!
+//! `cargo run --release -p airlock-bench --example publishes -- <sqlite|postgres> [workers|waiting] [posts]`
+//!
+//! PostgreSQL runs in a fresh database `airlock_bench_example` on `AIRLOCK_BENCH_PG`
+//! (default `postgres://postgres@127.0.0.1:5432`), left in place afterwards so its
+//! statistics can be read.
+
+use std::sync::Arc;
+
+use airlock_bench::{app, measure_publishes, measure_waiting, settings};
+use airlock_store::Store;
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let backend = args.next().unwrap_or_else(|| "sqlite".into());
+    let mode = args.next().unwrap_or_else(|| "4".into());
+    let posts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let store: Arc<dyn Store> = match backend.as_str() {
+        "postgres" => {
+            let server = std::env::var("AIRLOCK_BENCH_PG")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
+            let admin = sqlx::PgPool::connect(&format!("{server}/postgres"))
+                .await
+                .expect("connect");
+            for sql in [
+                "DROP DATABASE IF EXISTS airlock_bench_example WITH (FORCE)",
+                "CREATE DATABASE airlock_bench_example",
+            ] {
+                sqlx::query(sql).execute(&admin).await.expect("database");
+            }
+            Arc::new(
+                airlock_store_postgres::PgStore::connect(&format!(
+                    "{server}/airlock_bench_example"
+                ))
+                .await
+                .expect("connect"),
+            )
+        }
+        _ => {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.keep().join("example.db");
+            Arc::new(
+                airlock_store_sqlite::SqliteStore::open(&path)
+                    .await
+                    .expect("open"),
+            )
+        }
+    };
+    let app = app(store, settings());
+    if mode == "waiting" {
+        let [empty, later, paused] = measure_waiting(&app, posts, 1000).await;
+        println!(
+            "{backend}: idle looks/s {empty:.0} empty, {later:.0} with {posts} scheduled later, \
+             {paused:.0} with them paused"
+        );
+        return;
+    }
+    let workers: usize = mode.parse().expect("a number of workers, or `waiting`");
+    let rate = measure_publishes(&app, workers, posts).await;
+    println!("{backend}: {rate:.0} publishes/s at {workers} worker(s), {posts} posts");
+}
