@@ -593,6 +593,13 @@ impl Post {
         self.quarantined_at.is_some()
     }
 
+    /// When the post becomes due: its schedule, or `not_before` when that is later (a
+    /// retry's backoff, a quota deferral). The queue is taken in this order.
+    pub fn due_at(&self) -> DateTime<Utc> {
+        self.not_before
+            .map_or(self.scheduled_at, |t| t.max(self.scheduled_at))
+    }
+
     /// Whether the post is due at `now` (docs/lifecycle.md#when-a-post-is-due), given
     /// whether test posts may go out on its channel.
     pub fn is_due(&self, now: DateTime<Utc>, test_allowed: bool) -> bool {

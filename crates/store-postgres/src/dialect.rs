@@ -42,6 +42,8 @@ fn query(sql: &Sql) -> sqlx::query::Query<'_, Postgres, PgArguments> {
 impl Dialect for Pg {
     type Db = Postgres;
 
+    const LATERAL: bool = true;
+
     const MIGRATIONS_TABLE: &'static str =
         "SELECT count(*) AS n FROM pg_class WHERE oid = to_regclass('_sqlx_migrations')";
 

@@ -130,45 +130,79 @@ async fn count<D: Dialect>(conn: &mut Conn<D>, sql: &Sql) -> Result<i64> {
 /// The time a post becomes due: its schedule, or `not_before` when that is later.
 const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE scheduled_at END";
 
-/// Appends, for each channel not paused, the first `per_channel` of its queue in the
-/// order posts become due (up to `now`, when given) as `SELECT columns, due_at`, joined
-/// by `UNION ALL`. Each is one range of the index `posts_due_at` (migration 0014) that
+/// Channels per query where the dialect has no `LATERAL` ([`Dialect::LATERAL`]): one
+/// `UNION ALL` term each, well under SQLite's limit of 500 terms in a compound `SELECT`.
+const CHANNELS_PER_QUERY: usize = 50;
+
+/// The queries that list, for each channel not paused, the first `per_channel` of its
+/// queue in the order posts become due (up to `now`, when given), as `columns, due_at`,
+/// and of those the first `per_channel` in that order.
+/// Each channel's part is one range of the index `posts_due_at` (migration 0014) that
 /// stops after `per_channel` rows: posts deferred or scheduled later lie past it, and
 /// the pause test names no row, so a paused channel's range is never entered. What a
-/// look costs does not grow with the posts waiting (issue 28).
-fn push_due_ranges<D: Dialect>(
-    sql: &mut Sql,
+/// look costs does not grow with the posts waiting (issue 28). One query on a dialect
+/// with `LATERAL`, whose plan does not grow with the channels either; else one per
+/// [`CHANNELS_PER_QUERY`] channels, the caller merging their rows.
+fn due_queries<D: Dialect>(
     columns: &str,
     channels: &[ChannelName],
     test_channels: &[ChannelName],
     now: Option<DateTime<Utc>>,
     per_channel: u32,
-) {
-    for (i, channel) in channels.iter().enumerate() {
-        if i > 0 {
-            sql.push(" UNION ALL ");
-        }
-        sql.push(&format!(
-            "SELECT * FROM (SELECT {columns}, {DUE_AT} AS due_at FROM {} \
-             WHERE status = 'approved' AND posted_at IS NULL AND channel = ",
-            D::posts_by("posts_due_at")
+) -> Vec<Sql> {
+    let names = |list: &[ChannelName]| -> Vec<String> {
+        list.iter().map(|c| c.as_str().to_owned()).collect()
+    };
+    let pause = "NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
+                 AND (scope = '*' OR scope = ";
+    if D::LATERAL {
+        let mut sql = Sql::new(format!(
+            "SELECT q.* FROM unnest($1::text[]) AS c(name) CROSS JOIN LATERAL (\
+             SELECT {columns}, {DUE_AT} AS due_at FROM posts \
+             WHERE status = 'approved' AND posted_at IS NULL AND channel = c.name \
+             AND (NOT test OR c.name = ANY($2)) AND {pause}c.name))"
         ))
-        .bind(channel.as_str());
+        .arg(names(channels))
+        .arg(names(test_channels));
         if let Some(now) = now {
             sql.push(&format!(" AND {DUE_AT} <= ")).bind(now);
         }
-        if !test_channels.contains(channel) {
-            sql.push(" AND NOT test");
-        }
-        sql.push(
-            " AND NOT EXISTS (SELECT 1 FROM pauses WHERE resumed_at IS NULL \
-             AND (scope = '*' OR scope = ",
-        )
-        .bind(channel.as_str());
-        sql.push(&format!(")) ORDER BY {DUE_AT}, id LIMIT "))
+        sql.push(&format!(" ORDER BY {DUE_AT}, id LIMIT "))
+            .bind(i64::from(per_channel))
+            .push(") AS q ORDER BY due_at, id LIMIT ")
             .bind(i64::from(per_channel));
-        sql.push(&format!(") AS queue{i}"));
+        return vec![sql];
     }
+    channels
+        .chunks(CHANNELS_PER_QUERY)
+        .map(|chunk| {
+            let mut sql = Sql::new("");
+            for (i, channel) in chunk.iter().enumerate() {
+                if i > 0 {
+                    sql.push(" UNION ALL ");
+                }
+                sql.push(&format!(
+                    "SELECT * FROM (SELECT {columns}, {DUE_AT} AS due_at FROM {} \
+                     WHERE status = 'approved' AND posted_at IS NULL AND channel = ",
+                    D::posts_by("posts_due_at")
+                ))
+                .bind(channel.as_str());
+                if let Some(now) = now {
+                    sql.push(&format!(" AND {DUE_AT} <= ")).bind(now);
+                }
+                if !test_channels.contains(channel) {
+                    sql.push(" AND NOT test");
+                }
+                sql.push(&format!(" AND {pause}")).bind(channel.as_str());
+                sql.push(&format!(")) ORDER BY {DUE_AT}, id LIMIT "))
+                    .bind(i64::from(per_channel));
+                sql.push(&format!(") AS queue{i}"));
+            }
+            sql.push(" ORDER BY due_at, id LIMIT ")
+                .bind(i64::from(per_channel));
+            sql
+        })
+        .collect()
 }
 
 /// The latest intent of post `id` (of `generation`, when given).
@@ -536,7 +570,7 @@ impl<D: Dialect> Reads for SqlReads<D> {
     }
 
     /// The earliest due posts on open channels, for claims: one bounded range of
-    /// `posts_due_at` per open channel ([`push_due_ranges`]).
+    /// `posts_due_at` per open channel ([`due_queries`]).
     async fn due_posts(
         &self,
         channels: &[ChannelName],
@@ -547,18 +581,14 @@ impl<D: Dialect> Reads for SqlReads<D> {
         if channels.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::new("");
-        push_due_ranges::<D>(
-            &mut sql,
-            POST_COLUMNS,
-            channels,
-            test_channels,
-            Some(now),
-            limit,
-        );
-        sql.push(" ORDER BY due_at, id LIMIT ")
-            .bind(i64::from(limit));
-        all::<D, _>(&mut *acquire::<D>(&self.pool).await?, &sql, rows::post::<D>).await
+        let mut conn = acquire::<D>(&self.pool).await?;
+        let mut due = Vec::new();
+        for sql in due_queries::<D>(POST_COLUMNS, channels, test_channels, Some(now), limit) {
+            due.extend(all::<D, _>(&mut conn, &sql, rows::post::<D>).await?);
+        }
+        due.sort_by_key(|post| (post.due_at(), post.id));
+        due.truncate(limit as usize);
+        Ok(due)
     }
 
     /// Approved posts held by a quota deferral, soonest first (the
@@ -590,11 +620,15 @@ impl<D: Dialect> Reads for SqlReads<D> {
         if channels.is_empty() {
             return Ok(None);
         }
-        let mut sql = Sql::new("SELECT min(due_at) AS next FROM (");
-        push_due_ranges::<D>(&mut sql, "id", channels, test_channels, None, 1);
-        sql.push(") AS firsts");
-        let row = D::fetch_optional(&mut *acquire::<D>(&self.pool).await?, &sql).await?;
-        row.map_or(Ok(None), |row| Cols::<D>(&row).opt_time("next"))
+        let mut conn = acquire::<D>(&self.pool).await?;
+        let mut next: Option<DateTime<Utc>> = None;
+        for sql in due_queries::<D>("id", channels, test_channels, None, 1) {
+            for row in D::fetch_all(&mut conn, &sql).await? {
+                let due = Cols::<D>(&row).time("due_at")?;
+                next = Some(next.map_or(due, |next| next.min(due)));
+            }
+        }
+        Ok(next)
     }
 
     /// `posting` posts whose lease ran out, with their intent.

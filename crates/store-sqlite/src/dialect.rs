@@ -32,6 +32,8 @@ fn query(sql: &Sql) -> sqlx::query::Query<'_, Sqlite, SqliteArguments> {
 impl Dialect for Lite {
     type Db = Sqlite;
 
+    const LATERAL: bool = false;
+
     const MIGRATIONS_TABLE: &'static str = "SELECT count(*) AS n FROM sqlite_master \
         WHERE type = 'table' AND name = '_sqlx_migrations'";
 

@@ -579,3 +579,25 @@ pub async fn concurrent_claim_posts_of_one_post_claim_it_once(ledger: &Ledger) {
     assert_eq!(detail.intents.len(), 1);
     assert_eq!(detail.reservations.len(), 1);
 }
+
+/// Any number of channels is looked at, many more than a compound query may name.
+pub async fn due_posts_and_next_due_at_take_any_number_of_channels(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let channels: Vec<_> = (0..600).map(|n| ch(&format!("c{n:03}"))).collect();
+    let last = approved(s, "c599", "last channel", mins(-10)).await;
+    let first = approved(s, "c000", "first channel", mins(-5)).await;
+    approved(s, "c300", "later", mins(30)).await;
+    let ids = |posts: Vec<Post>| posts.into_iter().map(|p| p.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(s.due_posts(&channels, &[], t0(), 4).await.unwrap()),
+        [last.id, first.id]
+    );
+    assert_eq!(
+        s.next_due_at(&channels[250..], &[]).await.unwrap(),
+        Some(mins(-10))
+    );
+    assert_eq!(
+        s.next_due_at(&channels[1..599], &[]).await.unwrap(),
+        Some(mins(30))
+    );
+}

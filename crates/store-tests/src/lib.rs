@@ -120,6 +120,7 @@ macro_rules! __with_cases {
             store claims::claim_post_over_quota_answers_the_next_slot_and_writes_nothing,
             store claims::claim_post_with_an_intent_the_lease_cannot_cover_writes_nothing,
             store claims::due_posts_lists_what_may_be_claimed_most_overdue_first,
+            store claims::due_posts_and_next_due_at_take_any_number_of_channels,
             store claims::record_verifications_records_read_backs_of_posted_posts,
             ledger claims::concurrent_claim_posts_of_one_post_claim_it_once,
             store quota::the_window_limit_holds_across_channels,
