@@ -135,8 +135,8 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Every run of the guarded path, each in a task of its own.
     publishes: tokio_util::task::TaskTracker,
-    /// The places held by runs of [`App::publish_next`] under way, one bit each.
-    places: std::sync::atomic::AtomicU64,
+    /// The places held by runs of [`App::publish_next`] looking for a post, one bit each.
+    places: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Read-backs waiting to be recorded, several in one transaction.
     verifications: Mutex<Vec<airlock_store::VerificationRecord>>,
     /// Whether a task is recording read-backs now.
@@ -173,7 +173,7 @@ impl App {
                 accounts_checked: Mutex::new(HashSet::new()),
                 metrics: metrics::Metrics::default(),
                 publishes: tokio_util::task::TaskTracker::new(),
-                places: std::sync::atomic::AtomicU64::new(0),
+                places: std::sync::Arc::default(),
                 verifications: Mutex::new(Vec::new()),
                 verifying: std::sync::atomic::AtomicBool::new(false),
                 // Media approved with their digest are fetched again before they go out

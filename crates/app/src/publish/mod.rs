@@ -187,33 +187,39 @@ pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 /// tries the next.
 const DUE_CANDIDATES: u32 = 4;
 
-/// A place among the runs of [`App::publish_next`] under way in this process, held while
-/// the run lasts: each run holds the lowest place free, so runs at once hold different
-/// places.
-struct Place<'a> {
-    taken: &'a std::sync::atomic::AtomicU64,
+/// A place among the runs of [`App::publish_next`] in this process that are looking for
+/// a post, held from before the run reads the queue until its first claim is decided:
+/// each run holds the lowest place free, so runs looking at once hold different places
+/// and start at different candidates, while a run that looks alone starts at the most
+/// overdue post.
+struct Place {
+    taken: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Which place (0 to 63); 64 when every place is held.
     index: u32,
 }
 
-impl<'a> Place<'a> {
-    fn take(taken: &'a std::sync::atomic::AtomicU64) -> Self {
+impl Place {
+    fn take(taken: &std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
         use std::sync::atomic::Ordering::Relaxed;
         let mut held = taken.load(Relaxed);
-        loop {
+        let index = loop {
             let index = (!held).trailing_zeros();
             if index == u64::BITS {
-                return Place { taken, index };
+                break index;
             }
             match taken.compare_exchange_weak(held, held | 1 << index, Relaxed, Relaxed) {
-                Ok(_) => return Place { taken, index },
+                Ok(_) => break index,
                 Err(now) => held = now,
             }
+        };
+        Place {
+            taken: taken.clone(),
+            index,
         }
     }
 }
 
-impl Drop for Place<'_> {
+impl Drop for Place {
     fn drop(&mut self) {
         if self.index < u64::BITS {
             self.taken
@@ -318,9 +324,9 @@ impl App {
             .filter(|c| c.kind.publishes_test_posts())
             .map(|c| c.name.clone())
             .collect();
-        // Workers publishing at once start at different candidates (the one in place n
-        // at the n-th), so they seldom race for one post; a lone worker takes the most
-        // overdue.
+        // Workers looking at once start at different candidates (the one in place n at
+        // the n-th), so they seldom race for one post; a worker looking alone takes the
+        // most overdue.
         let place = Place::take(&self.inner.places);
         let mut candidates = self
             .store()
@@ -328,9 +334,10 @@ impl App {
             .await?;
         let first = (place.index as usize).min(candidates.len());
         candidates.rotate_left(first);
+        let mut place = Some(place);
         for post in candidates {
             // Another worker may take a candidate first: then try the next one.
-            if let Some(report) = self.run_in_task(post, Verify::Later).await? {
+            if let Some(report) = self.run_in_task(post, Verify::Later, place.take()).await? {
                 return Ok(Some(report));
             }
         }
@@ -342,7 +349,12 @@ impl App {
     /// claimed (another worker has it, or it changed). A panic is caught by a supervising
     /// task, also when nobody waits any more: logged with the post id, and the post
     /// settled as the reaper would (no intent: back to the queue; an intent: needs review).
-    async fn run_in_task(&self, post: Post, verify: Verify) -> Result<Option<PublishReport>> {
+    async fn run_in_task(
+        &self,
+        post: Post,
+        verify: Verify,
+        place: Option<Place>,
+    ) -> Result<Option<PublishReport>> {
         let app = self.clone();
         let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -353,7 +365,7 @@ impl App {
         let run = self.inner.publishes.spawn(
             async move {
                 let channel = post.content.channel.clone();
-                let report = app.attempt(post, verify, &slot).await?;
+                let report = app.attempt(post, verify, &slot, place).await?;
                 if let Some(report) = &report {
                     app.metrics().incr(
                         "airlock_publishes_total",
@@ -410,7 +422,7 @@ impl App {
             )));
         }
         self.ensure_not_paused(&channel.name).await?;
-        let Some(report) = self.run_in_task(post, Verify::Now).await? else {
+        let Some(report) = self.run_in_task(post, Verify::Now, None).await? else {
             return Err(Error::Conflict(format!(
                 "post {id} was claimed by another worker or changed meanwhile: check `airlock post show {id}`"
             )));
@@ -471,6 +483,7 @@ impl App {
         post: Post,
         verify: Verify,
         claimed: &std::sync::Mutex<Option<(PostId, i64)>>,
+        place: Option<Place>,
     ) -> Result<Option<PublishReport>> {
         let (Some(channel), Some(platform)) = (
             self.settings().channels.get(&post.content.channel).cloned(),
@@ -544,7 +557,10 @@ impl App {
             }),
         };
         let snapshot = post;
-        let (post, intent) = match self.store().claim_post(&claim).await {
+        let claimed_now = self.store().claim_post(&claim).await;
+        // Decided: another run looking now may start where this one did.
+        drop(place);
+        let (post, intent) = match claimed_now {
             Ok(PostClaimed::Claimed { post, intent }) => (*post, intent),
             Ok(PostClaimed::Gone(_)) => return Ok(None),
             Ok(PostClaimed::Paused { scope, reason }) => {
@@ -1067,7 +1083,7 @@ mod tests {
 
     #[test]
     fn runs_at_once_hold_different_places_and_give_them_back() {
-        let taken = std::sync::atomic::AtomicU64::new(0);
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let first = Place::take(&taken);
         let second = Place::take(&taken);
         assert_eq!((first.index, second.index), (0, 1));

@@ -128,3 +128,36 @@ async fn quotas_hold_under_concurrent_dispatchers() {
             .all(|p| matches!(p.status, PostStatus::Posted | PostStatus::Approved))
     );
 }
+
+/// A worker looking for a post while the others are busy publishing starts at the most
+/// overdue one: only workers looking at the same time spread over the queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_looking_alone_takes_the_most_overdue_post() {
+    let slow = DroppingServer::start(Some(std::time::Duration::from_secs(3))).await;
+    let h = Harness::new(|dir| {
+        vec![
+            webhook("slow", &slow.url, std::time::Duration::from_secs(10), 10),
+            sandbox(dir, "news", Simulate::Ok, 10),
+        ]
+    })
+    .await;
+    let app = h.app();
+    let busy = approved(&app, "slow", "held at the platform").await;
+    let mut backlog = Vec::new();
+    for n in 1..=3 {
+        backlog.push(approved(&app, "news", &format!("backlog {n}")).await.id);
+    }
+    // One worker is busy publishing, past its claim.
+    let worker = app.clone();
+    let slow_channel = [name("slow")];
+    let held = tokio::spawn(async move { worker.publish_next(Some(&slow_channel)).await });
+    assert!(
+        eventually(std::time::Duration::from_secs(5), async || {
+            status(&app, busy.id).await == PostStatus::Posting
+        })
+        .await
+    );
+    let report = app.publish_next(None).await.unwrap().unwrap();
+    assert_eq!(report.post.id, backlog[0], "the most overdue post first");
+    held.await.unwrap().unwrap();
+}
