@@ -5,7 +5,9 @@
 //!   processes on one file (cron overlaps) wait for each other instead of failing.
 //! - Every write transaction starts with `BEGIN IMMEDIATE`, taking SQLite's single write
 //!   lock up front: claims, reservations and outcome writes are serialized across
-//!   processes, which makes quotas exact and claims exclusive.
+//!   processes, which makes quotas exact and claims exclusive. Claims and named changes
+//!   made at the same moment in one process share a transaction and its commit
+//!   (`group`).
 //! - Triggers in `migrations/0001_ledger.sql` refuse illegal status changes and append
 //!   the event row of every status change, whatever SQL statement made it.
 //!
@@ -37,6 +39,7 @@ use crate::dialect::Lite;
 mod admin;
 mod backup;
 mod dialect;
+mod group;
 mod ops;
 mod posts;
 mod publish;
@@ -52,6 +55,10 @@ pub struct SqliteStore {
     /// that finds it taken sleeps in the busy handler (milliseconds at a time). Queueing
     /// here instead hands the lock on as soon as the previous transaction commits.
     writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Claims and changes waiting to be written together (`group`).
+    queue: std::sync::Arc<group::Queue>,
+    /// Write transactions committed ([`SqliteStore::commits`]).
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A write transaction (`BEGIN IMMEDIATE`) holding this process's writer turn until it
@@ -59,11 +66,15 @@ pub struct SqliteStore {
 pub(crate) struct WriteTx {
     tx: sqlx::Transaction<'static, sqlx::Sqlite>,
     _turn: tokio::sync::OwnedMutexGuard<()>,
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl WriteTx {
     pub(crate) async fn commit(self) -> std::result::Result<(), sqlx::Error> {
-        self.tx.commit().await
+        self.tx.commit().await?;
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -148,13 +159,33 @@ impl SqliteStore {
             reads: airlock_store_sql::reads::SqlReads::new(pool.clone()),
             pool,
             writer: std::sync::Arc::new(tokio::sync::Mutex::new(())),
+            queue: std::sync::Arc::default(),
+            commits: std::sync::Arc::default(),
         }
     }
 
     async fn begin_write(&self) -> Result<WriteTx> {
         let turn = self.writer.clone().lock_owned().await;
         let tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
-        Ok(WriteTx { tx, _turn: turn })
+        Ok(self.write_tx(tx, turn))
+    }
+
+    fn write_tx(
+        &self,
+        tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+        turn: tokio::sync::OwnedMutexGuard<()>,
+    ) -> WriteTx {
+        WriteTx {
+            tx,
+            _turn: turn,
+            commits: self.commits.clone(),
+        }
+    }
+
+    /// Write transactions this store has committed: with group commit, fewer than the
+    /// writes asked for when callers write at the same time (for benchmarks and tests).
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -18,6 +18,7 @@ use airlock_store_sql::reads;
 use airlock_store_sql::rows::status_of;
 
 use crate::dialect::Lite;
+use crate::group::Write;
 use crate::{SqliteStore, admin, db, is_trigger_refusal, ts};
 
 async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
@@ -364,203 +365,9 @@ impl airlock_store::Posts for SqliteStore {
     }
 
     async fn change_post(&self, change: PostChange) -> Result<Post> {
-        let PostChange {
-            id,
-            actor,
-            now,
-            change,
-            notify,
-        } = change;
-        let effects = change.effects(&actor, now);
-        let mut tx = self.begin_write().await?;
-        let current = sqlx::query(
-            "SELECT status, version, generation, channel, review_round, content_hash, \
-             quarantined_at IS NOT NULL AS quarantined, \
-             (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
-              ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
-        )
-        .bind(id.0)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        .ok_or(StoreError::NotFound(id))?;
-        let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
-        let version: i64 = current.try_get("version").map_err(db)?;
-        let generation: i64 = current.try_get("generation").map_err(db)?;
-        let channel: String = current.try_get("channel").map_err(db)?;
-        let review_round: i64 = current.try_get("review_round").map_err(db)?;
-        let quarantined: bool = current.try_get("quarantined").map_err(db)?;
-        let content_hash: String = current.try_get("content_hash").map_err(db)?;
-        let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
-        match check_guard(effects.guard, status, version, generation) {
-            GuardCheck::Holds => {}
-            GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
-            GuardCheck::Fenced => {
-                // Nothing of the stale write applies; only the evidence is recorded.
-                let stale = guard_generation(effects.guard).unwrap_or(generation);
-                if effects.record_stale {
-                    let event = stale_evidence(&effects, stale);
-                    insert_event(&mut tx, id, &event, status, &actor, now).await?;
-                    sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
-                        .bind(id.0)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                    tx.commit().await.map_err(db)?;
-                }
-                return Err(StoreError::Fenced {
-                    id,
-                    generation: stale,
-                });
-            }
-        }
-        if effects
-            .intent_required
-            .is_some_and(|required| required != claim_intent.is_some())
-        {
-            return Err(StoreError::Conflict(id));
-        }
-        if let Some((from, to)) = illegal_step(&effects, status) {
-            return Err(StoreError::IllegalTransition { id, from, to });
-        }
-        if let Some(rule) = write_refusal(&effects, status, &content_hash) {
-            return Err(StoreError::Refused {
-                id,
-                rule: rule.to_owned(),
-            });
-        }
-        if leaves_quarantine(&effects, quarantined) {
-            return Err(StoreError::Quarantined(id));
-        }
-        if effects.duplicate_window.is_some() {
-            let before = get_in(&mut tx, id).await?;
-            if let Some((key, at, window)) =
-                edit_duplicate_check(&effects, status, &before.content.text, before.scheduled_at)
-            {
-                refuse_duplicate(&mut tx, &channel, &key, at, window, Some(id)).await?;
-            }
-        }
-        let after = effects.to.unwrap_or(status);
-        if let Some(verdict) = &effects.verdict {
-            // In the round the verdict was given in, before this change may start a new one.
-            sqlx::query(
-                "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
-                 review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(id.0)
-            .bind(verdict.verdict.as_str())
-            .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
-            .bind(&actor)
-            .bind(verdict.content_hash.as_str())
-            .bind(&verdict.rubric_hash)
-            .bind(review_round)
-            .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
-            .bind(ts(now))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        }
-
-        let mut query =
-            QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
-        query.push_bind(ts(now));
-        query.push(", event_actor = ").push_bind(actor.clone());
-        query
-            .push(", event_note = ")
-            .push_bind(effects.note.clone());
-        if let Some(to) = effects.to {
-            query.push(", status = ").push_bind(to.as_str());
-            if to != PostStatus::Posting {
-                query.push(", lease_owner = NULL, lease_expires_at = NULL");
-            }
-        }
-        if let Some(lease_until) = effects.next_part {
-            query
-                .push(", generation = generation + 1, lease_expires_at = ")
-                .push_bind(ts(lease_until));
-        }
-        push_fields(&mut query, &effects);
-        query.push(" WHERE id = ").push_bind(id.0);
-        query.build().execute(&mut *tx).await.map_err(|e| {
-            if is_trigger_refusal(&e, "airlock: quarantined") {
-                StoreError::Quarantined(id)
-            } else if is_trigger_refusal(&e, "illegal status transition") {
-                StoreError::IllegalTransition {
-                    id,
-                    from: status,
-                    to: after,
-                }
-            } else {
-                db(e)
-            }
-        })?;
-
-        // The status event says what happened when the status moved.
-        if let Some(event) = &effects.event
-            && !(effects.event_unless_moved && after != status)
-        {
-            insert_event(&mut tx, id, event, after, &actor, now).await?;
-        }
-        if let Some(phase) = effects.intent_phase {
-            let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
-            sqlx::query(
-                "UPDATE intents SET phase = ?, settled_at = ?, \
-                 platform_post_id = coalesce(?, platform_post_id), permalink = coalesce(?, permalink) \
-                 WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
-            )
-            .bind(phase.as_str())
-            .bind(ts(now))
-            .bind(landed_id)
-            .bind(landed_link)
-            .bind(id.0)
-            .bind(guard_generation(effects.guard))
-            .bind(guard_generation(effects.guard))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        }
-        if let Some(settle) = effects.reservation {
-            settle_reservations(&mut tx, id, settle, now).await?;
-        }
-        let mut failures = 0;
-        if let Some(step) = effects.failures {
-            failures = match step {
-                FailureStep::Reset => {
-                    sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
-                        .bind(&channel)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                    0
-                }
-                FailureStep::Increment => sqlx::query_scalar(
-                    "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
-                     ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
-                     RETURNING consecutive",
-                )
-                .bind(&channel)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db)?,
-            };
-        }
-        if let Some(pause) = &effects.pause
-            && pause_applies(pause.after_failures, failures)
-        {
-            admin::insert_pause(
-                &mut tx,
-                &pause.scope,
-                &pause.reason,
-                &actor,
-                now,
-                &pause.notify,
-            )
-            .await?;
-        }
-        admin::insert_outbox(&mut tx, &notify, now).await?;
-        let post = get_in(&mut tx, id).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(post)
+        self.grouped(Write::Change(Box::new(change)))
+            .await?
+            .change()
     }
 
     async fn delete_draft(
@@ -676,4 +483,206 @@ impl airlock_store::Posts for SqliteStore {
         }
         tx.commit().await.map_err(db)
     }
+}
+
+/// A named change ([`Posts::change_post`](airlock_store::Posts::change_post)) inside the
+/// caller's write transaction. `Err`: nothing of it may stay (the caller rolls it back);
+/// `Ok(Err(_))`: refused, with what it wrote kept (the evidence of a stale write).
+pub(crate) async fn change_in(
+    tx: &mut SqliteConnection,
+    change: PostChange,
+) -> Result<std::result::Result<Post, StoreError>> {
+    let PostChange {
+        id,
+        actor,
+        now,
+        change,
+        notify,
+    } = change;
+    let effects = change.effects(&actor, now);
+    let current = sqlx::query(
+        "SELECT status, version, generation, channel, review_round, content_hash, \
+         quarantined_at IS NOT NULL AS quarantined, \
+         (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
+          ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
+    )
+    .bind(id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?
+    .ok_or(StoreError::NotFound(id))?;
+    let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
+    let version: i64 = current.try_get("version").map_err(db)?;
+    let generation: i64 = current.try_get("generation").map_err(db)?;
+    let channel: String = current.try_get("channel").map_err(db)?;
+    let review_round: i64 = current.try_get("review_round").map_err(db)?;
+    let quarantined: bool = current.try_get("quarantined").map_err(db)?;
+    let content_hash: String = current.try_get("content_hash").map_err(db)?;
+    let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
+    match check_guard(effects.guard, status, version, generation) {
+        GuardCheck::Holds => {}
+        GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
+        GuardCheck::Fenced => {
+            // Nothing of the stale write applies; only the evidence is recorded.
+            let stale = guard_generation(effects.guard).unwrap_or(generation);
+            if effects.record_stale {
+                let event = stale_evidence(&effects, stale);
+                insert_event(&mut *tx, id, &event, status, &actor, now).await?;
+                sqlx::query("UPDATE posts SET version = version + 1 WHERE id = ?")
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            }
+            return Ok(Err(StoreError::Fenced {
+                id,
+                generation: stale,
+            }));
+        }
+    }
+    if effects
+        .intent_required
+        .is_some_and(|required| required != claim_intent.is_some())
+    {
+        return Err(StoreError::Conflict(id));
+    }
+    if let Some((from, to)) = illegal_step(&effects, status) {
+        return Err(StoreError::IllegalTransition { id, from, to });
+    }
+    if let Some(rule) = write_refusal(&effects, status, &content_hash) {
+        return Err(StoreError::Refused {
+            id,
+            rule: rule.to_owned(),
+        });
+    }
+    if leaves_quarantine(&effects, quarantined) {
+        return Err(StoreError::Quarantined(id));
+    }
+    if effects.duplicate_window.is_some() {
+        let before = get_in(&mut *tx, id).await?;
+        if let Some((key, at, window)) =
+            edit_duplicate_check(&effects, status, &before.content.text, before.scheduled_at)
+        {
+            refuse_duplicate(&mut *tx, &channel, &key, at, window, Some(id)).await?;
+        }
+    }
+    let after = effects.to.unwrap_or(status);
+    if let Some(verdict) = &effects.verdict {
+        // In the round the verdict was given in, before this change may start a new one.
+        sqlx::query(
+            "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
+             review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.0)
+        .bind(verdict.verdict.as_str())
+        .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
+        .bind(&actor)
+        .bind(verdict.content_hash.as_str())
+        .bind(&verdict.rubric_hash)
+        .bind(review_round)
+        .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
+        .bind(ts(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+
+    let mut query =
+        QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
+    query.push_bind(ts(now));
+    query.push(", event_actor = ").push_bind(actor.clone());
+    query
+        .push(", event_note = ")
+        .push_bind(effects.note.clone());
+    if let Some(to) = effects.to {
+        query.push(", status = ").push_bind(to.as_str());
+        if to != PostStatus::Posting {
+            query.push(", lease_owner = NULL, lease_expires_at = NULL");
+        }
+    }
+    if let Some(lease_until) = effects.next_part {
+        query
+            .push(", generation = generation + 1, lease_expires_at = ")
+            .push_bind(ts(lease_until));
+    }
+    push_fields(&mut query, &effects);
+    query.push(" WHERE id = ").push_bind(id.0);
+    query.build().execute(&mut *tx).await.map_err(|e| {
+        if is_trigger_refusal(&e, "airlock: quarantined") {
+            StoreError::Quarantined(id)
+        } else if is_trigger_refusal(&e, "illegal status transition") {
+            StoreError::IllegalTransition {
+                id,
+                from: status,
+                to: after,
+            }
+        } else {
+            db(e)
+        }
+    })?;
+
+    // The status event says what happened when the status moved.
+    if let Some(event) = &effects.event
+        && !(effects.event_unless_moved && after != status)
+    {
+        insert_event(&mut *tx, id, event, after, &actor, now).await?;
+    }
+    if let Some(phase) = effects.intent_phase {
+        let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
+        sqlx::query(
+            "UPDATE intents SET phase = ?, settled_at = ?, \
+             platform_post_id = coalesce(?, platform_post_id), permalink = coalesce(?, permalink) \
+             WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
+        )
+        .bind(phase.as_str())
+        .bind(ts(now))
+        .bind(landed_id)
+        .bind(landed_link)
+        .bind(id.0)
+        .bind(guard_generation(effects.guard))
+        .bind(guard_generation(effects.guard))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    if let Some(settle) = effects.reservation {
+        settle_reservations(&mut *tx, id, settle, now).await?;
+    }
+    let mut failures = 0;
+    if let Some(step) = effects.failures {
+        failures = match step {
+            FailureStep::Reset => {
+                sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
+                    .bind(&channel)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                0
+            }
+            FailureStep::Increment => sqlx::query_scalar(
+                "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
+                 ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
+                 RETURNING consecutive",
+            )
+            .bind(&channel)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?,
+        };
+    }
+    if let Some(pause) = &effects.pause
+        && pause_applies(pause.after_failures, failures)
+    {
+        admin::insert_pause(
+            &mut *tx,
+            &pause.scope,
+            &pause.reason,
+            &actor,
+            now,
+            &pause.notify,
+        )
+        .await?;
+    }
+    admin::insert_outbox(&mut *tx, &notify, now).await?;
+    Ok(Ok(get_in(&mut *tx, id).await?))
 }

@@ -15,6 +15,7 @@ use airlock_store::{
 use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
+use crate::group::Write;
 use crate::{SqliteStore, db, parse_ts, ts};
 
 /// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
@@ -290,82 +291,9 @@ pub(crate) async fn live_reservations(
 impl airlock_store::Publishing for SqliteStore {
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
         let started = std::time::Instant::now();
-        let mut tx = self.begin_write().await?;
-        let now = now_after(req.now, started);
-        // The post and the pause that holds it, in one statement.
-        let Some(row) = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
-        )))
-        .bind(req.id.0)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        else {
-            return Ok(PostClaimed::Gone(None));
-        };
-        let post = rows::post::<Lite>(&row)?;
-        if !claimable(&post, req.version, req.allow_test) {
-            return Ok(PostClaimed::Gone(Some(Box::new(post))));
-        }
-        let scope: Option<String> = row.try_get("pause_scope").map_err(db)?;
-        if let Some(scope) = scope {
-            let reason: String = row.try_get("pause_reason").map_err(db)?;
-            return Ok(PostClaimed::Paused { scope, reason });
-        }
-        if let Some(rules) = &req.quota
-            && let Err(denial) = decide_quota(&mut tx, &post.content.channel, rules, now).await?
-        {
-            return Ok(PostClaimed::OverQuota(denial));
-        }
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
-             generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
-             event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
-        )))
-        .bind(&req.worker)
-        .bind(ts(req.lease_until))
-        .bind(ts(now))
-        .bind(&req.actor)
-        .bind(format!("claimed, lease until {}", ts(req.lease_until)))
-        .bind(req.id.0)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
-        // Nothing below changes the post row: the row as written is the answer.
-        let post = rows::post::<Lite>(&row)?;
-        if let Some(intent) = &req.intent
-            && !lease_outlasts(req.lease_until, now, intent.lease_margin)
-        {
-            return Err(StoreError::Fenced {
-                id: req.id,
-                generation: post.generation,
-            });
-        }
-        if let Some(rules) = &req.quota {
-            // With the intent in this transaction, the request is as good as sent now.
-            let sent = req.intent.is_some().then_some(now);
-            insert_reservation(&mut tx, &post, rules, now, sent).await?;
-        }
-        let intent = match &req.intent {
-            Some(intent) => Some(
-                insert_intent(
-                    &mut tx,
-                    req.id,
-                    post.generation,
-                    &intent.idempotency_key,
-                    intent.part,
-                    None,
-                    now,
-                )
-                .await?,
-            ),
-            None => None,
-        };
-        tx.commit().await.map_err(db)?;
-        Ok(PostClaimed::Claimed {
-            post: Box::new(post),
-            intent,
-        })
+        self.grouped(Write::Claim(Box::new(req.clone()), started))
+            .await?
+            .claim()
     }
 
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
@@ -404,4 +332,88 @@ impl airlock_store::Publishing for SqliteStore {
         tx.commit().await.map_err(db)?;
         Ok(intent)
     }
+}
+
+/// A claim ([`Publishing::claim_post`](airlock_store::Publishing::claim_post)) inside the
+/// caller's write transaction, its times moved on by the wait since `started`. `Err`:
+/// nothing of it may stay (the caller rolls it back).
+pub(crate) async fn claim_in(
+    tx: &mut SqliteConnection,
+    req: &PostClaim,
+    started: std::time::Instant,
+) -> Result<PostClaimed> {
+    let now = now_after(req.now, started);
+    // The post and the pause that holds it, in one statement.
+    let Some(row) = sqlx::query(AssertSqlSafe(format!(
+        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
+    )))
+    .bind(req.id.0)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?
+    else {
+        return Ok(PostClaimed::Gone(None));
+    };
+    let post = rows::post::<Lite>(&row)?;
+    if !claimable(&post, req.version, req.allow_test) {
+        return Ok(PostClaimed::Gone(Some(Box::new(post))));
+    }
+    let scope: Option<String> = row.try_get("pause_scope").map_err(db)?;
+    if let Some(scope) = scope {
+        let reason: String = row.try_get("pause_reason").map_err(db)?;
+        return Ok(PostClaimed::Paused { scope, reason });
+    }
+    if let Some(rules) = &req.quota
+        && let Err(denial) = decide_quota(&mut *tx, &post.content.channel, rules, now).await?
+    {
+        return Ok(PostClaimed::OverQuota(denial));
+    }
+    let row = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
+         generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
+         event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
+    )))
+    .bind(&req.worker)
+    .bind(ts(req.lease_until))
+    .bind(ts(now))
+    .bind(&req.actor)
+    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
+    .bind(req.id.0)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
+    // Nothing below changes the post row: the row as written is the answer.
+    let post = rows::post::<Lite>(&row)?;
+    if let Some(intent) = &req.intent
+        && !lease_outlasts(req.lease_until, now, intent.lease_margin)
+    {
+        return Err(StoreError::Fenced {
+            id: req.id,
+            generation: post.generation,
+        });
+    }
+    if let Some(rules) = &req.quota {
+        // With the intent in this transaction, the request is as good as sent now.
+        let sent = req.intent.is_some().then_some(now);
+        insert_reservation(&mut *tx, &post, rules, now, sent).await?;
+    }
+    let intent = match &req.intent {
+        Some(intent) => Some(
+            insert_intent(
+                &mut *tx,
+                req.id,
+                post.generation,
+                &intent.idempotency_key,
+                intent.part,
+                None,
+                now,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    Ok(PostClaimed::Claimed {
+        post: Box::new(post),
+        intent,
+    })
 }

@@ -3,6 +3,7 @@
 //! fail-closed quota reads over corrupt rows. Each test opens a fresh database file.
 
 mod backup;
+mod group;
 mod migrate;
 mod quota;
 mod triggers;

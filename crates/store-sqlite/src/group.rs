@@ -1,0 +1,181 @@
+//! Group commit for the guarded path's writes (issue 28): claims and named changes that
+//! callers make at the same time are written in one `BEGIN IMMEDIATE` transaction and
+//! made durable by one commit, each inside a savepoint of its own.
+//!
+//! A caller queues its write and starts a task that waits for this process's writer
+//! turn; whichever task gets the turn takes every write queued by then. Each write runs
+//! exactly as it would alone, in queue order, seeing the writes before it: a claim's
+//! quota decision counts the reservations of the claims ahead of it in the same
+//! transaction. A write that fails is rolled back to its savepoint and answered with its
+//! error; the others go on. No answer is given before the commit: a commit that fails
+//! fails every write of the group, none of which is then in the ledger. The task runs to
+//! its end whether or not its caller still waits, so a caller that goes away never
+//! takes the others' writes down with it.
+
+use std::time::Instant;
+
+use airlock_core::Post;
+use airlock_store::{PostChange, PostClaim, PostClaimed, Result, StoreError};
+use tokio::sync::oneshot;
+
+use crate::{SqliteStore, WriteTx, db, posts, publish};
+
+/// A write that may share its transaction.
+#[derive(Debug)]
+pub(crate) enum Write {
+    /// A claim, asked for at the instant given (its times move on by the wait).
+    Claim(Box<PostClaim>, Instant),
+    /// A named change.
+    Change(Box<PostChange>),
+}
+
+/// A write's answer.
+#[derive(Debug)]
+pub(crate) enum Written {
+    Claim(Result<PostClaimed>),
+    Change(Box<Result<Post>>),
+}
+
+impl Written {
+    pub(crate) fn claim(self) -> Result<PostClaimed> {
+        match self {
+            Written::Claim(answer) => answer,
+            Written::Change(_) => Err(mixed_up()),
+        }
+    }
+
+    pub(crate) fn change(self) -> Result<Post> {
+        match self {
+            Written::Change(answer) => *answer,
+            Written::Claim(_) => Err(mixed_up()),
+        }
+    }
+}
+
+fn mixed_up() -> StoreError {
+    StoreError::Unavailable("a grouped write was answered for another kind of write".into())
+}
+
+/// The writes waiting for the writer turn.
+pub(crate) type Queue = std::sync::Mutex<Vec<(Write, oneshot::Sender<Written>)>>;
+
+/// The most writes one transaction takes: a turn that finds more leaves them to the next.
+pub(crate) const MAX_GROUP: usize = 32;
+
+impl SqliteStore {
+    /// Writes `write` in the next group commit and answers once it is durable.
+    pub(crate) async fn grouped(&self, write: Write) -> Result<Written> {
+        let (answer, answered) = oneshot::channel();
+        self.queue
+            .lock()
+            .expect("lock is never poisoned")
+            .push((write, answer));
+        let store = self.clone();
+        let turn = tokio::spawn(async move { store.write_group().await });
+        if let Err(e) = turn.await {
+            tracing::error!(error = %e, "a group commit task failed");
+        }
+        answered.await.map_err(|_| {
+            StoreError::Unavailable(
+                "the group commit carrying this write stopped before its commit: it was not written"
+                    .into(),
+            )
+        })
+    }
+
+    /// Takes the writer turn and SQLite's write lock, then writes what is queued by then:
+    /// everything that arrived while another process held the lock joins. Nothing, when
+    /// an earlier turn took this task's write already.
+    async fn write_group(&self) {
+        let turn = self.writer.clone().lock_owned().await;
+        if self
+            .queue
+            .lock()
+            .expect("lock is never poisoned")
+            .is_empty()
+        {
+            return;
+        }
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await;
+        let group: Vec<_> = {
+            let mut queue = self.queue.lock().expect("lock is never poisoned");
+            let n = queue.len().min(MAX_GROUP);
+            queue.drain(..n).collect()
+        };
+        let (writes, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        let claims: Vec<bool> = writes
+            .iter()
+            .map(|w| matches!(w, Write::Claim(..)))
+            .collect();
+        let written = match tx {
+            Ok(tx) => write_all(self.write_tx(tx, turn), writes).await,
+            Err(e) => Err(db(e)),
+        };
+        let written = written.unwrap_or_else(|e| {
+            let reason = format!("nothing of this write was made: {e}");
+            let failed = |claim| {
+                let e = StoreError::Unavailable(reason.clone().into());
+                if claim {
+                    Written::Claim(Err(e))
+                } else {
+                    Written::Change(Box::new(Err(e)))
+                }
+            };
+            claims.into_iter().map(failed).collect()
+        });
+        for (answer, written) in answers.into_iter().zip(written) {
+            // A caller that stopped waiting is told nothing.
+            let _ = answer.send(written);
+        }
+    }
+}
+
+/// Runs one write in `tx`: its answer, and whether what it wrote stays.
+async fn write_one(tx: &mut WriteTx, write: Write) -> (Written, bool) {
+    match write {
+        Write::Claim(req, started) => match publish::claim_in(tx, &req, started).await {
+            Ok(claimed) => (Written::Claim(Ok(claimed)), true),
+            Err(e) => (Written::Claim(Err(e)), false),
+        },
+        Write::Change(change) => match posts::change_in(tx, *change).await {
+            Ok(answer) => (Written::Change(Box::new(answer)), true),
+            Err(e) => (Written::Change(Box::new(Err(e))), false),
+        },
+    }
+}
+
+/// Runs the writes in `tx` in order and commits what stays. One write alone runs as it
+/// always did: rolled back whole when it fails, its commit's error its own.
+async fn write_all(mut tx: WriteTx, mut writes: Vec<Write>) -> Result<Vec<Written>> {
+    if writes.len() == 1 {
+        let write = writes.pop().expect("one write");
+        let (written, keep) = write_one(&mut tx, write).await;
+        if !keep {
+            return Ok(vec![written]);
+        }
+        return match tx.commit().await {
+            Ok(()) => Ok(vec![written]),
+            Err(e) => Ok(vec![match written {
+                Written::Claim(_) => Written::Claim(Err(db(e))),
+                Written::Change(_) => Written::Change(Box::new(Err(db(e)))),
+            }]),
+        };
+    }
+    let mut all = Vec::with_capacity(writes.len());
+    for write in writes {
+        execute(&mut tx, "SAVEPOINT airlock_write").await?;
+        let (written, keep) = write_one(&mut tx, write).await;
+        if !keep {
+            execute(&mut tx, "ROLLBACK TO airlock_write").await?;
+        }
+        execute(&mut tx, "RELEASE airlock_write").await?;
+        all.push(written);
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(all)
+}
+
+async fn execute(tx: &mut WriteTx, sql: &'static str) -> Result<()> {
+    sqlx::query(sql).execute(&mut **tx).await.map_err(db)?;
+    Ok(())
+}

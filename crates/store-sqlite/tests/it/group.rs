@@ -1,0 +1,136 @@
+//! Group commit (issue 28): claims and changes made at the same time share one
+//! transaction and one commit, each deciding and failing as it would alone. The group is
+//! formed by holding SQLite's write lock from another connection while the writes queue.
+
+use std::sync::Arc;
+
+use airlock_core::PostStatus;
+use airlock_store::{IntentClaim, PostClaim, PostClaimed, Posts, Publishing, Store, StoreError};
+use airlock_store_sqlite::SqliteStore;
+use airlock_store_tests::fixture::*;
+use chrono::Duration;
+use sqlx::Connection;
+
+use crate::fresh;
+
+/// Runs `writes` while another connection holds the write lock, so that they queue and
+/// go in together once it lets go; answers the number of commits they took.
+async fn together<T: Send + 'static>(
+    store: &SqliteStore,
+    writes: Vec<tokio::task::JoinHandle<T>>,
+) -> (Vec<T>, u64) {
+    let before = store.commits();
+    let mut answers = Vec::new();
+    for write in writes {
+        answers.push(write.await.unwrap());
+    }
+    (answers, store.commits() - before)
+}
+
+/// Holds the file's write lock on a connection of its own until `release` is sent.
+async fn hold_the_lock(store: &SqliteStore) -> tokio::sync::oneshot::Sender<()> {
+    let mut conn = store.pool().acquire().await.unwrap().detach();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = released.await;
+        sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
+        conn.close().await.unwrap();
+    });
+    release
+}
+
+fn spawn_claim(
+    store: &Arc<SqliteStore>,
+    claim: PostClaim,
+) -> tokio::task::JoinHandle<airlock_store::Result<PostClaimed>> {
+    let store = store.clone();
+    tokio::spawn(async move { store.claim_post(&claim).await })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claims_at_once_share_a_commit_and_each_decides_as_alone() {
+    let (store, _dir) = fresh().await;
+    let store = Arc::new(store);
+    let s = store.as_ref() as &dyn Store;
+    let mut posts = Vec::new();
+    for n in 0..4 {
+        posts.push(approved(s, "alpha", &format!("post {n}"), mins(-10 + n)).await);
+    }
+    // An intent the lease cannot cover (on a channel of its own, so that it is refused
+    // wherever it falls in the group): nothing of that claim is written.
+    let doomed = approved(s, "beta", "doomed", mins(-20)).await;
+    let mut bad = post_claim(&doomed, t0(), Some((10, 2)));
+    bad.intent = Some(IntentClaim {
+        part: 1,
+        idempotency_key: "airlock-doomed".into(),
+        lease_margin: Duration::minutes(LEASE_MINUTES),
+    });
+
+    let release = hold_the_lock(&store).await;
+    let mut writes = vec![spawn_claim(&store, bad)];
+    for post in &posts {
+        writes.push(spawn_claim(&store, post_claim(post, t0(), Some((10, 2)))));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    let (answers, commits) = together(&store, writes).await;
+
+    assert!(commits < 5, "five claims took {commits} commits");
+    assert!(
+        matches!(answers[0], Err(StoreError::Fenced { .. })),
+        "{:?}",
+        answers[0]
+    );
+    assert_eq!(s.get_post(doomed.id).await.unwrap(), doomed);
+    let detail = s.post_detail(doomed.id).await.unwrap();
+    assert!(detail.intents.is_empty() && detail.reservations.is_empty());
+    // The daily limit of 2 holds inside the group: each claim counts those before it.
+    let claimed = answers[1..]
+        .iter()
+        .filter(|a| matches!(a, Ok(PostClaimed::Claimed { .. })))
+        .count();
+    let over = answers[1..]
+        .iter()
+        .filter(|a| matches!(a, Ok(PostClaimed::OverQuota(_))))
+        .count();
+    assert_eq!((claimed, over), (2, 2), "{answers:?}");
+    assert_eq!(quota_drift(s, t0()).await, Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stale_outcome_in_a_group_keeps_its_evidence_and_spoils_no_other() {
+    let (store, _dir) = fresh().await;
+    let store = Arc::new(store);
+    let s = store.as_ref() as &dyn Store;
+    let first = claimed(s, "alpha", "first", t0()).await;
+    let second = claimed(s, "alpha", "second", t0()).await;
+    let mut stale = first.clone();
+    stale.generation -= 1;
+
+    let release = hold_the_lock(&store).await;
+    let change = |post: &airlock_core::Post| {
+        let store = store.clone();
+        let change = outcome(post, PostStatus::Posted, mins(1));
+        tokio::spawn(async move { store.change_post(change).await })
+    };
+    let writes = vec![change(&stale), change(&second), change(&first)];
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    let (answers, commits) = together(&store, writes).await;
+
+    assert!(commits < 3, "three changes took {commits} commits");
+    assert!(matches!(answers[0], Err(StoreError::Fenced { .. })));
+    for (answer, post) in answers[1..].iter().zip([&second, &first]) {
+        let after = answer.as_ref().unwrap();
+        assert_eq!((after.id, after.status), (post.id, PostStatus::Posted));
+    }
+    let events = s.post_detail(first.id).await.unwrap().events;
+    assert!(
+        events.iter().any(|e| e.kind == "stale_outcome"),
+        "the stale write's evidence stays: {events:?}"
+    );
+}
