@@ -18,6 +18,7 @@ async fn main() {
     let backend = args.next().unwrap_or_else(|| "sqlite".into());
     let mode = args.next().unwrap_or_else(|| "4".into());
     let posts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
+    let mut sqlite = None;
     let store: Arc<dyn Store> = match backend.as_str() {
         "postgres" => {
             let server = std::env::var("AIRLOCK_BENCH_PG")
@@ -42,11 +43,13 @@ async fn main() {
         _ => {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.keep().join("example.db");
-            Arc::new(
+            let store = Arc::new(
                 airlock_store_sqlite::SqliteStore::open(&path)
                     .await
                     .expect("open"),
-            )
+            );
+            sqlite = Some(store.clone());
+            store
         }
     };
     let app = app(store, settings());
@@ -59,6 +62,15 @@ async fn main() {
         return;
     }
     let workers: usize = mode.parse().expect("a number of workers, or `waiting`");
+    let before = sqlite.as_ref().map(|s| s.commits());
     let rate = measure_publishes(&app, workers, posts).await;
     println!("{backend}: {rate:.0} publishes/s at {workers} worker(s), {posts} posts");
+    if let (Some(store), Some(before)) = (sqlite, before) {
+        app.drain().await;
+        let commits = store.commits() - before;
+        println!(
+            "write commits per publish: {:.2}",
+            commits as f64 / posts as f64
+        );
+    }
 }
