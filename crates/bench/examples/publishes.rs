@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use airlock_bench::{app, measure_publishes, measure_waiting, settings};
+use airlock_bench::{app, approved_posts, measure_waiting, publish_all, settings};
 use airlock_store::Store;
 
 #[tokio::main(flavor = "multi_thread")]
@@ -62,8 +62,9 @@ async fn main() {
         return;
     }
     let workers: usize = mode.parse().expect("a number of workers, or `waiting`");
+    approved_posts(&app, posts, None).await;
     let before = sqlite.as_ref().map(|s| s.commits());
-    let rate = measure_publishes(&app, workers, posts).await;
+    let rate = publish_all(&app, workers, posts).await;
     println!("{backend}: {rate:.0} publishes/s at {workers} worker(s), {posts} posts");
     if let (Some(store), Some(before)) = (sqlite, before) {
         app.drain().await;

@@ -111,9 +111,15 @@ pub async fn approved_posts(app: &App, n: usize, at: Option<DateTime<Utc>>) -> V
     ids
 }
 
-/// Guarded publishes per second with `workers` concurrent dispatchers over `n` due posts.
+/// Guarded publishes per second with `workers` concurrent dispatchers over `n` posts
+/// approved for the run.
 pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
     approved_posts(app, n, None).await;
+    publish_all(app, workers, n).await
+}
+
+/// Publishes the `n` due posts with `workers` workers: publishes per second.
+pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
