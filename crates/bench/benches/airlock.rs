@@ -5,7 +5,8 @@
 //! and on one with a long history (default one million posted posts), beside a raw-SQL
 //! anchor: the rate of bare SQLite write transactions on the same file settings. The
 //! path is bound by SQLite commits when `publishes/s × commits per publish ≈ anchor
-//! commits/s`.
+//! commits/s`; the commits a publish took at each worker count (claims and outcomes
+//! made at once share one) are counted by the store.
 //!
 //! With PostgreSQL reachable (`AIRLOCK_BENCH_PG`, default
 //! `postgres://postgres@127.0.0.1:5432`) the same figures follow for PostgreSQL at 1, 2,
@@ -119,12 +120,18 @@ async fn sqlite(history_n: u64, posts: usize) {
         |label: &str, empty: String, long: String| rows.push((label.into(), empty, long));
 
     let mut publish = Vec::new();
+    let mut grouped = Vec::new();
     for workers in [1usize, 2, 4, 8] {
         let mut pair = Vec::new();
+        let mut commits = Vec::new();
         for (idx, template) in [None, Some(history.as_path())].into_iter().enumerate() {
             let (store, _) = ledger(dir.path(), &format!("pub{workers}-{idx}"), template).await;
-            let app = app(store as Arc<dyn Store>, settings());
-            pair.push(measure_publishes(&app, workers, posts).await);
+            let app = app(store.clone() as Arc<dyn Store>, settings());
+            approved_posts(&app, posts, None).await;
+            let before = store.commits();
+            pair.push(publish_all(&app, workers, posts).await);
+            app.drain().await;
+            commits.push((store.commits() - before) as f64 / posts as f64);
         }
         figures(
             &format!("publishes/s, {workers} worker(s)"),
@@ -132,6 +139,14 @@ async fn sqlite(history_n: u64, posts: usize) {
             format!("{:.0}", pair[1]),
         );
         publish.push(pair);
+        grouped.push((workers, commits));
+    }
+    for (workers, commits) in grouped {
+        figures(
+            &format!("commits/publish, {workers} worker(s)"),
+            format!("{:.2}", commits[0]),
+            format!("{:.2}", commits[1]),
+        );
     }
 
     let busy = {

@@ -52,6 +52,25 @@ impl Written {
     }
 }
 
+impl Written {
+    /// `write`'s answer when it failed with `e` before it ran.
+    fn failed(write: &Write, e: StoreError) -> Written {
+        match write {
+            Write::Claim(..) => Written::Claim(Err(e)),
+            Write::Change(_) => Written::Change(Box::new(Err(e))),
+        }
+    }
+
+    /// The error this answer carries, if any.
+    fn error(&self) -> Option<&StoreError> {
+        match self {
+            Written::Claim(Err(e)) => Some(e),
+            Written::Change(answer) => answer.as_ref().as_ref().err(),
+            Written::Claim(Ok(_)) => None,
+        }
+    }
+}
+
 fn mixed_up() -> StoreError {
     StoreError::Unavailable("a grouped write was answered for another kind of write".into())
 }
@@ -65,16 +84,19 @@ pub(crate) const MAX_GROUP: usize = 32;
 impl SqliteStore {
     /// Writes `write` in the next group commit and answers once it is durable.
     pub(crate) async fn grouped(&self, write: Write) -> Result<Written> {
+        // Outside a runtime nothing could write it: refuse before it is queued.
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            StoreError::Unavailable(format!("no runtime to write with: {e}").into())
+        })?;
         let (answer, answered) = oneshot::channel();
         self.queue
             .lock()
             .expect("lock is never poisoned")
             .push((write, answer));
+        // The answer may come from an earlier task's group: only the answer is awaited,
+        // never this task's own turn behind other writers.
         let store = self.clone();
-        let turn = tokio::spawn(async move { store.write_group().await });
-        if let Err(e) = turn.await {
-            tracing::error!(error = %e, "a group commit task failed");
-        }
+        runtime.spawn(async move { store.write_group().await });
         answered.await.map_err(|_| {
             StoreError::Unavailable(
                 "the group commit carrying this write stopped before its commit: it was not written"
@@ -85,20 +107,26 @@ impl SqliteStore {
 
     /// Takes the writer turn and SQLite's write lock, then writes what is queued by then:
     /// everything that arrived while another process held the lock joins. Nothing, when
-    /// an earlier turn took this task's write already.
+    /// an earlier turn took this task's write already. When the lock cannot be had, only
+    /// the oldest write is answered with the error: each other one has a task of its own
+    /// that tries again.
     async fn write_group(&self) {
         let turn = self.writer.clone().lock_owned().await;
-        if self
-            .queue
-            .lock()
-            .expect("lock is never poisoned")
-            .is_empty()
-        {
+        let queued = || self.queue.lock().expect("lock is never poisoned");
+        if queued().is_empty() {
             return;
         }
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await;
+        let tx = match self.pool.begin_with("BEGIN IMMEDIATE").await {
+            Ok(tx) => self.write_tx(tx, turn),
+            Err(e) => {
+                if let Some((write, answer)) = queued().drain(..1).next() {
+                    let _ = answer.send(Written::failed(&write, db(e)));
+                }
+                return;
+            }
+        };
         let group: Vec<_> = {
-            let mut queue = self.queue.lock().expect("lock is never poisoned");
+            let mut queue = queued();
             let n = queue.len().min(MAX_GROUP);
             queue.drain(..n).collect()
         };
@@ -107,12 +135,10 @@ impl SqliteStore {
             .iter()
             .map(|w| matches!(w, Write::Claim(..)))
             .collect();
-        let written = match tx {
-            Ok(tx) => write_all(self.write_tx(tx, turn), writes).await,
-            Err(e) => Err(db(e)),
-        };
-        let written = written.unwrap_or_else(|e| {
-            let reason = format!("nothing of this write was made: {e}");
+        let written = write_all(tx, writes).await.unwrap_or_else(|e| {
+            let reason = format!(
+                "the transaction this write shared failed ({e}): it is most likely not written"
+            );
             let failed = |claim| {
                 let e = StoreError::Unavailable(reason.clone().into());
                 if claim {
@@ -165,8 +191,12 @@ async fn write_all(mut tx: WriteTx, mut writes: Vec<Write>) -> Result<Vec<Writte
     for write in writes {
         execute(&mut tx, "SAVEPOINT airlock_write").await?;
         let (written, keep) = write_one(&mut tx, write).await;
-        if !keep {
-            execute(&mut tx, "ROLLBACK TO airlock_write").await?;
+        if !keep && let Err(e) = execute(&mut tx, "ROLLBACK TO airlock_write").await {
+            // SQLite rolled the whole transaction back on the write's error: say which.
+            let cause = written.error().map(ToString::to_string).unwrap_or_default();
+            return Err(StoreError::Unavailable(
+                format!("{cause}; the transaction could not go on: {e}").into(),
+            ));
         }
         execute(&mut tx, "RELEASE airlock_write").await?;
         all.push(written);

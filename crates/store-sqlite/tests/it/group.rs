@@ -134,3 +134,48 @@ async fn a_stale_outcome_in_a_group_keeps_its_evidence_and_spoils_no_other() {
         "the stale write's evidence stays: {events:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn more_writes_than_a_group_takes_all_land_claims_and_changes_mixed() {
+    let (store, _dir) = fresh().await;
+    let store = Arc::new(store);
+    let s = store.as_ref() as &dyn Store;
+    let mut due = Vec::new();
+    for n in 0..40 {
+        due.push(approved(s, "alpha", &format!("due {n}"), mins(-30)).await);
+    }
+    let mut out = Vec::new();
+    for n in 0..5 {
+        out.push(claimed(s, "beta", &format!("out {n}"), t0()).await);
+    }
+
+    let release = hold_the_lock(&store).await;
+    let claims: Vec<_> = due
+        .iter()
+        .map(|post| spawn_claim(&store, post_claim(post, t0(), ROOMY)))
+        .collect();
+    let changes: Vec<_> = out
+        .iter()
+        .map(|post| {
+            let store = store.clone();
+            let change = outcome(post, PostStatus::Posted, mins(1));
+            tokio::spawn(async move { store.change_post(change).await })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    let (claimed_now, claim_commits) = together(&store, claims).await;
+    let (changed, _) = together(&store, changes).await;
+
+    assert!(claim_commits <= 3, "45 writes took {claim_commits} commits");
+    for answer in claimed_now {
+        assert!(
+            matches!(answer, Ok(PostClaimed::Claimed { .. })),
+            "{answer:?}"
+        );
+    }
+    for answer in changed {
+        assert_eq!(answer.unwrap().status, PostStatus::Posted);
+    }
+    assert_eq!(quota_drift(s, t0()).await, Vec::<String>::new());
+}
