@@ -200,14 +200,6 @@ impl Sql {
         self
     }
 
-    /// Appends the dialect's condition "`column` is one of `list`", `list` bound.
-    pub fn bind_in<D: Dialect>(&mut self, column: &str, list: impl Into<Arg>) -> &mut Self {
-        self.args.push(list.into());
-        let param = format!("${}", self.args.len());
-        self.text.push_str(&D::in_list(column, &param));
-        self
-    }
-
     /// The SQL text.
     pub fn text(&self) -> &str {
         &self.text

@@ -134,10 +134,9 @@ const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE s
 /// `UNION ALL` term each, well under SQLite's limit of 500 terms in a compound `SELECT`.
 const CHANNELS_PER_QUERY: usize = 50;
 
-/// The queries that list, for each channel not paused, the first `per_channel` of its
-/// queue in the order posts become due (up to `now`, when given), as `columns, due_at`,
-/// and of those the first `per_channel` in that order.
-/// Each channel's part is one range of the index `posts_due_at` (migration 0014) that
+/// The queries that list, as `columns, due_at`, the first `per_channel` posts of the
+/// channels not paused in the order they become due (up to `now`, when given). Each
+/// channel's part is one range of the index `posts_due_at` (migration 0014) that
 /// stops after `per_channel` rows: posts deferred or scheduled later lie past it, and
 /// the pause test names no row, so a paused channel's range is never entered. What a
 /// look costs does not grow with the posts waiting (issue 28). One query on a dialect

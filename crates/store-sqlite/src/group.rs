@@ -8,7 +8,8 @@
 //! quota decision counts the reservations of the claims ahead of it in the same
 //! transaction. A write that fails is rolled back to its savepoint and answered with its
 //! error; the others go on. No answer is given before the commit: a commit that fails
-//! fails every write of the group, none of which is then in the ledger. The task runs to
+//! fails every write of the group (most likely none of them is in the ledger, as when a
+//! write's own commit fails). The task runs to
 //! its end whether or not its caller still waits, so a caller that goes away never
 //! takes the others' writes down with it.
 
@@ -50,14 +51,13 @@ impl Written {
             Written::Claim(_) => Err(mixed_up()),
         }
     }
-}
 
-impl Written {
-    /// `write`'s answer when it failed with `e` before it ran.
-    fn failed(write: &Write, e: StoreError) -> Written {
-        match write {
-            Write::Claim(..) => Written::Claim(Err(e)),
-            Write::Change(_) => Written::Change(Box::new(Err(e))),
+    /// The answer of a claim (`claim`) or a change that failed with `e`.
+    fn failed(claim: bool, e: StoreError) -> Written {
+        if claim {
+            Written::Claim(Err(e))
+        } else {
+            Written::Change(Box::new(Err(e)))
         }
     }
 
@@ -120,7 +120,8 @@ impl SqliteStore {
             Ok(tx) => self.write_tx(tx, turn),
             Err(e) => {
                 if let Some((write, answer)) = queued().drain(..1).next() {
-                    let _ = answer.send(Written::failed(&write, db(e)));
+                    let claim = matches!(write, Write::Claim(..));
+                    let _ = answer.send(Written::failed(claim, db(e)));
                 }
                 return;
             }
@@ -139,14 +140,8 @@ impl SqliteStore {
             let reason = format!(
                 "the transaction this write shared failed ({e}): it is most likely not written"
             );
-            let failed = |claim| {
-                let e = StoreError::Unavailable(reason.clone().into());
-                if claim {
-                    Written::Claim(Err(e))
-                } else {
-                    Written::Change(Box::new(Err(e)))
-                }
-            };
+            let failed =
+                |claim| Written::failed(claim, StoreError::Unavailable(reason.clone().into()));
             claims.into_iter().map(failed).collect()
         });
         for (answer, written) in answers.into_iter().zip(written) {
@@ -181,10 +176,10 @@ async fn write_all(mut tx: WriteTx, mut writes: Vec<Write>) -> Result<Vec<Writte
         }
         return match tx.commit().await {
             Ok(()) => Ok(vec![written]),
-            Err(e) => Ok(vec![match written {
-                Written::Claim(_) => Written::Claim(Err(db(e))),
-                Written::Change(_) => Written::Change(Box::new(Err(db(e)))),
-            }]),
+            Err(e) => Ok(vec![Written::failed(
+                matches!(written, Written::Claim(_)),
+                db(e),
+            )]),
         };
     }
     let mut all = Vec::with_capacity(writes.len());
