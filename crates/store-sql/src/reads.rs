@@ -569,7 +569,7 @@ impl<D: Dialect> Reads for SqlReads<D> {
     }
 
     /// The earliest due posts on open channels, for claims: one bounded range of
-    /// `posts_due_at` per open channel ([`due_queries`]).
+    /// `posts_due_at` per open channel (`due_queries`).
     async fn due_posts(
         &self,
         channels: &[ChannelName],
