@@ -262,39 +262,10 @@ mod postgres {
 
     use super::BUSY_DAY;
 
-    fn server() -> String {
-        std::env::var("AIRLOCK_BENCH_PG")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
-    }
-
-    async fn admin(sql: String) -> Result<(), sqlx::Error> {
-        let pool = sqlx::PgPool::connect(&format!("{}/postgres", server())).await?;
-        sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&pool).await?;
-        pool.close().await;
-        Ok(())
-    }
-
-    /// A fresh database, empty or a copy of `template`, with airlock's migrations.
-    async fn database(name: &str, template: Option<&str>) -> Arc<PgStore> {
-        admin(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .await
-            .expect("drop");
-        let create = match template {
-            Some(t) => format!("CREATE DATABASE {name} TEMPLATE {t}"),
-            None => format!("CREATE DATABASE {name}"),
-        };
-        admin(create).await.expect("create database");
-        Arc::new(
-            PgStore::connect(&format!("{}/{name}", server()))
-                .await
-                .expect("connect"),
-        )
-    }
-
     async fn history_template(n: u64) -> String {
         let name = format!("airlock_bench_history_{n}");
         let exists = async {
-            let pool = sqlx::PgPool::connect(&format!("{}/postgres", server())).await?;
+            let pool = sqlx::PgPool::connect(&format!("{}/postgres", pg_server())).await?;
             let found: Option<i32> =
                 sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
                     .bind(&name)
@@ -311,11 +282,11 @@ mod postgres {
             "seeding {n} posted posts into PostgreSQL database {name} (once; reused later) ..."
         );
         let started = std::time::Instant::now();
-        let store = database(&partial, None).await;
+        let store = pg_database(&partial, None).await;
         seed_pg_history(store.pool(), n).await.expect("seed");
         store.pool().close().await;
         drop(store);
-        admin(format!("ALTER DATABASE {partial} RENAME TO {name}"))
+        pg_admin(format!("ALTER DATABASE {partial} RENAME TO {name}"))
             .await
             .expect("rename");
         eprintln!("seeded in {:.0} s", started.elapsed().as_secs_f64());
@@ -336,7 +307,7 @@ mod postgres {
         }
         let out = Command::new("bash")
             .arg(&script)
-            .arg(server())
+            .arg(pg_server())
             .env(
                 "DUR",
                 std::env::var("AIRLOCK_BENCH_ANCHOR_SECONDS").unwrap_or_else(|_| "5".into()),
@@ -358,13 +329,13 @@ mod postgres {
     }
 
     pub async fn run(history_n: u64, posts: usize) {
-        if sqlx::PgPool::connect(&format!("{}/postgres", server()))
+        if sqlx::PgPool::connect(&format!("{}/postgres", pg_server()))
             .await
             .is_err()
         {
             println!(
                 "PostgreSQL is not reachable at {}: PostgreSQL figures skipped (scripts/test.sh starts it)",
-                server()
+                pg_server()
             );
             return;
         }
@@ -383,7 +354,7 @@ mod postgres {
         for workers in [1usize, 2, 4, 8] {
             let mut pair = [0.0f64; 2];
             for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {
-                let store = database("airlock_bench_run", t).await;
+                let store = pg_database("airlock_bench_run", t).await;
                 let app = app(store.clone() as Arc<dyn Store>, settings());
                 pair[idx] = measure_publishes(&app, workers, posts).await;
                 store.pool().close().await;
@@ -400,7 +371,7 @@ mod postgres {
             );
         }
         let busy = {
-            let store = database("airlock_bench_run", None).await;
+            let store = pg_database("airlock_bench_run", None).await;
             seed_busy_day_pg(store.pool(), BUSY_DAY)
                 .await
                 .expect("seed a busy day");
@@ -423,7 +394,7 @@ mod postgres {
         for workers in [1usize, 4] {
             let mut pair = [0.0f64; 2];
             for (idx, t) in [None, Some(template.as_str())].into_iter().enumerate() {
-                let store = database("airlock_bench_run", t).await;
+                let store = pg_database("airlock_bench_run", t).await;
                 let app = app(store.clone() as Arc<dyn Store>, settings());
                 pair[idx] = measure_reservations(&app, store.clone(), workers, posts).await;
                 store.pool().close().await;
@@ -445,7 +416,7 @@ mod postgres {
         );
         let mut cost = Vec::new();
         for t in [None, Some(template.as_str())] {
-            let store = database("airlock_bench_run", t).await;
+            let store = pg_database("airlock_bench_run", t).await;
             cost.push(measure_cost(store.clone() as Arc<dyn Store>, 200).await);
             store.pool().close().await;
         }
@@ -458,7 +429,7 @@ mod postgres {
             "write commits per publish", cost[0].commits, cost[1].commits
         );
         let waiting = {
-            let store = database("airlock_bench_run", None).await;
+            let store = pg_database("airlock_bench_run", None).await;
             let app = app(store.clone() as Arc<dyn Store>, settings());
             let rates = measure_waiting(&app, super::WAITING, 1000).await;
             store.pool().close().await;
@@ -467,10 +438,10 @@ mod postgres {
         super::print_waiting(&waiting);
         let mut lags = Vec::new();
         for t in [None, Some(template.as_str())] {
-            let store = database("airlock_bench_run", t).await;
+            let store = pg_database("airlock_bench_run", t).await;
             let dispatching = app(store.clone() as Arc<dyn Store>, settings());
             let other = Arc::new(
-                PgStore::connect(&format!("{}/airlock_bench_run", server()))
+                PgStore::connect(&format!("{}/airlock_bench_run", pg_server()))
                     .await
                     .expect("connect"),
             );
@@ -490,7 +461,7 @@ mod postgres {
                 ms(quantile(&lags[1], q))
             );
         }
-        admin("DROP DATABASE IF EXISTS airlock_bench_run WITH (FORCE)".into())
+        pg_admin("DROP DATABASE IF EXISTS airlock_bench_run WITH (FORCE)".into())
             .await
             .expect("drop");
 

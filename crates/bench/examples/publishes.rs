@@ -3,13 +3,12 @@
 //!
 //! `cargo run --release -p airlock-bench --example publishes -- <sqlite|postgres> [workers|waiting] [posts]`
 //!
-//! PostgreSQL runs in a fresh database `airlock_bench_example` on `AIRLOCK_BENCH_PG`
-//! (default `postgres://postgres@127.0.0.1:5432`), left in place afterwards so its
-//! statistics can be read.
+//! PostgreSQL runs in a fresh database `airlock_bench_example` on
+//! [`airlock_bench::pg_server`], left in place afterwards so its statistics can be read.
 
 use std::sync::Arc;
 
-use airlock_bench::{app, approved_posts, measure_waiting, publish_all, settings};
+use airlock_bench::{app, approved_posts, measure_waiting, pg_database, publish_all, settings};
 use airlock_store::Store;
 
 #[tokio::main(flavor = "multi_thread")]
@@ -20,26 +19,7 @@ async fn main() {
     let posts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
     let mut sqlite = None;
     let store: Arc<dyn Store> = match backend.as_str() {
-        "postgres" => {
-            let server = std::env::var("AIRLOCK_BENCH_PG")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
-            let admin = sqlx::PgPool::connect(&format!("{server}/postgres"))
-                .await
-                .expect("connect");
-            for sql in [
-                "DROP DATABASE IF EXISTS airlock_bench_example WITH (FORCE)",
-                "CREATE DATABASE airlock_bench_example",
-            ] {
-                sqlx::query(sql).execute(&admin).await.expect("database");
-            }
-            Arc::new(
-                airlock_store_postgres::PgStore::connect(&format!(
-                    "{server}/airlock_bench_example"
-                ))
-                .await
-                .expect("connect"),
-            )
-        }
+        "postgres" => pg_database("airlock_bench_example", None).await,
         _ => {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.keep().join("example.db");

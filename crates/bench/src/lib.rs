@@ -314,6 +314,41 @@ pub async fn measure_waiting(app: &App, queued: usize, looks: usize) -> [f64; 3]
     [empty, later, paused]
 }
 
+/// The PostgreSQL server the benchmarks use: `AIRLOCK_BENCH_PG`, by default
+/// `postgres://postgres@127.0.0.1:5432`.
+pub fn pg_server() -> String {
+    std::env::var("AIRLOCK_BENCH_PG")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+/// Runs one statement on the server's `postgres` database.
+pub async fn pg_admin(sql: String) -> Result<(), sqlx::Error> {
+    let pool = sqlx::PgPool::connect(&format!("{}/postgres", pg_server())).await?;
+    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&pool).await?;
+    pool.close().await;
+    Ok(())
+}
+
+/// A fresh database `name`, empty or a copy of `template`, with airlock's migrations.
+pub async fn pg_database(
+    name: &str,
+    template: Option<&str>,
+) -> Arc<airlock_store_postgres::PgStore> {
+    pg_admin(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await
+        .expect("drop");
+    let create = match template {
+        Some(t) => format!("CREATE DATABASE {name} TEMPLATE {t}"),
+        None => format!("CREATE DATABASE {name}"),
+    };
+    pg_admin(create).await.expect("create database");
+    Arc::new(
+        airlock_store_postgres::PgStore::connect(&format!("{}/{name}", pg_server()))
+            .await
+            .expect("connect"),
+    )
+}
+
 /// Dispatch lag (due time to request) of `n` posts due over the next moments, published
 /// by `serve`'s dispatcher loop with `workers` workers. Returns sorted lags.
 pub async fn measure_lag(
