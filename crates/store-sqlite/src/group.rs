@@ -9,9 +9,8 @@
 //! transaction. A write that fails is rolled back to its savepoint and answered with its
 //! error; the others go on. No answer is given before the commit: a commit that fails
 //! fails every write of the group (most likely none of them is in the ledger, as when a
-//! write's own commit fails). The task runs to
-//! its end whether or not its caller still waits, so a caller that goes away never
-//! takes the others' writes down with it.
+//! write's own commit fails). The task runs to its end whether or not its caller still
+//! waits, so a caller that goes away never takes the others' writes down with it.
 
 use std::time::Instant;
 
@@ -21,69 +20,89 @@ use tokio::sync::oneshot;
 
 use crate::{SqliteStore, WriteTx, db, posts, publish};
 
-/// A write that may share its transaction.
+/// A write that may share its transaction, with where its answer goes.
 #[derive(Debug)]
 pub(crate) enum Write {
     /// A claim, asked for at the instant given (its times move on by the wait).
-    Claim(Box<PostClaim>, Instant),
+    Claim(
+        Box<PostClaim>,
+        Instant,
+        oneshot::Sender<Result<PostClaimed>>,
+    ),
     /// A named change.
-    Change(Box<PostChange>),
+    Change(Box<PostChange>, oneshot::Sender<Result<Post>>),
 }
 
-/// A write's answer.
-#[derive(Debug)]
-pub(crate) enum Written {
-    Claim(Result<PostClaimed>),
-    Change(Box<Result<Post>>),
+impl Write {
+    /// Runs the write in `tx`: its answer, and whether what it wrote stays.
+    async fn run(self, tx: &mut WriteTx) -> (Answer, bool) {
+        match self {
+            Write::Claim(req, started, to) => {
+                let claimed = publish::claim_in(tx, &req, started).await;
+                let keep = claimed.is_ok();
+                (Answer::Claim(to, claimed), keep)
+            }
+            Write::Change(change, to) => match posts::change_in(tx, *change).await {
+                Ok(answer) => (Answer::Change(to, Box::new(answer)), true),
+                Err(e) => (Answer::Change(to, Box::new(Err(e))), false),
+            },
+        }
+    }
+
+    /// Answers the write with `e` without running it.
+    fn fail(self, e: StoreError) {
+        match self {
+            Write::Claim(_, _, to) => drop(to.send(Err(e))),
+            Write::Change(_, to) => drop(to.send(Err(e))),
+        }
+    }
 }
 
-impl Written {
-    pub(crate) fn claim(self) -> Result<PostClaimed> {
-        match self {
-            Written::Claim(answer) => answer,
-            Written::Change(_) => Err(mixed_up()),
-        }
-    }
+/// A write's answer, held until its group commits.
+enum Answer {
+    Claim(oneshot::Sender<Result<PostClaimed>>, Result<PostClaimed>),
+    Change(oneshot::Sender<Result<Post>>, Box<Result<Post>>),
+}
 
-    pub(crate) fn change(self) -> Result<Post> {
-        match self {
-            Written::Change(answer) => *answer,
-            Written::Claim(_) => Err(mixed_up()),
-        }
-    }
-
-    /// The answer of a claim (`claim`) or a change that failed with `e`.
-    fn failed(claim: bool, e: StoreError) -> Written {
-        if claim {
-            Written::Claim(Err(e))
-        } else {
-            Written::Change(Box::new(Err(e)))
-        }
-    }
-
-    /// The error this answer carries, if any.
+impl Answer {
+    /// The error it carries, if any.
     fn error(&self) -> Option<&StoreError> {
         match self {
-            Written::Claim(Err(e)) => Some(e),
-            Written::Change(answer) => answer.as_ref().as_ref().err(),
-            Written::Claim(Ok(_)) => None,
+            Answer::Claim(_, answer) => answer.as_ref().err(),
+            Answer::Change(_, answer) => answer.as_ref().as_ref().err(),
         }
     }
-}
 
-fn mixed_up() -> StoreError {
-    StoreError::Unavailable("a grouped write was answered for another kind of write".into())
+    /// Gives the answer; a caller that stopped waiting is told nothing.
+    fn send(self) {
+        match self {
+            Answer::Claim(to, answer) => drop(to.send(answer)),
+            Answer::Change(to, answer) => drop(to.send(*answer)),
+        }
+    }
+
+    /// Gives `e` instead of the answer.
+    fn fail(self, e: StoreError) {
+        match self {
+            Answer::Claim(to, _) => drop(to.send(Err(e))),
+            Answer::Change(to, _) => drop(to.send(Err(e))),
+        }
+    }
 }
 
 /// The writes waiting for the writer turn.
-pub(crate) type Queue = std::sync::Mutex<Vec<(Write, oneshot::Sender<Written>)>>;
+pub(crate) type Queue = std::sync::Mutex<Vec<Write>>;
 
 /// The most writes one transaction takes: a turn that finds more leaves them to the next.
 pub(crate) const MAX_GROUP: usize = 32;
 
 impl SqliteStore {
-    /// Writes `write` in the next group commit and answers once it is durable.
-    pub(crate) async fn grouped(&self, write: Write) -> Result<Written> {
+    /// Queues the write `write` makes of its answer's sender for the next group commit,
+    /// and answers once that is durable.
+    pub(crate) async fn grouped<T>(
+        &self,
+        write: impl FnOnce(oneshot::Sender<Result<T>>) -> Write,
+    ) -> Result<T> {
         // Outside a runtime nothing could write it: refuse before it is queued.
         let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
             StoreError::Unavailable(format!("no runtime to write with: {e}").into())
@@ -92,7 +111,7 @@ impl SqliteStore {
         self.queue
             .lock()
             .expect("lock is never poisoned")
-            .push((write, answer));
+            .push(write(answer));
         // The answer may come from an earlier task's group: only the answer is awaited,
         // never this task's own turn behind other writers.
         let store = self.clone();
@@ -102,7 +121,7 @@ impl SqliteStore {
                 "the group commit carrying this write stopped before its commit: it was not written"
                     .into(),
             )
-        })
+        })?
     }
 
     /// Takes the writer turn and SQLite's write lock, then writes what is queued by then:
@@ -119,85 +138,80 @@ impl SqliteStore {
         let tx = match self.pool.begin_with("BEGIN IMMEDIATE").await {
             Ok(tx) => self.write_tx(tx, turn),
             Err(e) => {
-                if let Some((write, answer)) = queued().drain(..1).next() {
-                    let claim = matches!(write, Write::Claim(..));
-                    let _ = answer.send(Written::failed(claim, db(e)));
+                if let Some(write) = queued().drain(..1).next() {
+                    write.fail(db(e));
                 }
                 return;
             }
         };
-        let group: Vec<_> = {
+        let group: Vec<Write> = {
             let mut queue = queued();
             let n = queue.len().min(MAX_GROUP);
             queue.drain(..n).collect()
         };
-        let (writes, answers): (Vec<_>, Vec<_>) = group.into_iter().unzip();
-        let claims: Vec<bool> = writes
-            .iter()
-            .map(|w| matches!(w, Write::Claim(..)))
-            .collect();
-        let written = write_all(tx, writes).await.unwrap_or_else(|e| {
+        write_all(tx, group).await;
+    }
+}
+
+/// Runs the writes in `tx` in order, commits what stays, then answers each. One write
+/// alone runs as it always did: rolled back whole when it fails, its commit's error its
+/// own.
+async fn write_all(mut tx: WriteTx, writes: Vec<Write>) {
+    let mut writes = writes.into_iter();
+    if writes.len() == 1 {
+        let (answer, keep) = writes.next().expect("one write").run(&mut tx).await;
+        if !keep {
+            drop(tx);
+            return answer.send();
+        }
+        return match tx.commit().await {
+            Ok(()) => answer.send(),
+            Err(e) => answer.fail(db(e)),
+        };
+    }
+    let mut done = Vec::with_capacity(writes.len());
+    let committed = match run_all(&mut tx, &mut writes, &mut done).await {
+        Ok(()) => tx.commit().await.map_err(db),
+        Err(e) => {
+            drop(tx);
+            Err(e)
+        }
+    };
+    match committed {
+        Ok(()) => done.into_iter().for_each(Answer::send),
+        Err(e) => {
             let reason = format!(
                 "the transaction this write shared failed ({e}): it is most likely not written"
             );
-            let failed =
-                |claim| Written::failed(claim, StoreError::Unavailable(reason.clone().into()));
-            claims.into_iter().map(failed).collect()
-        });
-        for (answer, written) in answers.into_iter().zip(written) {
-            // A caller that stopped waiting is told nothing.
-            let _ = answer.send(written);
+            let failed = || StoreError::Unavailable(reason.clone().into());
+            done.into_iter().for_each(|answer| answer.fail(failed()));
+            writes.for_each(|write| write.fail(failed()));
         }
     }
 }
 
-/// Runs one write in `tx`: its answer, and whether what it wrote stays.
-async fn write_one(tx: &mut WriteTx, write: Write) -> (Written, bool) {
-    match write {
-        Write::Claim(req, started) => match publish::claim_in(tx, &req, started).await {
-            Ok(claimed) => (Written::Claim(Ok(claimed)), true),
-            Err(e) => (Written::Claim(Err(e)), false),
-        },
-        Write::Change(change) => match posts::change_in(tx, *change).await {
-            Ok(answer) => (Written::Change(Box::new(answer)), true),
-            Err(e) => (Written::Change(Box::new(Err(e))), false),
-        },
-    }
-}
-
-/// Runs the writes in `tx` in order and commits what stays. One write alone runs as it
-/// always did: rolled back whole when it fails, its commit's error its own.
-async fn write_all(mut tx: WriteTx, mut writes: Vec<Write>) -> Result<Vec<Written>> {
-    if writes.len() == 1 {
-        let write = writes.pop().expect("one write");
-        let (written, keep) = write_one(&mut tx, write).await;
-        if !keep {
-            return Ok(vec![written]);
-        }
-        return match tx.commit().await {
-            Ok(()) => Ok(vec![written]),
-            Err(e) => Ok(vec![Written::failed(
-                matches!(written, Written::Claim(_)),
-                db(e),
-            )]),
-        };
-    }
-    let mut all = Vec::with_capacity(writes.len());
+/// Runs `writes` in `tx`, each in a savepoint of its own, into `done`; stops at the first
+/// error that ends the transaction.
+async fn run_all(
+    tx: &mut WriteTx,
+    writes: &mut impl Iterator<Item = Write>,
+    done: &mut Vec<Answer>,
+) -> Result<()> {
     for write in writes {
-        execute(&mut tx, "SAVEPOINT airlock_write").await?;
-        let (written, keep) = write_one(&mut tx, write).await;
-        if !keep && let Err(e) = execute(&mut tx, "ROLLBACK TO airlock_write").await {
+        execute(tx, "SAVEPOINT airlock_write").await?;
+        let (answer, keep) = write.run(tx).await;
+        if !keep && let Err(e) = execute(tx, "ROLLBACK TO airlock_write").await {
             // SQLite rolled the whole transaction back on the write's error: say which.
-            let cause = written.error().map(ToString::to_string).unwrap_or_default();
+            let cause = answer.error().map(ToString::to_string).unwrap_or_default();
+            done.push(answer);
             return Err(StoreError::Unavailable(
                 format!("{cause}; the transaction could not go on: {e}").into(),
             ));
         }
-        execute(&mut tx, "RELEASE airlock_write").await?;
-        all.push(written);
+        execute(tx, "RELEASE airlock_write").await?;
+        done.push(answer);
     }
-    tx.commit().await.map_err(db)?;
-    Ok(all)
+    Ok(())
 }
 
 async fn execute(tx: &mut WriteTx, sql: &'static str) -> Result<()> {

@@ -365,9 +365,8 @@ impl airlock_store::Posts for SqliteStore {
     }
 
     async fn change_post(&self, change: PostChange) -> Result<Post> {
-        self.grouped(Write::Change(Box::new(change)))
-            .await?
-            .change()
+        self.grouped(|answer| Write::Change(Box::new(change), answer))
+            .await
     }
 
     async fn delete_draft(

@@ -291,9 +291,8 @@ pub(crate) async fn live_reservations(
 impl airlock_store::Publishing for SqliteStore {
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
         let started = std::time::Instant::now();
-        self.grouped(Write::Claim(Box::new(req.clone()), started))
-            .await?
-            .claim()
+        self.grouped(|answer| Write::Claim(Box::new(req.clone()), started, answer))
+            .await
     }
 
     async fn record_intent(&self, req: &IntentRequest) -> Result<Intent> {
