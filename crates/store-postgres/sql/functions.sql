@@ -433,11 +433,13 @@ END $$;
 -- could lie in, and for the window every unsent row, which it counts as now) below the
 -- rolling window's limit and below the daily limit in every local day the exact
 -- decision looks at. False means only that the exact decision must read the rows.
--- `airlock.exact_quota = on` turns it off (the tests compare both paths).
+-- `airlock.exact_quota = on` turns it off (the tests compare both paths). Generic plans:
+-- a plan for the values knows how many days `generate_series` yields and always looks
+-- cheaper, so each claim would plan the statement again.
 CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
     p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
 RETURNS boolean LANGUAGE plpgsql STABLE
-SET search_path = {{schema}}, pg_temp AS $$
+SET search_path = {{schema}}, pg_temp SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     skew constant interval := interval '5 minutes';
     n integer := COALESCE(array_length(p_day, 1), 0);
@@ -906,10 +908,13 @@ BEGIN
         outcome := 'fenced';
         RETURN;
     END IF;
-    IF p_intent_required IS NOT NULL
-       AND EXISTS (SELECT 1 FROM intents WHERE post_id = p_id
+    -- (Each subquery stands in an IF of its own: a condition that a null argument
+    -- decides alone would get a plan for the values on every call, never a kept one.)
+    IF p_intent_required IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM intents WHERE post_id = p_id
                    AND generation = cur.generation) <> p_intent_required THEN
-        PERFORM airlock_raise('AL011', 'conflict', NULL);
+            PERFORM airlock_raise('AL011', 'conflict', NULL);
+        END IF;
     END IF;
     -- The change's starting statuses and the status edge (airlock_store::decide::
     -- illegal_step); the trigger checks the edge too.
@@ -1039,11 +1044,12 @@ BEGIN
     -- A slot is given back only for a request that provably never left: an intent of
     -- this claim still `sending` ends as not sent or refused with it.
     IF p_reservation = 'released' AND p_guard_kind = 'generation'
-       AND COALESCE(p_intent_phase, '') NOT IN ('not_sent', 'rejected')
-       AND EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = p_guard
+       AND COALESCE(p_intent_phase, '') NOT IN ('not_sent', 'rejected') THEN
+        IF EXISTS (SELECT 1 FROM intents i WHERE i.post_id = p_id AND i.generation = p_guard
                    AND i.phase = 'sending') THEN
-        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
-            'a reservation whose request may have left is not given back: settle its intent'));
+            PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+                'a reservation whose request may have left is not given back: settle its intent'));
+        END IF;
     END IF;
     -- airlock_store::Settle: `committed`, `released`, or `attempt:G` (the attempt of
     -- generation G sent what was published: its reservation counts, the others end).

@@ -10,6 +10,7 @@ mod durability;
 mod equal_decisions;
 mod hardened;
 mod migrate;
+mod plans;
 mod processes;
 mod support;
 mod triggers;
