@@ -126,8 +126,18 @@ pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
         let app = app.clone();
         tasks.spawn(async move {
             let mut done = 0usize;
-            while app.publish_next(None).await.expect("publish").is_some() {
-                done += 1;
+            loop {
+                if app.publish_next(None).await.expect("publish").is_some() {
+                    done += 1;
+                    continue;
+                }
+                // Every candidate was taken by other workers: like the dispatcher's
+                // worker, look again while posts are due, rather than leave the rest
+                // of the run to the others.
+                let next = app.next_due_at().await.expect("next due time");
+                if next.is_none_or(|at| at > app.now()) {
+                    break;
+                }
             }
             done
         });
