@@ -118,6 +118,10 @@ pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
     publish_all(app, workers, n).await
 }
 
+/// How long a worker in [`publish_all`] goes on looking while posts are due and none is
+/// published, before the run fails.
+const STUCK: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Publishes the `n` due posts with `workers` workers: publishes per second.
 pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
     let start = Instant::now();
@@ -126,9 +130,11 @@ pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
         let app = app.clone();
         tasks.spawn(async move {
             let mut done = 0usize;
+            let mut progress = Instant::now();
             loop {
                 if app.publish_next(None).await.expect("publish").is_some() {
                     done += 1;
+                    progress = Instant::now();
                     continue;
                 }
                 // Every candidate was taken by other workers: like the dispatcher's
@@ -138,6 +144,10 @@ pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
                 if next.is_none_or(|at| at > app.now()) {
                     break;
                 }
+                assert!(
+                    progress.elapsed() < STUCK,
+                    "posts are due, and none was published for {STUCK:?}"
+                );
             }
             done
         });

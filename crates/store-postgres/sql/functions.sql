@@ -427,24 +427,43 @@ BEGIN
     END IF;
 END $$;
 
+-- Whether no local day of `p_day` (consecutive starts) has `p_daily_limit` or more
+-- counted in `p_channel`'s hours a stamp counted in it could lie in (airlock_quota_far).
+-- Generic plans: a plan for the values knows how many days `generate_series` yields and
+-- always looks cheaper than the generic one, so each claim would plan it again.
+CREATE OR REPLACE FUNCTION airlock_quota_days_far(p_channel text, p_daily_limit bigint,
+    p_day timestamptz[])
+RETURNS boolean LANGUAGE plpgsql STABLE
+SET search_path = {{schema}}, pg_temp SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    skew constant interval := interval '5 minutes';
+BEGIN
+    RETURN NOT EXISTS (
+        SELECT 1 FROM generate_series(1, array_length(p_day, 1) - 1) i
+        LEFT JOIN quota_hours q ON q.channel = p_channel
+             AND q.hour >= date_trunc('hour', p_day[i] - skew, 'UTC')
+             AND q.hour < p_day[i + 1] + skew
+        GROUP BY i HAVING COALESCE(sum(q.live), 0) >= p_daily_limit);
+END $$;
+
 -- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
 -- reservation (quota_hours, migration 0013): nothing suspect, no stamp after the clock
 -- allowance past `p_now`, and sums that can only overcount (every hour a counted stamp
 -- could lie in, and for the window every unsent row, which it counts as now) below the
 -- rolling window's limit and below the daily limit in every local day the exact
 -- decision looks at. False means only that the exact decision must read the rows.
--- `airlock.exact_quota = on` turns it off (the tests compare both paths). Generic plans:
--- a plan for the values knows how many days `generate_series` yields and always looks
--- cheaper, so each claim would plan the statement again.
+-- `airlock.exact_quota = on` turns it off (the tests compare both paths). (Plans for the
+-- values here: a generic plan of the recent hours' test, which names no channel, walks
+-- the whole key of quota_hours.)
 CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
     p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
 RETURNS boolean LANGUAGE plpgsql STABLE
-SET search_path = {{schema}}, pg_temp SET plan_cache_mode = force_generic_plan AS $$
+SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
     skew constant interval := interval '5 minutes';
-    n integer := COALESCE(array_length(p_day, 1), 0);
 BEGIN
-    IF current_setting('airlock.exact_quota', true) = 'on' OR n < 2
+    IF current_setting('airlock.exact_quota', true) = 'on'
+       OR COALESCE(array_length(p_day, 1), 0) < 2
        OR NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'reservations'::regclass
                       AND tgname = 'reservations_quota_hours' AND tgenabled IN ('O', 'A'))
        OR EXISTS (SELECT 1 FROM quota_suspects)
@@ -456,13 +475,7 @@ BEGIN
               OR q.hour = '-infinity') >= p_window_limit THEN
         RETURN false;
     END IF;
-    -- Each local day's bound: the hours a stamp counted in it could lie in.
-    RETURN NOT EXISTS (
-        SELECT 1 FROM generate_series(1, n - 1) i
-        LEFT JOIN quota_hours q ON q.channel = p_channel
-             AND q.hour >= date_trunc('hour', p_day[i] - skew, 'UTC')
-             AND q.hour < p_day[i + 1] + skew
-        GROUP BY i HAVING COALESCE(sum(q.live), 0) >= p_daily_limit);
+    RETURN airlock_quota_days_far(p_channel, p_daily_limit, p_day);
 END $$;
 
 -- The quota decision for one more publish on `p_channel` at `p_now`

@@ -52,7 +52,7 @@ pub trait Dialect: Send + Sync + 'static {
         async move { Ok(Self::fetch_all(conn, sql).await?.into_iter().next()) }
     }
 
-    /// Whether the dialect joins `LATERAL` subqueries over a bound array (`unnest`).
+    /// Whether the dialect joins `LATERAL` subqueries over a bound array.
     const LATERAL: bool;
 
     /// A query whose one row's `n` is 1 when sqlx's migrations table exists, else 0.

@@ -143,9 +143,12 @@ const CHANNELS_PER_QUERY: usize = 50;
 /// with `LATERAL`, whose plan does not grow with the channels either; else one per
 /// [`CHANNELS_PER_QUERY`] channels, the caller merging their rows.
 ///
-/// The channels are a JSON array there, not `unnest` of the bound array: PostgreSQL
-/// estimates `unnest`'s rows from the array it is given, so every plan for the values
-/// would look cheaper than the generic plan and the look would be planned again each time.
+/// There the query keeps one generic plan rather than being planned for its values on
+/// every look: a plan for the values would look cheaper whenever it knows more than the
+/// generic one. So the channels are a JSON array, not `unnest` of the bound array (whose
+/// rows PostgreSQL estimates from the array given), and the limit is written into the
+/// text (a generic plan costs a bound `LIMIT` as a tenth of the rows): one statement
+/// per limit, each prepared once per connection.
 fn due_queries<D: Dialect>(
     columns: &str,
     channels: &[ChannelName],
@@ -171,10 +174,10 @@ fn due_queries<D: Dialect>(
         if let Some(now) = now {
             sql.push(&format!(" AND {DUE_AT} <= ")).bind(now);
         }
-        sql.push(&format!(" ORDER BY {DUE_AT}, id LIMIT "))
-            .bind(i64::from(per_channel))
-            .push(") AS q ORDER BY due_at, id LIMIT ")
-            .bind(i64::from(per_channel));
+        sql.push(&format!(
+            " ORDER BY {DUE_AT}, id LIMIT {per_channel}) AS q ORDER BY due_at, id \
+             LIMIT {per_channel}"
+        ));
         return vec![sql];
     }
     channels

@@ -12,7 +12,7 @@ use airlock_store_tests::fixture::{ch, t0};
 use crate::support::TestDb;
 
 /// `n` approved posts on `channel`, scheduled at `at`, held until `not_before`.
-async fn queue(
+pub async fn queue(
     pool: &PgPool,
     channel: &str,
     n: i64,
