@@ -427,8 +427,9 @@ BEGIN
     END IF;
 END $$;
 
--- Whether no local day of `p_day` (consecutive starts) has `p_daily_limit` or more
--- counted in `p_channel`'s hours a stamp counted in it could lie in (airlock_quota_far).
+-- Whether no local day of `p_day` (two or more consecutive starts: airlock_quota_far
+-- answers for fewer) has `p_daily_limit` or more counted in `p_channel`'s hours a stamp
+-- counted in it could lie in.
 -- Generic plans: a plan for the values knows how many days `generate_series` yields and
 -- always looks cheaper than the generic one, so each claim would plan it again.
 CREATE OR REPLACE FUNCTION airlock_quota_days_far(p_channel text, p_daily_limit bigint,

@@ -134,10 +134,10 @@ const DUE_AT: &str = "CASE WHEN not_before > scheduled_at THEN not_before ELSE s
 /// `UNION ALL` term each, well under SQLite's limit of 500 terms in a compound `SELECT`.
 const CHANNELS_PER_QUERY: usize = 50;
 
-/// The queries that list, as `columns, due_at`, the first `per_channel` posts of the
-/// channels not paused in the order they become due (up to `now`, when given). Each
-/// channel's part is one range of the index `posts_due_at` (migration 0014) that
-/// stops after `per_channel` rows: posts deferred or scheduled later lie past it, and
+/// The queries that list, as `columns, due_at`, the first `per_channel` posts (or a few
+/// more) of the channels not paused in the order they become due (up to `now`, when
+/// given). Each channel's part is one range of the index `posts_due_at` (migration 0014)
+/// that stops after that many rows: posts deferred or scheduled later lie past it, and
 /// the pause test names no row, so a paused channel's range is never entered. What a
 /// look costs does not grow with the posts waiting (issue 28). One query on a dialect
 /// with `LATERAL`, whose plan does not grow with the channels either; else one per
@@ -147,8 +147,8 @@ const CHANNELS_PER_QUERY: usize = 50;
 /// every look: a plan for the values would look cheaper whenever it knows more than the
 /// generic one. So the channels are a JSON array, not `unnest` of the bound array (whose
 /// rows PostgreSQL estimates from the array given), and the limit is written into the
-/// text (a generic plan costs a bound `LIMIT` as a tenth of the rows): one statement
-/// per limit, each prepared once per connection.
+/// text (a generic plan costs a bound `LIMIT` as a tenth of the rows), rounded up to a
+/// power of two: a few statements, each prepared once per connection.
 fn due_queries<D: Dialect>(
     columns: &str,
     channels: &[ChannelName],
@@ -174,9 +174,11 @@ fn due_queries<D: Dialect>(
         if let Some(now) = now {
             sql.push(&format!(" AND {DUE_AT} <= ")).bind(now);
         }
+        // Rounded up, so that few texts share the connection's statement cache; the
+        // callers keep the first `per_channel` rows.
+        let limit = per_channel.next_power_of_two();
         sql.push(&format!(
-            " ORDER BY {DUE_AT}, id LIMIT {per_channel}) AS q ORDER BY due_at, id \
-             LIMIT {per_channel}"
+            " ORDER BY {DUE_AT}, id LIMIT {limit}) AS q ORDER BY due_at, id LIMIT {limit}"
         ));
         return vec![sql];
     }

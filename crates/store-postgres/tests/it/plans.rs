@@ -53,3 +53,25 @@ async fn a_look_at_a_long_queue_is_planned_once() {
         "the look was planned for its values {custom} times in {looks}"
     );
 }
+
+/// The days' bound of a quick quota decision keeps generic plans: a plan for the values
+/// knows how many days `generate_series` yields and always looks cheaper, so each claim
+/// planned it again. (That its generic plan stays bounded is `bounded.rs`'s.)
+#[tokio::test]
+async fn the_days_bound_keeps_generic_plans() {
+    let db = TestDb::create();
+    let store = crate::support::store(&db).await;
+    let config: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT proconfig FROM pg_proc WHERE proname = 'airlock_quota_days_far' \
+         AND pronamespace = current_schema()::regnamespace",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(
+        config
+            .unwrap_or_default()
+            .contains(&"plan_cache_mode=force_generic_plan".to_owned()),
+        "airlock_quota_days_far is planned for its values on every claim"
+    );
+}
