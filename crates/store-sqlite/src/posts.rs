@@ -15,7 +15,7 @@ use airlock_store::{
     Result, Settle, StoreError, VerificationRecord,
 };
 use airlock_store_sql::reads;
-use airlock_store_sql::rows::status_of;
+use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
 use crate::group::Write;
@@ -503,7 +503,9 @@ pub(crate) async fn change_in(
         "SELECT status, version, generation, channel, review_round, content_hash, \
          quarantined_at IS NOT NULL AS quarantined, \
          (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
-          ORDER BY id DESC LIMIT 1) AS claim_intent FROM posts WHERE id = ?",
+          ORDER BY id DESC LIMIT 1) AS claim_intent, \
+         EXISTS (SELECT 1 FROM channel_failures f WHERE f.channel = posts.channel) AS failing \
+         FROM posts WHERE id = ?",
     )
     .bind(id.0)
     .fetch_optional(&mut *tx)
@@ -518,6 +520,7 @@ pub(crate) async fn change_in(
     let quarantined: bool = current.try_get("quarantined").map_err(db)?;
     let content_hash: String = current.try_get("content_hash").map_err(db)?;
     let claim_intent: Option<String> = current.try_get("claim_intent").map_err(db)?;
+    let failing: bool = current.try_get("failing").map_err(db)?;
     match check_guard(effects.guard, status, version, generation) {
         GuardCheck::Holds => {}
         GuardCheck::Conflict => return Err(StoreError::Conflict(id)),
@@ -606,7 +609,15 @@ pub(crate) async fn change_in(
     }
     push_fields(&mut query, &effects);
     query.push(" WHERE id = ").push_bind(id.0);
-    query.build().execute(&mut *tx).await.map_err(|e| {
+    // The row as written is the answer when it starts from `posting` (every outcome of
+    // the guarded path): SQLite's RETURNING shows the row before its AFTER triggers, and
+    // the triggers that rewrite a post's own row (its authors, its review round) start
+    // only from a draft or an approved post. Nothing below writes the post row.
+    let written = status == PostStatus::Posting;
+    if written {
+        query.push(format!(" RETURNING {POST_COLUMNS}"));
+    }
+    let row = query.build().fetch_optional(&mut *tx).await.map_err(|e| {
         if is_trigger_refusal(&e, "airlock: quarantined") {
             StoreError::Quarantined(id)
         } else if is_trigger_refusal(&e, "illegal status transition") {
@@ -651,11 +662,13 @@ pub(crate) async fn change_in(
     if let Some(step) = effects.failures {
         failures = match step {
             FailureStep::Reset => {
-                sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
-                    .bind(&channel)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
+                if failing {
+                    sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
+                        .bind(&channel)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                }
                 0
             }
             FailureStep::Increment => sqlx::query_scalar(
@@ -683,5 +696,8 @@ pub(crate) async fn change_in(
         .await?;
     }
     admin::insert_outbox(&mut *tx, &notify, now).await?;
-    Ok(Ok(get_in(&mut *tx, id).await?))
+    match row {
+        Some(row) if written => Ok(Ok(rows::post::<Lite>(&row)?)),
+        _ => Ok(Ok(get_in(&mut *tx, id).await?)),
+    }
 }

@@ -95,6 +95,12 @@ pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
             if starts_here && is_legal(from, to) {
                 let moved = res.unwrap_or_else(|e| panic!("{name} from {from}: {e}"));
                 assert_eq!(moved.status, to, "{name} from {from}");
+                // The answer is the post as stored, whatever the triggers wrote after.
+                assert_eq!(
+                    s.get_post(post.id).await.unwrap(),
+                    moved,
+                    "{name} from {from}"
+                );
                 let status_events: Vec<_> = after[before.len()..]
                     .iter()
                     .filter(|e| e.kind == "status")
@@ -136,7 +142,9 @@ pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
             let post = in_status(s, from, "threads-main").await;
             let res = s.change_post(outcome(&post, to, mins(30))).await;
             if from == PostStatus::Posting {
-                assert_eq!(res.unwrap().status, to, "{from} -> {to}");
+                let moved = res.unwrap();
+                assert_eq!(moved.status, to, "{from} -> {to}");
+                assert_eq!(s.get_post(post.id).await.unwrap(), moved, "{from} -> {to}");
             } else {
                 assert!(
                     matches!(res, Err(StoreError::Fenced { .. })),
