@@ -25,7 +25,19 @@ use crate::posts::notification;
 /// reservation of a send under way); staying where it is appends no status event.
 pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
     let s = store.as_ref();
-    let person: [fn(&Post) -> Change; 7] = [
+    let person: [fn(&Post) -> Change; 8] = [
+        |p| {
+            let mut changed = p.content.clone();
+            changed.text = format!("{} (edited)", changed.text);
+            let hash = changed.hash();
+            Change::Edited {
+                version: p.version,
+                content: Some((changed, hash)),
+                scheduled_at: None,
+                fields: "text".into(),
+                duplicate_window: None,
+            }
+        },
         |p| Change::Edited {
             version: p.version,
             content: None,
@@ -84,10 +96,15 @@ pub async fn every_named_change_follows_the_lifecycle(store: Arc<dyn Store>) {
             if starts_here && from == to {
                 // No move: the lifecycle has nothing to say (other rules may refuse, such
                 // as a publish time that is set once), and no status event is written.
-                if res.is_ok() {
+                if let Ok(stayed) = res {
                     assert!(
                         after[before.len()..].iter().all(|e| e.kind != "status"),
                         "{name} from {from}: {after:?}"
+                    );
+                    assert_eq!(
+                        s.get_post(post.id).await.unwrap(),
+                        stayed,
+                        "{name} from {from}"
                     );
                 }
                 continue;
