@@ -164,13 +164,7 @@ async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
 async fn a_quick_decision_reads_no_counted_hour_of_a_long_history() {
     let db = TestDb::create();
     // One connection: its plan cache is the one that settles.
-    let settings = airlock_store_postgres::PgSettings {
-        max_connections: 1,
-        ..airlock_store_postgres::PgSettings::default()
-    };
-    let store = airlock_store_postgres::PgStore::connect_with(&db.url, settings)
-        .await
-        .unwrap();
+    let store = crate::support::one_connection(&db).await;
     let pool = store.pool();
     sqlx::query(
         "INSERT INTO quota_hours (channel, hour, shard, live, latest) \

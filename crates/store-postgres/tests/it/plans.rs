@@ -6,7 +6,7 @@
 //! the quota's bound on each local day.
 
 use airlock_store::Reads;
-use airlock_store_postgres::{PgSettings, PgStore};
+use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::{ch, t0};
 
 use crate::support::TestDb;
@@ -28,11 +28,7 @@ async fn plans(store: &PgStore, marker: &str) -> (i64, i64) {
 async fn a_look_at_a_long_queue_is_planned_once() {
     let db = TestDb::create();
     // One connection, so that the prepared statements read are the looks'.
-    let settings = PgSettings {
-        max_connections: 1,
-        ..PgSettings::default()
-    };
-    let store = PgStore::connect_with(&db.url, settings).await.unwrap();
+    let store = crate::support::one_connection(&db).await;
     let pool = store.pool();
     // A long queue the planner knows of: 2,000 posts waiting until tomorrow.
     crate::waiting::queue(pool, "alpha", 2_000, t0() + chrono::Duration::days(1), None).await;

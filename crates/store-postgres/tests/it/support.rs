@@ -26,6 +26,18 @@ pub async fn store(db: &TestDb) -> PgStore {
     store
 }
 
+/// A store on `db` with one connection, so that what a test reads of its session
+/// (statistics, prepared statements, plans) is its own calls'.
+pub async fn one_connection(db: &TestDb) -> PgStore {
+    let settings = PgSettings {
+        max_connections: 1,
+        ..PgSettings::default()
+    };
+    PgStore::connect_with(&db.url, settings)
+        .await
+        .expect("connect to the test database")
+}
+
 /// More handles on one test database, each with its own pool.
 pub struct PgBackend {
     /// The database.

@@ -6,7 +6,6 @@ use chrono::{DateTime, Duration};
 use sqlx::PgPool;
 
 use airlock_store::{Admin, PauseScope, Reads};
-use airlock_store_postgres::{PgSettings, PgStore};
 use airlock_store_tests::fixture::{ch, t0};
 
 use crate::support::TestDb;
@@ -67,11 +66,7 @@ async fn posts_read(pool: &PgPool) -> i64 {
 async fn a_look_at_the_queue_reads_only_what_it_returns() {
     let db = TestDb::create();
     // One connection, so that the statistics read are the look's own.
-    let settings = PgSettings {
-        max_connections: 1,
-        ..PgSettings::default()
-    };
-    let store = PgStore::connect_with(&db.url, settings).await.unwrap();
+    let store = crate::support::one_connection(&db).await;
     let pool = store.pool();
     let now = t0();
     queue(pool, "alpha", 2_000, now - Duration::hours(1), None).await;
