@@ -42,10 +42,12 @@ impl Write {
                 let keep = claimed.is_ok();
                 (Answer::Claim(to, claimed), keep)
             }
-            Write::Change(change, to) => match posts::change_in(tx, *change).await {
-                Ok(answer) => (Answer::Change(to, Box::new(answer)), true),
-                Err(e) => (Answer::Change(to, Box::new(Err(e))), false),
-            },
+            Write::Change(change, to) => {
+                // An inner error (a fenced outcome) keeps the evidence it wrote.
+                let changed = posts::change_in(tx, *change).await;
+                let keep = changed.is_ok();
+                (Answer::Change(to, Box::new(changed.and_then(|a| a))), keep)
+            }
         }
     }
 

@@ -613,8 +613,7 @@ pub(crate) async fn change_in(
     // the guarded path): SQLite's RETURNING shows the row before its AFTER triggers, and
     // the triggers that rewrite a post's own row (its authors, its review round) start
     // only from a draft or an approved post. Nothing below writes the post row.
-    let written = status == PostStatus::Posting;
-    if written {
+    if status == PostStatus::Posting {
         query.push(format!(" RETURNING {POST_COLUMNS}"));
     }
     let row = query.build().fetch_optional(&mut *tx).await.map_err(|e| {
@@ -696,8 +695,9 @@ pub(crate) async fn change_in(
         .await?;
     }
     admin::insert_outbox(&mut *tx, &notify, now).await?;
+    // A row only when the UPDATE returned one.
     match row {
-        Some(row) if written => Ok(Ok(rows::post::<Lite>(&row)?)),
-        _ => Ok(Ok(get_in(&mut *tx, id).await?)),
+        Some(row) => Ok(Ok(rows::post::<Lite>(&row)?)),
+        None => Ok(Ok(get_in(&mut *tx, id).await?)),
     }
 }
