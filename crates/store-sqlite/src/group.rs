@@ -196,11 +196,11 @@ async fn write_all(mut tx: WriteTx, writes: Vec<Write>) {
 /// error that ends the transaction.
 async fn run_all(
     tx: &mut WriteTx,
-    writes: &mut impl Iterator<Item = Write>,
+    writes: &mut std::vec::IntoIter<Write>,
     done: &mut Vec<Answer>,
 ) -> Result<()> {
-    for write in writes {
-        execute(tx, "SAVEPOINT airlock_write").await?;
+    execute(tx, "SAVEPOINT airlock_write").await?;
+    while let Some(write) = writes.next() {
         let (answer, keep) = write.run(tx).await;
         if !keep && let Err(e) = execute(tx, "ROLLBACK TO airlock_write").await {
             // SQLite rolled the whole transaction back on the write's error: say which.
@@ -210,7 +210,13 @@ async fn run_all(
                 format!("{cause}; the transaction could not go on: {e}").into(),
             ));
         }
-        execute(tx, "RELEASE airlock_write").await?;
+        // The next write's savepoint in the same call to the driver's thread.
+        let end = if writes.len() > 0 {
+            "RELEASE airlock_write; SAVEPOINT airlock_write"
+        } else {
+            "RELEASE airlock_write"
+        };
+        execute(tx, end).await?;
         done.push(answer);
     }
     Ok(())

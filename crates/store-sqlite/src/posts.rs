@@ -63,50 +63,42 @@ async fn refuse_duplicate(
 }
 
 /// Ends a post's live reservations as `settle` says.
-async fn settle_reservations(
-    conn: &mut SqliteConnection,
-    id: PostId,
-    settle: Settle,
-    now: DateTime<Utc>,
-) -> Result<()> {
+/// Adds the statements that settle the post's open reservations to `writes`.
+fn push_settle(writes: &mut QueryBuilder<Sqlite>, id: PostId, settle: Settle, now: DateTime<Utc>) {
     let (state, sender) = match settle {
         Settle::Commit => ("committed", None),
         Settle::Release => ("released", None),
         Settle::CommitAttempt(generation) => ("released", Some(generation)),
     };
-    sqlx::query(
-        "UPDATE reservations SET state = CASE WHEN generation = ?1 THEN 'committed' ELSE ?2 END, \
-         settled_at = ?3 WHERE post_id = ?4 AND state = 'reserved'",
-    )
-    .bind(sender)
-    .bind(state)
-    .bind(ts(now))
-    .bind(id.0)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
+    writes.push("; UPDATE reservations SET state = CASE WHEN generation = ");
+    writes
+        .push_bind(sender)
+        .push(" THEN 'committed' ELSE ")
+        .push_bind(state);
+    writes.push(" END, settled_at = ").push_bind(ts(now));
+    writes
+        .push(" WHERE post_id = ")
+        .push_bind(id.0)
+        .push(" AND state = 'reserved'");
     if let Some(generation) = sender {
         // A resolution released it: the attempt is counted again, with its own stamps.
-        sqlx::query(
-            "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
-             settled_at, cost_usd_micros) \
+        writes.push(
+            "; INSERT INTO reservations (post_id, generation, channel, state, created_at, \
+             sent_at, settled_at, cost_usd_micros) \
              SELECT r.post_id, r.generation, r.channel, 'committed', r.created_at, \
                COALESCE(r.sent_at, (SELECT min(i.created_at) FROM intents i \
-                                    WHERE i.post_id = r.post_id AND i.generation = r.generation)), \
-               ?1, r.cost_usd_micros \
-             FROM reservations r WHERE r.post_id = ?2 AND r.generation = ?3 \
-               AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = ?2 \
-                               AND c.generation = ?3 AND c.state = 'committed') \
-             ORDER BY r.id DESC LIMIT 1",
-        )
-        .bind(ts(now))
-        .bind(id.0)
-        .bind(generation)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+                                    WHERE i.post_id = r.post_id AND i.generation = r.generation)), ",
+        );
+        writes.push_bind(ts(now));
+        writes.push(", r.cost_usd_micros FROM reservations r WHERE r.post_id = ");
+        writes
+            .push_bind(id.0)
+            .push(" AND r.generation = ")
+            .push_bind(generation);
+        writes.push(" AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = r.post_id ");
+        writes.push("AND c.generation = r.generation AND c.state = 'committed') ");
+        writes.push("ORDER BY r.id DESC LIMIT 1");
     }
-    Ok(())
 }
 
 fn guard_generation(guard: Guard) -> Option<i64> {
@@ -188,6 +180,31 @@ fn push_fields(query: &mut QueryBuilder<Sqlite>, effects: &Effects) {
     if let Some(at) = set.quarantined_at {
         query.push(", quarantined_at = ").push_bind(at.map(ts));
     }
+}
+
+/// Adds the statement that appends `event` to the post's history to `writes`; the caller
+/// may follow it with a `WHERE`.
+fn push_event(
+    writes: &mut QueryBuilder<Sqlite>,
+    id: PostId,
+    event: &EventNote,
+    status: PostStatus,
+    actor: &str,
+    now: DateTime<Utc>,
+) {
+    writes.push(
+        "; INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
+         SELECT ",
+    );
+    writes.push_bind(id.0).push(", ").push_bind(ts(now));
+    writes.push(", ").push_bind(event.kind.clone());
+    writes
+        .push(", ")
+        .push_bind(status.as_str())
+        .push(", ")
+        .push_bind(status.as_str());
+    writes.push(", ").push_bind(actor.to_owned());
+    writes.push(", ").push_bind(event.note.clone());
 }
 
 pub(crate) async fn insert_event(
@@ -442,43 +459,55 @@ impl airlock_store::Posts for SqliteStore {
         }
         let mut tx = self.begin_write().await?;
         for record in records {
-            let status: Option<String> =
-                sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
-                    .bind(record.id.0)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(db)?;
-            if status.as_deref() != Some(PostStatus::Posted.as_str()) {
-                continue;
-            }
-            let event = match &record.result {
-                Ok(permalink) => {
-                    sqlx::query(
-                        "UPDATE posts SET verified_at = ?, permalink = coalesce(permalink, ?), \
-                         version = version + 1 WHERE id = ?",
-                    )
-                    .bind(ts(record.at))
-                    .bind(permalink)
-                    .bind(record.id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
-                    airlock_store::verified_event()
-                }
+            let permalink = match &record.result {
+                Ok(permalink) => permalink,
                 Err(reason) => {
-                    admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
-                    airlock_store::verify_failed_event(reason)
+                    // A failed check: its notifications go out only for a post still posted.
+                    let status: Option<String> =
+                        sqlx::query_scalar("SELECT status FROM posts WHERE id = ?")
+                            .bind(record.id.0)
+                            .fetch_optional(&mut *tx)
+                            .await
+                            .map_err(db)?;
+                    if status.as_deref() == Some(PostStatus::Posted.as_str()) {
+                        admin::insert_outbox(&mut tx, &record.notify, record.at).await?;
+                        let event = airlock_store::verify_failed_event(reason);
+                        insert_event(
+                            &mut tx,
+                            record.id,
+                            &event,
+                            PostStatus::Posted,
+                            &record.actor,
+                            record.at,
+                        )
+                        .await?;
+                    }
+                    continue;
                 }
             };
-            insert_event(
-                &mut tx,
+            // Only a post still posted is marked, in one call to the driver's thread.
+            let mut writes = QueryBuilder::<Sqlite>::new("UPDATE posts SET verified_at = ");
+            writes.push_bind(ts(record.at));
+            writes
+                .push(", permalink = coalesce(permalink, ")
+                .push_bind(permalink.clone());
+            writes
+                .push("), version = version + 1 WHERE id = ")
+                .push_bind(record.id.0);
+            writes.push(" AND status = 'posted'");
+            push_event(
+                &mut writes,
                 record.id,
-                &event,
+                &airlock_store::verified_event(),
                 PostStatus::Posted,
                 &record.actor,
                 record.at,
-            )
-            .await?;
+            );
+            writes.push(" WHERE EXISTS (SELECT 1 FROM posts WHERE id = ");
+            writes
+                .push_bind(record.id.0)
+                .push(" AND status = 'posted')");
+            writes.build().execute(&mut *tx).await.map_err(db)?;
         }
         tx.commit().await.map_err(db)
     }
@@ -569,28 +598,34 @@ pub(crate) async fn change_in(
         }
     }
     let after = effects.to.unwrap_or(status);
+    // The change's writes go to the driver's thread in one call: each call is two thread
+    // hand-offs, which is most of what a write costs here.
+    let mut query = QueryBuilder::<Sqlite>::new("");
     if let Some(verdict) = &effects.verdict {
         // In the round the verdict was given in, before this change may start a new one.
-        sqlx::query(
+        query.push(
             "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
-             review_round, content, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id.0)
-        .bind(verdict.verdict.as_str())
-        .bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"))
-        .bind(&actor)
-        .bind(verdict.content_hash.as_str())
-        .bind(&verdict.rubric_hash)
-        .bind(review_round)
-        .bind(serde_json::to_string(&verdict.content).expect("content serializes"))
-        .bind(ts(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+             review_round, content, at) VALUES (",
+        );
+        query
+            .push_bind(id.0)
+            .push(", ")
+            .push_bind(verdict.verdict.as_str());
+        query
+            .push(", ")
+            .push_bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"));
+        query.push(", ").push_bind(actor.clone());
+        query
+            .push(", ")
+            .push_bind(verdict.content_hash.as_str().to_owned());
+        query.push(", ").push_bind(verdict.rubric_hash.clone());
+        query.push(", ").push_bind(review_round);
+        query
+            .push(", ")
+            .push_bind(serde_json::to_string(&verdict.content).expect("content serializes"));
+        query.push(", ").push_bind(ts(now)).push("); ");
     }
-
-    let mut query =
-        QueryBuilder::<Sqlite>::new("UPDATE posts SET version = version + 1, updated_at = ");
+    query.push("UPDATE posts SET version = version + 1, updated_at = ");
     query.push_bind(ts(now));
     query.push(", event_actor = ").push_bind(actor.clone());
     query
@@ -616,7 +651,41 @@ pub(crate) async fn change_in(
     if status == PostStatus::Posting {
         query.push(format!(" RETURNING {POST_COLUMNS}"));
     }
-    let row = query.build().fetch_optional(&mut *tx).await.map_err(|e| {
+    // The status event says what happened when the status moved.
+    if let Some(event) = &effects.event
+        && !(effects.event_unless_moved && after != status)
+    {
+        push_event(&mut query, id, event, after, &actor, now);
+    }
+    if let Some(phase) = effects.intent_phase {
+        let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
+        let generation = guard_generation(effects.guard);
+        query
+            .push("; UPDATE intents SET phase = ")
+            .push_bind(phase.as_str());
+        query.push(", settled_at = ").push_bind(ts(now));
+        query
+            .push(", platform_post_id = coalesce(")
+            .push_bind(landed_id);
+        query
+            .push(", platform_post_id), permalink = coalesce(")
+            .push_bind(landed_link);
+        query.push(", permalink) WHERE id = (SELECT max(id) FROM intents WHERE post_id = ");
+        query.push_bind(id.0).push(" AND (").push_bind(generation);
+        query
+            .push(" IS NULL OR generation = ")
+            .push_bind(generation)
+            .push("))");
+    }
+    if let Some(settle) = effects.reservation {
+        push_settle(&mut query, id, settle, now);
+    }
+    if effects.failures == Some(FailureStep::Reset) && failing {
+        query
+            .push("; DELETE FROM channel_failures WHERE channel = ")
+            .push_bind(channel.clone());
+    }
+    let written = query.build().fetch_all(&mut *tx).await.map_err(|e| {
         if is_trigger_refusal(&e, "airlock: quarantined") {
             StoreError::Quarantined(id)
         } else if is_trigger_refusal(&e, "illegal status transition") {
@@ -629,47 +698,11 @@ pub(crate) async fn change_in(
             db(e)
         }
     })?;
-
-    // The status event says what happened when the status moved.
-    if let Some(event) = &effects.event
-        && !(effects.event_unless_moved && after != status)
-    {
-        insert_event(&mut *tx, id, event, after, &actor, now).await?;
-    }
-    if let Some(phase) = effects.intent_phase {
-        let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
-        sqlx::query(
-            "UPDATE intents SET phase = ?, settled_at = ?, \
-             platform_post_id = coalesce(?, platform_post_id), permalink = coalesce(?, permalink) \
-             WHERE id = (SELECT max(id) FROM intents WHERE post_id = ? AND (? IS NULL OR generation = ?))",
-        )
-        .bind(phase.as_str())
-        .bind(ts(now))
-        .bind(landed_id)
-        .bind(landed_link)
-        .bind(id.0)
-        .bind(guard_generation(effects.guard))
-        .bind(guard_generation(effects.guard))
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    }
-    if let Some(settle) = effects.reservation {
-        settle_reservations(&mut *tx, id, settle, now).await?;
-    }
     let mut failures = 0;
     if let Some(step) = effects.failures {
         failures = match step {
-            FailureStep::Reset => {
-                if failing {
-                    sqlx::query("DELETE FROM channel_failures WHERE channel = ?")
-                        .bind(&channel)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                }
-                0
-            }
+            // Written with the change, above.
+            FailureStep::Reset => 0,
             FailureStep::Increment => sqlx::query_scalar(
                 "INSERT INTO channel_failures (channel, consecutive) VALUES (?, 1) \
                  ON CONFLICT (channel) DO UPDATE SET consecutive = consecutive + 1 \
@@ -696,8 +729,8 @@ pub(crate) async fn change_in(
     }
     admin::insert_outbox(&mut *tx, &notify, now).await?;
     // A row only when the UPDATE returned one.
-    match row {
-        Some(row) => Ok(Ok(rows::post::<Lite>(&row)?)),
+    match written.first() {
+        Some(row) => Ok(Ok(rows::post::<Lite>(row)?)),
         None => Ok(Ok(get_in(&mut *tx, id).await?)),
     }
 }

@@ -3,10 +3,10 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, Row, SqliteConnection};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use airlock_core::quota::Denial;
-use airlock_core::{ChannelName, Intent, Post, PostId};
+use airlock_core::{ChannelName, Intent, PostId};
 use airlock_store::decide::{claimable, fence_holds, lease_outlasts};
 use airlock_store::{
     HourCount, IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation,
@@ -102,29 +102,6 @@ async fn room_in_hours(
     Ok(room_from_hours(now, channel, rules, &hours))
 }
 
-async fn insert_reservation(
-    conn: &mut SqliteConnection,
-    post: &Post,
-    rules: &QuotaClaim,
-    now: DateTime<Utc>,
-    sent_at: Option<DateTime<Utc>>,
-) -> Result<i64> {
-    let cost = rules.budget.map_or(0, |charge| charge.cost);
-    sqlx::query_scalar(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at, \
-         cost_usd_micros) VALUES (?, ?, ?, 'reserved', ?, ?, ?) RETURNING id",
-    )
-    .bind(post.id.0)
-    .bind(post.generation)
-    .bind(post.content.channel.as_str())
-    .bind(ts(now))
-    .bind(sent_at.map(ts))
-    .bind(i64::try_from(cost).unwrap_or(i64::MAX))
-    .fetch_one(conn)
-    .await
-    .map_err(db)
-}
-
 /// The pause that holds a post's channel (or everything), if any.
 async fn active_pause(conn: &mut SqliteConnection, id: PostId) -> Result<Option<(String, String)>> {
     sqlx::query_as(
@@ -138,35 +115,32 @@ async fn active_pause(conn: &mut SqliteConnection, id: PostId) -> Result<Option<
     .map_err(db)
 }
 
-/// Records a `sending` intent.
-async fn insert_intent(
-    conn: &mut SqliteConnection,
+/// Adds the statement that records a `sending` intent to `writes`, and returns the
+/// intent it records.
+fn push_intent(
+    writes: &mut QueryBuilder<Sqlite>,
     post_id: PostId,
     generation: i64,
     idempotency_key: &str,
     part: u32,
     platform_ref: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<Intent> {
-    sqlx::query(
+) -> Intent {
+    if !writes.sql().as_str().is_empty() {
+        writes.push("; ");
+    }
+    writes.push(
         "INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref, \
-         created_at) VALUES (?, ?, ?, ?, 'sending', ?, ?)",
-    )
-    .bind(post_id.0)
-    .bind(generation)
-    .bind(idempotency_key)
-    .bind(part)
-    .bind(platform_ref)
-    .bind(ts(now))
-    .execute(&mut *conn)
-    .await
-    .map_err(|e| match e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Duplicate(format!(
-            "an intent for post {post_id} generation {generation}"
-        )),
-        e => db(e),
-    })?;
-    Ok(Intent {
+         created_at) VALUES (",
+    );
+    writes.push_bind(post_id.0).push(", ").push_bind(generation);
+    writes.push(", ").push_bind(idempotency_key.to_owned());
+    writes.push(", ").push_bind(part);
+    writes
+        .push(", 'sending', ")
+        .push_bind(platform_ref.map(str::to_owned));
+    writes.push(", ").push_bind(ts(now)).push(")");
+    Intent {
         post_id,
         generation,
         idempotency_key: idempotency_key.to_owned(),
@@ -177,7 +151,19 @@ async fn insert_intent(
         part,
         platform_post_id: None,
         permalink: None,
-    })
+    }
+}
+
+/// A write's error, where a second intent for the same claim is [`StoreError::Duplicate`].
+fn intent_error(e: sqlx::Error, post_id: PostId, generation: i64) -> StoreError {
+    match e {
+        sqlx::Error::Database(d) if d.is_unique_violation() && d.message().contains("intents.") => {
+            StoreError::Duplicate(format!(
+                "an intent for post {post_id} generation {generation}"
+            ))
+        }
+        e => db(e),
+    }
 }
 
 /// The pause that holds a post's channel (or everything), if any, as a column pair of a
@@ -309,25 +295,27 @@ impl airlock_store::Publishing for SqliteStore {
         if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
             return Err(StoreError::Paused { scope, reason });
         }
-        let intent = insert_intent(
-            &mut tx,
+        let mut writes = QueryBuilder::<Sqlite>::new("");
+        let intent = push_intent(
+            &mut writes,
             req.post_id,
             req.generation,
             &req.idempotency_key,
             req.part,
             req.platform_ref.as_deref(),
             now,
-        )
-        .await?;
-        sqlx::query(
-            "UPDATE reservations SET sent_at = ? WHERE post_id = ? AND generation = ? AND state = 'reserved'",
-        )
-        .bind(ts(now))
-        .bind(req.post_id.0)
-        .bind(req.generation)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        );
+        writes
+            .push("; UPDATE reservations SET sent_at = ")
+            .push_bind(ts(now));
+        writes.push(" WHERE post_id = ").push_bind(req.post_id.0);
+        writes.push(" AND generation = ").push_bind(req.generation);
+        writes.push(" AND state = 'reserved'");
+        writes
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| intent_error(e, req.post_id, req.generation))?;
         tx.commit().await.map_err(db)?;
         Ok(intent)
     }
@@ -367,50 +355,71 @@ pub(crate) async fn claim_in(
     {
         return Ok(PostClaimed::OverQuota(denial));
     }
-    let row = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE posts SET status = 'posting', lease_owner = ?, lease_expires_at = ?, \
-         generation = generation + 1, version = version + 1, updated_at = ?, deferred_until = NULL, \
-         event_actor = ?, event_note = ? WHERE id = ? RETURNING {POST_COLUMNS}"
-    )))
-    .bind(&req.worker)
-    .bind(ts(req.lease_until))
-    .bind(ts(now))
-    .bind(&req.actor)
-    .bind(format!("claimed, lease until {}", ts(req.lease_until)))
-    .bind(req.id.0)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    // Nothing below changes the post row: the row as written is the answer.
-    let post = rows::post::<Lite>(&row)?;
+    let generation = post.generation + 1;
     if let Some(intent) = &req.intent
         && !lease_outlasts(req.lease_until, now, intent.lease_margin)
     {
         return Err(StoreError::Fenced {
             id: req.id,
-            generation: post.generation,
+            generation,
         });
     }
+    // The claim, its reservation and its intent in one call to the driver's thread: each
+    // call is two thread hand-offs, which is most of what a write costs here.
+    let mut writes =
+        QueryBuilder::<Sqlite>::new("UPDATE posts SET status = 'posting', lease_owner = ");
+    writes.push_bind(&req.worker);
+    writes
+        .push(", lease_expires_at = ")
+        .push_bind(ts(req.lease_until));
+    writes.push(", generation = generation + 1, version = version + 1, updated_at = ");
+    writes.push_bind(ts(now));
+    writes
+        .push(", deferred_until = NULL, event_actor = ")
+        .push_bind(&req.actor);
+    writes
+        .push(", event_note = ")
+        .push_bind(format!("claimed, lease until {}", ts(req.lease_until)));
+    writes.push(" WHERE id = ").push_bind(req.id.0);
+    writes.push(format!(" RETURNING {POST_COLUMNS}"));
     if let Some(rules) = &req.quota {
         // With the intent in this transaction, the request is as good as sent now.
         let sent = req.intent.is_some().then_some(now);
-        insert_reservation(&mut *tx, &post, rules, now, sent).await?;
+        let cost = rules.budget.map_or(0, |charge| charge.cost);
+        writes.push(
+            "; INSERT INTO reservations (post_id, generation, channel, state, created_at, \
+             sent_at, cost_usd_micros) VALUES (",
+        );
+        writes.push_bind(req.id.0).push(", ").push_bind(generation);
+        writes.push(", ").push_bind(post.content.channel.as_str());
+        writes.push(", 'reserved', ").push_bind(ts(now));
+        writes.push(", ").push_bind(sent.map(ts));
+        writes
+            .push(", ")
+            .push_bind(i64::try_from(cost).unwrap_or(i64::MAX))
+            .push(")");
     }
-    let intent = match &req.intent {
-        Some(intent) => Some(
-            insert_intent(
-                &mut *tx,
-                req.id,
-                post.generation,
-                &intent.idempotency_key,
-                intent.part,
-                None,
-                now,
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let intent = req.intent.as_ref().map(|intent| {
+        push_intent(
+            &mut writes,
+            req.id,
+            generation,
+            &intent.idempotency_key,
+            intent.part,
+            None,
+            now,
+        )
+    });
+    let written = writes
+        .build()
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| intent_error(e, req.id, generation))?;
+    // Nothing after the UPDATE changes the post row: the row as written is the answer.
+    let row = written.first().ok_or_else(|| {
+        StoreError::Corrupt(format!("the claim of post {} returned no row", req.id))
+    })?;
+    let post = rows::post::<Lite>(row)?;
     Ok(PostClaimed::Claimed {
         post: Box::new(post),
         intent,

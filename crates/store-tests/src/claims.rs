@@ -551,6 +551,12 @@ pub async fn record_verifications_records_read_backs_of_posted_posts(store: Arc<
     ));
     assert_eq!(s.outbox_stats().await.unwrap().pending, 1);
     assert_eq!(s.get_post(draft.id).await.unwrap(), draft);
+    assert!(
+        !events(s, draft.id)
+            .await
+            .iter()
+            .any(|e| e.kind == "verified")
+    );
 }
 
 /// Claimers on separate handles racing for one post as each read it: exactly one wins.

@@ -192,3 +192,116 @@ async fn more_writes_than_a_group_takes_all_land_claims_and_changes_mixed() {
     }
     assert_eq!(quota_drift(s, t0()).await, Vec::<String>::new());
 }
+
+/// A claim and its intent for a generation that already has one (planted by hand): the
+/// claim's statements go in one call, and the intent's refusal takes back the claim and
+/// the reservation written before it, alone and inside a group, where the others stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_claim_refused_halfway_leaves_nothing_alone_or_in_a_group() {
+    let (store, _dir) = fresh().await;
+    let store = Arc::new(store);
+    let s = store.as_ref() as &dyn Store;
+    let plant = |post: &airlock_core::Post| {
+        sqlx::query(
+            "INSERT INTO intents (post_id, generation, idempotency_key, part, phase, created_at) \
+             VALUES (?, 1, 'planted', 1, 'sending', '2020-01-01T00:00:00.000Z')",
+        )
+        .bind(post.id.0)
+        .execute(store.pool())
+    };
+    let with_intent = |post: &airlock_core::Post| PostClaim {
+        intent: Some(IntentClaim {
+            part: 1,
+            idempotency_key: format!("key-{}", post.id),
+            lease_margin: Duration::seconds(30),
+        }),
+        ..post_claim(post, t0(), Some((10, 10)))
+    };
+    let untouched = |post: airlock_core::Post| async move {
+        let detail = s.post_detail(post.id).await.unwrap();
+        assert_eq!(detail.post, post);
+        assert!(detail.reservations.is_empty());
+        assert_eq!(detail.intents.len(), 1, "only the planted intent");
+    };
+
+    let lone = approved(s, "alpha", "lone", mins(-5)).await;
+    plant(&lone).await.unwrap();
+    let refused = s.claim_post(&with_intent(&lone)).await;
+    assert!(
+        matches!(refused, Err(StoreError::Duplicate(_))),
+        "{refused:?}"
+    );
+    untouched(lone).await;
+
+    let bad = approved(s, "beta", "bad", mins(-5)).await;
+    plant(&bad).await.unwrap();
+    let mut good = Vec::new();
+    for n in 0..3 {
+        good.push(approved(s, "alpha", &format!("good {n}"), mins(-5)).await);
+    }
+    let before = store.commits();
+    let release = hold_the_lock(&store).await;
+    let writes = vec![
+        spawn_claim(&store, post_claim(&good[0], t0(), Some((10, 10)))),
+        spawn_claim(&store, with_intent(&bad)),
+        spawn_claim(&store, with_intent(&good[1])),
+        spawn_claim(&store, post_claim(&good[2], t0(), Some((10, 10)))),
+    ];
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    let (answers, commits) = together(&store, before, writes).await;
+    assert_eq!(commits, 1, "{answers:?}");
+    assert!(
+        matches!(answers[1], Err(StoreError::Duplicate(_))),
+        "{:?}",
+        answers[1]
+    );
+    for n in [0, 2, 3] {
+        assert!(
+            matches!(answers[n], Ok(PostClaimed::Claimed { .. })),
+            "{:?}",
+            answers[n]
+        );
+    }
+    untouched(bad).await;
+    assert_eq!(quota_drift(s, t0()).await, Vec::<String>::new());
+}
+
+/// An outcome whose intent refuses its write (the intent ended by hand) after the post
+/// row and its event were written in the same call: rolled back to its savepoint, and
+/// the outcome beside it in the group stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_outcome_refused_halfway_is_rolled_back_in_its_group() {
+    let (store, _dir) = fresh().await;
+    let store = Arc::new(store);
+    let s = store.as_ref() as &dyn Store;
+    let bad = claimed(s, "alpha", "bad", t0()).await;
+    intent(s, &bad, t0()).await;
+    sqlx::query(
+        "UPDATE intents SET phase = 'succeeded', settled_at = created_at WHERE post_id = ?",
+    )
+    .bind(bad.id.0)
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let good = claimed(s, "alpha", "good", t0()).await;
+    let bad_before = s.post_detail(bad.id).await.unwrap();
+    let before = store.commits();
+    let release = hold_the_lock(&store).await;
+    let change = |post: &airlock_core::Post| {
+        let store = store.clone();
+        let change = outcome(post, PostStatus::Posted, mins(1));
+        tokio::spawn(async move { store.change_post(change).await })
+    };
+    let writes = vec![change(&bad), change(&good)];
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    release.send(()).unwrap();
+    let (answers, commits) = together(&store, before, writes).await;
+    assert_eq!(commits, 1, "{answers:?}");
+    assert!(answers[0].is_err(), "{:?}", answers[0]);
+    assert_eq!(answers[1].as_ref().unwrap().status, PostStatus::Posted);
+    let bad_after = s.post_detail(bad.id).await.unwrap();
+    assert_eq!(bad_after.post, bad_before.post);
+    assert_eq!(bad_after.events, bad_before.events);
+    assert_eq!(quota_drift(s, t0()).await, Vec::<String>::new());
+}
