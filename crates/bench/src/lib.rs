@@ -89,11 +89,14 @@ pub fn app(store: Arc<dyn Store>, settings: AppSettings) -> App {
     App::new(store, settings, platforms, App::system_clock())
 }
 
-/// Creates and approves `n` posts due at `at` (or now), returning their ids.
+/// Creates and approves `n` posts due at `at` (or now), returning their ids. Each text
+/// is new to the process, so later calls draft no duplicates of earlier ones.
 pub async fn approved_posts(app: &App, n: usize, at: Option<DateTime<Utc>>) -> Vec<PostId> {
+    static DRAFTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let me = Principal::cli();
     let mut ids = Vec::with_capacity(n);
-    for i in 0..n {
+    for _ in 0..n {
+        let i = DRAFTED.fetch_add(1, Ordering::Relaxed);
         let input = DraftInput {
             channel: CHANNEL.into(),
             text: format!("bench post {i}: the garden cats found the sunny spot"),
@@ -237,12 +240,15 @@ pub async fn measure_reservations(
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-/// What one guarded publish costs the store, measured: statements sent (on PostgreSQL
-/// each one round trip; `BEGIN` travels with the first statement) and write transactions
-/// committed.
+/// What one guarded publish costs the store, measured: calls to the driver (on
+/// PostgreSQL each one round trip, `BEGIN` travelling with the first; on SQLite each a
+/// hand-off to the connection's thread and back), the SQL statements they carry, and
+/// write transactions committed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PublishCost {
-    /// Statements per publish.
+    /// Driver calls per publish.
+    pub calls: f64,
+    /// SQL statements per publish.
     pub statements: f64,
     /// Write commits per publish.
     pub commits: f64,
@@ -265,15 +271,20 @@ pub async fn measure_cost(store: Arc<dyn Store>, n: usize) -> PublishCost {
         app.publish_next(None).await.expect("publish").expect("due");
         app.drain().await;
     }
+    let (calls, sent) = statements.total();
     PublishCost {
-        statements: statements.total() as f64 / n as f64,
+        calls: calls as f64 / n as f64,
+        statements: sent as f64 / n as f64,
         commits: metered.take().writes as f64 / n as f64,
     }
 }
 
-/// Counts the statements sqlx sends (its `sqlx::query` events).
+/// Counts the calls sqlx makes (its `sqlx::query` events) and the statements they carry.
 #[derive(Debug, Clone, Default)]
-struct StatementCounter(Arc<std::sync::atomic::AtomicU64>);
+struct StatementCounter {
+    calls: Arc<std::sync::atomic::AtomicU64>,
+    statements: Arc<std::sync::atomic::AtomicU64>,
+}
 
 impl StatementCounter {
     /// The process's counter, installed as the global subscriber on first use: a
@@ -297,21 +308,57 @@ impl StatementCounter {
     }
 
     fn reset(&self) {
-        self.0.store(0, Ordering::SeqCst);
+        self.calls.store(0, Ordering::SeqCst);
+        self.statements.store(0, Ordering::SeqCst);
     }
 
-    fn total(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+    /// Calls and statements since the last reset.
+    fn total(&self) -> (u64, u64) {
+        (
+            self.calls.load(Ordering::SeqCst),
+            self.statements.load(Ordering::SeqCst),
+        )
     }
+}
+
+/// The SQL of a `sqlx::query` event: its `db.statement`, or its `summary` when the whole
+/// text fits there.
+#[derive(Default)]
+struct Sql {
+    summary: String,
+    statement: String,
+}
+
+impl tracing::field::Visit for Sql {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "summary" => self.summary = value.to_owned(),
+            "db.statement" => self.statement = value.to_owned(),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, _field: &tracing::field::Field, _value: &dyn std::fmt::Debug) {}
 }
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StatementCounter {
     fn on_event(
         &self,
-        _event: &tracing::Event<'_>,
+        event: &tracing::Event<'_>,
         _ctx: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        let mut sql = Sql::default();
+        event.record(&mut sql);
+        let text = if sql.statement.trim().is_empty() {
+            &sql.summary
+        } else {
+            &sql.statement
+        };
+        // Airlock's statements hold no `;` inside a literal.
+        let statements = text.split(';').filter(|s| !s.trim().is_empty()).count();
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.statements
+            .fetch_add(statements.max(1) as u64, Ordering::SeqCst);
     }
 }
 
