@@ -3,7 +3,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, QueryBuilder, Row, Sqlite, SqliteConnection};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use airlock_core::quota::Denial;
 use airlock_core::{ChannelName, Intent, PostId};
@@ -44,43 +45,49 @@ async fn check_fence(
 }
 
 /// The quota decision for one more publish on `channel` at `now`, inside the caller's
-/// (write-locked) transaction: from the per-hour counts when they prove room (migration
-/// 0013), else over the live reservations.
+/// (write-locked) transaction: from the per-hour counts (`hours`, read by
+/// [`push_hours`]) when they prove room (migration 0013), else over the live
+/// reservations.
 async fn decide_quota(
     conn: &mut SqliteConnection,
     channel: &ChannelName,
     rules: &QuotaClaim,
     now: DateTime<Utc>,
+    hours: &[SqliteRow],
 ) -> Result<std::result::Result<(), Denial>> {
-    if rules.budget.is_none() && room_in_hours(conn, channel, rules, now).await? {
+    if rules.budget.is_none() && room_in_hours(channel, rules, now, hours)? {
         return Ok(Ok(()));
     }
     let live = live_reservations(conn, quota_since(now, rules), now).await?;
     Ok(decide_reservation(now, channel, rules, &live))
 }
 
-/// Whether `quota_hours` proves room for one more publish ([`room_from_hours`]): only
-/// while no live row is suspect, and never when an hour or stamp does not read.
-async fn room_in_hours(
-    conn: &mut SqliteConnection,
+/// Adds the read of the per-hour counts a claim at `now` under `rules` looks at, and a
+/// row 'suspect' while any live row is, to `reads`.
+fn push_hours(reads: &mut QueryBuilder<Sqlite>, rules: &QuotaClaim, now: DateTime<Utc>) {
+    let since = ts(hours_since(now, rules));
+    reads.push("; SELECT channel, hour, live, latest FROM quota_hours WHERE hour >= ");
+    reads.push_bind(since[..13].to_owned());
+    reads.push(
+        " OR hour = 'unsent' \
+         UNION ALL \
+         SELECT '', 'suspect', 0, '' WHERE EXISTS (SELECT 1 FROM quota_suspects)",
+    );
+}
+
+/// Whether the per-hour counts `hours` prove room for one more publish
+/// ([`room_from_hours`]): only while no live row is suspect, and never when an hour or
+/// stamp does not read.
+fn room_in_hours(
     channel: &ChannelName,
     rules: &QuotaClaim,
     now: DateTime<Utc>,
+    hours: &[SqliteRow],
 ) -> Result<bool> {
-    // One statement: the hours, and a row 'suspect' while any row is.
-    let since = ts(hours_since(now, rules));
-    let rows: Vec<(String, String, i64, String)> = sqlx::query_as(
-        "SELECT channel, hour, live, latest FROM quota_hours \
-         WHERE hour >= ? OR hour = 'unsent' \
-         UNION ALL \
-         SELECT '', 'suspect', 0, '' WHERE EXISTS (SELECT 1 FROM quota_suspects)",
-    )
-    .bind(&since[..13])
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db)?;
-    let mut hours = Vec::with_capacity(rows.len());
-    for (channel, hour, live, latest) in rows {
+    let mut counts = Vec::with_capacity(hours.len());
+    for row in hours {
+        let (channel, hour, live, latest): (String, String, i64, String) =
+            sqlx::FromRow::from_row(row).map_err(db)?;
         if hour == "suspect" {
             return Ok(false);
         }
@@ -92,14 +99,14 @@ async fn room_in_hours(
                 _ => return Ok(false),
             }
         };
-        hours.push(HourCount {
+        counts.push(HourCount {
             channel,
             hour,
             live,
             latest,
         });
     }
-    Ok(room_from_hours(now, channel, rules, &hours))
+    Ok(room_from_hours(now, channel, rules, &counts))
 }
 
 /// The pause that holds a post's channel (or everything), if any.
@@ -165,6 +172,9 @@ fn intent_error(e: sqlx::Error, post_id: PostId, generation: i64) -> StoreError 
         e => db(e),
     }
 }
+
+/// The columns of a row [`push_hours`] reads.
+const HOUR_COLUMNS: usize = 4;
 
 /// The pause that holds a post's channel (or everything), if any, as a column pair of a
 /// query on `posts` (`pause_scope`, `pause_reason`).
@@ -330,18 +340,22 @@ pub(crate) async fn claim_in(
     started: std::time::Instant,
 ) -> Result<PostClaimed> {
     let now = now_after(req.now, started);
-    // The post and the pause that holds it, in one statement.
-    let Some(row) = sqlx::query(AssertSqlSafe(format!(
-        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ?"
-    )))
-    .bind(req.id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?
-    else {
-        return Ok(PostClaimed::Gone(None));
+    // The post and the pause that holds it, and the per-hour counts a quick quota
+    // decision reads, in one call.
+    let mut reads = QueryBuilder::<Sqlite>::new(format!(
+        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = "
+    ));
+    reads.push_bind(req.id.0);
+    if let Some(rules) = req.quota.as_ref().filter(|rules| rules.budget.is_none()) {
+        push_hours(&mut reads, rules, now);
+    }
+    let read = reads.build().fetch_all(&mut *tx).await.map_err(db)?;
+    // The post row has many more columns than an hour's.
+    let (row, hours) = match read.split_first() {
+        Some((row, hours)) if row.len() > HOUR_COLUMNS => (row, hours),
+        _ => return Ok(PostClaimed::Gone(None)),
     };
-    let post = rows::post::<Lite>(&row)?;
+    let post = rows::post::<Lite>(row)?;
     if !claimable(&post, req.version, req.allow_test) {
         return Ok(PostClaimed::Gone(Some(Box::new(post))));
     }
@@ -351,7 +365,8 @@ pub(crate) async fn claim_in(
         return Ok(PostClaimed::Paused { scope, reason });
     }
     if let Some(rules) = &req.quota
-        && let Err(denial) = decide_quota(&mut *tx, &post.content.channel, rules, now).await?
+        && let Err(denial) =
+            decide_quota(&mut *tx, &post.content.channel, rules, now, hours).await?
     {
         return Ok(PostClaimed::OverQuota(denial));
     }

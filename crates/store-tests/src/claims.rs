@@ -395,6 +395,19 @@ pub async fn claim_post_refuses_a_post_changed_since_it_was_read(store: Arc<dyn 
         s.claim_post(&full_claim(&missing, t0(), None, false)).await,
         Ok(PostClaimed::Gone(None))
     ));
+    // Counted hours are read with the post: with some there, a missing post is still
+    // gone, not an hour's row read as a post.
+    let counted = approved(s, "alpha", "counted", mins(-1)).await;
+    assert!(matches!(
+        s.claim_post(&full_claim(&counted, t0(), Some((10, 10)), false))
+            .await,
+        Ok(PostClaimed::Claimed { .. })
+    ));
+    assert!(matches!(
+        s.claim_post(&full_claim(&missing, t0(), Some((10, 10)), false))
+            .await,
+        Ok(PostClaimed::Gone(None))
+    ));
 }
 
 /// A paused channel (or everything paused) holds the post: nothing is written.
