@@ -62,8 +62,8 @@ async fn refuse_duplicate(
     }
 }
 
-/// Ends a post's live reservations as `settle` says.
-/// Adds the statements that settle the post's open reservations to `writes`.
+/// Adds the statements that end the post's live reservations as `settle` says to
+/// `writes`.
 fn push_settle(writes: &mut QueryBuilder<Sqlite>, id: PostId, settle: Settle, now: DateTime<Utc>) {
     let (state, sender) = match settle {
         Settle::Commit => ("committed", None),
