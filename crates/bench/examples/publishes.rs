@@ -2,7 +2,7 @@
 //! `waiting` as the worker count, an idle worker's looks/s with posts waiting; with
 //! `drafting`, posts drafted and approved per second as the queue grows.
 //!
-//! `cargo run --release -p airlock-bench --example publishes -- <sqlite|postgres> [workers|waiting|drafting] [posts]`
+//! `cargo run --release -p airlock-bench --example publishes -- <sqlite|postgres> [workers|waiting|drafting] [posts] [template database]`
 //!
 //! PostgreSQL runs in a fresh database `airlock_bench_example` on
 //! [`airlock_bench::pg_server`], left in place afterwards so its statistics can be read.
@@ -18,9 +18,11 @@ async fn main() {
     let backend = args.next().unwrap_or_else(|| "sqlite".into());
     let mode = args.next().unwrap_or_else(|| "4".into());
     let posts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
+    // PostgreSQL only: a database to start from (the bench's history ledger, say).
+    let template = args.next();
     let mut sqlite = None;
     let store: Arc<dyn Store> = match backend.as_str() {
-        "postgres" => pg_database("airlock_bench_example", None).await,
+        "postgres" => pg_database("airlock_bench_example", template.as_deref()).await,
         _ => {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.keep().join("example.db");
