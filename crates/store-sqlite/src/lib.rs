@@ -236,6 +236,19 @@ pub(crate) fn is_trigger_refusal(e: &sqlx::Error, marker: &str) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.message().contains(marker))
 }
 
+/// Starts the next statement `sql` of `chain`: the statements of one write go to the
+/// connection's thread in one call (each call is two thread hand-offs), their unnamed
+/// `?` bound in order across statements.
+pub(crate) fn next_statement<'c>(
+    chain: &'c mut sqlx::QueryBuilder<sqlx::Sqlite>,
+    sql: &str,
+) -> &'c mut sqlx::QueryBuilder<sqlx::Sqlite> {
+    if !chain.sql().as_str().is_empty() {
+        chain.push("; ");
+    }
+    chain.push(sql)
+}
+
 pub(crate) fn ts(at: DateTime<Utc>) -> String {
     format_utc(at)
 }

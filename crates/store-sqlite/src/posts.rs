@@ -19,7 +19,7 @@ use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
 use crate::group::Write;
-use crate::{SqliteStore, admin, db, is_trigger_refusal, ts};
+use crate::{SqliteStore, admin, db, is_trigger_refusal, next_statement, ts};
 
 async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
     reads::get_in::<Lite>(conn, id).await
@@ -70,11 +70,13 @@ fn push_settle(writes: &mut QueryBuilder<Sqlite>, id: PostId, settle: Settle, no
         Settle::Release => ("released", None),
         Settle::CommitAttempt(generation) => ("released", Some(generation)),
     };
-    writes.push("; UPDATE reservations SET state = CASE WHEN generation = ");
-    writes
-        .push_bind(sender)
-        .push(" THEN 'committed' ELSE ")
-        .push_bind(state);
+    next_statement(
+        writes,
+        "UPDATE reservations SET state = CASE WHEN generation = ",
+    )
+    .push_bind(sender)
+    .push(" THEN 'committed' ELSE ")
+    .push_bind(state);
     writes.push(" END, settled_at = ").push_bind(ts(now));
     writes
         .push(" WHERE post_id = ")
@@ -82,22 +84,25 @@ fn push_settle(writes: &mut QueryBuilder<Sqlite>, id: PostId, settle: Settle, no
         .push(" AND state = 'reserved'");
     if let Some(generation) = sender {
         // A resolution released it: the attempt is counted again, with its own stamps.
-        writes.push(
-            "; INSERT INTO reservations (post_id, generation, channel, state, created_at, \
+        next_statement(
+            writes,
+            "INSERT INTO reservations (post_id, generation, channel, state, created_at, \
              sent_at, settled_at, cost_usd_micros) \
              SELECT r.post_id, r.generation, r.channel, 'committed', r.created_at, \
                COALESCE(r.sent_at, (SELECT min(i.created_at) FROM intents i \
                                     WHERE i.post_id = r.post_id AND i.generation = r.generation)), ",
-        );
-        writes.push_bind(ts(now));
+        )
+        .push_bind(ts(now));
         writes.push(", r.cost_usd_micros FROM reservations r WHERE r.post_id = ");
         writes
             .push_bind(id.0)
             .push(" AND r.generation = ")
             .push_bind(generation);
-        writes.push(" AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = r.post_id ");
-        writes.push("AND c.generation = r.generation AND c.state = 'committed') ");
-        writes.push("ORDER BY r.id DESC LIMIT 1");
+        writes.push(
+            " AND NOT EXISTS (SELECT 1 FROM reservations c WHERE c.post_id = r.post_id \
+             AND c.generation = r.generation AND c.state = 'committed') \
+             ORDER BY r.id DESC LIMIT 1",
+        );
     }
 }
 
@@ -192,21 +197,22 @@ fn push_event(
     actor: &str,
     now: DateTime<Utc>,
 ) {
-    writes.push(
-        "; INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
+    let mut values = next_statement(
+        writes,
+        "INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
          SELECT ",
-    );
-    writes.push_bind(id.0).push(", ").push_bind(ts(now));
-    writes.push(", ").push_bind(event.kind.clone());
-    writes
-        .push(", ")
-        .push_bind(status.as_str())
-        .push(", ")
-        .push_bind(status.as_str());
-    writes.push(", ").push_bind(actor.to_owned());
-    writes.push(", ").push_bind(event.note.clone());
+    )
+    .separated(", ");
+    values.push_bind(id.0);
+    values.push_bind(ts(now));
+    values.push_bind(event.kind.clone());
+    values.push_bind(status.as_str());
+    values.push_bind(status.as_str());
+    values.push_bind(actor.to_owned());
+    values.push_bind(event.note.clone());
 }
 
+/// Appends `event` to the post's history.
 pub(crate) async fn insert_event(
     conn: &mut SqliteConnection,
     id: PostId,
@@ -215,20 +221,9 @@ pub(crate) async fn insert_event(
     actor: &str,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(id.0)
-    .bind(ts(now))
-    .bind(&event.kind)
-    .bind(status.as_str())
-    .bind(status.as_str())
-    .bind(actor)
-    .bind(&event.note)
-    .execute(conn)
-    .await
-    .map_err(db)?;
+    let mut insert = QueryBuilder::new("");
+    push_event(&mut insert, id, event, status, actor, now);
+    insert.build().execute(conn).await.map_err(db)?;
     Ok(())
 }
 
@@ -486,7 +481,7 @@ impl airlock_store::Posts for SqliteStore {
                 }
             };
             // Only a post still posted is marked, in one call to the driver's thread.
-            let mut writes = QueryBuilder::<Sqlite>::new("UPDATE posts SET verified_at = ");
+            let mut writes = QueryBuilder::new("UPDATE posts SET verified_at = ");
             writes.push_bind(ts(record.at));
             writes
                 .push(", permalink = coalesce(permalink, ")
@@ -598,35 +593,32 @@ pub(crate) async fn change_in(
         }
     }
     let after = effects.to.unwrap_or(status);
-    // The change's writes go to the driver's thread in one call: each call is two thread
-    // hand-offs, which is most of what a write costs here.
+    // The change's writes go to the connection's thread in one call.
     let mut query = QueryBuilder::<Sqlite>::new("");
     if let Some(verdict) = &effects.verdict {
         // In the round the verdict was given in, before this change may start a new one.
-        query.push(
+        let mut values = next_statement(
+            &mut query,
             "INSERT INTO verdicts (post_id, verdict, reasons, actor, content_hash, rubric_hash, \
              review_round, content, at) VALUES (",
-        );
-        query
-            .push_bind(id.0)
-            .push(", ")
-            .push_bind(verdict.verdict.as_str());
-        query
-            .push(", ")
-            .push_bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"));
-        query.push(", ").push_bind(actor.clone());
-        query
-            .push(", ")
-            .push_bind(verdict.content_hash.as_str().to_owned());
-        query.push(", ").push_bind(verdict.rubric_hash.clone());
-        query.push(", ").push_bind(review_round);
-        query
-            .push(", ")
-            .push_bind(serde_json::to_string(&verdict.content).expect("content serializes"));
-        query.push(", ").push_bind(ts(now)).push("); ");
+        )
+        .separated(", ");
+        values.push_bind(id.0);
+        values.push_bind(verdict.verdict.as_str());
+        values.push_bind(serde_json::to_string(&verdict.reasons).expect("reasons serialize"));
+        values.push_bind(actor.clone());
+        values.push_bind(verdict.content_hash.as_str().to_owned());
+        values.push_bind(verdict.rubric_hash.clone());
+        values.push_bind(review_round);
+        values.push_bind(serde_json::to_string(&verdict.content).expect("content serializes"));
+        values.push_bind(ts(now));
+        values.push_unseparated(")");
     }
-    query.push("UPDATE posts SET version = version + 1, updated_at = ");
-    query.push_bind(ts(now));
+    next_statement(
+        &mut query,
+        "UPDATE posts SET version = version + 1, updated_at = ",
+    )
+    .push_bind(ts(now));
     query.push(", event_actor = ").push_bind(actor.clone());
     query
         .push(", event_note = ")
@@ -660,9 +652,7 @@ pub(crate) async fn change_in(
     if let Some(phase) = effects.intent_phase {
         let (landed_id, landed_link) = effects.intent_landed.clone().unwrap_or_default();
         let generation = guard_generation(effects.guard);
-        query
-            .push("; UPDATE intents SET phase = ")
-            .push_bind(phase.as_str());
+        next_statement(&mut query, "UPDATE intents SET phase = ").push_bind(phase.as_str());
         query.push(", settled_at = ").push_bind(ts(now));
         query
             .push(", platform_post_id = coalesce(")
@@ -681,8 +671,7 @@ pub(crate) async fn change_in(
         push_settle(&mut query, id, settle, now);
     }
     if effects.failures == Some(FailureStep::Reset) && failing {
-        query
-            .push("; DELETE FROM channel_failures WHERE channel = ")
+        next_statement(&mut query, "DELETE FROM channel_failures WHERE channel = ")
             .push_bind(channel.clone());
     }
     let written = query.build().fetch_all(&mut *tx).await.map_err(|e| {

@@ -17,7 +17,7 @@ use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
 use crate::group::Write;
-use crate::{SqliteStore, db, parse_ts, ts};
+use crate::{SqliteStore, db, next_statement, parse_ts, ts};
 
 /// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
 /// (and, when `lease_valid_at` is given, its lease has not expired by then).
@@ -66,8 +66,11 @@ async fn decide_quota(
 /// row 'suspect' while any live row is, to `reads`.
 fn push_hours(reads: &mut QueryBuilder<Sqlite>, rules: &QuotaClaim, now: DateTime<Utc>) {
     let since = ts(hours_since(now, rules));
-    reads.push("; SELECT channel, hour, live, latest FROM quota_hours WHERE hour >= ");
-    reads.push_bind(since[..13].to_owned());
+    next_statement(
+        reads,
+        "SELECT channel, hour, live, latest FROM quota_hours WHERE hour >= ",
+    )
+    .push_bind(since[..13].to_owned());
     reads.push(
         " OR hour = 'unsent' \
          UNION ALL \
@@ -133,20 +136,20 @@ fn push_intent(
     platform_ref: Option<&str>,
     now: DateTime<Utc>,
 ) -> Intent {
-    if !writes.sql().as_str().is_empty() {
-        writes.push("; ");
-    }
-    writes.push(
+    let mut values = next_statement(
+        writes,
         "INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref, \
          created_at) VALUES (",
-    );
-    writes.push_bind(post_id.0).push(", ").push_bind(generation);
-    writes.push(", ").push_bind(idempotency_key.to_owned());
-    writes.push(", ").push_bind(part);
-    writes
-        .push(", 'sending', ")
-        .push_bind(platform_ref.map(str::to_owned));
-    writes.push(", ").push_bind(ts(now)).push(")");
+    )
+    .separated(", ");
+    values.push_bind(post_id.0);
+    values.push_bind(generation);
+    values.push_bind(idempotency_key.to_owned());
+    values.push_bind(part);
+    values.push("'sending'");
+    values.push_bind(platform_ref.map(str::to_owned));
+    values.push_bind(ts(now));
+    values.push_unseparated(")");
     Intent {
         post_id,
         generation,
@@ -305,7 +308,7 @@ impl airlock_store::Publishing for SqliteStore {
         if let Some((scope, reason)) = active_pause(&mut tx, req.post_id).await? {
             return Err(StoreError::Paused { scope, reason });
         }
-        let mut writes = QueryBuilder::<Sqlite>::new("");
+        let mut writes = QueryBuilder::new("");
         let intent = push_intent(
             &mut writes,
             req.post_id,
@@ -315,9 +318,7 @@ impl airlock_store::Publishing for SqliteStore {
             req.platform_ref.as_deref(),
             now,
         );
-        writes
-            .push("; UPDATE reservations SET sent_at = ")
-            .push_bind(ts(now));
+        next_statement(&mut writes, "UPDATE reservations SET sent_at = ").push_bind(ts(now));
         writes.push(" WHERE post_id = ").push_bind(req.post_id.0);
         writes.push(" AND generation = ").push_bind(req.generation);
         writes.push(" AND state = 'reserved'");
@@ -379,10 +380,8 @@ pub(crate) async fn claim_in(
             generation,
         });
     }
-    // The claim, its reservation and its intent in one call to the driver's thread: each
-    // call is two thread hand-offs, which is most of what a write costs here.
-    let mut writes =
-        QueryBuilder::<Sqlite>::new("UPDATE posts SET status = 'posting', lease_owner = ");
+    // The claim, its reservation and its intent in one call to the connection's thread.
+    let mut writes = QueryBuilder::new("UPDATE posts SET status = 'posting', lease_owner = ");
     writes.push_bind(&req.worker);
     writes
         .push(", lease_expires_at = ")
@@ -401,18 +400,20 @@ pub(crate) async fn claim_in(
         // With the intent in this transaction, the request is as good as sent now.
         let sent = req.intent.is_some().then_some(now);
         let cost = rules.budget.map_or(0, |charge| charge.cost);
-        writes.push(
-            "; INSERT INTO reservations (post_id, generation, channel, state, created_at, \
+        let mut values = next_statement(
+            &mut writes,
+            "INSERT INTO reservations (post_id, generation, channel, state, created_at, \
              sent_at, cost_usd_micros) VALUES (",
-        );
-        writes.push_bind(req.id.0).push(", ").push_bind(generation);
-        writes.push(", ").push_bind(post.content.channel.as_str());
-        writes.push(", 'reserved', ").push_bind(ts(now));
-        writes.push(", ").push_bind(sent.map(ts));
-        writes
-            .push(", ")
-            .push_bind(i64::try_from(cost).unwrap_or(i64::MAX))
-            .push(")");
+        )
+        .separated(", ");
+        values.push_bind(req.id.0);
+        values.push_bind(generation);
+        values.push_bind(post.content.channel.as_str());
+        values.push("'reserved'");
+        values.push_bind(ts(now));
+        values.push_bind(sent.map(ts));
+        values.push_bind(i64::try_from(cost).unwrap_or(i64::MAX));
+        values.push_unseparated(")");
     }
     let intent = req.intent.as_ref().map(|intent| {
         push_intent(
