@@ -26,21 +26,31 @@ async fn together<T: Send + 'static>(
     (answers, store.commits() - before)
 }
 
-/// Holds the file's write lock on a connection of its own until `release` is sent, so
-/// that writes made meanwhile queue and go in together once it lets go.
-async fn hold_the_lock(store: &SqliteStore) -> tokio::sync::oneshot::Sender<()> {
+/// Holds the file's write lock on a connection of its own while `start` starts writes,
+/// so that they queue and go in together once it lets go: what `start` returned, and the
+/// store's commits before.
+async fn while_held<W>(store: &SqliteStore, start: impl FnOnce() -> W) -> (W, u64) {
+    let before = store.commits();
     let mut conn = store.pool().acquire().await.unwrap().detach();
     sqlx::query("BEGIN IMMEDIATE")
         .execute(&mut conn)
         .await
         .unwrap();
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = released.await;
-        sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
-        conn.close().await.unwrap();
-    });
-    release
+    let writes = start();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("COMMIT").execute(&mut conn).await.unwrap();
+    conn.close().await.unwrap();
+    (writes, before)
+}
+
+/// Starts the outcome that `post` was published.
+fn spawn_posted(
+    store: &Arc<SqliteStore>,
+    post: &airlock_core::Post,
+) -> tokio::task::JoinHandle<airlock_store::Result<airlock_core::Post>> {
+    let store = store.clone();
+    let change = outcome(post, PostStatus::Posted, mins(1));
+    tokio::spawn(async move { store.change_post(change).await })
 }
 
 fn spawn_claim(
@@ -70,14 +80,14 @@ async fn claims_at_once_share_a_commit_and_each_decides_as_alone() {
         lease_margin: Duration::minutes(LEASE_MINUTES),
     });
 
-    let before = store.commits();
-    let release = hold_the_lock(&store).await;
-    let mut writes = vec![spawn_claim(&store, bad)];
-    for post in &posts {
-        writes.push(spawn_claim(&store, post_claim(post, t0(), Some((10, 2)))));
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    release.send(()).unwrap();
+    let (writes, before) = while_held(&store, || {
+        let mut writes = vec![spawn_claim(&store, bad)];
+        for post in &posts {
+            writes.push(spawn_claim(&store, post_claim(post, t0(), Some((10, 2)))));
+        }
+        writes
+    })
+    .await;
     let (answers, commits) = together(&store, before, writes).await;
 
     assert!(
@@ -115,16 +125,10 @@ async fn a_stale_outcome_in_a_group_keeps_its_evidence_and_spoils_no_other() {
     let mut stale = first.clone();
     stale.generation -= 1;
 
-    let before = store.commits();
-    let release = hold_the_lock(&store).await;
-    let change = |post: &airlock_core::Post| {
-        let store = store.clone();
-        let change = outcome(post, PostStatus::Posted, mins(1));
-        tokio::spawn(async move { store.change_post(change).await })
-    };
-    let writes = vec![change(&stale), change(&second), change(&first)];
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    release.send(()).unwrap();
+    let (writes, before) = while_held(&store, || {
+        Vec::from([&stale, &second, &first].map(|post| spawn_posted(&store, post)))
+    })
+    .await;
     let (answers, commits) = together(&store, before, writes).await;
 
     assert!(
@@ -157,22 +161,15 @@ async fn more_writes_than_a_group_takes_all_land_claims_and_changes_mixed() {
         out.push(claimed(s, "beta", &format!("out {n}"), t0()).await);
     }
 
-    let before = store.commits();
-    let release = hold_the_lock(&store).await;
-    let claims: Vec<_> = due
-        .iter()
-        .map(|post| spawn_claim(&store, post_claim(post, t0(), ROOMY)))
-        .collect();
-    let changes: Vec<_> = out
-        .iter()
-        .map(|post| {
-            let store = store.clone();
-            let change = outcome(post, PostStatus::Posted, mins(1));
-            tokio::spawn(async move { store.change_post(change).await })
-        })
-        .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    release.send(()).unwrap();
+    let ((claims, changes), before) = while_held(&store, || {
+        let claims: Vec<_> = due
+            .iter()
+            .map(|post| spawn_claim(&store, post_claim(post, t0(), ROOMY)))
+            .collect();
+        let changes: Vec<_> = out.iter().map(|post| spawn_posted(&store, post)).collect();
+        (claims, changes)
+    })
+    .await;
     let (claimed_now, _) = together(&store, before, claims).await;
     let (changed, commits) = together(&store, before, changes).await;
 
@@ -239,16 +236,15 @@ async fn a_claim_refused_halfway_leaves_nothing_alone_or_in_a_group() {
     for n in 0..3 {
         good.push(approved(s, "alpha", &format!("good {n}"), mins(-5)).await);
     }
-    let before = store.commits();
-    let release = hold_the_lock(&store).await;
-    let writes = vec![
-        spawn_claim(&store, post_claim(&good[0], t0(), Some((10, 10)))),
-        spawn_claim(&store, with_intent(&bad)),
-        spawn_claim(&store, with_intent(&good[1])),
-        spawn_claim(&store, post_claim(&good[2], t0(), Some((10, 10)))),
-    ];
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    release.send(()).unwrap();
+    let (writes, before) = while_held(&store, || {
+        vec![
+            spawn_claim(&store, post_claim(&good[0], t0(), Some((10, 10)))),
+            spawn_claim(&store, with_intent(&bad)),
+            spawn_claim(&store, with_intent(&good[1])),
+            spawn_claim(&store, post_claim(&good[2], t0(), Some((10, 10)))),
+        ]
+    })
+    .await;
     let (answers, commits) = together(&store, before, writes).await;
     assert_eq!(commits, 1, "{answers:?}");
     assert!(
@@ -286,16 +282,10 @@ async fn an_outcome_refused_halfway_is_rolled_back_in_its_group() {
     .unwrap();
     let good = claimed(s, "alpha", "good", t0()).await;
     let bad_before = s.post_detail(bad.id).await.unwrap();
-    let before = store.commits();
-    let release = hold_the_lock(&store).await;
-    let change = |post: &airlock_core::Post| {
-        let store = store.clone();
-        let change = outcome(post, PostStatus::Posted, mins(1));
-        tokio::spawn(async move { store.change_post(change).await })
-    };
-    let writes = vec![change(&bad), change(&good)];
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    release.send(()).unwrap();
+    let (writes, before) = while_held(&store, || {
+        vec![spawn_posted(&store, &bad), spawn_posted(&store, &good)]
+    })
+    .await;
     let (answers, commits) = together(&store, before, writes).await;
     assert_eq!(commits, 1, "{answers:?}");
     assert!(answers[0].is_err(), "{:?}", answers[0]);
