@@ -243,6 +243,20 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
         ),
         ("UPDATE reservations SET cost_usd_micros = 0", false),
         ("UPDATE reservations SET channel = 'alpha'", false),
+        // Settles: alone they count nothing; with a stamp or the cost they move it.
+        ("UPDATE reservations SET state = 'reserved'", false),
+        (
+            "UPDATE reservations SET state = 'committed', sent_at = created_at + interval '20 minutes'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET state = 'reserved', cost_usd_micros = -1",
+            true,
+        ),
+        (
+            "UPDATE reservations SET state = 'committed', cost_usd_micros = 0",
+            false,
+        ),
         // Later stamps in the hours it keeps.
         (
             "UPDATE reservations SET sent_at = created_at + interval '30 minutes'",

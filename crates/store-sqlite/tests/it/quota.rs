@@ -147,6 +147,17 @@ async fn quota_hours_follow_every_write_and_doctor_names_a_drift() {
             "UPDATE reservations SET state = 'reserved', channel = 'alpha'",
             false,
         ),
+        // Settles: alone they count nothing; with a stamp or the cost they move it.
+        ("UPDATE reservations SET state = 'committed'", false),
+        (
+            "UPDATE reservations SET state = 'reserved', sent_at = '2026-03-02T00:40:00.000Z'",
+            false,
+        ),
+        (
+            "UPDATE reservations SET state = 'committed', channel = 'alpha' || char(0)",
+            true,
+        ),
+        ("UPDATE reservations SET channel = 'alpha'", false),
     ];
     for (write, suspect_after) in writes {
         sqlx::query(sqlx::AssertSqlSafe(write))
