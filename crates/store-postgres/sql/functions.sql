@@ -430,8 +430,10 @@ END $$;
 -- Whether no local day of `p_day` (two or more consecutive starts: airlock_quota_far
 -- answers for fewer) has `p_daily_limit` or more counted in `p_channel`'s hours a stamp
 -- counted in it could lie in.
--- Generic plans: a plan for the values knows how many days `generate_series` yields and
--- always looks cheaper than the generic one, so each claim would plan it again.
+-- Each day is summed by a subquery of its own, an index range of its hours: a third of
+-- the time a join of the days to the hours took, grouped by day. Generic plans: a plan
+-- for the values knows how many days there are and always looks cheaper than the generic
+-- one, so each claim would plan it again.
 CREATE OR REPLACE FUNCTION airlock_quota_days_far(p_channel text, p_daily_limit bigint,
     p_day timestamptz[])
 RETURNS boolean LANGUAGE plpgsql STABLE
@@ -440,11 +442,10 @@ DECLARE
     skew constant interval := interval '5 minutes';
 BEGIN
     RETURN NOT EXISTS (
-        SELECT 1 FROM generate_series(1, array_length(p_day, 1) - 1) i
-        LEFT JOIN quota_hours q ON q.channel = p_channel
-             AND q.hour >= date_trunc('hour', p_day[i] - skew, 'UTC')
-             AND q.hour < p_day[i + 1] + skew
-        GROUP BY i HAVING COALESCE(sum(q.live), 0) >= p_daily_limit);
+        SELECT 1 FROM unnest(p_day[1:array_length(p_day, 1) - 1], p_day[2:]) AS d(day, next)
+        WHERE (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
+               WHERE q.channel = p_channel AND q.hour >= date_trunc('hour', d.day - skew, 'UTC')
+                 AND q.hour < d.next + skew) >= p_daily_limit);
 END $$;
 
 -- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
