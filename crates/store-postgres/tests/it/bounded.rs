@@ -154,6 +154,48 @@ async fn a_decision_far_from_its_limits_reads_no_reservation_of_a_full_day() {
     );
 }
 
+/// Fifty channels published for two months up to the days a decision looks at, each hour
+/// on four shards. A decision for another channel far from its limits reads only that
+/// channel's hours of those days: a generic plan that summed a day by the index on hours
+/// alone read every channel's hours of the day and filtered them.
+#[tokio::test]
+async fn a_quick_decision_reads_no_other_channels_hours() {
+    let db = TestDb::create();
+    // One connection: its plan cache is the one that settles.
+    let store = crate::support::one_connection(&db).await;
+    let pool = store.pool();
+    sqlx::query(
+        "INSERT INTO quota_hours (channel, hour, shard, live, latest) \
+         SELECT 'channel-' || c, h, s, 1, h FROM generate_series(1, 50) c, \
+              generate_series($1 - interval '60 days', $1, interval '1 hour') h, \
+              generate_series(1, 4) s",
+    )
+    .bind(now().duration_trunc(Duration::hours(1)).unwrap() - Duration::hours(3))
+    .execute(pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE quota_hours")
+        .execute(pool)
+        .await
+        .unwrap();
+    for call in 1..=12 {
+        let (denied, pages) = decide_reading(
+            pool,
+            false,
+            1_000_000,
+            1_000_000,
+            "quota_hours",
+            "pg_stat_get_xact_blocks_fetched(c.oid)",
+        )
+        .await;
+        assert!(!denied);
+        assert!(
+            pages < 40,
+            "call {call}: the quick path read {pages} pages of quota_hours"
+        );
+    }
+}
+
 /// A long history of counted hours (a year on two channels, each hour on two shards)
 /// lies before the days a decision looks at. Once PostgreSQL's plan cache has settled
 /// on its plans (after five calls), a decision far from its limits still reads only the

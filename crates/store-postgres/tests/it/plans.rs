@@ -64,10 +64,14 @@ async fn the_days_bound_keeps_generic_plans() {
     .fetch_one(store.pool())
     .await
     .unwrap();
+    let config = config.unwrap_or_default();
     assert!(
-        config
-            .unwrap_or_default()
-            .contains(&"plan_cache_mode=force_generic_plan".to_owned()),
+        config.contains(&"plan_cache_mode=force_generic_plan".to_owned()),
         "airlock_quota_days_far is planned for its values on every claim"
+    );
+    // A long-lived ledger's generic estimate passes jit_above_cost.
+    assert!(
+        config.contains(&"jit=off".to_owned()),
+        "airlock_quota_days_far may be compiled on every claim: {config:?}"
     );
 }
