@@ -1603,33 +1603,53 @@ END $$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
 -- kind, note, notify}], each recorded (its event `kind` and `note`) only while its post
--- is still `posted`.
+-- is still `posted`. Written for the whole batch at once, one statement a kind of write
+-- (a post's first read-back in the batch marks it verified); failed read-backs, which
+-- are rare, notify one by one.
 CREATE OR REPLACE FUNCTION airlock_record_verifications(p_records jsonb)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
 DECLARE
-    rec jsonb;
-    v_id bigint;
-    v_at timestamptz;
-    v_status text;
+    caller boolean := airlock_caller_clock();
+    db_now timestamptz := clock_timestamp();
+    posted bigint[];
+    kind text;
+    failed record;
 BEGIN
-    FOR rec IN SELECT value FROM jsonb_array_elements(p_records) WITH ORDINALITY AS r(value, i)
-               ORDER BY i LOOP
-        v_id := (rec->>'id')::bigint;
-        v_at := airlock_time((rec->>'at')::timestamptz, false);
-        -- FOR SHARE: the post stays `posted` until this commits.
-        SELECT status INTO v_status FROM posts WHERE id = v_id FOR SHARE;
-        CONTINUE WHEN v_status IS DISTINCT FROM 'posted';
-        IF (rec->>'ok')::boolean THEN
-            UPDATE posts SET verified_at = v_at, permalink = coalesce(permalink, rec->>'permalink'),
-                version = version + 1 WHERE id = v_id;
-        ELSE
-            PERFORM airlock_insert_outbox(rec->'notify', v_at);
-        END IF;
-        PERFORM airlock_refuse_store_kind(rec->>'kind');
-        INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
-            VALUES (v_id, v_at, rec->>'kind', 'posted', 'posted', rec->>'actor', rec->>'note');
+    -- FOR SHARE: each post stays `posted` until this commits.
+    posted := ARRAY(SELECT p.id FROM posts p
+        WHERE p.id IN (SELECT (r->>'id')::bigint FROM jsonb_array_elements(p_records) r)
+          AND p.status = 'posted' ORDER BY p.id FOR SHARE);
+    SELECT x.r->>'kind' INTO kind FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
+        WHERE (x.r->>'id')::bigint = ANY (posted)
+          AND (x.r->>'kind' IS NULL OR x.r->>'kind' IN ('status', 'changed', 'created'))
+        ORDER BY x.i LIMIT 1;
+    IF FOUND THEN
+        PERFORM airlock_refuse_store_kind(kind);
+    END IF;
+    -- (airlock_time for each record: the caller's `at` on a ledger set to its callers'
+    -- clocks, else the database's.)
+    UPDATE posts p SET verified_at = v.at, permalink = coalesce(p.permalink, v.permalink),
+        version = p.version + 1
+    FROM (SELECT DISTINCT ON ((x.r->>'id')::bigint) (x.r->>'id')::bigint AS id,
+                 CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END AS at,
+                 x.r->>'permalink' AS permalink
+          FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
+          WHERE (x.r->>'ok')::boolean ORDER BY (x.r->>'id')::bigint, x.i) v
+    WHERE p.id = v.id AND p.id = ANY (posted);
+    FOR failed IN SELECT x.r->'notify' AS notify,
+               CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END AS at
+            FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
+            WHERE (x.r->>'ok')::boolean IS NOT TRUE AND (x.r->>'id')::bigint = ANY (posted)
+            ORDER BY x.i LOOP
+        PERFORM airlock_insert_outbox(failed.notify, failed.at);
     END LOOP;
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        SELECT (x.r->>'id')::bigint,
+               CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END,
+               x.r->>'kind', 'posted', 'posted', x.r->>'actor', x.r->>'note'
+        FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
+        WHERE (x.r->>'id')::bigint = ANY (posted) ORDER BY x.i;
 END $$;
 
 ------------------------------------------------------------------------------------------

@@ -343,3 +343,60 @@ async fn the_runtime_role_changes_posts_only_through_named_changes() {
     owner.close().await;
     conn.close().await.ok();
 }
+
+/// Read-backs written a batch at a time keep what one at a time kept: a record of a post
+/// still `posted` that names an event only the store writes refuses the whole batch, and
+/// a post no longer `posted` is passed over, whatever its records say. Two read-backs of
+/// one post write both events; the first marks it verified.
+#[tokio::test]
+async fn read_backs_never_write_the_stores_own_events() {
+    use airlock_core::PostStatus;
+    use airlock_store::Store;
+    use airlock_store_tests::fixture::{draft, in_status, mins};
+    use serde_json::json;
+
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let s: &dyn Store = &store;
+    let posted = in_status(s, PostStatus::Posted, "alpha").await;
+    let draft = draft(s, "alpha", "a draft", mins(-1)).await;
+    let record = |id: airlock_core::PostId, at: i64, kind: &str| {
+        json!({"id": id.0, "actor": "dispatcher:w", "at": mins(at), "ok": true,
+               "permalink": format!("https://example.com/{at}"), "kind": kind,
+               "note": null, "notify": []})
+    };
+    let call = |records| sqlx::query("SELECT airlock_record_verifications($1)").bind(records);
+    let events = |id| async move { s.post_detail(id).await.unwrap().events.len() };
+    let mut conn = db.conn().await;
+
+    call(json!([record(draft.id, 30, "status")]))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(s.get_post(draft.id).await.unwrap(), draft);
+
+    let before = events(posted.id).await;
+    let batch = json!([
+        record(posted.id, 30, "verified"),
+        record(posted.id, 31, "status")
+    ]);
+    assert_eq!(
+        refused(&mut conn, call(batch), "a status event by a read-back").await,
+        "AL020"
+    );
+    assert_eq!(s.get_post(posted.id).await.unwrap().verified_at, None);
+    assert_eq!(events(posted.id).await, before);
+
+    let batch = json!([
+        record(posted.id, 30, "verified"),
+        record(posted.id, 31, "verified")
+    ]);
+    call(batch).execute(&mut conn).await.unwrap();
+    let now = s.get_post(posted.id).await.unwrap();
+    assert_eq!(now.verified_at, Some(mins(30)));
+    assert_eq!(
+        now.permalink,
+        posted.permalink.or(Some("https://example.com/30".into()))
+    );
+    assert_eq!(events(posted.id).await, before + 2);
+}
