@@ -183,9 +183,10 @@ pub struct PublishReport {
 /// Configuration refuses a `stale_after` that cannot leave this room.
 pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 
-/// How many due posts a worker reads at a time: when another worker takes one first, it
-/// tries the next.
-const DUE_CANDIDATES: u32 = 4;
+/// How many due posts a worker reads at a time beyond those its place skips: when another
+/// worker takes one first, it tries the next. Workers start at different places, so one
+/// to fall back on is enough; each more is a whole post read and decoded on every look.
+const DUE_CANDIDATES: u32 = 2;
 
 /// A place among the runs of [`App::publish_next`] in this process that are looking for
 /// a post, held from before the run reads the queue until its first claim is decided:
