@@ -242,8 +242,14 @@ DECLARE
     local_day date;
     prev_day date;
 BEGIN
-    IF n < 3 OR NOT (p_starts[1] <= p_now - interval '5 minutes'
-                     AND p_starts[n] > p_now + interval '1 day') THEN
+    -- Anything else would read as no periods at all (a subscript out of range is null).
+    IF array_ndims(p_starts) IS DISTINCT FROM 1 OR array_lower(p_starts, 1) <> 1
+       OR array_position(p_starts, NULL) IS NOT NULL THEN
+        PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+            'the %s starts sent are not one list of instants from index 1', p_what)));
+    END IF;
+    IF n < 3 OR NOT COALESCE(p_starts[1] <= p_now - interval '5 minutes'
+                             AND p_starts[n] > p_now + interval '1 day', false) THEN
         PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
             'the %s starts sent do not cover %s', p_what, airlock_show_time(p_now))));
     END IF;
@@ -471,6 +477,8 @@ DECLARE
 BEGIN
     IF current_setting('airlock.exact_quota', true) = 'on'
        OR COALESCE(array_length(p_day, 1), 0) < 2
+       OR array_ndims(p_day) <> 1 OR array_lower(p_day, 1) <> 1
+       OR array_position(p_day, NULL) IS NOT NULL
        OR NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'reservations'::regclass
                       AND tgname = 'reservations_quota_hours' AND tgenabled IN ('O', 'A'))
        OR EXISTS (SELECT 1 FROM quota_suspects)

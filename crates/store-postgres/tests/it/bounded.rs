@@ -508,3 +508,55 @@ async fn a_second_claim_in_one_transaction_waits_for_every_slot() {
     other.commit().await.unwrap();
     assert_eq!(claims.await.unwrap(), ["claimed", "claimed"]);
 }
+
+/// The day starts a claim sends are checked as the ledger's zone's days before any count
+/// is read: starts in any other shape than one list of instants from index 1 (a list of
+/// lists, a missing start, another first index) are refused, never read as no days, which
+/// the quick proof would take for room.
+#[tokio::test]
+async fn day_starts_of_any_other_shape_are_refused() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let pool = store.pool();
+    let check = |starts: &str| {
+        format!(
+            "SELECT airlock_check_periods('day', {starts}, '{}', false, $2)",
+            ZONE.name()
+        )
+    };
+    let accepted = |sql: String| async move {
+        sqlx::query(AssertSqlSafe(sql))
+            .bind(days(now()))
+            .bind(now())
+            .execute(pool)
+            .await
+            .is_ok()
+    };
+    assert!(accepted(check("$1")).await, "the days as Rust sends them");
+    for shape in [
+        "ARRAY[$1, $1, $1]",
+        "array_prepend(NULL::timestamptz, $1[2:])",
+        "$1[1:3] || NULL::timestamptz || $1[5:]",
+        "$1 || NULL::timestamptz",
+        "('[0:7]=' || $1::text)::timestamptz[]",
+        "('[2:9]=' || $1::text)::timestamptz[]",
+    ] {
+        assert!(!accepted(check(shape)).await, "{shape}");
+    }
+    // The quick proof sends such starts to the rows.
+    for shape in [
+        "ARRAY[$1, $1, $1]",
+        "$1[1:3] || NULL::timestamptz || $1[5:]",
+        "('[0:7]=' || $1::text)::timestamptz[]",
+    ] {
+        let far: bool = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT airlock_quota_far('alpha', $2, interval '1 hour', 1000, 1000, {shape})"
+        )))
+        .bind(days(now()))
+        .bind(now())
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        assert!(!far, "{shape}");
+    }
+}
