@@ -111,9 +111,9 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(StdDuration::from_secs(60));
-        // A connection to a file in this process cannot be lost, so the pool does not
-        // ping each one it hands out: that would be one more trip to the connection's
-        // thread per statement.
+        // sqlx's ping before handing out a connection only goes to the connection's own
+        // thread and back: it proves nothing about a file in this process, and costs a
+        // trip per statement.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .test_before_acquire(false)
