@@ -1611,9 +1611,8 @@ END $$;
 
 -- Store::record_verifications: a batch of read-backs [{id, actor, at, ok, permalink,
 -- kind, note, notify}], each recorded (its event `kind` and `note`) only while its post
--- is still `posted`. Written for the whole batch at once, one statement a kind of write
--- (a post's first read-back in the batch marks it verified); failed read-backs, which
--- are rare, notify one by one.
+-- is still `posted`. Written for the whole batch at once (a post's first read-back in the
+-- batch marks it verified); failed read-backs, which are rare, notify one by one.
 CREATE OR REPLACE FUNCTION airlock_record_verifications(p_records jsonb)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = {{schema}}, pg_temp AS $$
@@ -1635,16 +1634,6 @@ BEGIN
     IF FOUND THEN
         PERFORM airlock_refuse_store_kind(kind);
     END IF;
-    -- (airlock_time for each record: the caller's `at` on a ledger set to its callers'
-    -- clocks, else the database's.)
-    UPDATE posts p SET verified_at = v.at, permalink = coalesce(p.permalink, v.permalink),
-        version = p.version + 1
-    FROM (SELECT DISTINCT ON ((x.r->>'id')::bigint) (x.r->>'id')::bigint AS id,
-                 CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END AS at,
-                 x.r->>'permalink' AS permalink
-          FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
-          WHERE (x.r->>'ok')::boolean ORDER BY (x.r->>'id')::bigint, x.i) v
-    WHERE p.id = v.id AND p.id = ANY (posted);
     FOR failed IN SELECT x.r->'notify' AS notify,
                CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END AS at
             FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
@@ -1652,12 +1641,23 @@ BEGIN
             ORDER BY x.i LOOP
         PERFORM airlock_insert_outbox(failed.notify, failed.at);
     END LOOP;
-    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
-        SELECT (x.r->>'id')::bigint,
-               CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END,
-               x.r->>'kind', 'posted', 'posted', x.r->>'actor', x.r->>'note'
+    -- The records of posts still posted, each at its time (airlock_time: the caller's `at`
+    -- on a ledger set to its callers' clocks, else the database's), read once for both
+    -- writes.
+    WITH recs AS (
+        SELECT (x.r->>'id')::bigint AS id, x.i, x.r,
+               CASE WHEN caller THEN (x.r->>'at')::timestamptz ELSE db_now END AS at
         FROM jsonb_array_elements(p_records) WITH ORDINALITY x(r, i)
-        WHERE (x.r->>'id')::bigint = ANY (posted) ORDER BY x.i;
+        WHERE (x.r->>'id')::bigint = ANY (posted)),
+    verified AS (
+        UPDATE posts p SET verified_at = v.at, permalink = coalesce(p.permalink, v.permalink),
+            version = p.version + 1
+        FROM (SELECT DISTINCT ON (id) id, at, r->>'permalink' AS permalink FROM recs
+              WHERE (r->>'ok')::boolean ORDER BY id, i) v
+        WHERE p.id = v.id)
+    INSERT INTO post_events (post_id, at, kind, from_status, to_status, actor, note)
+        SELECT id, at, r->>'kind', 'posted', 'posted', r->>'actor', r->>'note'
+        FROM recs ORDER BY i;
 END $$;
 
 ------------------------------------------------------------------------------------------
