@@ -34,17 +34,18 @@ pub(crate) enum Write {
 }
 
 impl Write {
-    /// Runs the write in `tx`: its answer, and whether what it wrote stays.
-    async fn run(self, tx: &mut WriteTx) -> (Answer, bool) {
+    /// Runs the write in `tx`, with `savepoint` sent ahead of its first statement: its
+    /// answer, and whether what it wrote stays.
+    async fn run(self, tx: &mut WriteTx, savepoint: &mut Savepoint) -> (Answer, bool) {
         match self {
             Write::Claim(req, started, to) => {
-                let claimed = publish::claim_in(tx, &req, started).await;
+                let claimed = publish::claim_in(tx, &req, started, savepoint).await;
                 let keep = claimed.is_ok();
                 (Answer::Claim(to, claimed), keep)
             }
             Write::Change(change, to) => {
                 // An inner error (a fenced outcome) keeps the evidence it wrote.
-                let changed = posts::change_in(tx, *change).await;
+                let changed = posts::change_in(tx, *change, savepoint).await;
                 let keep = changed.is_ok();
                 (Answer::Change(to, Box::new(changed.and_then(|a| a))), keep)
             }
@@ -161,7 +162,11 @@ impl SqliteStore {
 async fn write_all(mut tx: WriteTx, writes: Vec<Write>) {
     let mut writes = writes.into_iter();
     if writes.len() == 1 {
-        let (answer, keep) = writes.next().expect("one write").run(&mut tx).await;
+        let (answer, keep) = writes
+            .next()
+            .expect("one write")
+            .run(&mut tx, &mut Savepoint(None))
+            .await;
         if !keep {
             drop(tx);
             return answer.send();
@@ -192,17 +197,50 @@ async fn write_all(mut tx: WriteTx, writes: Vec<Write>) {
     }
 }
 
+/// The statements that open a write's savepoint, sent in the write's first call to the
+/// connection's thread rather than in a call of their own.
+#[derive(Debug)]
+pub(crate) struct Savepoint(Option<&'static str>);
+
+impl Savepoint {
+    /// What goes ahead of the first statement (once; empty afterwards).
+    pub(crate) fn take(&mut self) -> &'static str {
+        self.0.take().unwrap_or_default()
+    }
+}
+
+/// A group's savepoints alternate between two names. Each write releases the one before
+/// it and opens its own in its first call: if that call fails before its savepoint is
+/// open, rolling back to it finds no such savepoint and the whole group fails, rather
+/// than taking back the write before.
+const FIRST: &str = "SAVEPOINT airlock_write_a; ";
+const NEXT: [&str; 2] = [
+    "RELEASE airlock_write_b; SAVEPOINT airlock_write_a; ",
+    "RELEASE airlock_write_a; SAVEPOINT airlock_write_b; ",
+];
+const ROLLBACK: [&str; 2] = ["ROLLBACK TO airlock_write_a", "ROLLBACK TO airlock_write_b"];
+
 /// Runs `writes` in `tx`, each in a savepoint of its own, into `done`; stops at the first
-/// error that ends the transaction.
+/// error that ends the transaction. The `COMMIT` releases the last savepoint.
 async fn run_all(
     tx: &mut WriteTx,
     writes: &mut std::vec::IntoIter<Write>,
     done: &mut Vec<Answer>,
 ) -> Result<()> {
-    execute(tx, "SAVEPOINT airlock_write").await?;
-    while let Some(write) = writes.next() {
-        let (answer, keep) = write.run(tx).await;
-        if !keep && let Err(e) = execute(tx, "ROLLBACK TO airlock_write").await {
+    let (mut turn, mut open) = (0, FIRST);
+    for write in writes.by_ref() {
+        let mut savepoint = Savepoint(Some(open));
+        let (answer, keep) = write.run(tx, &mut savepoint).await;
+        // A write that returned before its first call wrote nothing: open it now.
+        let opened = match savepoint.0 {
+            Some(open) => execute(tx, open).await,
+            None => Ok(()),
+        };
+        let undone = match opened {
+            Ok(()) if !keep => execute(tx, ROLLBACK[turn]).await,
+            opened => opened,
+        };
+        if let Err(e) = undone {
             // SQLite rolled the whole transaction back on the write's error: say which.
             let cause = answer.error().map(ToString::to_string).unwrap_or_default();
             done.push(answer);
@@ -210,14 +248,9 @@ async fn run_all(
                 format!("{cause}; the transaction could not go on: {e}").into(),
             ));
         }
-        // The next write's savepoint in the same call to the driver's thread.
-        let end = if writes.len() > 0 {
-            "RELEASE airlock_write; SAVEPOINT airlock_write"
-        } else {
-            "RELEASE airlock_write"
-        };
-        execute(tx, end).await?;
         done.push(answer);
+        turn = 1 - turn;
+        open = NEXT[turn];
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use airlock_store_sql::reads;
 use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
-use crate::group::Write;
+use crate::group::{Savepoint, Write};
 use crate::{SqliteStore, admin, db, is_trigger_refusal, next_statement, ts};
 
 async fn get_in(conn: &mut SqliteConnection, id: PostId) -> Result<Post> {
@@ -514,6 +514,7 @@ impl airlock_store::Posts for SqliteStore {
 pub(crate) async fn change_in(
     tx: &mut SqliteConnection,
     change: PostChange,
+    savepoint: &mut Savepoint,
 ) -> Result<std::result::Result<Post, StoreError>> {
     let PostChange {
         id,
@@ -523,19 +524,21 @@ pub(crate) async fn change_in(
         notify,
     } = change;
     let effects = change.effects(&actor, now);
-    let current = sqlx::query(
-        "SELECT status, version, generation, channel, review_round, content_hash, \
+    let read = format!(
+        "{}SELECT status, version, generation, channel, review_round, content_hash, \
          quarantined_at IS NOT NULL AS quarantined, \
          (SELECT phase FROM intents WHERE post_id = posts.id AND generation = posts.generation \
           ORDER BY id DESC LIMIT 1) AS claim_intent, \
          EXISTS (SELECT 1 FROM channel_failures f WHERE f.channel = posts.channel) AS failing \
          FROM posts WHERE id = ?",
-    )
-    .bind(id.0)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?
-    .ok_or(StoreError::NotFound(id))?;
+        savepoint.take()
+    );
+    let current = sqlx::query(sqlx::AssertSqlSafe(read))
+        .bind(id.0)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?
+        .ok_or(StoreError::NotFound(id))?;
     let status = status_of(&current.try_get::<String, _>("status").map_err(db)?)?;
     let version: i64 = current.try_get("version").map_err(db)?;
     let generation: i64 = current.try_get("generation").map_err(db)?;

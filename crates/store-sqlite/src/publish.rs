@@ -16,7 +16,7 @@ use airlock_store::{
 use airlock_store_sql::rows::{self, POST_COLUMNS, status_of};
 
 use crate::dialect::Lite;
-use crate::group::Write;
+use crate::group::{Savepoint, Write};
 use crate::{SqliteStore, db, next_statement, parse_ts, ts};
 
 /// Fails with [`StoreError::Fenced`] unless the post is `posting` under `generation`
@@ -339,12 +339,14 @@ pub(crate) async fn claim_in(
     tx: &mut SqliteConnection,
     req: &PostClaim,
     started: std::time::Instant,
+    savepoint: &mut Savepoint,
 ) -> Result<PostClaimed> {
     let now = now_after(req.now, started);
     // The post and the pause that holds it, and the per-hour counts a quick quota
     // decision reads, in one call.
     let mut reads = QueryBuilder::<Sqlite>::new(format!(
-        "SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = "
+        "{}SELECT {POST_COLUMNS}, {ACTIVE_PAUSE} FROM posts WHERE id = ",
+        savepoint.take()
     ));
     reads.push_bind(req.id.0);
     if let Some(rules) = req.quota.as_ref().filter(|rules| rules.budget.is_none()) {
