@@ -125,7 +125,8 @@ pub async fn measure_publishes(app: &App, workers: usize, n: usize) -> f64 {
 /// of them publishes one, before the run fails.
 const STUCK: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Publishes the `n` due posts with `workers` workers: publishes per second.
+/// Publishes the `n` due posts with `workers` workers taking batches as `serve`'s do:
+/// publishes per second.
 pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
     let start = Instant::now();
     let published = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -136,8 +137,15 @@ pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
         tasks.spawn(async move {
             let (mut seen, mut since) = (0, Instant::now());
             loop {
-                if app.publish_next(None).await.expect("publish").is_some() {
-                    published.fetch_add(1, Ordering::SeqCst);
+                let batch = app
+                    .publish_batch(None, airlock_dispatcher::BATCH)
+                    .await
+                    .expect("publish");
+                if !batch.is_empty() {
+                    published.fetch_add(batch.len(), Ordering::SeqCst);
+                    for run in batch {
+                        run.expect("publish");
+                    }
                     continue;
                 }
                 // Every candidate was taken by other workers: like the dispatcher's
@@ -456,6 +464,7 @@ pub async fn measure_lag(
         app.clone(),
         airlock_dispatcher::DispatcherSettings {
             workers,
+            batch: airlock_dispatcher::BATCH,
             poll_interval: StdDuration::from_secs(30),
             reap_interval: StdDuration::from_secs(30),
         },
@@ -730,6 +739,7 @@ pub async fn measure_wakeup_lag(
         dispatching.clone(),
         airlock_dispatcher::DispatcherSettings {
             workers: 2,
+            batch: airlock_dispatcher::BATCH,
             poll_interval: StdDuration::from_secs(600),
             reap_interval: StdDuration::from_secs(600),
         },

@@ -254,6 +254,7 @@ impl Server {
             scheduler,
             dispatcher: DispatcherSettings {
                 workers: config.workers,
+                batch: config.batch,
                 poll_interval: poll,
                 reap_interval: poll.min(REAP_INTERVAL_MAX),
             },

@@ -5,7 +5,7 @@
 //!   again, then publish every due post. Several passes at once (overlapping cron runs, several processes) are safe:
 //!   claims are exclusive and quota reservations serialized in the store.
 //! - [`Dispatcher::run`] is the long-running form inside `serve`: worker tasks that
-//!   publish as soon as a post is due (sleeping until the next due time, woken early
+//!   publish as soon as a post is due, up to [`BATCH`] at once (sleeping until the next due time, woken early
 //!   when a post is approved, requeued or resumed), and a reaper task that runs even
 //!   while publishing is paused.
 //!
@@ -69,11 +69,20 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
     Ok(report)
 }
 
+/// How many due posts a worker of [`Dispatcher::run`] takes from one look and publishes
+/// at once ([`App::publish_batch`]) unless configured otherwise: their claims, and then
+/// their outcomes, reach the store together and share a commit where the store groups
+/// writes. A worker looks again once its whole batch is done: a slow platform call idles
+/// the rest of its batch.
+pub const BATCH: usize = 4;
+
 /// Settings of the long-running dispatcher.
 #[derive(Debug, Clone)]
 pub struct DispatcherSettings {
     /// Concurrent publishing workers in this process.
     pub workers: usize,
+    /// Due posts each worker publishes at once ([`BATCH`] by default).
+    pub batch: usize,
     /// The longest an idle worker sleeps before looking again (the backstop for missed wake-ups).
     pub poll_interval: StdDuration,
     /// How often the reaper and reconcile run.
@@ -147,12 +156,24 @@ impl Dispatcher {
         let mut seen = self.app.due_signals().await;
         while !shutdown.is_cancelled() {
             airlock_app::drill::boundary("dispatcher::worker");
-            match self.app.publish_next(None).await {
-                Ok(Some(report)) => {
-                    report.result.log(report.post.id);
+            match self.app.publish_batch(None, self.settings.batch).await {
+                Ok(runs) if !runs.is_empty() => {
+                    let mut failed = false;
+                    for run in runs {
+                        match run {
+                            Ok(report) => report.result.log(report.post.id),
+                            Err(e) => {
+                                tracing::error!(error = %e, "dispatch failed");
+                                failed = true;
+                            }
+                        }
+                    }
+                    if failed && sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {
+                        break;
+                    }
                     continue;
                 }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(e) => {
                     tracing::error!(error = %e, "dispatch failed");
                     if sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {

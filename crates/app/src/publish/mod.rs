@@ -312,6 +312,62 @@ impl App {
         &self,
         only: Option<&[ChannelName]>,
     ) -> Result<Option<PublishReport>> {
+        let (place, candidates) = self.due_candidates(only, 1).await?;
+        let mut place = Some(place);
+        for post in candidates {
+            // Another worker may take a candidate first: then try the next one.
+            if let Some(report) = self.run_in_task(post, Verify::Later, place.take()).await? {
+                return Ok(Some(report));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Publishes up to `batch` due posts (optionally only on `only`) from one look at the
+    /// queue, all at once: each runs the guarded path in a task of its own, so their
+    /// claims reach the store together, and so do their outcomes (on SQLite, one group
+    /// commit each). An answer for each post claimed, in the order read; empty when none
+    /// was claimed (nothing due, or each taken by another worker first).
+    pub async fn publish_batch(
+        &self,
+        only: Option<&[ChannelName]>,
+        batch: usize,
+    ) -> Result<Vec<Result<PublishReport>>> {
+        let batch = batch.max(1);
+        let (place, mut candidates) = self.due_candidates(only, batch).await?;
+        let spare = candidates.split_off(batch.min(candidates.len()));
+        let mut place = Some(place);
+        let runs: Vec<_> = candidates
+            .into_iter()
+            .map(|post| self.start_in_task(post, Verify::Later, place.take()))
+            .collect();
+        let mut answers = Vec::with_capacity(runs.len());
+        for run in runs {
+            answers.extend(Self::finished(run).await.transpose());
+        }
+        // Each taken by another worker first: try the spare ones, one at a time.
+        for post in spare {
+            if !answers.is_empty() {
+                break;
+            }
+            answers.extend(
+                self.run_in_task(post, Verify::Later, None)
+                    .await
+                    .transpose(),
+            );
+        }
+        Ok(answers)
+    }
+
+    /// Due posts for a run of `batch` to try, the one at the run's place first (workers
+    /// looking at once start at different candidates, the one in place n at the n-th
+    /// batch, so they seldom race for one post; a worker looking alone takes the most
+    /// overdue), with the place it holds.
+    async fn due_candidates(
+        &self,
+        only: Option<&[ChannelName]>,
+        batch: usize,
+    ) -> Result<(Place, Vec<Post>)> {
         // Paused channels' posts are left out by the store.
         let open: Vec<&ChannelSettings> = self
             .settings()
@@ -325,24 +381,16 @@ impl App {
             .filter(|c| c.kind.publishes_test_posts())
             .map(|c| c.name.clone())
             .collect();
-        // Workers looking at once start at different candidates (the one in place n at
-        // the n-th), so they seldom race for one post; a worker looking alone takes the
-        // most overdue.
         let place = Place::take(&self.inner.places);
+        let skip = place.index as usize * batch;
+        let limit = u32::try_from(skip + batch).unwrap_or(u32::MAX) + DUE_CANDIDATES - 1;
         let mut candidates = self
             .store()
-            .due_posts(&channels, &tests, self.now(), DUE_CANDIDATES + place.index)
+            .due_posts(&channels, &tests, self.now(), limit)
             .await?;
-        let first = (place.index as usize).min(candidates.len());
+        let first = skip.min(candidates.len());
         candidates.rotate_left(first);
-        let mut place = Some(place);
-        for post in candidates {
-            // Another worker may take a candidate first: then try the next one.
-            if let Some(report) = self.run_in_task(post, Verify::Later, place.take()).await? {
-                return Ok(Some(report));
-            }
-        }
-        Ok(None)
+        Ok((place, candidates))
     }
 
     /// Runs the guarded path for `post` (as read from the ledger) in a task of its own that
@@ -356,6 +404,16 @@ impl App {
         verify: Verify,
         place: Option<Place>,
     ) -> Result<Option<PublishReport>> {
+        Self::finished(self.start_in_task(post, verify, place)).await
+    }
+
+    /// Starts [`App::run_in_task`]'s task: its answer is [`App::finished`]'s.
+    fn start_in_task(
+        &self,
+        post: Post,
+        verify: Verify,
+        place: Option<Place>,
+    ) -> tokio::task::JoinHandle<Result<Option<PublishReport>>> {
         let app = self.clone();
         let supervisor = self.clone();
         let claimed = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -380,7 +438,7 @@ impl App {
             }
             .instrument(span.clone()),
         );
-        let supervised = self.inner.publishes.spawn(async move {
+        self.inner.publishes.spawn(async move {
             match run.await {
                 Ok(result) => result,
                 Err(join) => {
@@ -388,9 +446,14 @@ impl App {
                     Err(supervisor.after_panic(claimed, join).instrument(span).await)
                 }
             }
-        });
-        supervised
-            .await
+        })
+    }
+
+    /// The answer of a run started by [`App::start_in_task`].
+    async fn finished(
+        run: tokio::task::JoinHandle<Result<Option<PublishReport>>>,
+    ) -> Result<Option<PublishReport>> {
+        run.await
             .map_err(|e| Error::Internal(format!("the task supervising a publish failed: {e}")))?
     }
 

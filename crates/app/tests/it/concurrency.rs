@@ -161,3 +161,70 @@ async fn a_worker_looking_alone_takes_the_most_overdue_post() {
     assert_eq!(report.post.id, backlog[0], "the most overdue post first");
     held.await.unwrap().unwrap();
 }
+
+/// Workers that each take a batch of due posts from one look and publish them at once:
+/// every post goes out once, the window and the daily limit hold exactly, and a batch
+/// answers for each post it claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_publish_each_post_once_within_every_limit() {
+    let mut h = Harness::new(|dir| {
+        vec![
+            sandbox(dir, "cats", Simulate::Ok, 5),
+            sandbox(dir, "dogs", Simulate::Ok, 100),
+        ]
+    })
+    .await;
+    h.settings.window.limit = 30;
+    let app = h.app();
+    let mut ids = Vec::new();
+    for n in 0..60 {
+        let channel = if n % 3 == 0 { "cats" } else { "dogs" };
+        ids.push((
+            channel,
+            approved(&app, channel, &format!("post {n}")).await.id,
+        ));
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for worker in dispatchers(&h, 3).await {
+        tasks.spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let batch = worker.publish_batch(None, 4).await.unwrap();
+                if batch.is_empty() {
+                    break done;
+                }
+                assert!(batch.len() <= 4, "{batch:?}");
+                done.extend(batch.into_iter().map(|r| {
+                    let r = r.unwrap();
+                    (r.post.id, r.result)
+                }));
+            }
+        });
+    }
+    let mut results = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        results.extend(done.unwrap());
+    }
+    let posted: Vec<PostId> = results
+        .iter()
+        .filter(|(_, r)| *r == PublishResult::Posted)
+        .map(|(id, _)| *id)
+        .collect();
+    assert_eq!(posted.len(), 30, "the window allows 30: {results:?}");
+    let mut cats = 0;
+    for (channel, id) in &ids {
+        let lines = sandbox_lines(&h.path(&format!("{channel}.jsonl")), *id);
+        let out = posted.iter().filter(|p| *p == id).count();
+        assert_eq!(
+            lines, out,
+            "post {id} published {lines} times, reported {out}"
+        );
+        assert!(out <= 1, "post {id} published twice");
+        match status(&app, *id).await {
+            PostStatus::Posted => cats += usize::from(*channel == "cats"),
+            PostStatus::Approved => assert_eq!(out, 0),
+            other => panic!("post {id} is {other}"),
+        }
+    }
+    assert_eq!(cats, 5, "cats' daily limit is 5");
+}

@@ -108,6 +108,7 @@ struct RawDispatcher {
     max_attempts: Option<u32>,
     pause_after_failures: Option<u32>,
     workers: Option<usize>,
+    batch: Option<usize>,
     max_retry_after: Option<Span>,
 }
 
@@ -174,6 +175,8 @@ pub struct Config {
     pub pause_after_failures: u32,
     /// Dispatcher workers in `serve`.
     pub workers: usize,
+    /// Due posts a worker publishes at once.
+    pub batch: usize,
     /// The rolling window.
     pub window: WindowRule,
     /// Channels.
@@ -260,6 +263,10 @@ impl Config {
         let max_attempts = raw.dispatcher.max_attempts.unwrap_or(3);
         if max_attempts == 0 {
             return Err(fail("dispatcher.max_attempts must be at least 1".into()));
+        }
+        let batch = raw.dispatcher.batch.unwrap_or(airlock_dispatcher::BATCH);
+        if batch == 0 {
+            return Err(fail("dispatcher.batch must be at least 1".into()));
         }
         let window_limit = raw.quota.window_limit.unwrap_or(3);
         if window_limit == 0 {
@@ -357,6 +364,7 @@ impl Config {
             max_attempts,
             pause_after_failures: raw.dispatcher.pause_after_failures.unwrap_or(3).max(1),
             workers: raw.dispatcher.workers.unwrap_or(2).max(1),
+            batch,
             window: WindowRule {
                 window: raw.quota.window.unwrap_or(Span::minutes(60)).as_chrono(),
                 limit: window_limit,
@@ -579,6 +587,14 @@ events = ["published", "failed", "needs_review", "paused"]
             parse("[channels.s]\nkind = \"sandbox\"\ndaily_limit = 1\nsignature_v1 = false\n")
                 .unwrap_err();
         assert!(err.to_string().contains("signature_v1"), "{err}");
+    }
+
+    #[test]
+    fn a_dispatcher_batch_is_read_and_checked() {
+        assert_eq!(parse("").unwrap().batch, airlock_dispatcher::BATCH);
+        assert_eq!(parse("[dispatcher]\nbatch = 1\n").unwrap().batch, 1);
+        let err = parse("[dispatcher]\nbatch = 0\n").unwrap_err();
+        assert!(err.to_string().contains("dispatcher.batch"), "{err}");
     }
 
     #[test]

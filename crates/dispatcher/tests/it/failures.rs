@@ -114,6 +114,7 @@ async fn a_worker_that_panics_is_replaced_and_the_post_still_goes_out() {
             h.app.clone(),
             DispatcherSettings {
                 workers: 1,
+                batch: airlock_dispatcher::BATCH,
                 poll_interval: StdDuration::from_millis(50),
                 reap_interval: StdDuration::from_secs(60),
             },
