@@ -135,7 +135,8 @@ struct Inner {
     metrics: metrics::Metrics,
     /// Every run of the guarded path, each in a task of its own.
     publishes: tokio_util::task::TaskTracker,
-    /// The places held by runs of [`App::publish_next`] looking for a post, one bit each.
+    /// The places held by runs of [`App::publish_next`] and [`App::publish_batch`]
+    /// looking for posts, one bit each.
     places: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Read-backs waiting to be recorded, several in one transaction.
     verifications: Mutex<Vec<airlock_store::VerificationRecord>>,

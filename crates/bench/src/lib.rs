@@ -20,6 +20,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
 use airlock_app::posts::{DraftInput, DraftOrigin};
+use airlock_app::publish::PublishResult;
 use airlock_app::{App, AppSettings, ChannelSettings, Principal};
 use airlock_core::{ChannelKind, ChannelName, Outcome, PostId, Published};
 use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError, Verification};
@@ -142,10 +143,12 @@ pub async fn publish_all(app: &App, workers: usize, n: usize) -> f64 {
                     .await
                     .expect("publish");
                 if !batch.is_empty() {
-                    published.fetch_add(batch.len(), Ordering::SeqCst);
+                    let n = batch.len();
                     for run in batch {
-                        run.expect("publish");
+                        let report = run.expect("publish");
+                        assert_eq!(report.result, PublishResult::Posted, "{report:?}");
                     }
+                    published.fetch_add(n, Ordering::SeqCst);
                     continue;
                 }
                 // Every candidate was taken by other workers: like the dispatcher's

@@ -76,6 +76,9 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
 /// the rest of its batch.
 pub const BATCH: usize = 4;
 
+/// The largest batch configuration accepts: each post of a batch is a run in flight.
+pub const MAX_BATCH: usize = 32;
+
 /// Settings of the long-running dispatcher.
 #[derive(Debug, Clone)]
 pub struct DispatcherSettings {

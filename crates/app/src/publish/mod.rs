@@ -188,8 +188,9 @@ pub const LEASE_SLACK: Duration = Duration::milliseconds(500);
 /// to fall back on is enough; each more is a whole post read and decoded on every look.
 const DUE_CANDIDATES: u32 = 2;
 
-/// A place among the runs of [`App::publish_next`] in this process that are looking for
-/// a post, held from before the run reads the queue until its first claim is decided:
+/// A place among the runs of [`App::publish_next`] and [`App::publish_batch`] in this
+/// process that are looking for posts, held from before the run reads the queue until
+/// its first claim is decided:
 /// each run holds the lowest place free, so runs looking at once hold different places
 /// and start at different candidates, while a run that looks alone starts at the most
 /// overdue post.
@@ -326,8 +327,10 @@ impl App {
     /// Publishes up to `batch` due posts (optionally only on `only`) from one look at the
     /// queue, all at once: each runs the guarded path in a task of its own, so their
     /// claims reach the store together, and so do their outcomes (on SQLite, one group
-    /// commit each). An answer for each post claimed, in the order read; empty when none
-    /// was claimed (nothing due, or each taken by another worker first).
+    /// commit each). Which of them takes a limit's last room is not fixed. An answer for
+    /// each run that did not find its post taken by another worker first (published,
+    /// deferred, held, back to draft, ...), in the order read; empty when there is none.
+    /// Only then are the other posts read tried, one at a time.
     pub async fn publish_batch(
         &self,
         only: Option<&[ChannelName]>,
@@ -382,8 +385,10 @@ impl App {
             .map(|c| c.name.clone())
             .collect();
         let place = Place::take(&self.inner.places);
-        let skip = place.index as usize * batch;
-        let limit = u32::try_from(skip + batch).unwrap_or(u32::MAX) + DUE_CANDIDATES - 1;
+        let skip = (place.index as usize).saturating_mul(batch);
+        let limit = u32::try_from(skip.saturating_add(batch))
+            .unwrap_or(u32::MAX)
+            .saturating_add(DUE_CANDIDATES - 1);
         let mut candidates = self
             .store()
             .due_posts(&channels, &tests, self.now(), limit)

@@ -265,8 +265,11 @@ impl Config {
             return Err(fail("dispatcher.max_attempts must be at least 1".into()));
         }
         let batch = raw.dispatcher.batch.unwrap_or(airlock_dispatcher::BATCH);
-        if batch == 0 {
-            return Err(fail("dispatcher.batch must be at least 1".into()));
+        if !(1..=airlock_dispatcher::MAX_BATCH).contains(&batch) {
+            return Err(fail(format!(
+                "dispatcher.batch is {batch}: it must be from 1 to {}",
+                airlock_dispatcher::MAX_BATCH
+            )));
         }
         let window_limit = raw.quota.window_limit.unwrap_or(3);
         if window_limit == 0 {
@@ -593,8 +596,10 @@ events = ["published", "failed", "needs_review", "paused"]
     fn a_dispatcher_batch_is_read_and_checked() {
         assert_eq!(parse("").unwrap().batch, airlock_dispatcher::BATCH);
         assert_eq!(parse("[dispatcher]\nbatch = 1\n").unwrap().batch, 1);
-        let err = parse("[dispatcher]\nbatch = 0\n").unwrap_err();
-        assert!(err.to_string().contains("dispatcher.batch"), "{err}");
+        for wrong in [0, airlock_dispatcher::MAX_BATCH + 1, usize::MAX] {
+            let err = parse(&format!("[dispatcher]\nbatch = {wrong}\n")).unwrap_err();
+            assert!(err.to_string().contains("dispatcher.batch"), "{err}");
+        }
     }
 
     #[test]
