@@ -5,9 +5,9 @@
 //!   again, then publish every due post. Several passes at once (overlapping cron runs, several processes) are safe:
 //!   claims are exclusive and quota reservations serialized in the store.
 //! - [`Dispatcher::run`] is the long-running form inside `serve`: worker tasks that
-//!   publish as soon as a post is due, up to [`BATCH`] at once (sleeping until the next due time, woken early
-//!   when a post is approved, requeued or resumed), and a reaper task that runs even
-//!   while publishing is paused.
+//!   publish as soon as posts are due, a batch at a time (sleeping until the next due
+//!   time, woken early when a post is approved, requeued or resumed), and a reaper task
+//!   that runs even while publishing is paused.
 //!
 //! It does not deliver notifications; `airlock-notify`'s deliverer runs beside it.
 

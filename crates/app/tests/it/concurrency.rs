@@ -163,8 +163,8 @@ async fn a_worker_looking_alone_takes_the_most_overdue_post() {
 }
 
 /// Workers that each take a batch of due posts from one look and publish them at once:
-/// every post goes out once, the window and the daily limit hold exactly, and a batch
-/// answers for each post it claimed.
+/// every post goes out at most once, as its report says, and the window and the daily
+/// limit hold exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn batches_publish_each_post_once_within_every_limit() {
     let mut h = Harness::new(|dir| {
