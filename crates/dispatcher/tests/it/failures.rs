@@ -8,7 +8,7 @@ use airlock_dispatcher::{Dispatcher, DispatcherSettings};
 use crate::support::Harness;
 
 /// Runs `body` with the failpoints `points` configured, one test at a time.
-async fn with_failpoints<T>(points: &[(&str, &str)], body: impl AsyncFnOnce() -> T) -> T {
+pub async fn with_failpoints<T>(points: &[(&str, &str)], body: impl AsyncFnOnce() -> T) -> T {
     let scenario = fail::FailScenario::setup();
     for (name, action) in points {
         fail::cfg(*name, action).unwrap();

@@ -19,7 +19,20 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// Over a sandbox channel `cats` writing to `cats.jsonl`.
     pub async fn new() -> Harness {
+        Harness::over(|dir| {
+            Arc::new(Sandbox::new(
+                ChannelName::parse("cats").unwrap(),
+                dir.join("cats.jsonl"),
+                Simulate::Ok,
+            ))
+        })
+        .await
+    }
+
+    /// Over the sandbox channel `cats` that `platform` makes (given the harness's directory).
+    pub async fn over(platform: impl FnOnce(&std::path::Path) -> Arc<dyn Platform>) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("airlock.db"))
             .await
@@ -33,11 +46,7 @@ impl Harness {
             tz,
         ));
         settings.window.limit = 100;
-        let sandbox: Arc<dyn Platform> = Arc::new(Sandbox::new(
-            name.clone(),
-            dir.path().join("cats.jsonl"),
-            Simulate::Ok,
-        ));
+        let sandbox = platform(dir.path());
         let clock = TestClock::new();
         let app = App::new(
             Arc::new(store) as Arc<dyn Store>,
