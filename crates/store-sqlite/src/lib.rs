@@ -114,9 +114,16 @@ impl SqliteStore {
         // sqlx's ping before handing out a connection only goes to the connection's own
         // thread and back: it proves nothing about a file in this process, and costs a
         // trip per statement.
+        // SQLite may end a transaction itself on some errors (a full disk, an I/O
+        // error). sqlx's `ROLLBACK` on drop then fails, and sqlx goes on counting the
+        // connection as inside a transaction, refusing every later `BEGIN` on it: such a
+        // connection is closed rather than handed out again.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .test_before_acquire(false)
+            .before_acquire(|conn, _| {
+                Box::pin(async move { Ok(!sqlx::Connection::is_in_transaction(conn)) })
+            })
             .connect_with(options)
             .await
             .map_err(|e| unavailable_at(path, e))?;

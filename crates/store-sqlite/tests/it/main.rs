@@ -5,6 +5,7 @@
 mod backup;
 mod group;
 mod migrate;
+mod pool;
 mod quota;
 mod triggers;
 
