@@ -228,6 +228,15 @@ BEGIN
     RETURN pg_has_role(session_user, current_user, 'USAGE');
 END $$;
 
+-- Whether `p` is one list of instants from index 1 with none missing. Anything else would
+-- read as no periods at all: a subscript out of range, or of a list of lists, is null.
+-- Plain SQL without SET, so the planner inlines it (it names only built-ins).
+CREATE OR REPLACE FUNCTION airlock_one_list(p timestamptz[])
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT COALESCE(array_ndims(p) = 1 AND array_lower(p, 1) = 1
+                    AND array_position(p, NULL) IS NULL, false)
+$$;
+
 -- Refuses (AL022) period starts that are not consecutive local days (months) of
 -- `p_zone` covering `p_now`: each the first instant of its local day (the first of its
 -- month), one after another, from before `p_now` to well after it. The starts are the
@@ -242,9 +251,7 @@ DECLARE
     local_day date;
     prev_day date;
 BEGIN
-    -- Anything else would read as no periods at all (a subscript out of range is null).
-    IF array_ndims(p_starts) IS DISTINCT FROM 1 OR array_lower(p_starts, 1) <> 1
-       OR array_position(p_starts, NULL) IS NOT NULL THEN
+    IF NOT airlock_one_list(p_starts) THEN
         PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
             'the %s starts sent are not one list of instants from index 1', p_what)));
     END IF;
@@ -476,9 +483,7 @@ DECLARE
     skew constant interval := interval '5 minutes';
 BEGIN
     IF current_setting('airlock.exact_quota', true) = 'on'
-       OR COALESCE(array_length(p_day, 1), 0) < 2
-       OR array_ndims(p_day) <> 1 OR array_lower(p_day, 1) <> 1
-       OR array_position(p_day, NULL) IS NOT NULL
+       OR COALESCE(array_length(p_day, 1), 0) < 2 OR NOT airlock_one_list(p_day)
        OR NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'reservations'::regclass
                       AND tgname = 'reservations_quota_hours' AND tgenabled IN ('O', 'A'))
        OR EXISTS (SELECT 1 FROM quota_suspects)
