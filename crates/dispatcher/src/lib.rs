@@ -159,31 +159,23 @@ impl Dispatcher {
         let mut seen = self.app.due_signals().await;
         while !shutdown.is_cancelled() {
             airlock_app::drill::boundary("dispatcher::worker");
-            match self.app.publish_batch(None, self.settings.batch).await {
-                Ok(runs) if !runs.is_empty() => {
-                    let mut failed = false;
-                    for run in runs {
-                        match run {
-                            Ok(report) => report.result.log(report.post.id),
-                            Err(e) => {
-                                tracing::error!(error = %e, "dispatch failed");
-                                failed = true;
-                            }
-                        }
+            let runs = (self.app.publish_batch(None, self.settings.batch).await)
+                .unwrap_or_else(|e| vec![Err(e)]);
+            let mut failed = false;
+            for run in &runs {
+                match run {
+                    Ok(report) => report.result.log(report.post.id),
+                    Err(e) => {
+                        tracing::error!(error = %e, "dispatch failed");
+                        failed = true;
                     }
-                    if failed && sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {
-                        break;
-                    }
-                    continue;
                 }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::error!(error = %e, "dispatch failed");
-                    if sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {
-                        break;
-                    }
-                    continue;
-                }
+            }
+            if failed && sleep_or_shutdown(StdDuration::from_secs(1), &shutdown).await {
+                break;
+            }
+            if !runs.is_empty() {
+                continue;
             }
             let wait = self.idle_wait().await;
             tokio::select! {

@@ -313,15 +313,7 @@ impl App {
         &self,
         only: Option<&[ChannelName]>,
     ) -> Result<Option<PublishReport>> {
-        let (place, candidates) = self.due_candidates(only, 1).await?;
-        let mut place = Some(place);
-        for post in candidates {
-            // Another worker may take a candidate first: then try the next one.
-            if let Some(report) = self.run_in_task(post, Verify::Later, place.take()).await? {
-                return Ok(Some(report));
-            }
-        }
-        Ok(None)
+        self.publish_batch(only, 1).await?.pop().transpose()
     }
 
     /// Publishes up to `batch` due posts (optionally only on `only`) from one look at the
@@ -348,7 +340,7 @@ impl App {
         for run in runs {
             answers.extend(Self::finished(run).await.transpose());
         }
-        // Each taken by another worker first: try the spare ones, one at a time.
+        // Each taken by another worker first: try the next ones, one at a time.
         for post in spare {
             if !answers.is_empty() {
                 break;
