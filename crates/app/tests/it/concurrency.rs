@@ -28,15 +28,23 @@ async fn dispatchers(h: &Harness, n: usize) -> Vec<App> {
     apps
 }
 
-async fn drain(apps: Vec<App>) -> Vec<(PostId, PublishResult)> {
+/// Each of `apps` publishes `batch` due posts at a time until none is left.
+async fn drain(apps: Vec<App>, batch: usize) -> Vec<(PostId, PublishResult)> {
     let mut tasks = tokio::task::JoinSet::new();
     for app in apps {
         tasks.spawn(async move {
             let mut done = Vec::new();
-            while let Some(report) = app.publish_next(None).await.unwrap() {
-                done.push((report.post.id, report.result));
+            loop {
+                let runs = app.publish_batch(None, batch).await.unwrap();
+                if runs.is_empty() {
+                    break done;
+                }
+                assert!(runs.len() <= batch, "{runs:?}");
+                done.extend(runs.into_iter().map(|run| {
+                    let report = run.unwrap();
+                    (report.post.id, report.result)
+                }));
             }
-            done
         });
     }
     let mut all = Vec::new();
@@ -62,7 +70,7 @@ async fn many_dispatchers_publish_each_post_exactly_once() {
         let channel = if n % 2 == 0 { "cats" } else { "dogs" };
         ids.push(approved(&app, channel, &format!("post {n}")).await.id);
     }
-    let results = drain(dispatchers(&h, 6).await).await;
+    let results = drain(dispatchers(&h, 6).await, 1).await;
     assert_eq!(results.len(), ids.len());
     assert!(results.iter().all(|(_, r)| *r == PublishResult::Posted));
     let mut handled: BTreeMap<PostId, usize> = BTreeMap::new();
@@ -96,7 +104,7 @@ async fn quotas_hold_under_concurrent_dispatchers() {
         let channel = if n % 2 == 0 { "cats" } else { "dogs" };
         approved(&app, channel, &format!("post {n}")).await;
     }
-    let results = drain(dispatchers(&h, 5).await).await;
+    let results = drain(dispatchers(&h, 5).await, 1).await;
     let posted: Vec<_> = results
         .iter()
         .filter(|(_, r)| *r == PublishResult::Posted)
@@ -184,27 +192,7 @@ async fn batches_publish_each_post_once_within_every_limit() {
             approved(&app, channel, &format!("post {n}")).await.id,
         ));
     }
-    let mut tasks = tokio::task::JoinSet::new();
-    for worker in dispatchers(&h, 3).await {
-        tasks.spawn(async move {
-            let mut done = Vec::new();
-            loop {
-                let batch = worker.publish_batch(None, 4).await.unwrap();
-                if batch.is_empty() {
-                    break done;
-                }
-                assert!(batch.len() <= 4, "{batch:?}");
-                done.extend(batch.into_iter().map(|r| {
-                    let r = r.unwrap();
-                    (r.post.id, r.result)
-                }));
-            }
-        });
-    }
-    let mut results = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        results.extend(done.unwrap());
-    }
+    let results = drain(dispatchers(&h, 3).await, 4).await;
     let posted: Vec<PostId> = results
         .iter()
         .filter(|(_, r)| *r == PublishResult::Posted)

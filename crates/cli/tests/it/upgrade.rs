@@ -530,19 +530,20 @@ fn migrations_never_drop_or_rewrite_history() {
             // A trigger is dropped only to be made again where SQLite cannot replace it,
             // each time reviewed (`REMADE`).
             let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-            for at in (0..words.len()).filter(|&i| words[i] == "DROP") {
-                if words.get(at + 1).is_some_and(|w| w == "TRIGGER") {
-                    let name = words[at + 2..]
-                        .iter()
-                        .find(|w| !matches!(w.as_str(), "IF" | "EXISTS"))
-                        .map_or("", String::as_str);
-                    assert!(
-                        REMADE.contains(&(backend, stem.as_str(), name))
-                            && code.contains(&format!(" CREATE TRIGGER {name} ")),
-                        "{} drops trigger {name}: migrations only add to the ledger (a trigger made again in the same file is listed in REMADE)",
-                        file.display(),
-                    );
-                }
+            let drops = (0..words.len()).filter(|&i| {
+                words[i] == "DROP" && words.get(i + 1).is_some_and(|w| w == "TRIGGER")
+            });
+            for at in drops {
+                let name = words[at + 2..]
+                    .iter()
+                    .find(|w| !matches!(w.as_str(), "IF" | "EXISTS"))
+                    .map_or("", String::as_str);
+                assert!(
+                    REMADE.contains(&(backend, stem.as_str(), name))
+                        && code.contains(&format!(" CREATE TRIGGER {name} ")),
+                    "{} drops trigger {name}: migrations only add to the ledger (a trigger made again in the same file is listed in REMADE)",
+                    file.display(),
+                );
             }
             for table in HISTORY {
                 for forbidden in [

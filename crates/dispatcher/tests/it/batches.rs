@@ -4,19 +4,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration as StdDuration;
 
-use airlock_core::{ChannelKind, Outcome, PostStatus, Published};
+use airlock_core::{ChannelKind, ChannelName, Outcome, PostStatus};
 use airlock_dispatcher::{Dispatcher, DispatcherSettings};
-use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError, Verification};
+use airlock_platforms::sandbox::{Sandbox, Simulate};
+use airlock_platforms::{Account, Platform, Prepared, PublishRequest, StepError};
 
 use crate::failures::with_failpoints;
 use crate::support::Harness;
 
 /// A sandbox whose requests each take a while, counting how many are out at once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Slow {
+    inner: Sandbox,
     out: AtomicUsize,
     most: AtomicUsize,
-    sent: AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -33,31 +34,34 @@ impl Platform for Slow {
         Ok(None)
     }
 
-    async fn publish(&self, _req: &PublishRequest, _prepared: &Prepared) -> Outcome {
+    async fn publish(&self, req: &PublishRequest, prepared: &Prepared) -> Outcome {
         let out = self.out.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(out, Ordering::SeqCst);
         tokio::time::sleep(StdDuration::from_millis(300)).await;
         self.out.fetch_sub(1, Ordering::SeqCst);
-        let n = self.sent.fetch_add(1, Ordering::SeqCst);
-        Outcome::Published(Published {
-            platform_post_id: Some(format!("slow-{n}")),
-            permalink: None,
-            pause: None,
-            existing: None,
-        })
-    }
-
-    async fn verify(&self, _platform_post_id: &str) -> Verification {
-        Verification::Verified { permalink: None }
+        self.inner.publish(req, prepared).await
     }
 }
 
 /// One worker with a batch of `batch` over 8 due posts: the most requests it had out
 /// at once.
 async fn most_out_at_once(batch: usize) -> usize {
-    let slow = Arc::new(Slow::default());
-    let platform = slow.clone();
-    let h = Harness::over(move |_| platform).await;
+    let mut slow = None;
+    let h = Harness::over(|dir| {
+        let platform = Arc::new(Slow {
+            inner: Sandbox::new(
+                ChannelName::parse("cats").unwrap(),
+                dir.join("cats.jsonl"),
+                Simulate::Ok,
+            ),
+            out: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        });
+        slow = Some(platform.clone());
+        platform
+    })
+    .await;
+    let slow = slow.unwrap();
     let mut posts = Vec::new();
     for n in 0..8 {
         posts.push(h.approved(&format!("post {n}")).await.id);
@@ -89,7 +93,7 @@ async fn most_out_at_once(batch: usize) -> usize {
         running.await.unwrap();
     })
     .await;
-    assert_eq!(slow.sent.load(Ordering::SeqCst), 8, "each post sent once");
+    assert_eq!(h.published(), 8, "each post sent once");
     slow.most.load(Ordering::SeqCst)
 }
 
