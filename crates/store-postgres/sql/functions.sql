@@ -834,6 +834,221 @@ BEGIN
     outcome := 'claimed';
 END $$;
 
+-- Store::claim_post for the claims a process makes at the same time (issue 28): one
+-- transaction, one commit, and one statement per table written, however many posts.
+-- Only the common claim comes here (src/claims.rs): counted against the window and its
+-- day, without a budget, its intent (if any) that of part 1. Each post is checked as
+-- airlock_claim_post checks it. A post this does not take as it comes (a test post, one
+-- of several parts, a channel with a budget in the ledger) is answered `single`, and so
+-- is every post still open when the batch cannot hold a window slot for each or prove
+-- room for all: the caller then claims it alone, with airlock_claim_post.
+-- The proof is airlock_claim_post's quick one, unchanged: the batch holds a slot for each
+-- post it claims, so the other claims in flight are at most the slots left, and room for
+-- one more with every other slot in flight is room for the whole batch.
+-- `p_day` holds each claim's `p_day_len` day starts one after another. Any refusal fails
+-- the whole batch (nothing is written): the caller then claims each post alone, which
+-- refuses the one at fault with airlock_claim_post's own error.
+-- Rows: the claim's index (from 1) with what airlock_claim_post returns for it.
+CREATE OR REPLACE FUNCTION airlock_claim_batch(
+    p_id bigint[], p_version bigint[], p_allow_test boolean[], p_worker text[],
+    p_actor text[], p_now timestamptz[], p_lease_until timestamptz[], p_note text[],
+    p_window_us bigint, p_window_limit bigint, p_daily_limit bigint[], p_day timestamptz[],
+    p_day_len integer, p_intent_key text[], p_intent_margin_us bigint[])
+RETURNS TABLE (request bigint, outcome text, pause_scope text, pause_reason text,
+    intent_phase text, intent_key text, intent_platform_ref text,
+    intent_created_at timestamptz, intent_settled_at timestamptz, intent_part bigint,
+    post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    started timestamptz := clock_timestamp();
+    n integer := COALESCE(cardinality(p_id), 0);
+    -- Per claim: null while open, then gone | gone_post | paused | single | claimed.
+    answer text[] := array_fill(NULL::text, ARRAY[n]);
+    scopes text[] := array_fill(NULL::text, ARRAY[n]);
+    reasons text[] := array_fill(NULL::text, ARRAY[n]);
+    chan text[] := array_fill(NULL::text, ARRAY[n]);
+    daily bigint[] := p_daily_limit;
+    stamp timestamptz[] := array_fill(NULL::timestamptz, ARRAY[n]);
+    days timestamptz[];
+    locked bigint[];
+    win bigint := p_window_us;
+    win_limit bigint := p_window_limit;
+    ledger ledger_limits;
+    lim channel_limits;
+    cur posts;
+    pause record;
+    slots integer;
+    held integer[];
+    open_n integer;
+    proved boolean;
+    c_id bigint[];
+BEGIN
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    IF pg_current_xact_id_if_assigned() IS NOT NULL
+       OR p_window_us IS NULL OR p_window_limit IS NULL OR p_day_len IS NULL
+       OR array_position(p_daily_limit, NULL) IS NOT NULL
+       OR n <> ALL (ARRAY[cardinality(p_version), cardinality(p_allow_test),
+                          cardinality(p_worker), cardinality(p_actor), cardinality(p_now),
+                          cardinality(p_lease_until), cardinality(p_note),
+                          cardinality(p_daily_limit), cardinality(p_intent_key),
+                          cardinality(p_intent_margin_us)])
+       OR cardinality(p_day) IS DISTINCT FROM n * p_day_len THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+            'a batch of claims is a transaction of its own, with every field of every claim'));
+    END IF;
+    -- Refuses a caller whose clock is too far from the database's.
+    PERFORM airlock_time(t, true) FROM unnest(p_now) t;
+    PERFORM airlock_bounded('the lease', extract(epoch FROM x.l - x.t), 0,
+                            extract(epoch FROM interval '1 day'))
+        FROM unnest(p_lease_until, p_now) x(l, t);
+    PERFORM airlock_bounded('the intent margin', COALESCE(m, 0), 0, 86400000000)
+        FROM unnest(p_intent_margin_us) m;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'airlock: claims need READ COMMITTED transactions (the server or role default is %)',
+            current_setting('transaction_isolation');
+    END IF;
+    -- Another worker claiming a post now holds its row: that claim moves on, and so does
+    -- a second claim of one post in the batch.
+    locked := ARRAY(SELECT p.id FROM posts p WHERE p.id = ANY (p_id) ORDER BY p.id
+                    FOR UPDATE SKIP LOCKED);
+    FOR k IN 1 .. n LOOP
+        IF NOT COALESCE(p_id[k] = ANY (locked), false) OR p_id[k] = ANY (p_id[1:k - 1]) THEN
+            answer[k] := 'gone';
+            CONTINUE;
+        END IF;
+        SELECT * INTO cur FROM posts WHERE id = p_id[k];
+        chan[k] := cur.channel;
+        IF NOT COALESCE(cur.status = 'approved' AND cur.posted_at IS NULL
+                AND cur.version = p_version[k] AND (NOT cur.test OR p_allow_test[k]), false) THEN
+            answer[k] := 'gone_post';
+        ELSIF cur.test OR jsonb_array_length(cur.more_parts) > 0
+              OR cur.first_comment IS NOT NULL THEN
+            answer[k] := 'single';
+        END IF;
+    END LOOP;
+    -- The claims' status events wait for the event feed's lock: wait for it before the
+    -- pauses row is held, so that a session holding the feed never holds up a pause.
+    PERFORM pg_advisory_xact_lock_shared(1095912450, 0);
+    PERFORM airlock_lock('pauses', false);
+    IF EXISTS (SELECT 1 FROM pauses p WHERE p.resumed_at IS NULL) THEN
+        FOR k IN 1 .. n LOOP
+            CONTINUE WHEN answer[k] IS NOT NULL;
+            SELECT p.scope, p.reason INTO pause FROM pauses p WHERE p.resumed_at IS NULL
+                AND (p.scope = '*' OR p.scope = chan[k])
+                ORDER BY p.scope = '*' DESC, p.id LIMIT 1;
+            IF FOUND THEN
+                answer[k] := 'paused';
+                scopes[k] := pause.scope;
+                reasons[k] := pause.reason;
+            END IF;
+        END LOOP;
+    END IF;
+    -- The ledger's limits where the owner wrote them, as airlock_claim_post reads them:
+    -- the window's, stricter for every claim of the batch, is stricter for none.
+    SELECT * INTO ledger FROM ledger_limits;
+    FOR k IN 1 .. n LOOP
+        CONTINUE WHEN answer[k] IS NOT NULL;
+        SELECT * INTO lim FROM channel_limits c WHERE c.channel = chan[k];
+        IF ledger.window_us IS NULL OR lim.channel IS NULL THEN
+            IF NOT airlock_session_is_owner() THEN
+                PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
+                    'the ledger holds no limits for channel %s', chan[k])));
+            END IF;
+        ELSIF lim.budget_monthly IS NOT NULL THEN
+            answer[k] := 'single';
+        ELSE
+            PERFORM airlock_check_periods('day',
+                p_day[(k - 1) * p_day_len + 1 : k * p_day_len], lim.zone, false,
+                airlock_now_after(p_now[k], started));
+            win := greatest(win, ledger.window_us);
+            win_limit := least(win_limit, ledger.window_limit);
+            daily[k] := least(daily[k], lim.daily_limit);
+        END IF;
+    END LOOP;
+    -- A window slot for each claim left (skipping those held), and the proof for each of
+    -- their days, read after the slots are held.
+    open_n := cardinality(array_positions(answer, NULL));
+    IF open_n > 0 THEN
+        SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
+        held := ARRAY(SELECT substr(name, 13)::integer FROM ledger_locks
+                      WHERE name LIKE 'window slot %' ORDER BY random() LIMIT open_n
+                      FOR UPDATE SKIP LOCKED);
+        proved := cardinality(held) = open_n;
+        FOR k IN 1 .. n LOOP
+            EXIT WHEN NOT proved;
+            CONTINUE WHEN answer[k] IS NOT NULL;
+            stamp[k] := airlock_now_after(p_now[k], started);
+            days := p_day[(k - 1) * p_day_len + 1 : k * p_day_len];
+            -- (Once for each channel, limit and days.)
+            CONTINUE WHEN EXISTS (SELECT 1 FROM generate_series(1, k - 1) j
+                WHERE answer[j] IS NULL AND chan[j] = chan[k] AND daily[j] = daily[k]
+                  AND p_day[(j - 1) * p_day_len + 1 : j * p_day_len] = days);
+            proved := airlock_quota_far(chan[k], stamp[k], win * interval '1 microsecond',
+                win_limit - (slots - 1), daily[k] - (slots - 1), days);
+        END LOOP;
+        FOR k IN 1 .. n LOOP
+            IF answer[k] IS NULL THEN
+                answer[k] := CASE WHEN proved THEN 'claimed' ELSE 'single' END;
+            END IF;
+        END LOOP;
+    END IF;
+    c_id := ARRAY(SELECT p_id[k] FROM unnest(array_positions(answer, 'claimed')) k);
+    IF cardinality(c_id) > 0 THEN
+        PERFORM set_config('airlock.slot', held[1]::text, true);
+        -- airlock_insert_intent's checks, for every claim with an intent: the lease
+        -- outlasts the request, no intent of the new generation, and part 1 is next.
+        IF EXISTS (SELECT 1 FROM unnest(array_positions(answer, 'claimed')) k
+                   WHERE p_intent_key[k] IS NOT NULL
+                     AND NOT (p_lease_until[k] - p_now[k]
+                              > p_intent_margin_us[k] * interval '1 microsecond'))
+           OR EXISTS (SELECT 1 FROM unnest(array_positions(answer, 'claimed')) k
+                      JOIN posts p ON p.id = p_id[k]
+                      JOIN intents i ON i.post_id = p.id
+                      WHERE p_intent_key[k] IS NOT NULL
+                        AND (i.generation = p.generation + 1 OR i.phase = 'succeeded')) THEN
+            PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+                'an intent of this batch is not the next: claim its post alone'));
+        END IF;
+        IF EXISTS (SELECT 1 FROM unnest(array_positions(answer, 'claimed')) k
+                   WHERE p_intent_key[k] IS NOT NULL) THEN
+            PERFORM set_config('synchronous_commit', 'on', true);
+        END IF;
+        -- The lease is as long as the caller asked, from the time the claim is made.
+        UPDATE posts p SET status = 'posting', lease_owner = p_worker[x.k],
+            lease_expires_at = stamp[x.k] + (p_lease_until[x.k] - p_now[x.k]),
+            generation = p.generation + 1, version = p.version + 1, updated_at = stamp[x.k],
+            deferred_until = NULL, event_actor = p_actor[x.k], event_note = p_note[x.k]
+            FROM unnest(array_positions(answer, 'claimed')) x(k)
+            WHERE p.id = p_id[x.k];
+        -- Sent as it is made when the intent is written with it.
+        INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at,
+                                  cost_usd_micros)
+            SELECT p.id, p.generation, p.channel, 'reserved', stamp[x.k],
+                   CASE WHEN p_intent_key[x.k] IS NOT NULL THEN stamp[x.k] END, 0
+            FROM unnest(array_positions(answer, 'claimed')) x(k)
+            JOIN posts p ON p.id = p_id[x.k] ORDER BY p.id;
+        INSERT INTO intents (post_id, generation, idempotency_key, part, phase, platform_ref,
+                             created_at)
+            SELECT p.id, p.generation, p_intent_key[x.k], 1, 'sending', NULL, stamp[x.k]
+            FROM unnest(array_positions(answer, 'claimed')) x(k)
+            JOIN posts p ON p.id = p_id[x.k]
+            WHERE p_intent_key[x.k] IS NOT NULL ORDER BY p.id;
+    END IF;
+    RETURN QUERY
+        SELECT x.k, CASE x.a WHEN 'gone_post' THEN 'gone' ELSE x.a END, scopes[x.k],
+               reasons[x.k], i.phase, i.idempotency_key, i.platform_ref, i.created_at,
+               i.settled_at, i.part, p
+        FROM unnest(answer) WITH ORDINALITY x(a, k)
+        LEFT JOIN posts p ON p.id = p_id[x.k] AND x.a IN ('gone_post', 'claimed')
+        LEFT JOIN intents i ON x.a = 'claimed' AND i.post_id = p.id
+                            AND i.generation = p.generation
+        ORDER BY x.k;
+END $$;
+
 -- Store::record_intent: the intent of part `p_part`, fenced by the claim's generation and
 -- a lease that outlasts the request, refused while paused, committed durably.
 CREATE OR REPLACE FUNCTION airlock_record_intent(p_id bigint, p_generation bigint, p_key text,
@@ -2143,7 +2358,7 @@ BEGIN
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.signature);
         IF f.name = ANY (ARRAY[
             'airlock_functions_version',
-            'airlock_claim_post', 'airlock_record_intent',
+            'airlock_claim_post', 'airlock_claim_batch', 'airlock_record_intent',
             'airlock_change_published', 'airlock_change_part_published',
             'airlock_change_not_sent', 'airlock_change_failed',
             'airlock_change_unknown', 'airlock_change_held', 'airlock_change_reaped_sent',

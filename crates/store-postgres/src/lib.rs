@@ -48,6 +48,7 @@ use airlock_store_sql::rows;
 use crate::dialect::Pg;
 
 mod admin;
+mod claims;
 mod dialect;
 mod functions;
 mod limits;
@@ -65,6 +66,7 @@ pub struct PgStore {
     reads: airlock_store_sql::reads::SqlReads<Pg>,
     wake: Arc<wake::Wake>,
     runtime_role: Arc<str>,
+    claims: Arc<claims::Claims>,
 }
 
 pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};

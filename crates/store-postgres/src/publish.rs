@@ -10,12 +10,14 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, DurationRound, Utc};
+use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use airlock_core::Intent;
 use airlock_core::quota::{Denial, Limit};
 use airlock_store::{
-    IntentRequest, PostClaim, PostClaimed, QuotaRows, RawReservation, Result, StoreError,
+    IntentRequest, PostClaim, PostClaimed, QuotaClaim, QuotaRows, RawReservation, Result,
+    StoreError,
 };
 
 use airlock_store_sql::rows;
@@ -157,14 +159,13 @@ fn bounds(
 }
 
 /// How many consecutive periods [`bounds`] spans.
-const PERIODS: usize = 7;
+pub(crate) const PERIODS: usize = 7;
 
-#[async_trait]
-impl airlock_store::Publishing for PgStore {
-    /// Store::claim_post: `airlock_claim_post` (the post unchanged and not paused, the claim,
-    /// the reservation decided under the quota lock, and the intent when asked) in one round
-    /// trip.
-    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+impl PgStore {
+    /// One claim alone: `airlock_claim_post` (the post unchanged and not paused, the claim,
+    /// the reservation decided under the quota lock, and the intent when asked) in one
+    /// round trip.
+    pub(crate) async fn claim_alone(&self, req: &PostClaim) -> Result<PostClaimed> {
         let quota = req.quota.as_ref();
         let budget = quota.and_then(|q| q.budget);
         let row = sqlx::query(AssertSqlSafe(
@@ -183,18 +184,11 @@ impl airlock_store::Publishing for PgStore {
         .bind(&req.actor)
         .bind(req.now)
         .bind(req.lease_until)
-        .bind(format!(
-            "claimed, lease until {}",
-            airlock_core::time::format_utc(req.lease_until)
-        ))
+        .bind(claim_note(req))
         .bind(quota.map(|q| micros(q.window.window)))
         .bind(quota.map(|q| i64::from(q.window.limit)))
         .bind(quota.map(|q| i64::from(q.daily.limit)))
-        .bind(quota.map(|q| {
-            bounds(req.now, |at| {
-                airlock_core::quota::day_bounds(at, q.daily.tz)
-            })
-        }))
+        .bind(quota.map(|q| day_starts(req.now, q)))
         .bind(budget.map(|b| i64::try_from(b.rule.monthly).unwrap_or(i64::MAX)))
         .bind(budget.map(|b| i64::try_from(b.cost).unwrap_or(i64::MAX)))
         .bind(budget.map(|b| {
@@ -208,69 +202,101 @@ impl airlock_store::Publishing for PgStore {
         .fetch_one(&self.pool)
         .await
         .map_err(|e| refusal(e, req.id))?;
-        let outcome: String = get(&row, "outcome")?;
-        match outcome.as_str() {
-            "gone" => {
-                let id: Option<i64> = get(&row, "id")?;
-                Ok(PostClaimed::Gone(match id {
-                    Some(_) => Some(Box::new(rows::post::<Pg>(&row)?)),
-                    None => None,
-                }))
-            }
-            "paused" => Ok(PostClaimed::Paused {
-                scope: get(&row, "pause_scope")?,
-                reason: get(&row, "pause_reason")?,
-            }),
-            "over_quota" => {
-                let limit: String = get(&row, "denial_limit")?;
-                let number = |column: &str| -> Result<u64> {
-                    let text: String = get(&row, column)?;
-                    text.parse().map_err(|_| {
-                        StoreError::Corrupt(format!("quota decision {column} {text:?}"))
-                    })
-                };
-                Ok(PostClaimed::OverQuota(Denial {
-                    limit: match limit.as_str() {
-                        "window" => Limit::Window,
-                        "daily" => Limit::Daily,
-                        "budget" => Limit::Budget,
-                        other => {
-                            return Err(StoreError::Corrupt(format!("quota limit {other:?}")));
-                        }
+        claimed(&row)
+    }
+}
+
+/// The claim's status event note.
+pub(crate) fn claim_note(req: &PostClaim) -> String {
+    format!(
+        "claimed, lease until {}",
+        airlock_core::time::format_utc(req.lease_until)
+    )
+}
+
+/// The starts of the local days a claim at `now` is decided in ([`bounds`]).
+pub(crate) fn day_starts(now: DateTime<Utc>, quota: &QuotaClaim) -> Vec<DateTime<Utc>> {
+    bounds(now, |at| {
+        airlock_core::quota::day_bounds(at, quota.daily.tz)
+    })
+}
+
+/// What a claim function's row says: `airlock_claim_post`'s columns, the post's as `(post).*`.
+pub(crate) fn claimed(row: &PgRow) -> Result<PostClaimed> {
+    let outcome: String = get(row, "outcome")?;
+    match outcome.as_str() {
+        "gone" => {
+            let id: Option<i64> = get(row, "id")?;
+            Ok(PostClaimed::Gone(match id {
+                Some(_) => Some(Box::new(rows::post::<Pg>(row)?)),
+                None => None,
+            }))
+        }
+        "paused" => Ok(PostClaimed::Paused {
+            scope: get(row, "pause_scope")?,
+            reason: get(row, "pause_reason")?,
+        }),
+        "over_quota" => {
+            let limit: String = get(row, "denial_limit")?;
+            let number = |column: &str| -> Result<u64> {
+                let text: String = get(row, column)?;
+                text.parse()
+                    .map_err(|_| StoreError::Corrupt(format!("quota decision {column} {text:?}")))
+            };
+            Ok(PostClaimed::OverQuota(Denial {
+                limit: match limit.as_str() {
+                    "window" => Limit::Window,
+                    "daily" => Limit::Daily,
+                    "budget" => Limit::Budget,
+                    other => {
+                        return Err(StoreError::Corrupt(format!("quota limit {other:?}")));
+                    }
+                },
+                used: number("denial_used")?,
+                max: number("denial_max")?,
+                next_free_at: get(row, "denial_next_free_at")?,
+            }))
+        }
+        "claimed" => {
+            let post = rows::post::<Pg>(row)?;
+            let key: Option<String> = get(row, "intent_key")?;
+            let intent = match key {
+                Some(idempotency_key) => Some(Intent {
+                    post_id: post.id,
+                    generation: post.generation,
+                    idempotency_key,
+                    phase: get(row, "intent_phase")?,
+                    platform_ref: get(row, "intent_platform_ref")?,
+                    created_at: get(row, "intent_created_at")?,
+                    settled_at: get(row, "intent_settled_at")?,
+                    part: {
+                        let part: i64 = get(row, "intent_part")?;
+                        u32::try_from(part)
+                            .map_err(|_| StoreError::Corrupt(format!("intent part {part}")))?
                     },
-                    used: number("denial_used")?,
-                    max: number("denial_max")?,
-                    next_free_at: get(&row, "denial_next_free_at")?,
-                }))
-            }
-            "claimed" => {
-                let post = rows::post::<Pg>(&row)?;
-                let key: Option<String> = get(&row, "intent_key")?;
-                let intent = match key {
-                    Some(idempotency_key) => Some(Intent {
-                        post_id: post.id,
-                        generation: post.generation,
-                        idempotency_key,
-                        phase: get(&row, "intent_phase")?,
-                        platform_ref: get(&row, "intent_platform_ref")?,
-                        created_at: get(&row, "intent_created_at")?,
-                        settled_at: get(&row, "intent_settled_at")?,
-                        part: {
-                            let part: i64 = get(&row, "intent_part")?;
-                            u32::try_from(part)
-                                .map_err(|_| StoreError::Corrupt(format!("intent part {part}")))?
-                        },
-                        platform_post_id: None,
-                        permalink: None,
-                    }),
-                    None => None,
-                };
-                Ok(PostClaimed::Claimed {
-                    post: Box::new(post),
-                    intent,
-                })
-            }
-            other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
+                    platform_post_id: None,
+                    permalink: None,
+                }),
+                None => None,
+            };
+            Ok(PostClaimed::Claimed {
+                post: Box::new(post),
+                intent,
+            })
+        }
+        other => Err(StoreError::Corrupt(format!("claim outcome {other:?}"))),
+    }
+}
+
+#[async_trait]
+impl airlock_store::Publishing for PgStore {
+    /// Store::claim_post: the common claim in a batch with the others of this moment
+    /// ([`crate::claims`]), any other alone.
+    async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
+        if crate::claims::batched(req) {
+            self.claims.claim(self, req).await
+        } else {
+            self.claim_alone(req).await
         }
     }
 

@@ -47,6 +47,7 @@ impl PgStore {
             pool,
             wake: Arc::new(wake::Wake::new(options)),
             runtime_role: settings.runtime_role.into(),
+            claims: Arc::default(),
         })
     }
 

@@ -3,6 +3,7 @@
 //! LISTEN/NOTIFY wake-ups, and properties holding the rules written both in Rust and in
 //! SQL equal. Each test gets a fresh database (see [`support`]).
 
+mod batches;
 mod bounded;
 mod clock;
 mod conformance;

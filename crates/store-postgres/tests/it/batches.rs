@@ -1,0 +1,204 @@
+//! Claims made at the same time by one process go to PostgreSQL as one batch
+//! (`airlock_claim_batch`): one transaction for all of them, each answered as its claim
+//! alone would be, and never past a limit.
+//!
+//! The tests run on one thread: every claim is queued before the first batch takes its
+//! turn, so the batch holds all of them.
+
+use airlock_core::{PostId, PostStatus};
+use airlock_store::{Admin, IntentClaim, PauseScope, PostClaim, PostClaimed, Publishing, Reads};
+use airlock_store_postgres::PgStore;
+use airlock_store_tests::fixture::*;
+use chrono::Duration;
+
+use crate::support::{TestDb, store};
+
+/// `n` approved posts on `channel`, the oldest due first.
+async fn posts(store: &PgStore, channel: &str, n: usize) -> Vec<airlock_core::Post> {
+    let mut posts = Vec::new();
+    for idx in 0..n {
+        posts.push(
+            approved(
+                store,
+                channel,
+                &format!("{channel} {idx}"),
+                mins(-(idx as i64)),
+            )
+            .await,
+        );
+    }
+    posts
+}
+
+/// A claim with quota `(window, daily)` and its intent, as a channel without a `prepare`
+/// step makes it.
+fn claim(post: &airlock_core::Post, daily: u32) -> PostClaim {
+    PostClaim {
+        intent: Some(IntentClaim {
+            part: 1,
+            idempotency_key: format!("airlock-{}", post.id),
+            lease_margin: Duration::seconds(30),
+        }),
+        ..post_claim(post, t0(), Some((1000, daily)))
+    }
+}
+
+/// Makes every claim at once: each in a task of its own, as a worker's runs are.
+async fn claim_together(store: &PgStore, claims: &[PostClaim]) -> Vec<PostClaimed> {
+    let tasks: Vec<_> = claims
+        .iter()
+        .map(|c| {
+            let (store, c) = (store.clone(), c.clone());
+            tokio::spawn(async move { store.claim_post(&c).await.expect("claim") })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.expect("claim task"));
+    }
+    answers
+}
+
+/// How many transactions last wrote these posts.
+async fn writers(store: &PgStore, ids: &[PostId]) -> i64 {
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    sqlx::query_scalar("SELECT count(DISTINCT xmin::text) FROM posts WHERE id = ANY ($1)")
+        .bind(ids)
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+/// How many reservations the ledger holds.
+async fn reservations(store: &PgStore) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM reservations")
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn claims_made_together_are_one_transaction_each_with_its_own_claim() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 6).await;
+    let claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    let answers = claim_together(&store, &claims).await;
+    for (post, answer) in posts.iter().zip(&answers) {
+        let PostClaimed::Claimed {
+            post: claimed,
+            intent,
+        } = answer
+        else {
+            panic!("post {} was not claimed: {answer:?}", post.id);
+        };
+        assert_eq!(claimed.id, post.id);
+        assert_eq!(claimed.status, PostStatus::Posting);
+        assert_eq!(claimed.generation, post.generation + 1);
+        assert_eq!(claimed.lease_owner.as_deref(), Some(WORKER));
+        let intent = intent
+            .as_ref()
+            .expect("the intent is recorded with the claim");
+        assert_eq!(intent.generation, claimed.generation);
+        assert_eq!(intent.idempotency_key, format!("airlock-{}", post.id));
+    }
+    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+    assert_eq!(
+        writers(&store, &ids).await,
+        1,
+        "one transaction claimed them all"
+    );
+    assert_eq!(reservations(&store).await, 6, "one reservation a claim");
+    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_batch_answers_each_claim_as_it_would_be_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let mut posts = posts(&store, "alpha", 3).await;
+    posts.extend(self::posts(&store, "beta", 2).await);
+    store
+        .pause(
+            &PauseScope::Channel(ch("beta")),
+            "checking",
+            "tester",
+            t0(),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let mut claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    // A claim of a post as it was before a change, and a second claim of one post.
+    claims[1].version -= 1;
+    claims.push(claims[0].clone());
+    let answers = claim_together(&store, &claims).await;
+    assert!(
+        matches!(answers[0], PostClaimed::Claimed { .. }),
+        "{:?}",
+        answers[0]
+    );
+    assert!(
+        matches!(&answers[1], PostClaimed::Gone(Some(post)) if post.status == PostStatus::Approved),
+        "a changed post is gone, as read now: {:?}",
+        answers[1]
+    );
+    assert!(
+        matches!(answers[2], PostClaimed::Claimed { .. }),
+        "{:?}",
+        answers[2]
+    );
+    for answer in &answers[3..5] {
+        assert!(
+            matches!(answer, PostClaimed::Paused { scope, .. } if scope == "beta"),
+            "{answer:?}"
+        );
+    }
+    assert!(
+        matches!(answers[5], PostClaimed::Gone(None)),
+        "{:?}",
+        answers[5]
+    );
+    assert_eq!(
+        reservations(&store).await,
+        2,
+        "only the claimed posts reserve"
+    );
+}
+
+#[tokio::test]
+async fn claims_made_together_never_pass_the_daily_limit() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    // Far from the limit: the batch proves room for all of them at once.
+    let first = posts(&store, "alpha", 10).await;
+    let answers = claim_together(
+        &store,
+        &first.iter().map(|p| claim(p, 30)).collect::<Vec<_>>(),
+    )
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, PostClaimed::Claimed { .. }))
+    );
+    let ids: Vec<PostId> = first.iter().map(|p| p.id).collect();
+    assert_eq!(writers(&store, &ids).await, 1);
+    // Near it: the proof fails, and each claim is decided alone from the rows.
+    let second = posts(&store, "alpha", 25).await;
+    let answers = claim_together(
+        &store,
+        &second.iter().map(|p| claim(p, 30)).collect::<Vec<_>>(),
+    )
+    .await;
+    let claimed = answers
+        .iter()
+        .filter(|a| matches!(a, PostClaimed::Claimed { .. }))
+        .count();
+    let over = answers
+        .iter()
+        .filter(|a| matches!(a, PostClaimed::OverQuota(_)))
+        .count();
+    assert_eq!((claimed, over), (20, 5), "the day takes exactly its limit");
+    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
