@@ -74,7 +74,7 @@ pub async fn run_once(app: &App, only: Option<&[ChannelName]>) -> Result<Dispatc
 /// their outcomes, reach the store together and share a commit where the store groups
 /// writes. A worker looks again once its whole batch is done: a slow platform call idles
 /// the rest of its batch.
-pub const BATCH: usize = 4;
+pub const BATCH: usize = 16;
 
 /// The largest batch configuration accepts: each post of a batch is a run in flight.
 pub const MAX_BATCH: usize = 32;

@@ -840,11 +840,12 @@ END $$;
 -- day, without a budget, its intent (if any) that of part 1. Each post is checked as
 -- airlock_claim_post checks it. A post this does not take as it comes (a test post, one
 -- of several parts, a channel with a budget in the ledger) is answered `single`, and so
--- is every post still open when the batch cannot hold a window slot for each or prove
--- room for all: the caller then claims it alone, with airlock_claim_post.
+-- is every post still open when the batch cannot prove room for all: the caller then
+-- claims it alone, with airlock_claim_post.
 -- The proof is airlock_claim_post's quick one, unchanged: the batch holds a slot for each
--- post it claims, so the other claims in flight are at most the slots left, and room for
--- one more with every other slot in flight is room for the whole batch.
+-- post it claims (a post beyond the slots free is made alone), so the other claims in
+-- flight are at most the slots left, and room for one more with every other slot in
+-- flight is room for the whole batch.
 -- `p_day` holds each claim's `p_day_len` day starts one after another. Any refusal fails
 -- the whole batch (nothing is written): the caller then claims each post alone, which
 -- refuses the one at fault with airlock_claim_post's own error.
@@ -882,6 +883,7 @@ DECLARE
     slots integer;
     held integer[];
     open_n integer;
+    taken integer := 0;
     proved boolean;
     c_id bigint[];
 BEGIN
@@ -977,7 +979,16 @@ BEGIN
         held := ARRAY(SELECT substr(name, 13)::integer FROM ledger_locks
                       WHERE name LIKE 'window slot %' ORDER BY random() LIMIT open_n
                       FOR UPDATE SKIP LOCKED);
-        proved := cardinality(held) = open_n;
+        -- A claim beyond the slots free now is made alone.
+        FOR k IN 1 .. n LOOP
+            CONTINUE WHEN answer[k] IS NOT NULL;
+            IF taken = cardinality(held) THEN
+                answer[k] := 'single';
+            ELSE
+                taken := taken + 1;
+            END IF;
+        END LOOP;
+        proved := taken > 0;
         FOR k IN 1 .. n LOOP
             EXIT WHEN NOT proved;
             CONTINUE WHEN answer[k] IS NOT NULL;
@@ -1398,6 +1409,99 @@ BEGIN
         NULL);
     outcome := applied.outcome;
     post := applied.post;
+END $$;
+
+-- airlock_change_published for the outcomes a process writes at the same time (issue 28):
+-- one transaction, one commit, and one statement per table written. Each outcome is the
+-- one airlock_apply_change writes for it; one it would not write as it comes (a stale
+-- generation, whose evidence only it records; a quarantined post; a publish time it
+-- would refuse; a second outcome of one post) is answered `single`, with nothing of it
+-- written, and the caller writes it alone. Only outcomes without a pause and counted by
+-- their own claim come here (src/outcomes.rs). `p_notify` holds each outcome's
+-- notifications, in order.
+-- Rows: the outcome's index (from 1), updated or single, and the post as written.
+CREATE OR REPLACE FUNCTION airlock_change_published_batch(p_id bigint[], p_actor text[],
+    p_now timestamptz[], p_notify jsonb, p_generation bigint[], p_part bigint[],
+    p_posted_at timestamptz[], p_platform_post_id text[], p_permalink text[],
+    p_note text[], p_flag text[])
+RETURNS TABLE (request bigint, outcome text, post posts)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = {{schema}}, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    n integer := COALESCE(cardinality(p_id), 0);
+    stamp timestamptz[];
+    answer text[];
+BEGIN
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    IF n <> ALL (ARRAY[cardinality(p_actor), cardinality(p_now), cardinality(p_generation),
+                       cardinality(p_part), cardinality(p_posted_at),
+                       cardinality(p_platform_post_id), cardinality(p_permalink),
+                       cardinality(p_note), cardinality(p_flag)])
+       OR jsonb_typeof(p_notify) IS DISTINCT FROM 'array'
+       OR jsonb_array_length(p_notify) <> n THEN
+        PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
+            'a batch of outcomes gives every field of every outcome'));
+    END IF;
+    stamp := ARRAY(SELECT airlock_time(t, false) FROM unnest(p_now) WITH ORDINALITY u(t, k)
+                   ORDER BY k);
+    -- An outcome of the guarded path: it must survive a crash like the intent did.
+    PERFORM set_config('synchronous_commit', 'on', true);
+    PERFORM 1 FROM posts WHERE id = ANY (p_id) ORDER BY id FOR UPDATE;
+    -- airlock_apply_change's checks and airlock_check_posted_at's, on the rows now held.
+    answer := ARRAY(
+        SELECT CASE WHEN p.id IS NULL OR p_id[x.k] = ANY (p_id[1:x.k - 1])
+                         OR p.status <> 'posting' OR p.generation <> p_generation[x.k]
+                         OR p_note[x.k] IS NULL OR p_actor[x.k] IS NULL
+                         OR p.quarantined_at IS NOT NULL
+                         OR p_posted_at[x.k] IS NULL OR NOT isfinite(p_posted_at[x.k])
+                         OR p_posted_at[x.k] > stamp[x.k] + interval '5 minutes'
+                         OR p_posted_at[x.k] < COALESCE(
+                                (SELECT min(i.created_at) FROM intents i WHERE i.post_id = p.id),
+                                stamp[x.k] - interval '100 years' + interval '5 minutes')
+                                - interval '5 minutes'
+                    THEN 'single' ELSE 'updated' END
+        FROM generate_series(1, n) x(k) LEFT JOIN posts p ON p.id = p_id[x.k]
+        ORDER BY x.k);
+    IF 'updated' = ANY (answer) THEN
+        UPDATE posts p SET version = p.version + 1, updated_at = stamp[x.k],
+            event_actor = p_actor[x.k], event_note = p_note[x.k], status = 'posted',
+            lease_owner = NULL, lease_expires_at = NULL, posted_at = p_posted_at[x.k],
+            platform_post_id = CASE WHEN p_part[x.k] = 1 AND p_platform_post_id[x.k] IS NOT NULL
+                                    THEN p_platform_post_id[x.k] ELSE p.platform_post_id END,
+            permalink = CASE WHEN p_part[x.k] = 1 AND p_permalink[x.k] IS NOT NULL
+                             THEN p_permalink[x.k] ELSE p.permalink END,
+            not_before = NULL, error = p_flag[x.k]
+            FROM unnest(array_positions(answer, 'updated')) x(k)
+            WHERE p.id = p_id[x.k];
+        UPDATE intents i SET phase = 'succeeded', settled_at = stamp[x.k],
+            platform_post_id = COALESCE(p_platform_post_id[x.k], i.platform_post_id),
+            permalink = COALESCE(p_permalink[x.k], i.permalink)
+            FROM (SELECT k, (SELECT max(j.id) FROM intents j WHERE j.post_id = p_id[k]
+                             AND j.generation = p_generation[k]) AS id
+                  FROM unnest(array_positions(answer, 'updated')) k) x
+            WHERE i.id = x.id;
+        UPDATE reservations r SET state = 'committed', settled_at = stamp[x.k]
+            FROM unnest(array_positions(answer, 'updated')) x(k)
+            WHERE r.post_id = p_id[x.k] AND r.state = 'reserved';
+        DELETE FROM channel_failures f USING unnest(array_positions(answer, 'updated')) x(k)
+            JOIN posts p ON p.id = p_id[x.k]
+            WHERE f.channel = p.channel;
+        INSERT INTO outbox (sink, event, post_id, payload, created_at, next_attempt_at)
+            SELECT m.value->>'sink', m.value->>'event', (m.value->>'post_id')::bigint,
+                   m.value->'payload', stamp[x.k], stamp[x.k]
+            FROM unnest(array_positions(answer, 'updated')) x(k)
+            CROSS JOIN LATERAL jsonb_array_elements(COALESCE(p_notify->(x.k - 1), '[]'))
+                WITH ORDINALITY AS m(value, i)
+            ORDER BY x.k, m.i;
+    END IF;
+    RETURN QUERY
+        SELECT x.k, x.a, p
+        FROM unnest(answer) WITH ORDINALITY x(a, k)
+        LEFT JOIN posts p ON p.id = p_id[x.k] AND x.a = 'updated'
+        ORDER BY x.k;
 END $$;
 
 -- One part of several is out and the claim goes on with the next: the post stays
@@ -2359,7 +2463,8 @@ BEGIN
         IF f.name = ANY (ARRAY[
             'airlock_functions_version',
             'airlock_claim_post', 'airlock_claim_batch', 'airlock_record_intent',
-            'airlock_change_published', 'airlock_change_part_published',
+            'airlock_change_published', 'airlock_change_published_batch',
+            'airlock_change_part_published',
             'airlock_change_not_sent', 'airlock_change_failed',
             'airlock_change_unknown', 'airlock_change_held', 'airlock_change_reaped_sent',
             'airlock_change_reaped_unsent', 'airlock_change_edited', 'airlock_change_verdict',

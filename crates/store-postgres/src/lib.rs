@@ -48,11 +48,13 @@ use airlock_store_sql::rows;
 use crate::dialect::Pg;
 
 mod admin;
+mod batch;
 mod claims;
 mod dialect;
 mod functions;
 mod limits;
 mod ops;
+mod outcomes;
 mod posts;
 mod publish;
 mod rekey;
@@ -66,7 +68,8 @@ pub struct PgStore {
     reads: airlock_store_sql::reads::SqlReads<Pg>,
     wake: Arc<wake::Wake>,
     runtime_role: Arc<str>,
-    claims: Arc<claims::Claims>,
+    claims: Arc<batch::Queue<claims::Claims>>,
+    outcomes: Arc<batch::Queue<outcomes::Outcomes>>,
 }
 
 pub use functions::{DEFAULT_RUNTIME_ROLE, PgMode};

@@ -84,91 +84,10 @@ pub(crate) async fn events_after(
     reads::events_after::<Pg>(&store.pool, after, Some(watermark), limit).await
 }
 
-#[async_trait]
-impl airlock_store::Posts for PgStore {
-    /// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
-    /// draft count, the duplicate text, the draft and its key) in one round trip.
-    async fn create_post(&self, req: CreatePost) -> Result<Created> {
-        let new = &req.new;
-        let content = &new.content;
-        let key = req.idempotency.as_ref();
-        let row = sqlx::query(
-            "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
-             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) r",
-        )
-        .bind(content.channel.as_str())
-        .bind(&content.title)
-        .bind(&content.text)
-        .bind(Json(&content.media))
-        .bind(Json(&content.more))
-        .bind(&content.first_comment)
-        .bind(&content.link)
-        .bind(content.source.as_ref().map(Json))
-        .bind(content.source.as_ref().map(|s| s.path.clone()))
-        .bind(new.scheduled_at)
-        .bind(content.hash().as_str())
-        .bind(&req.actor)
-        .bind(new.test)
-        .bind(&new.slot)
-        .bind(req.now)
-        .bind(airlock_core::review::text_key(&content.text))
-        .bind(key.map(|k| k.scope.as_str()))
-        .bind(key.map(|k| k.key.as_str()))
-        .bind(key.map(|k| k.request_hash.as_str()))
-        .bind(key.map(|k| micros(k.ttl)))
-        .bind(req.duplicate_window.map(micros))
-        .bind(req.max_live_drafts.map(i64::from))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                StoreError::Duplicate(format!(
-                    "a post for slot {:?} on {}",
-                    new.slot.as_deref().unwrap_or(""),
-                    content.channel
-                ))
-            } else {
-                refusal(e, PostId(0))
-            }
-        })?;
-        Ok(Created {
-            existing: get(&row, "existing")?,
-            post: rows::post::<Pg>(&row)?,
-        })
-    }
-
-    async fn created_with_key(
-        &self,
-        key: &airlock_store::CreateKey,
-        now: DateTime<Utc>,
-    ) -> Result<Option<Created>> {
-        let row =
-            sqlx::query("SELECT request_sha256, post_id FROM airlock_created_with_key($1, $2, $3)")
-                .bind(&key.scope)
-                .bind(&key.key)
-                .bind(now - key.ttl)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db)?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let request: String = get(&row, "request_sha256")?;
-        if request != key.request_hash {
-            return Err(StoreError::IdempotencyMismatch(key.key.clone()));
-        }
-        let id: i64 = get(&row, "post_id")?;
-        let mut conn = self.pool.acquire().await.map_err(db)?;
-        let post = reads::get_in::<Pg>(&mut conn, PostId(id)).await?;
-        Ok(Some(Created {
-            post,
-            existing: true,
-        }))
-    }
-
-    /// Store::change_post: the change's own function, `airlock_change_<name>` (each passes
+impl PgStore {
+    /// One change alone: the change's own function, `airlock_change_<name>` (each passes
     /// its one combination to `airlock_apply_change`), in one round trip.
-    async fn change_post(&self, change: PostChange) -> Result<Post> {
+    pub(crate) async fn change_alone(&self, change: PostChange) -> Result<Post> {
         use Arg::*;
         let PostChange {
             id,
@@ -433,6 +352,99 @@ impl airlock_store::Posts for PgStore {
             });
         }
         rows::post::<Pg>(&row)
+    }
+}
+
+#[async_trait]
+impl airlock_store::Posts for PgStore {
+    /// Store::create_post: `airlock_create_post` (idempotency key, slot, the creator's
+    /// draft count, the duplicate text, the draft and its key) in one round trip.
+    async fn create_post(&self, req: CreatePost) -> Result<Created> {
+        let new = &req.new;
+        let content = &new.content;
+        let key = req.idempotency.as_ref();
+        let row = sqlx::query(
+            "SELECT r.existing, (r.post).* FROM airlock_create_post($1, $2, $3, $4, $5, $6, $7, \
+             $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) r",
+        )
+        .bind(content.channel.as_str())
+        .bind(&content.title)
+        .bind(&content.text)
+        .bind(Json(&content.media))
+        .bind(Json(&content.more))
+        .bind(&content.first_comment)
+        .bind(&content.link)
+        .bind(content.source.as_ref().map(Json))
+        .bind(content.source.as_ref().map(|s| s.path.clone()))
+        .bind(new.scheduled_at)
+        .bind(content.hash().as_str())
+        .bind(&req.actor)
+        .bind(new.test)
+        .bind(&new.slot)
+        .bind(req.now)
+        .bind(airlock_core::review::text_key(&content.text))
+        .bind(key.map(|k| k.scope.as_str()))
+        .bind(key.map(|k| k.key.as_str()))
+        .bind(key.map(|k| k.request_hash.as_str()))
+        .bind(key.map(|k| micros(k.ttl)))
+        .bind(req.duplicate_window.map(micros))
+        .bind(req.max_live_drafts.map(i64::from))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                StoreError::Duplicate(format!(
+                    "a post for slot {:?} on {}",
+                    new.slot.as_deref().unwrap_or(""),
+                    content.channel
+                ))
+            } else {
+                refusal(e, PostId(0))
+            }
+        })?;
+        Ok(Created {
+            existing: get(&row, "existing")?,
+            post: rows::post::<Pg>(&row)?,
+        })
+    }
+
+    async fn created_with_key(
+        &self,
+        key: &airlock_store::CreateKey,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Created>> {
+        let row =
+            sqlx::query("SELECT request_sha256, post_id FROM airlock_created_with_key($1, $2, $3)")
+                .bind(&key.scope)
+                .bind(&key.key)
+                .bind(now - key.ttl)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let request: String = get(&row, "request_sha256")?;
+        if request != key.request_hash {
+            return Err(StoreError::IdempotencyMismatch(key.key.clone()));
+        }
+        let id: i64 = get(&row, "post_id")?;
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        let post = reads::get_in::<Pg>(&mut conn, PostId(id)).await?;
+        Ok(Some(Created {
+            post,
+            existing: true,
+        }))
+    }
+
+    /// Store::change_post: a publish in a batch with the others of this moment
+    /// ([`crate::outcomes`]), any other change alone.
+    async fn change_post(&self, change: PostChange) -> Result<Post> {
+        if crate::outcomes::batched(&change) {
+            crate::batch::make::<crate::outcomes::Outcomes>(self, change).await
+        } else {
+            self.change_alone(change).await
+        }
     }
 
     /// Store::delete_draft: `airlock_delete_draft`.

@@ -294,7 +294,7 @@ impl airlock_store::Publishing for PgStore {
     /// ([`crate::claims`]), any other alone.
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
         if crate::claims::batched(req) {
-            self.claims.claim(self, req).await
+            crate::batch::make::<crate::claims::Claims>(self, req.clone()).await
         } else {
             self.claim_alone(req).await
         }

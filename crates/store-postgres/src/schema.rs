@@ -48,6 +48,7 @@ impl PgStore {
             wake: Arc::new(wake::Wake::new(options)),
             runtime_role: settings.runtime_role.into(),
             claims: Arc::default(),
+            outcomes: Arc::default(),
         })
     }
 

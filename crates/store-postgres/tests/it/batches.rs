@@ -6,7 +6,10 @@
 //! turn, so the batch holds all of them.
 
 use airlock_core::{PostId, PostStatus};
-use airlock_store::{Admin, IntentClaim, PauseScope, PostClaim, PostClaimed, Publishing, Reads};
+use airlock_store::{
+    Admin, Change, IntentClaim, PauseScope, PostChange, PostClaim, PostClaimed, Posts, Publishing,
+    Reads, StoreError,
+};
 use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 use chrono::Duration;
@@ -200,5 +203,129 @@ async fn claims_made_together_never_pass_the_daily_limit() {
         .filter(|a| matches!(a, PostClaimed::OverQuota(_)))
         .count();
     assert_eq!((claimed, over), (20, 5), "the day takes exactly its limit");
+    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_batch_claims_as_many_as_slots_are_free_and_the_rest_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 6).await;
+    // Another process's claims in flight hold all slots but four.
+    let mut other = db.conn().await;
+    sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query(
+        "SELECT 1 FROM ledger_locks WHERE name LIKE 'window slot %' \
+         ORDER BY name LIMIT 12 FOR UPDATE",
+    )
+    .execute(&mut other)
+    .await
+    .unwrap();
+    let claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    let together = {
+        let store = store.clone();
+        tokio::spawn(async move { claim_together(&store, &claims).await })
+    };
+    // The two made alone wait for the whole window, held by the other process.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+    let answers = together.await.unwrap();
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, PostClaimed::Claimed { .. })),
+        "{answers:?}"
+    );
+    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+    assert_eq!(
+        writers(&store, &ids).await,
+        3,
+        "one batch of four, two alone"
+    );
+    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
+
+/// Claims `posts` together and records each one's intent.
+async fn claimed(store: &PgStore, posts: &[airlock_core::Post]) -> Vec<airlock_core::Post> {
+    let claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    claim_together(store, &claims)
+        .await
+        .into_iter()
+        .map(|a| match a {
+            PostClaimed::Claimed { post, .. } => *post,
+            other => panic!("not claimed: {other:?}"),
+        })
+        .collect()
+}
+
+/// Writes every change at once: each in a task of its own.
+async fn change_together(
+    store: &PgStore,
+    changes: Vec<PostChange>,
+) -> Vec<airlock_store::Result<airlock_core::Post>> {
+    let tasks: Vec<_> = changes
+        .into_iter()
+        .map(|c| {
+            let store = store.clone();
+            tokio::spawn(async move { store.change_post(c).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.expect("change task"));
+    }
+    answers
+}
+
+#[tokio::test]
+async fn publishes_written_together_are_one_transaction_each_as_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = claimed(&store, &posts(&store, "alpha", 5).await).await;
+    let mut changes: Vec<PostChange> = posts
+        .iter()
+        .map(|p| outcome(p, PostStatus::Posted, t0()))
+        .collect();
+    // A stale generation's outcome is refused, its evidence recorded.
+    let mut stale = changes.pop().unwrap();
+    if let Change::Published { generation, .. } = &mut stale.change {
+        *generation -= 1;
+    }
+    changes.push(stale);
+    let answers = change_together(&store, changes).await;
+    for (post, answer) in posts[..4].iter().zip(&answers) {
+        let written = answer.as_ref().expect("published");
+        assert_eq!(written.status, PostStatus::Posted);
+        assert_eq!(written.posted_at, Some(t0()));
+        assert_eq!(
+            written.platform_post_id.as_deref(),
+            Some(format!("platform-{}", post.id).as_str())
+        );
+        assert_eq!(written.lease_owner, None);
+    }
+    assert!(
+        matches!(answers[4], Err(StoreError::Fenced { .. })),
+        "{:?}",
+        answers[4]
+    );
+    let ids: Vec<PostId> = posts[..4].iter().map(|p| p.id).collect();
+    assert_eq!(
+        writers(&store, &ids).await,
+        1,
+        "one transaction wrote them all"
+    );
+    let stale = events(&store, posts[4].id).await;
+    assert!(stale.iter().any(|e| e.kind == "stale_outcome"), "{stale:?}");
+    let committed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM reservations WHERE state = 'committed'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(committed, 4);
+    let settled: i64 = sqlx::query_scalar("SELECT count(*) FROM intents WHERE phase = 'succeeded'")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(settled, 4);
     assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
 }
