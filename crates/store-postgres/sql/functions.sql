@@ -843,7 +843,7 @@ END $$;
 -- is every post still open when the batch cannot prove room for all: the caller then
 -- claims it alone, with airlock_claim_post.
 -- The proof is airlock_claim_post's quick one, unchanged: the batch holds a slot for each
--- post it claims (a post beyond the slots free is made alone), so the other claims in
+-- post it claims (at most half the slots; a post beyond them is made alone), so the other claims in
 -- flight are at most the slots left, and room for one more with every other slot in
 -- flight is room for the whole batch.
 -- `p_day` holds each claim's `p_day_len` day starts one after another. Any refusal fails
@@ -976,9 +976,10 @@ BEGIN
     open_n := cardinality(array_positions(answer, NULL));
     IF open_n > 0 THEN
         SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
+        -- At most half of them: another process's batch finds as many free.
         held := ARRAY(SELECT substr(name, 13)::integer FROM ledger_locks
-                      WHERE name LIKE 'window slot %' ORDER BY random() LIMIT open_n
-                      FOR UPDATE SKIP LOCKED);
+                      WHERE name LIKE 'window slot %' ORDER BY random()
+                      LIMIT least(open_n, greatest(slots / 2, 1)) FOR UPDATE SKIP LOCKED);
         -- A claim beyond the slots free now is made alone.
         FOR k IN 1 .. n LOOP
             CONTINUE WHEN answer[k] IS NOT NULL;
@@ -1414,7 +1415,7 @@ END $$;
 -- airlock_change_published for the outcomes a process writes at the same time (issue 28):
 -- one transaction, one commit, and one statement per table written. Each outcome is the
 -- one airlock_apply_change writes for it; one it would not write as it comes (a stale
--- generation, whose evidence only it records; a quarantined post; a publish time it
+-- or missing generation, whose evidence only it records; a quarantined post; a publish time it
 -- would refuse; a second outcome of one post) is answered `single`, with nothing of it
 -- written, and the caller writes it alone. Only outcomes without a pause and counted by
 -- their own claim come here (src/outcomes.rs). `p_notify` holds each outcome's
@@ -1453,7 +1454,8 @@ BEGIN
     -- airlock_apply_change's checks and airlock_check_posted_at's, on the rows now held.
     answer := ARRAY(
         SELECT CASE WHEN p.id IS NULL OR p_id[x.k] = ANY (p_id[1:x.k - 1])
-                         OR p.status <> 'posting' OR p.generation <> p_generation[x.k]
+                         OR p.status <> 'posting'
+                         OR p.generation IS DISTINCT FROM p_generation[x.k]
                          OR p_note[x.k] IS NULL OR p_actor[x.k] IS NULL
                          OR p.quarantined_at IS NOT NULL
                          OR p_posted_at[x.k] IS NULL OR NOT isfinite(p_posted_at[x.k])
@@ -1486,6 +1488,10 @@ BEGIN
         UPDATE reservations r SET state = 'committed', settled_at = stamp[x.k]
             FROM unnest(array_positions(answer, 'updated')) x(k)
             WHERE r.post_id = p_id[x.k] AND r.state = 'reserved';
+        -- In one order, so that two batches never wait for each other's rows.
+        PERFORM 1 FROM channel_failures f WHERE f.channel IN (
+            SELECT p.channel FROM unnest(array_positions(answer, 'updated')) x(k)
+            JOIN posts p ON p.id = p_id[x.k]) ORDER BY f.channel FOR UPDATE;
         DELETE FROM channel_failures f USING unnest(array_positions(answer, 'updated')) x(k)
             JOIN posts p ON p.id = p_id[x.k]
             WHERE f.channel = p.channel;

@@ -3,13 +3,14 @@
 //! one commit and one statement per table written for all of them.
 //!
 //! A caller queues its write and starts a task that waits for one of [`TURNS`] turns;
-//! whichever task gets a turn takes the writes queued by then, up to [`MAX_BATCH`]. A
-//! write the batch leaves to be made alone, and every write of a batch that failed, is
-//! made alone, which gives it its own answer or error. (A batch the database refused
-//! wrote nothing. One whose answer was lost may have committed: each write alone then
-//! finds its post moved on, as a write whose own answer was lost would leave it.) The
-//! task runs to its end whether or not its caller still waits, so a caller that goes
-//! away never takes the others' writes down with it.
+//! whichever task gets a turn takes the writes queued by then, up to its kind's
+//! [`Kind::MAX`]. A write the batch leaves to be made alone, and every write of a batch
+//! the database refused (it wrote nothing), is then made alone, after the turn is given
+//! back, which gives it its own answer or error. A batch that may have been written
+//! (its answer lost or unreadable) is never made again: each of its writes is answered
+//! with that error, as a write of its own would be. The task runs to its end whether or
+//! not its caller still waits, so a caller that goes away never takes the others'
+//! writes down with it.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -21,13 +22,34 @@ use tokio::sync::{Semaphore, oneshot};
 use crate::PgStore;
 use crate::dialect::get;
 
-/// How many batches of one kind a process has in flight at once. One: while it is out
-/// the next fills. (With two, the batches were smaller and each publish took more server
+/// How many batches of one kind a process has out at once. One: while it is out the
+/// next fills. (With two, the batches were smaller and each publish took more server
 /// time: 1.4 ms against 1.0 with 4 workers of 4 posts.)
 pub(crate) const TURNS: usize = 1;
 
-/// The most writes in one batch: the window's slots, one held for each claim.
-pub(crate) const MAX_BATCH: usize = 16;
+/// How a batch failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The database refused it: nothing of it was written.
+    Refused(sqlx::Error),
+    /// It may have been written: its answer was lost or could not be read.
+    Lost(String),
+}
+
+impl From<sqlx::Error> for Failure {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::Database(_) => Failure::Refused(e),
+            other => Failure::Lost(other.to_string()),
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Lost(e.to_string())
+    }
+}
 
 /// One kind of write that goes in batches.
 pub(crate) trait Kind: Send + Sync + 'static {
@@ -35,6 +57,8 @@ pub(crate) trait Kind: Send + Sync + 'static {
     type Write: Send + 'static;
     /// Its answer.
     type Answer: Send + 'static;
+    /// The most writes in one batch.
+    const MAX: usize;
 
     /// The queue of this kind's writes in `store`.
     fn queue(store: &PgStore) -> &Queue<Self>;
@@ -44,7 +68,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
     fn together(
         store: &PgStore,
         writes: &[Self::Write],
-    ) -> impl Future<Output = Result<Vec<Option<Result<Self::Answer>>>>> + Send;
+    ) -> impl Future<Output = std::result::Result<Vec<Option<Result<Self::Answer>>>, Failure>> + Send;
 
     /// Makes `write` alone.
     fn alone(
@@ -99,12 +123,12 @@ pub(crate) async fn make<K: Kind>(store: &PgStore, write: K::Write) -> Result<K:
 /// them).
 async fn send<K: Kind>(store: &PgStore) {
     let queue = K::queue(store);
-    let Ok(_turn) = queue.turns.acquire().await else {
+    let Ok(turn) = queue.turns.acquire().await else {
         return;
     };
     let batch: Vec<Queued<K>> = {
         let mut waiting = queue.waiting.lock().expect("lock is never poisoned");
-        let n = waiting.len().min(MAX_BATCH);
+        let n = waiting.len().min(K::MAX);
         waiting.drain(..n).collect()
     };
     if batch.is_empty() {
@@ -112,6 +136,7 @@ async fn send<K: Kind>(store: &PgStore) {
     }
     let (writes, answers): (Vec<K::Write>, Vec<_>) = batch.into_iter().unzip();
     let made = K::together(store, &writes).await;
+    drop(turn);
     let mut alone = Vec::new();
     match made {
         Ok(made) => {
@@ -122,13 +147,25 @@ async fn send<K: Kind>(store: &PgStore) {
                 }
             }
         }
-        Err(e) => {
-            tracing::debug!(error = %e, "a batch of writes failed: each is made alone");
+        Err(Failure::Refused(e)) => {
+            tracing::debug!(error = %e, "the database refused a batch of writes: each is made alone");
             alone.extend(writes.into_iter().zip(answers));
         }
+        Err(Failure::Lost(e)) => {
+            for to in answers {
+                drop(
+                    to.send(Err(StoreError::Unavailable(
+                        format!("a batch of writes may have been written, its answer is lost: {e}")
+                            .into(),
+                    ))),
+                );
+            }
+        }
     }
+    // At once, each in a task of its own: one that waits holds up none of the others.
     for (write, to) in alone {
-        drop(to.send(K::alone(store, write).await));
+        let store = store.clone();
+        tokio::spawn(async move { drop(to.send(K::alone(&store, write).await)) });
     }
 }
 

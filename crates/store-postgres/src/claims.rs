@@ -5,9 +5,9 @@
 use airlock_store::{PostClaim, PostClaimed, Result};
 use sqlx::AssertSqlSafe;
 
-use crate::batch::{Kind, Queue, answers};
+use crate::batch::{Failure, Kind, Queue, answers};
 use crate::publish::{PERIODS, claim_note, claimed, day_starts};
-use crate::{PgStore, db, micros};
+use crate::{PgStore, micros};
 
 /// Claims, as a kind of write that goes in batches.
 pub(crate) struct Claims;
@@ -21,6 +21,9 @@ pub(crate) fn batched(req: &PostClaim) -> bool {
 impl Kind for Claims {
     type Write = PostClaim;
     type Answer = PostClaimed;
+    /// Half the window's slots (`ledger_locks`, migration 0016), one held for each
+    /// claim of a batch: another process's batch at the same moment finds as many free.
+    const MAX: usize = 16;
 
     fn queue(store: &PgStore) -> &Queue<Self> {
         &store.claims
@@ -29,7 +32,7 @@ impl Kind for Claims {
     async fn together(
         store: &PgStore,
         claims: &[PostClaim],
-    ) -> Result<Vec<Option<Result<PostClaimed>>>> {
+    ) -> std::result::Result<Vec<Option<Result<PostClaimed>>>, Failure> {
         // One window for the batch (a process has one): a claim with another goes alone.
         let window = claims[0].quota.map(|q| q.window);
         let (same, _): (Vec<&PostClaim>, Vec<&PostClaim>) = claims
@@ -58,7 +61,7 @@ impl Kind for Claims {
 async fn claim_batch(
     store: &PgStore,
     claims: &[&PostClaim],
-) -> Result<Vec<Option<Result<PostClaimed>>>> {
+) -> std::result::Result<Vec<Option<Result<PostClaimed>>>, Failure> {
     let quota = |req: &PostClaim| req.quota.expect("a batched claim counts");
     let window = quota(claims[0]).window;
     let rows = sqlx::query(AssertSqlSafe(
@@ -106,8 +109,8 @@ async fn claim_batch(
     )
     .fetch_all(&store.pool)
     .await
-    .map_err(db)?;
-    answers(&rows, claims.len(), |row, outcome| {
+    .map_err(Failure::from)?;
+    Ok(answers(&rows, claims.len(), |row, outcome| {
         (outcome != "single").then(|| claimed(row))
-    })
+    })?)
 }

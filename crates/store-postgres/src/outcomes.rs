@@ -9,9 +9,9 @@ use airlock_store_sql::rows;
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::batch::{Kind, Queue, answers};
+use crate::batch::{Failure, Kind, Queue, answers};
 use crate::dialect::Pg;
-use crate::{PgStore, db, notify_json};
+use crate::{PgStore, notify_json};
 
 /// Publishes, as a kind of write that goes in batches.
 pub(crate) struct Outcomes;
@@ -67,6 +67,9 @@ fn fields(change: &PostChange) -> Fields<'_> {
 impl Kind for Outcomes {
     type Write = PostChange;
     type Answer = Post;
+    /// Enough that each batch carries its share of the fixed cost; the claims' batches
+    /// bound how many publishes are out at once anyway.
+    const MAX: usize = 16;
 
     fn queue(store: &PgStore) -> &Queue<Self> {
         &store.outcomes
@@ -75,7 +78,7 @@ impl Kind for Outcomes {
     async fn together(
         store: &PgStore,
         changes: &[PostChange],
-    ) -> Result<Vec<Option<Result<Post>>>> {
+    ) -> std::result::Result<Vec<Option<Result<Post>>>, Failure> {
         let each: Vec<Fields> = changes.iter().map(fields).collect();
         let notify: Vec<Value> = changes.iter().map(|c| notify_json(&c.notify).0).collect();
         let rows = sqlx::query(
@@ -95,10 +98,10 @@ impl Kind for Outcomes {
         .bind(each.iter().map(|f| f.flag).collect::<Vec<_>>())
         .fetch_all(&store.pool)
         .await
-        .map_err(db)?;
-        answers(&rows, changes.len(), |row, outcome| {
+        .map_err(Failure::from)?;
+        Ok(answers(&rows, changes.len(), |row, outcome| {
             (outcome == "updated").then(|| rows::post::<Pg>(row))
-        })
+        })?)
     }
 
     async fn alone(store: &PgStore, change: PostChange) -> Result<Post> {

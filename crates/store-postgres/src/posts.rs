@@ -438,7 +438,7 @@ impl airlock_store::Posts for PgStore {
     }
 
     /// Store::change_post: a publish in a batch with the others of this moment
-    /// ([`crate::outcomes`]), any other change alone.
+    /// (`outcomes.rs`), any other change alone.
     async fn change_post(&self, change: PostChange) -> Result<Post> {
         if crate::outcomes::batched(&change) {
             crate::batch::make::<crate::outcomes::Outcomes>(self, change).await

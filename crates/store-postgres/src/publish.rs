@@ -5,8 +5,9 @@
 //! A claim skips rows other claimers hold (`FOR UPDATE SKIP LOCKED`) and reads its
 //! result back. Its quota is decided under the window's locks (`airlock_claim_post`):
 //! one slot of the window when per-hour counts prove it far from every limit with every
-//! other slot counted as a claim in flight, else the whole window, so the count it
-//! decides on includes every reservation committed before it, from any process.
+//! other slot counted as a claim in flight (a batch, `airlock_claim_batch`, holds one
+//! for each of its claims), else the whole window, so the count it decides on includes
+//! every reservation committed before it, from any process.
 
 use async_trait::async_trait;
 use chrono::{DateTime, DurationRound, Utc};
@@ -291,7 +292,7 @@ pub(crate) fn claimed(row: &PgRow) -> Result<PostClaimed> {
 #[async_trait]
 impl airlock_store::Publishing for PgStore {
     /// Store::claim_post: the common claim in a batch with the others of this moment
-    /// ([`crate::claims`]), any other alone.
+    /// (`claims.rs`), any other alone.
     async fn claim_post(&self, req: &PostClaim) -> Result<PostClaimed> {
         if crate::claims::batched(req) {
             crate::batch::make::<crate::claims::Claims>(self, req.clone()).await

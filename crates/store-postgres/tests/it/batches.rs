@@ -174,10 +174,10 @@ async fn claims_made_together_never_pass_the_daily_limit() {
     let db = TestDb::create();
     let store = store(&db).await;
     // Far from the limit: the batch proves room for all of them at once.
-    let first = posts(&store, "alpha", 10).await;
+    let first = posts(&store, "alpha", 8).await;
     let answers = claim_together(
         &store,
-        &first.iter().map(|p| claim(p, 30)).collect::<Vec<_>>(),
+        &first.iter().map(|p| claim(p, 50)).collect::<Vec<_>>(),
     )
     .await;
     assert!(
@@ -187,11 +187,12 @@ async fn claims_made_together_never_pass_the_daily_limit() {
     );
     let ids: Vec<PostId> = first.iter().map(|p| p.id).collect();
     assert_eq!(writers(&store, &ids).await, 1);
-    // Near it: the proof fails, and each claim is decided alone from the rows.
-    let second = posts(&store, "alpha", 25).await;
+    // Up to it: a batch proves its room while the limit is the slots above the count;
+    // nearer, each claim is decided alone from the rows.
+    let second = posts(&store, "alpha", 50).await;
     let answers = claim_together(
         &store,
-        &second.iter().map(|p| claim(p, 30)).collect::<Vec<_>>(),
+        &second.iter().map(|p| claim(p, 50)).collect::<Vec<_>>(),
     )
     .await;
     let claimed = answers
@@ -202,7 +203,7 @@ async fn claims_made_together_never_pass_the_daily_limit() {
         .iter()
         .filter(|a| matches!(a, PostClaimed::OverQuota(_)))
         .count();
-    assert_eq!((claimed, over), (20, 5), "the day takes exactly its limit");
+    assert_eq!((claimed, over), (42, 8), "the day takes exactly its limit");
     assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
 }
 
@@ -212,12 +213,18 @@ async fn a_batch_claims_as_many_as_slots_are_free_and_the_rest_alone() {
     let store = store(&db).await;
     let posts = posts(&store, "alpha", 6).await;
     // Another process's claims in flight hold all slots but four.
+    let slots: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM ledger_locks WHERE name LIKE 'window slot %'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
     let mut other = db.conn().await;
     sqlx::query("BEGIN").execute(&mut other).await.unwrap();
     sqlx::query(
         "SELECT 1 FROM ledger_locks WHERE name LIKE 'window slot %' \
-         ORDER BY name LIMIT 12 FOR UPDATE",
+         ORDER BY name LIMIT $1 FOR UPDATE",
     )
+    .bind(slots - 4)
     .execute(&mut other)
     .await
     .unwrap();
@@ -328,4 +335,65 @@ async fn publishes_written_together_are_one_transaction_each_as_alone() {
         .unwrap();
     assert_eq!(settled, 4);
     assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_batch_the_database_refuses_is_made_claim_by_claim() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 3).await;
+    let mut claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    // A lease no claim may take refuses the whole batch; alone, only its own claim.
+    claims[1].lease_until = t0() + Duration::days(2);
+    let tasks: Vec<_> = claims
+        .iter()
+        .map(|c| {
+            let (store, c) = (store.clone(), c.clone());
+            tokio::spawn(async move { store.claim_post(&c).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    assert!(
+        matches!(answers[0], Ok(PostClaimed::Claimed { .. })),
+        "{:?}",
+        answers[0]
+    );
+    assert!(answers[1].is_err(), "{:?}", answers[1]);
+    assert!(
+        matches!(answers[2], Ok(PostClaimed::Claimed { .. })),
+        "{:?}",
+        answers[2]
+    );
+    assert_eq!(reservations(&store).await, 2);
+}
+
+#[tokio::test]
+async fn a_publish_without_its_generation_is_left_to_be_written_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let post = claimed(&store, &posts(&store, "alpha", 1).await)
+        .await
+        .remove(0);
+    let row = sqlx::query(
+        "SELECT r.outcome, (r.post).status FROM airlock_change_published_batch( \
+           ARRAY[$1::bigint], ARRAY['dispatcher'], ARRAY[$2::timestamptz], '[[]]', \
+           ARRAY[NULL::bigint], ARRAY[1::bigint], ARRAY[$2::timestamptz], ARRAY['x'], \
+           ARRAY[NULL::text], ARRAY['published'], ARRAY[NULL::text]) r",
+    )
+    .bind(post.id.0)
+    .bind(t0())
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    let outcome: String = sqlx::Row::get(&row, "outcome");
+    assert_eq!(outcome, "single");
+    let status: Option<String> = sqlx::Row::get(&row, "status");
+    assert_eq!(status, None, "nothing of it was written");
+    assert_eq!(
+        store.get_post(post.id).await.unwrap().status,
+        PostStatus::Posting
+    );
 }
