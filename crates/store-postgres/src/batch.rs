@@ -5,18 +5,18 @@
 //! A caller queues its write and starts a task that waits for one of [`TURNS`] turns;
 //! whichever task gets a turn takes the writes queued by then, up to its kind's
 //! [`Kind::MAX`]. A write the batch leaves to be made alone, and every write of a batch
-//! the database refused (it wrote nothing), is then made alone, after the turn is given
-//! back, which gives it its own answer or error. A batch that may have been written
+//! the database refused (it wrote nothing), is then made alone, [`ALONE`] at a time and
+//! after the turn is given back, which gives it its own answer or error. A batch that may have been written
 //! (its answer lost or unreadable) is never made again: each of its writes is answered
 //! with that error, as a write of its own would be. The task runs to its end whether or
 //! not its caller still waits, so a caller that goes away never takes the others'
 //! writes down with it.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use airlock_store::{Result, StoreError};
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgDatabaseError, PgRow, PgSeverity};
 use tokio::sync::{Semaphore, oneshot};
 
 use crate::PgStore;
@@ -26,6 +26,10 @@ use crate::dialect::get;
 /// next fills. (With two, the batches were smaller and each publish took more server
 /// time: 1.4 ms against 1.0 with 4 workers of 4 posts.)
 pub(crate) const TURNS: usize = 1;
+
+/// How many writes of one kind a process makes alone at once, after their batches: each
+/// may wait for locks while holding one of the pool's connections.
+pub(crate) const ALONE: usize = 4;
 
 /// How a batch failed.
 #[derive(Debug)]
@@ -37,10 +41,18 @@ pub(crate) enum Failure {
 }
 
 impl From<sqlx::Error> for Failure {
+    /// Only an error the server raised in the statement refuses it: the implicit
+    /// transaction then ends without a commit. A FATAL or PANIC may come after the
+    /// commit, and anything else (a lost connection) may too.
     fn from(e: sqlx::Error) -> Self {
-        match e {
-            sqlx::Error::Database(_) => Failure::Refused(e),
-            other => Failure::Lost(other.to_string()),
+        let raised = e
+            .as_database_error()
+            .and_then(|d| d.try_downcast_ref::<PgDatabaseError>())
+            .is_some_and(|d| d.severity() == PgSeverity::Error);
+        if raised {
+            Failure::Refused(e)
+        } else {
+            Failure::Lost(e.to_string())
         }
     }
 }
@@ -87,6 +99,7 @@ type Queued<K> = (
 pub(crate) struct Queue<K: Kind + ?Sized> {
     waiting: Mutex<Vec<Queued<K>>>,
     turns: Semaphore,
+    alone: Arc<Semaphore>,
 }
 
 impl<K: Kind> std::fmt::Debug for Queue<K> {
@@ -100,6 +113,7 @@ impl<K: Kind> Default for Queue<K> {
         Queue {
             waiting: Mutex::new(Vec::new()),
             turns: Semaphore::new(TURNS),
+            alone: Arc::new(Semaphore::new(ALONE)),
         }
     }
 }
@@ -162,10 +176,13 @@ async fn send<K: Kind>(store: &PgStore) {
             }
         }
     }
-    // At once, each in a task of its own: one that waits holds up none of the others.
+    // Each in a task of its own, a few at a time: one that waits holds up no batch.
     for (write, to) in alone {
-        let store = store.clone();
-        tokio::spawn(async move { drop(to.send(K::alone(&store, write).await)) });
+        let (store, permits) = (store.clone(), queue.alone.clone());
+        tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            drop(to.send(K::alone(&store, write).await));
+        });
     }
 }
 

@@ -12,18 +12,24 @@ use crate::{PgStore, micros};
 /// Claims, as a kind of write that goes in batches.
 pub(crate) struct Claims;
 
-/// Whether `req` is a claim a batch makes: counted against the window and its day,
-/// without a budget, its intent (if any) that of part 1.
+/// The window's slots (`ledger_locks`, migrations 0013 and 0016). A batch's proof counts
+/// every slot as a claim in flight, so it can pass only under limits above them.
+pub(crate) const WINDOW_SLOTS: u32 = 32;
+
+/// Whether `req` is a claim a batch makes: counted against the window and its day, both
+/// limits above [`WINDOW_SLOTS`], without a budget, its intent (if any) that of part 1.
 pub(crate) fn batched(req: &PostClaim) -> bool {
-    req.quota.is_some_and(|q| q.budget.is_none()) && req.intent.as_ref().is_none_or(|i| i.part == 1)
+    req.quota.is_some_and(|q| {
+        q.budget.is_none() && q.window.limit > WINDOW_SLOTS && q.daily.limit > WINDOW_SLOTS
+    }) && req.intent.as_ref().is_none_or(|i| i.part == 1)
 }
 
 impl Kind for Claims {
     type Write = PostClaim;
     type Answer = PostClaimed;
-    /// Half the window's slots (`ledger_locks`, migration 0016), one held for each
-    /// claim of a batch: another process's batch at the same moment finds as many free.
-    const MAX: usize = 16;
+    /// Half the window's slots, one held for each claim of a batch: another process's
+    /// batch at the same moment finds as many free.
+    const MAX: usize = WINDOW_SLOTS as usize / 2;
 
     fn queue(store: &PgStore) -> &Queue<Self> {
         &store.claims

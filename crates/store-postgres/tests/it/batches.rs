@@ -397,3 +397,27 @@ async fn a_publish_without_its_generation_is_left_to_be_written_alone() {
         PostStatus::Posting
     );
 }
+
+#[tokio::test]
+async fn claims_under_limits_within_the_slots_are_made_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 4).await;
+    // No batch could prove its room under a daily limit of 10: none is tried.
+    let answers = claim_together(
+        &store,
+        &posts.iter().map(|p| claim(p, 10)).collect::<Vec<_>>(),
+    )
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, PostClaimed::Claimed { .. }))
+    );
+    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+    assert_eq!(
+        writers(&store, &ids).await,
+        4,
+        "each claim its own transaction"
+    );
+}
