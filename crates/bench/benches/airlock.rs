@@ -15,7 +15,8 @@
 //! print as ratios of the raw claim and reservation transactions.
 //!
 //! Environment: `AIRLOCK_BENCH_HISTORY` (posted posts in the long ledger, default
-//! 1000000), `AIRLOCK_BENCH_POSTS` (posts per throughput run, default 2000),
+//! 1000000), `AIRLOCK_BENCH_POSTS` (posts per throughput run, default 4000: half as many
+//! is a few dozen rounds of the workers' batches, and its figure spread by 15%),
 //! `AIRLOCK_BENCH_ANCHORS` (path of anchors.sh, default `../shared/bench/anchors.sh`
 //! beside the repository), `AIRLOCK_BENCH_ONLY` (`sqlite` or `postgres`).
 
@@ -95,7 +96,7 @@ async fn history_template(n: u64) -> PathBuf {
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let history_n = env_num("AIRLOCK_BENCH_HISTORY", 1_000_000);
-    let posts = env_num("AIRLOCK_BENCH_POSTS", 2000) as usize;
+    let posts = env_num("AIRLOCK_BENCH_POSTS", 4000) as usize;
     let only = std::env::var("AIRLOCK_BENCH_ONLY").unwrap_or_default();
     if only != "postgres" {
         sqlite(history_n, posts).await;

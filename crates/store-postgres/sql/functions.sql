@@ -473,12 +473,12 @@ END $$;
 -- rolling window's limit and below the daily limit in every local day the exact
 -- decision looks at. False means only that the exact decision must read the rows.
 -- `airlock.exact_quota = on` turns it off (the tests compare both paths). (Plans for the
--- values here: a generic plan of the recent hours' test, which names no channel, walks
--- the whole key of quota_hours.)
+-- values here, even when a caller forces generic ones: a generic plan of the recent
+-- hours' test, which names no channel, walks the whole key of quota_hours.)
 CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
     p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
 RETURNS boolean LANGUAGE plpgsql STABLE
-SET search_path = {{schema}}, pg_temp AS $$
+SET search_path = {{schema}}, pg_temp SET plan_cache_mode = auto AS $$
 DECLARE
     skew constant interval := interval '5 minutes';
 BEGIN
@@ -850,6 +850,8 @@ END $$;
 -- the whole batch (nothing is written): the caller then claims each post alone, which
 -- refuses the one at fault with airlock_claim_post's own error.
 -- Rows: the claim's index (from 1) with what airlock_claim_post returns for it.
+-- Generic plans: a plan for the values knows how long the arrays are and always looks
+-- cheaper than the generic one, so every call would plan each statement again.
 CREATE OR REPLACE FUNCTION airlock_claim_batch(
     p_id bigint[], p_version bigint[], p_allow_test boolean[], p_worker text[],
     p_actor text[], p_now timestamptz[], p_lease_until timestamptz[], p_note text[],
@@ -860,7 +862,8 @@ RETURNS TABLE (request bigint, outcome text, pause_scope text, pause_reason text
     intent_created_at timestamptz, intent_settled_at timestamptz, intent_part bigint,
     post posts)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = {{schema}}, pg_temp AS $$
+SET search_path = {{schema}}, pg_temp SET plan_cache_mode = force_generic_plan SET jit = off
+AS $$
 #variable_conflict use_column
 DECLARE
     started timestamptz := clock_timestamp();
@@ -1421,13 +1424,15 @@ END $$;
 -- their own claim come here (src/outcomes.rs). `p_notify` holds each outcome's
 -- notifications, in order.
 -- Rows: the outcome's index (from 1), updated or single, and the post as written.
+-- Generic plans, as airlock_claim_batch's.
 CREATE OR REPLACE FUNCTION airlock_change_published_batch(p_id bigint[], p_actor text[],
     p_now timestamptz[], p_notify jsonb, p_generation bigint[], p_part bigint[],
     p_posted_at timestamptz[], p_platform_post_id text[], p_permalink text[],
     p_note text[], p_flag text[])
 RETURNS TABLE (request bigint, outcome text, post posts)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = {{schema}}, pg_temp AS $$
+SET search_path = {{schema}}, pg_temp SET plan_cache_mode = force_generic_plan SET jit = off
+AS $$
 #variable_conflict use_column
 DECLARE
     n integer := COALESCE(cardinality(p_id), 0);
@@ -1478,13 +1483,13 @@ BEGIN
             not_before = NULL, error = p_flag[x.k]
             FROM unnest(array_positions(answer, 'updated')) x(k)
             WHERE p.id = p_id[x.k];
+        -- (One intent a generation: the latest of the claim's, as airlock_apply_change
+        -- settles.)
         UPDATE intents i SET phase = 'succeeded', settled_at = stamp[x.k],
             platform_post_id = COALESCE(p_platform_post_id[x.k], i.platform_post_id),
             permalink = COALESCE(p_permalink[x.k], i.permalink)
-            FROM (SELECT k, (SELECT max(j.id) FROM intents j WHERE j.post_id = p_id[k]
-                             AND j.generation = p_generation[k]) AS id
-                  FROM unnest(array_positions(answer, 'updated')) k) x
-            WHERE i.id = x.id;
+            FROM unnest(array_positions(answer, 'updated')) x(k)
+            WHERE i.post_id = p_id[x.k] AND i.generation = p_generation[x.k];
         UPDATE reservations r SET state = 'committed', settled_at = stamp[x.k]
             FROM unnest(array_positions(answer, 'updated')) x(k)
             WHERE r.post_id = p_id[x.k] AND r.state = 'reserved';

@@ -31,6 +31,9 @@ pub(crate) const TURNS: usize = 1;
 /// may wait for locks while holding one of the pool's connections.
 pub(crate) const ALONE: usize = 4;
 
+/// What a batch made: each write's answer, in order, or `None` for one to make alone.
+pub(crate) type Made<A> = std::result::Result<Vec<Option<Result<A>>>, Failure>;
+
 /// How a batch failed.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -80,7 +83,7 @@ pub(crate) trait Kind: Send + Sync + 'static {
     fn together(
         store: &PgStore,
         writes: &[Self::Write],
-    ) -> impl Future<Output = std::result::Result<Vec<Option<Result<Self::Answer>>>, Failure>> + Send;
+    ) -> impl Future<Output = Made<Self::Answer>> + Send;
 
     /// Makes `write` alone.
     fn alone(
@@ -140,12 +143,18 @@ async fn send<K: Kind>(store: &PgStore) {
     let Ok(turn) = queue.turns.acquire().await else {
         return;
     };
-    let batch: Vec<Queued<K>> = {
+    let mut batch: Vec<Queued<K>> = {
         let mut waiting = queue.waiting.lock().expect("lock is never poisoned");
         let n = waiting.len().min(K::MAX);
         waiting.drain(..n).collect()
     };
     if batch.is_empty() {
+        return;
+    }
+    // A write with none beside it is made alone: the batch would only cost more.
+    if batch.len() == 1 {
+        let (write, to) = batch.pop().expect("one write");
+        drop(to.send(K::alone(store, write).await));
         return;
     }
     let (writes, answers): (Vec<K::Write>, Vec<_>) = batch.into_iter().unzip();

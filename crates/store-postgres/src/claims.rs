@@ -5,7 +5,7 @@
 use airlock_store::{PostClaim, PostClaimed, Result};
 use sqlx::AssertSqlSafe;
 
-use crate::batch::{Failure, Kind, Queue, answers};
+use crate::batch::{Failure, Kind, Made, Queue, answers};
 use crate::publish::{PERIODS, claim_note, claimed, day_starts};
 use crate::{PgStore, micros};
 
@@ -35,15 +35,13 @@ impl Kind for Claims {
         &store.claims
     }
 
-    async fn together(
-        store: &PgStore,
-        claims: &[PostClaim],
-    ) -> std::result::Result<Vec<Option<Result<PostClaimed>>>, Failure> {
+    async fn together(store: &PgStore, claims: &[PostClaim]) -> Made<PostClaimed> {
         // One window for the batch (a process has one): a claim with another goes alone.
         let window = claims[0].quota.map(|q| q.window);
-        let (same, _): (Vec<&PostClaim>, Vec<&PostClaim>) = claims
+        let same: Vec<&PostClaim> = claims
             .iter()
-            .partition(|c| c.quota.map(|q| q.window) == window);
+            .filter(|c| c.quota.map(|q| q.window) == window)
+            .collect();
         let mut made = claim_batch(store, &same).await?.into_iter();
         Ok(claims
             .iter()
@@ -64,10 +62,7 @@ impl Kind for Claims {
 
 /// `airlock_claim_batch` for `claims`, all with the first's window: each claim's answer,
 /// `None` for one to make alone.
-async fn claim_batch(
-    store: &PgStore,
-    claims: &[&PostClaim],
-) -> std::result::Result<Vec<Option<Result<PostClaimed>>>, Failure> {
+async fn claim_batch(store: &PgStore, claims: &[&PostClaim]) -> Made<PostClaimed> {
     let quota = |req: &PostClaim| req.quota.expect("a batched claim counts");
     let window = quota(claims[0]).window;
     let rows = sqlx::query(AssertSqlSafe(

@@ -9,7 +9,7 @@ use airlock_store_sql::rows;
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::batch::{Failure, Kind, Queue, answers};
+use crate::batch::{Failure, Kind, Made, Queue, answers};
 use crate::dialect::Pg;
 use crate::{PgStore, notify_json};
 
@@ -69,16 +69,13 @@ impl Kind for Outcomes {
     type Answer = Post;
     /// Enough that each batch carries its share of the fixed cost; the claims' batches
     /// bound how many publishes are out at once anyway.
-    const MAX: usize = 16;
+    const MAX: usize = 32;
 
     fn queue(store: &PgStore) -> &Queue<Self> {
         &store.outcomes
     }
 
-    async fn together(
-        store: &PgStore,
-        changes: &[PostChange],
-    ) -> std::result::Result<Vec<Option<Result<Post>>>, Failure> {
+    async fn together(store: &PgStore, changes: &[PostChange]) -> Made<Post> {
         let each: Vec<Fields> = changes.iter().map(fields).collect();
         let notify: Vec<Value> = changes.iter().map(|c| notify_json(&c.notify).0).collect();
         let rows = sqlx::query(
