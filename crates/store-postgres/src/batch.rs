@@ -4,13 +4,13 @@
 //!
 //! A caller queues its write and starts a task that waits for one of [`TURNS`] turns;
 //! whichever task gets a turn takes the writes queued by then, up to its kind's
-//! [`Kind::MAX`]. A write the batch leaves to be made alone, and every write of a batch
-//! the database refused (it wrote nothing), is then made alone, [`ALONE`] at a time and
-//! after the turn is given back, which gives it its own answer or error. A batch that may have been written
-//! (its answer lost or unreadable) is never made again: each of its writes is answered
-//! with that error, as a write of its own would be. The task runs to its end whether or
-//! not its caller still waits, so a caller that goes away never takes the others'
-//! writes down with it.
+//! [`Kind::MAX`]. A write found alone in the queue is made alone. So is a write the
+//! batch leaves, and every write of a batch the database refused (it wrote nothing):
+//! [`ALONE`] at a time, after the turn is given back, each with its own answer or error.
+//! A batch that may have been written (its answer lost or unreadable) is never made
+//! again: each of its writes is answered with that error, as a write of its own would
+//! be. The task runs to its end whether or not its caller still waits, so a caller that
+//! goes away never takes the others' writes down with it.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
