@@ -6,6 +6,8 @@
 //!
 //! PostgreSQL runs in a fresh database `airlock_bench_example` on
 //! [`airlock_bench::pg_server`], left in place afterwards so its statistics can be read.
+//! On SQLite, `BUSY=n` first writes a day of `n` live reservations on the channel, as the
+//! bench's busy-day figure does.
 
 use std::sync::Arc;
 
@@ -31,6 +33,11 @@ async fn main() {
                     .await
                     .expect("open"),
             );
+            if let Some(n) = std::env::var("BUSY").ok().and_then(|n| n.parse().ok()) {
+                airlock_bench::seed_busy_day_sqlite(store.pool(), n)
+                    .await
+                    .expect("seed a busy day");
+            }
             sqlite = Some(store.clone());
             store
         }
