@@ -60,6 +60,10 @@ async fn ledger(dir: &Path, name: &str, history: Option<&Path>) -> (Arc<SqliteSt
     let path = dir.join(format!("{name}.db"));
     if let Some(template) = history {
         std::fs::copy(template, &path).expect("copy the history ledger");
+        // Flushed now, so its writeback does not compete with the measured fsyncs.
+        std::fs::File::open(&path)
+            .and_then(|file| file.sync_all())
+            .expect("sync the copied ledger");
     }
     let store = SqliteStore::open(&path).await.expect("open");
     (Arc::new(store), path)
@@ -150,17 +154,23 @@ async fn sqlite(history_n: u64, posts: usize) {
         );
     }
 
-    let busy = {
-        let (store, _) = ledger(dir.path(), "busy", None).await;
+    // The busy day is compared with an empty ledger measured beside it, alternately,
+    // so the disk's state after the copies above weighs on both alike.
+    let (mut quiet, mut busy) = (0f64, 0f64);
+    for round in 0..2 {
+        let (store, _) = ledger(dir.path(), &format!("quiet-{round}"), None).await;
+        let quiet_app = app(store as Arc<dyn Store>, settings());
+        quiet = quiet.max(measure_publishes(&quiet_app, 4, posts).await);
+        let (store, _) = ledger(dir.path(), &format!("busy-{round}"), None).await;
         seed_busy_day_sqlite(store.pool(), BUSY_DAY)
             .await
             .expect("seed a busy day");
-        let app = app(store as Arc<dyn Store>, settings());
-        measure_publishes(&app, 4, posts).await
-    };
+        let busy_app = app(store as Arc<dyn Store>, settings());
+        busy = busy.max(measure_publishes(&busy_app, 4, posts).await);
+    }
     figures(
         &format!("publishes/s, 4, {BUSY_DAY} today"),
-        format!("{busy:.0}"),
+        format!("{busy:.0} (beside {quiet:.0} empty)"),
         "-".into(),
     );
 
@@ -250,7 +260,7 @@ async fn sqlite(history_n: u64, posts: usize) {
     );
     println!(
         "{BUSY_DAY} live today / empty, publishes/s at 4 workers: {:.2}; target >= 0.9",
-        busy / publish[2][0]
+        busy / quiet
     );
 }
 
