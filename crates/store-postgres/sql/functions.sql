@@ -466,23 +466,24 @@ BEGIN
                  AND (q.channel, q.hour) < (p_channel, d.next + skew)) >= p_daily_limit);
 END $$;
 
--- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
--- reservation (quota_hours, migration 0013): nothing suspect, no stamp after the clock
--- allowance past `p_now`, and sums that can only overcount (every hour a counted stamp
--- could lie in, and for the window every unsent row, which it counts as now) below the
--- rolling window's limit and below the daily limit in every local day the exact
--- decision looks at. False means only that the exact decision must read the rows.
--- `airlock.exact_quota = on` turns it off (the tests compare both paths). (Plans for the
--- values here, even when a caller forces generic ones: a generic plan of the recent
--- hours' test, which names no channel, walks the whole key of quota_hours.)
-CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
-    p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
+-- Whether the per-hour counts (quota_hours, migration 0013) may stand for the rows at
+-- `p_now`, and prove room for one more publish in the rolling window: nothing suspect, no
+-- stamp after the clock allowance past `p_now`, `p_day` one list of two or more day
+-- starts, and a sum that can only overcount (every hour a counted stamp could lie in,
+-- and every unsent row, which it counts as now) below the window's limit (none: no
+-- window to prove, as the exact decision reads a null limit). False means
+-- only that the exact decision must read the rows. `airlock.exact_quota = on` turns it
+-- off (the tests compare both paths). (Plans for the values here, even when a caller
+-- forces generic ones: a generic plan of the recent hours' test, which names no channel,
+-- walks the whole key of quota_hours.)
+CREATE OR REPLACE FUNCTION airlock_quota_window_far(p_now timestamptz, p_win interval,
+    p_window_limit bigint, p_day timestamptz[])
 RETURNS boolean LANGUAGE plpgsql STABLE
 SET search_path = {{schema}}, pg_temp SET plan_cache_mode = auto AS $$
 DECLARE
     skew constant interval := interval '5 minutes';
 BEGIN
-    IF current_setting('airlock.exact_quota', true) = 'on'
+    RETURN NOT (COALESCE(current_setting('airlock.exact_quota', true), '') = 'on'
        OR COALESCE(array_length(p_day, 1), 0) < 2 OR NOT airlock_one_list(p_day)
        OR NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'reservations'::regclass
                       AND tgname = 'reservations_quota_hours' AND tgenabled IN ('O', 'A'))
@@ -490,12 +491,21 @@ BEGIN
        OR EXISTS (SELECT 1 FROM quota_hours q WHERE q.hour > p_now + skew - interval '1 hour'
                   GROUP BY q.channel, q.hour
                   HAVING sum(q.live) > 0 AND max(q.latest) > p_now + skew)
-       OR (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
+       OR (p_window_limit IS NOT NULL AND (SELECT COALESCE(sum(q.live), 0) FROM quota_hours q
            WHERE q.hour >= date_trunc('hour', p_now - p_win, 'UTC')
-              OR q.hour = '-infinity') >= p_window_limit THEN
-        RETURN false;
-    END IF;
-    RETURN airlock_quota_days_far(p_channel, p_daily_limit, p_day);
+              OR q.hour = '-infinity') >= p_window_limit));
+END $$;
+
+-- Whether one more publish on `p_channel` at `p_now` is allowed without reading a single
+-- reservation: the counts prove room in the window (airlock_quota_window_far) and below
+-- the daily limit in every local day the exact decision looks at.
+CREATE OR REPLACE FUNCTION airlock_quota_far(p_channel text, p_now timestamptz,
+    p_win interval, p_window_limit bigint, p_daily_limit bigint, p_day timestamptz[])
+RETURNS boolean LANGUAGE plpgsql STABLE
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    RETURN COALESCE(airlock_quota_window_far(p_now, p_win, p_window_limit, p_day)
+                    AND airlock_quota_days_far(p_channel, p_daily_limit, p_day), false);
 END $$;
 
 -- The quota decision for one more publish on `p_channel` at `p_now`
@@ -659,6 +669,8 @@ DECLARE
     first_cost bigint;
     continuing boolean;
     quick boolean;
+    near_day boolean;
+    decided boolean := false;
     slots integer;
     slot integer;
 BEGIN
@@ -757,22 +769,32 @@ BEGIN
     END IF;
     IF p_window_limit IS NOT NULL THEN
         -- A claim far from every limit holds one of the window's slots (skipping those
-        -- held) and proves its room counting every other slot as a claim in flight: no
-        -- more can be. Any other claim locks the window and every slot, in one order, so
-        -- it waits for the claims in flight and decides alone. Either way the counts are
+        -- held) and its channel's limits shared, and proves its room counting every
+        -- other slot as a claim in flight: no more can be. One far from the window but
+        -- near its channel's daily limit holds a slot and its channel's limits alone, so
+        -- it waits for that channel's claims in flight, and decides its day from the
+        -- rows. Any other claim locks the window and every slot, in one order, so it
+        -- waits for every claim in flight and decides alone. Each way the counts are
         -- read by a statement whose snapshot is taken after the lock (READ COMMITTED).
         IF quick AND p_budget_monthly IS NULL THEN
             quick := false;
+            near_day := false;
             BEGIN
                 SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
                 SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
                     WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1
                     FOR UPDATE SKIP LOCKED;
                 v_now := airlock_now_after(p_now, started);
-                IF slot IS NULL OR NOT airlock_quota_far(cur.channel, v_now,
+                IF slot IS NULL OR NOT airlock_quota_window_far(v_now,
                         p_window_us * interval '1 microsecond', p_window_limit - (slots - 1),
-                        p_daily_limit - (slots - 1), p_day) THEN
+                        p_day) THEN
                     -- Rolled back to the block's start: the slot is let go.
+                    RAISE EXCEPTION USING ERRCODE = 'AL900';
+                END IF;
+                PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR SHARE;
+                IF NOT airlock_quota_days_far(cur.channel, p_daily_limit - (slots - 1),
+                                              p_day) THEN
+                    near_day := channel.channel IS NOT NULL;
                     RAISE EXCEPTION USING ERRCODE = 'AL900';
                 END IF;
                 PERFORM set_config('airlock.slot', slot::text, true);
@@ -780,6 +802,29 @@ BEGIN
             EXCEPTION WHEN SQLSTATE 'AL900' THEN
                 NULL;
             END;
+            IF near_day THEN
+                BEGIN
+                    SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
+                        WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1
+                        FOR UPDATE SKIP LOCKED;
+                    v_now := airlock_now_after(p_now, started);
+                    IF slot IS NULL OR NOT airlock_quota_window_far(v_now,
+                            p_window_us * interval '1 microsecond',
+                            p_window_limit - (slots - 1), p_day) THEN
+                        RAISE EXCEPTION USING ERRCODE = 'AL900';
+                    END IF;
+                    PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR UPDATE;
+                    PERFORM set_config('airlock.slot', slot::text, true);
+                    v_now := airlock_now_after(p_now, started);
+                    -- The window is proved: the rows decide the day alone.
+                    SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
+                        p_window_us, NULL, p_daily_limit, p_day, NULL, NULL, NULL);
+                    decided := true;
+                    quick := true;
+                EXCEPTION WHEN SQLSTATE 'AL900' THEN
+                    NULL;
+                END;
+            END IF;
         ELSE
             quick := false;
         END IF;
@@ -791,6 +836,11 @@ BEGIN
             SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
                 p_window_us, p_window_limit, p_daily_limit, p_day,
                 p_budget_monthly, p_budget_cost, p_month);
+            decided := true;
+        END IF;
+        -- (Nested: PL/pgSQL may read both sides of an AND, and `decision` is unset
+        -- until a decision is made.)
+        IF decided THEN
             IF decision.denied THEN
                 outcome := 'over_quota';
                 denial_limit := decision.limit_kind;
@@ -843,9 +893,9 @@ END $$;
 -- is every post still open when the batch cannot prove room for all: the caller then
 -- claims it alone, with airlock_claim_post.
 -- The proof is airlock_claim_post's quick one, unchanged: the batch holds a slot for each
--- post it claims (at most half the slots; a post beyond them is made alone), so the other claims in
--- flight are at most the slots left, and room for one more with every other slot in
--- flight is room for the whole batch.
+-- post it claims (at most half the slots; a post beyond them is made alone) and its
+-- channels' limits shared, so the other claims in flight are at most the slots left,
+-- and room for one more with every other slot in flight is room for the whole batch.
 -- `p_day` holds each claim's `p_day_len` day starts one after another. Any refusal fails
 -- the whole batch (nothing is written): the caller then claims each post alone, which
 -- refuses the one at fault with airlock_claim_post's own error.
@@ -888,6 +938,7 @@ DECLARE
     open_n integer;
     taken integer := 0;
     proved boolean;
+    earliest timestamptz;
     c_id bigint[];
 BEGIN
     IF n = 0 THEN
@@ -896,11 +947,12 @@ BEGIN
     IF pg_current_xact_id_if_assigned() IS NOT NULL
        OR p_window_us IS NULL OR p_window_limit IS NULL OR p_day_len IS NULL
        OR array_position(p_daily_limit, NULL) IS NOT NULL
-       OR n <> ALL (ARRAY[cardinality(p_version), cardinality(p_allow_test),
-                          cardinality(p_worker), cardinality(p_actor), cardinality(p_now),
+       OR EXISTS (SELECT 1 FROM unnest(ARRAY[cardinality(p_version),
+                          cardinality(p_allow_test), cardinality(p_worker),
+                          cardinality(p_actor), cardinality(p_now),
                           cardinality(p_lease_until), cardinality(p_note),
                           cardinality(p_daily_limit), cardinality(p_intent_key),
-                          cardinality(p_intent_margin_us)])
+                          cardinality(p_intent_margin_us)]) c WHERE c IS DISTINCT FROM n)
        OR cardinality(p_day) IS DISTINCT FROM n * p_day_len THEN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',
             'a batch of claims is a transaction of its own, with every field of every claim'));
@@ -992,17 +1044,29 @@ BEGIN
                 taken := taken + 1;
             END IF;
         END LOOP;
+        FOR k IN 1 .. n LOOP
+            IF answer[k] IS NULL THEN
+                stamp[k] := airlock_now_after(p_now[k], started);
+            END IF;
+        END LOOP;
+        -- Each claim's channel's limits, shared, as a claim alone holds them: a claim near
+        -- its channel's daily limit waits for these.
+        PERFORM 1 FROM channel_limits c
+            WHERE c.channel = ANY (ARRAY(SELECT chan[k] FROM unnest(array_positions(answer, NULL)) k))
+            ORDER BY c.channel FOR SHARE;
+        -- The proof at the earliest stamp holds for the later ones: their windows count
+        -- no hour it does not.
+        earliest := (SELECT min(t) FROM unnest(stamp) t);
         proved := taken > 0;
         FOR k IN 1 .. n LOOP
             EXIT WHEN NOT proved;
             CONTINUE WHEN answer[k] IS NOT NULL;
-            stamp[k] := airlock_now_after(p_now[k], started);
             days := p_day[(k - 1) * p_day_len + 1 : k * p_day_len];
             -- (Once for each channel, limit and days.)
             CONTINUE WHEN EXISTS (SELECT 1 FROM generate_series(1, k - 1) j
                 WHERE answer[j] IS NULL AND chan[j] = chan[k] AND daily[j] = daily[k]
                   AND p_day[(j - 1) * p_day_len + 1 : j * p_day_len] = days);
-            proved := airlock_quota_far(chan[k], stamp[k], win * interval '1 microsecond',
+            proved := airlock_quota_far(chan[k], earliest, win * interval '1 microsecond',
                 win_limit - (slots - 1), daily[k] - (slots - 1), days);
         END LOOP;
         FOR k IN 1 .. n LOOP
@@ -1442,10 +1506,11 @@ BEGIN
     IF n = 0 THEN
         RETURN;
     END IF;
-    IF n <> ALL (ARRAY[cardinality(p_actor), cardinality(p_now), cardinality(p_generation),
-                       cardinality(p_part), cardinality(p_posted_at),
-                       cardinality(p_platform_post_id), cardinality(p_permalink),
-                       cardinality(p_note), cardinality(p_flag)])
+    IF EXISTS (SELECT 1 FROM unnest(ARRAY[cardinality(p_actor), cardinality(p_now),
+                       cardinality(p_generation), cardinality(p_part),
+                       cardinality(p_posted_at), cardinality(p_platform_post_id),
+                       cardinality(p_permalink), cardinality(p_note),
+                       cardinality(p_flag)]) c WHERE c IS DISTINCT FROM n)
        OR jsonb_typeof(p_notify) IS DISTINCT FROM 'array'
        OR jsonb_array_length(p_notify) <> n THEN
         PERFORM airlock_raise('AL020', 'refused', jsonb_build_object('rule',

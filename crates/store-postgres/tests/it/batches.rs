@@ -14,7 +14,7 @@ use airlock_store_postgres::PgStore;
 use airlock_store_tests::fixture::*;
 use chrono::Duration;
 
-use crate::support::{TestDb, store};
+use crate::support::{TestDb, counted, owner_limits, store};
 
 /// `n` approved posts on `channel`, the oldest due first.
 async fn posts(store: &PgStore, channel: &str, n: usize) -> Vec<airlock_core::Post> {
@@ -47,12 +47,15 @@ fn claim(post: &airlock_core::Post, daily: u32) -> PostClaim {
 }
 
 /// Makes every claim at once: each in a task of its own, as a worker's runs are.
-async fn claim_together(store: &PgStore, claims: &[PostClaim]) -> Vec<PostClaimed> {
+async fn claim_each(
+    store: &PgStore,
+    claims: &[PostClaim],
+) -> Vec<airlock_store::Result<PostClaimed>> {
     let tasks: Vec<_> = claims
         .iter()
         .map(|c| {
             let (store, c) = (store.clone(), c.clone());
-            tokio::spawn(async move { store.claim_post(&c).await.expect("claim") })
+            tokio::spawn(async move { store.claim_post(&c).await })
         })
         .collect();
     let mut answers = Vec::new();
@@ -60,6 +63,15 @@ async fn claim_together(store: &PgStore, claims: &[PostClaim]) -> Vec<PostClaime
         answers.push(task.await.expect("claim task"));
     }
     answers
+}
+
+/// [`claim_each`], every claim answered.
+async fn claim_together(store: &PgStore, claims: &[PostClaim]) -> Vec<PostClaimed> {
+    claim_each(store, claims)
+        .await
+        .into_iter()
+        .map(|a| a.expect("claim"))
+        .collect()
 }
 
 /// How many transactions last wrote these posts.
@@ -345,17 +357,7 @@ async fn a_batch_the_database_refuses_is_made_claim_by_claim() {
     let mut claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
     // A lease no claim may take refuses the whole batch; alone, only its own claim.
     claims[1].lease_until = t0() + Duration::days(2);
-    let tasks: Vec<_> = claims
-        .iter()
-        .map(|c| {
-            let (store, c) = (store.clone(), c.clone());
-            tokio::spawn(async move { store.claim_post(&c).await })
-        })
-        .collect();
-    let mut answers = Vec::new();
-    for task in tasks {
-        answers.push(task.await.unwrap());
-    }
+    let answers = claim_each(&store, &claims).await;
     assert!(
         matches!(answers[0], Ok(PostClaimed::Claimed { .. })),
         "{:?}",
@@ -420,4 +422,159 @@ async fn claims_under_limits_within_the_slots_are_made_alone() {
         4,
         "each claim its own transaction"
     );
+}
+
+/// Holds every count a claim of `alpha` at `t0()` writes (`quota_hours`, any shard), so
+/// that such a claim stops there, in flight, holding what it holds until the answer
+/// commits or rolls back.
+async fn hold_counts(db: &TestDb) -> sqlx::PgConnection {
+    let mut conn = db.conn().await;
+    sqlx::query(
+        "INSERT INTO quota_hours (channel, hour, shard, live, latest) \
+         SELECT 'alpha', h, s, 0, $1 \
+         FROM unnest(ARRAY[date_trunc('hour', $1, 'UTC'), '-infinity']) h, \
+              generate_series(1, 48) s \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(t0())
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+    sqlx::query("SELECT 1 FROM quota_hours WHERE channel = 'alpha' FOR UPDATE")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+/// A claim near its channel's daily limit waits for the claims of that channel in
+/// flight, alone (`n` = 1) or in a batch, and counts them: claims far from their limits
+/// hold their channel's limits shared.
+async fn a_claim_near_its_day_counts_claims_in_flight(n: usize) {
+    const DAILY: i64 = 30;
+    let db = TestDb::create();
+    let store = store(&db).await;
+    owner_limits(store.pool(), &[("alpha", 100)]).await;
+    let earlier = posts(&store, "alpha", 1).await[0].id;
+    counted(store.pool(), earlier.0, DAILY - n as i64).await;
+    let far = posts(&store, "alpha", n).await;
+    let near = posts(&store, "alpha", 1).await.remove(0);
+
+    let mut held = hold_counts(&db).await;
+    let in_flight = {
+        let (store, claims) = (
+            store.clone(),
+            far.iter().map(|p| claim(p, 100)).collect::<Vec<_>>(),
+        );
+        tokio::spawn(async move { claim_together(&store, &claims).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !in_flight.is_finished(),
+        "the claims far from the limit are in flight"
+    );
+    let deciding = {
+        let (store, claim) = (store.clone(), claim(&near, DAILY as u32));
+        tokio::spawn(async move { store.claim_post(&claim).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("ROLLBACK").execute(&mut held).await.unwrap();
+    let made = in_flight.await.unwrap();
+    assert!(
+        made.iter()
+            .all(|a| matches!(a, PostClaimed::Claimed { .. })),
+        "{made:?}"
+    );
+    match deciding.await.unwrap().unwrap() {
+        PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
+        other => panic!("the claim near its limit missed the claims in flight: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_claim_near_its_day_counts_a_claim_in_flight() {
+    a_claim_near_its_day_counts_claims_in_flight(1).await;
+}
+
+#[tokio::test]
+async fn a_claim_near_its_day_counts_a_batch_in_flight() {
+    a_claim_near_its_day_counts_claims_in_flight(3).await;
+}
+
+/// The fixtures' local days around `now`, as a claim sends them.
+fn day_list(now: chrono::DateTime<chrono::Utc>) -> Vec<chrono::DateTime<chrono::Utc>> {
+    let first = airlock_core::quota::day_bounds(now - Duration::days(1), TZ).0;
+    let mut starts = vec![first];
+    for _ in 0..3 {
+        let next = airlock_core::quota::day_bounds(*starts.last().unwrap(), TZ).1;
+        starts.push(next);
+    }
+    starts
+}
+
+/// Every array of a batch has one entry per claim: a short one is refused, never read
+/// as nulls (a null intent margin would pass its check).
+#[tokio::test]
+async fn a_batch_with_a_short_array_is_refused() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 2).await;
+    let days = day_list(t0());
+    let refused = sqlx::query(
+        "SELECT * FROM airlock_claim_batch(ARRAY[$1, $2], ARRAY[$3, $4], ARRAY[true, true], \
+           ARRAY['w', 'w'], ARRAY['a', 'a'], ARRAY[$5, $5], ARRAY[$6, $6], ARRAY['n', 'n'], \
+           3600000000, 1000, ARRAY[100, 100]::bigint[], $7, $8, ARRAY['k1', 'k2'], \
+           ARRAY[1]::bigint[])",
+    )
+    .bind(posts[0].id.0)
+    .bind(posts[1].id.0)
+    .bind(posts[0].version)
+    .bind(posts[1].version)
+    .bind(t0())
+    .bind(t0() + Duration::minutes(15))
+    .bind([days.clone(), days.clone()].concat())
+    .bind(i32::try_from(days.len()).unwrap())
+    .execute(store.pool())
+    .await
+    .expect_err("a short array is refused");
+    let code = refused.as_database_error().and_then(|e| e.code());
+    assert_eq!(code.as_deref(), Some("AL020"), "{refused}");
+    assert_eq!(reservations(&store).await, 0, "nothing was claimed");
+}
+
+/// Under the caller's clock (a setting for tests) a batch proves its room at its
+/// earliest claim's time, where its claims' windows count the most: a stamp that lies in
+/// the future of that claim stops the batch, as it stops that claim alone.
+#[tokio::test]
+async fn a_batch_proves_its_room_at_its_earliest_claims_time() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    let posts = posts(&store, "alpha", 3).await;
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         VALUES ($1, 1, 'alpha', 'committed', $2, $3)",
+    )
+    .bind(posts[2].id.0)
+    .bind(mins(-20))
+    .bind(mins(-2))
+    .execute(store.pool())
+    .await
+    .unwrap();
+    let late = claim(&posts[0], 100);
+    let early = PostClaim {
+        now: mins(-10),
+        lease_until: mins(5),
+        ..claim(&posts[1], 100)
+    };
+    let answers = claim_each(&store, &[late, early]).await;
+    assert!(
+        matches!(answers[0], Ok(PostClaimed::Claimed { .. })),
+        "{:?}",
+        answers[0]
+    );
+    let refused = answers[1]
+        .as_ref()
+        .expect_err("sent in the future of the early claim");
+    assert!(refused.to_string().contains("in the future"), "{refused}");
 }

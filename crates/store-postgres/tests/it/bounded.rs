@@ -10,7 +10,7 @@ use airlock_core::quota::day_bounds;
 
 use airlock_store_tests::fixture::quota_drift;
 
-use crate::support::{TestDb, store};
+use crate::support::{TestDb, counted, owner_limits, store};
 
 const ZONE: chrono_tz::Tz = chrono_tz::Asia::Tokyo;
 
@@ -393,16 +393,7 @@ async fn a_claim_near_its_limit_waits_for_the_claims_in_flight() {
     let pool = store.pool().clone();
     let earlier = a_post(&pool).await;
     // One short of the limit, counted and sent a minute ago.
-    sqlx::query(
-        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
-         SELECT $1, g, 'alpha', 'committed', $2, $2 FROM generate_series(1, $3) g",
-    )
-    .bind(earlier)
-    .bind(mins(-1))
-    .bind(DAILY - 1)
-    .execute(&pool)
-    .await
-    .unwrap();
+    counted(&pool, earlier, DAILY - 1).await;
     let post = approved(store.as_ref(), "alpha", "next", t0()).await;
 
     // A claim in flight: it holds a slot and its reservation is not committed yet.
@@ -439,6 +430,86 @@ async fn a_claim_near_its_limit_waits_for_the_claims_in_flight() {
         PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
         other => panic!("expected over quota, got {other:?}"),
     }
+}
+
+/// A claim of `channel` in flight, as the quick proof makes one: it holds `slot` and
+/// its channel's limits shared, and its reservation is not committed yet.
+async fn in_flight(
+    pool: &PgPool,
+    slot: &str,
+    channel: &str,
+    post: i64,
+    generation: i64,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM ledger_locks WHERE name = $1 FOR UPDATE")
+        .bind(slot)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("SELECT 1 FROM channel_limits WHERE channel = $1 FOR SHARE")
+        .bind(channel)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         VALUES ($1, $2, $3, 'committed', $4, $4)",
+    )
+    .bind(post)
+    .bind(generation)
+    .bind(channel)
+    .bind(airlock_store_tests::fixture::mins(-1))
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx
+}
+
+/// A claim near its channel's daily limit, with the window far from its own, decides
+/// from the rows under its channel's lock: it waits for that channel's claims in
+/// flight, and for no other channel's (the daily limit spans no other channel).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_near_its_daily_limit_waits_for_its_channel_only() {
+    use airlock_store::{PostClaimed, Publishing};
+    use airlock_store_tests::fixture::{approved, post_claim, t0};
+
+    const DAILY: i64 = 30;
+    let db = TestDb::create();
+    let store = std::sync::Arc::new(store(&db).await);
+    let pool = store.pool().clone();
+    owner_limits(&pool, &[("alpha", DAILY), ("beta", 1_000_000)]).await;
+    let earlier = a_post(&pool).await;
+    // Two short of the limit, counted and sent a minute ago.
+    counted(&pool, earlier, DAILY - 2).await;
+    let first = approved(store.as_ref(), "alpha", "first", t0()).await;
+    let second = approved(store.as_ref(), "alpha", "second", t0()).await;
+    let quota = Some((1000, DAILY as u32));
+
+    let beta = in_flight(&pool, "window slot 01", "beta", earlier, 1000).await;
+    let first = post_claim(&first, t0(), quota);
+    match tokio::time::timeout(std::time::Duration::from_secs(3), store.claim_post(&first)).await {
+        Ok(Ok(PostClaimed::Claimed { .. })) => {}
+        Ok(other) => panic!("expected the claim, got {other:?}"),
+        Err(_) => panic!("the claim waited for another channel's claim in flight"),
+    }
+
+    let alpha = in_flight(&pool, "window slot 02", "alpha", earlier, 1001).await;
+    let claiming = tokio::spawn({
+        let store = store.clone();
+        async move { store.claim_post(&post_claim(&second, t0(), quota)).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !claiming.is_finished(),
+        "the claim decided without waiting for its channel's claim in flight"
+    );
+    alpha.commit().await.unwrap();
+    match claiming.await.unwrap().unwrap() {
+        PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
+        other => panic!("expected over quota, got {other:?}"),
+    }
+    beta.rollback().await.unwrap();
 }
 
 /// The claims of one transaction after its first are decided alone, from the rows: the

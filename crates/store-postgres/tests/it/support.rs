@@ -118,3 +118,42 @@ pub async fn fresh_hardened() -> Ledger {
         backend,
     }
 }
+
+/// Writes the ledger's limits as its owner does: a window far from every test's, and
+/// each of `channels`' daily limit in the fixtures' zone.
+pub async fn owner_limits(pool: &sqlx::PgPool, channels: &[(&str, i64)]) {
+    sqlx::query(
+        "INSERT INTO ledger_limits (window_us, window_limit, updated_at) \
+         VALUES (1, 1000000000, now())",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    for (channel, daily) in channels {
+        sqlx::query(
+            "INSERT INTO channel_limits (channel, daily_limit, zone, tests, updated_at) \
+             VALUES ($1, $2, $3, true, now())",
+        )
+        .bind(channel)
+        .bind(daily)
+        .bind(airlock_store_tests::fixture::TZ.name())
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+}
+
+/// `n` committed reservations of `post` on `alpha`, made and sent a minute before the
+/// fixtures' now.
+pub async fn counted(pool: &sqlx::PgPool, post: i64, n: i64) {
+    sqlx::query(
+        "INSERT INTO reservations (post_id, generation, channel, state, created_at, sent_at) \
+         SELECT $1, g, 'alpha', 'committed', $2, $2 FROM generate_series(1, $3) g",
+    )
+    .bind(post)
+    .bind(airlock_store_tests::fixture::mins(-1))
+    .bind(n)
+    .execute(pool)
+    .await
+    .unwrap();
+}
