@@ -426,11 +426,33 @@ pub async fn pg_database(
         None => format!("CREATE DATABASE {name}"),
     };
     pg_admin(create).await.expect("create database");
-    Arc::new(
-        airlock_store_postgres::PgStore::connect(&format!("{}/{name}", pg_server()))
-            .await
-            .expect("connect"),
-    )
+    let store = airlock_store_postgres::PgStore::connect(&format!("{}/{name}", pg_server()))
+        .await
+        .expect("connect");
+    store
+        .hold_limits(&ledger_limits(&settings()))
+        .await
+        .expect("hold the limits");
+    Arc::new(store)
+}
+
+/// The ledger's limits for `settings`, which `serve` has the ledger hold before it
+/// claims (`airlock_cli::wiring::ledger_limits`): claims then decide by them.
+fn ledger_limits(settings: &AppSettings) -> airlock_store_postgres::LedgerLimits {
+    airlock_store_postgres::LedgerLimits {
+        window: settings.window,
+        channels: settings
+            .channels
+            .values()
+            .map(|c| airlock_store_postgres::ChannelLimits {
+                channel: c.name.to_string(),
+                daily_limit: c.daily_limit,
+                zone: c.timezone.name().to_owned(),
+                budget: None,
+                tests: c.kind.publishes_test_posts(),
+            })
+            .collect(),
+    }
 }
 
 /// Dispatch lag (due time to request) of `n` posts due over the next moments, published

@@ -792,6 +792,10 @@ BEGIN
                     RAISE EXCEPTION USING ERRCODE = 'AL900';
                 END IF;
                 PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR SHARE;
+                -- A row the owner removed (or wrote) since it was read: the whole window.
+                IF FOUND IS DISTINCT FROM (channel.channel IS NOT NULL) THEN
+                    RAISE EXCEPTION USING ERRCODE = 'AL900';
+                END IF;
                 IF NOT airlock_quota_days_far(cur.channel, p_daily_limit - (slots - 1),
                                               p_day) THEN
                     near_day := channel.channel IS NOT NULL;
@@ -814,6 +818,9 @@ BEGIN
                         RAISE EXCEPTION USING ERRCODE = 'AL900';
                     END IF;
                     PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR UPDATE;
+                    IF NOT FOUND THEN
+                        RAISE EXCEPTION USING ERRCODE = 'AL900';
+                    END IF;
                     PERFORM set_config('airlock.slot', slot::text, true);
                     v_now := airlock_now_after(p_now, started);
                     -- The window is proved: the rows decide the day alone.
@@ -923,6 +930,8 @@ DECLARE
     scopes text[] := array_fill(NULL::text, ARRAY[n]);
     reasons text[] := array_fill(NULL::text, ARRAY[n]);
     chan text[] := array_fill(NULL::text, ARRAY[n]);
+    -- Whether the ledger holds limits for the claim's channel.
+    ruled boolean[] := array_fill(false, ARRAY[n]);
     daily bigint[] := p_daily_limit;
     stamp timestamptz[] := array_fill(NULL::timestamptz, ARRAY[n]);
     days timestamptz[];
@@ -1018,6 +1027,7 @@ BEGIN
         ELSIF lim.budget_monthly IS NOT NULL THEN
             answer[k] := 'single';
         ELSE
+            ruled[k] := true;
             PERFORM airlock_check_periods('day',
                 p_day[(k - 1) * p_day_len + 1 : k * p_day_len], lim.zone, false,
                 airlock_now_after(p_now[k], started));
@@ -1050,10 +1060,17 @@ BEGIN
             END IF;
         END LOOP;
         -- Each claim's channel's limits, shared, as a claim alone holds them: a claim near
-        -- its channel's daily limit waits for these.
-        PERFORM 1 FROM channel_limits c
-            WHERE c.channel = ANY (ARRAY(SELECT chan[k] FROM unnest(array_positions(answer, NULL)) k))
-            ORDER BY c.channel FOR SHARE;
+        -- its channel's daily limit waits for these. A row the owner removed (or wrote)
+        -- since it was read leaves every claim to be made alone.
+        IF (SELECT count(*) FROM (SELECT 1 FROM channel_limits c
+                WHERE c.channel = ANY (ARRAY(SELECT chan[k]
+                                             FROM unnest(array_positions(answer, NULL)) k))
+                ORDER BY c.channel COLLATE "C" FOR SHARE) l)
+           <> cardinality(ARRAY(SELECT DISTINCT chan[k]
+                                FROM unnest(array_positions(answer, NULL)) k
+                                WHERE ruled[k])) THEN
+            taken := 0;
+        END IF;
         -- The proof at the earliest stamp holds for the later ones: their windows count
         -- no hour it does not.
         earliest := (SELECT min(t) FROM unnest(stamp) t);

@@ -486,6 +486,8 @@ async fn a_claim_near_its_day_counts_claims_in_flight(n: usize) {
             .all(|a| matches!(a, PostClaimed::Claimed { .. })),
         "{made:?}"
     );
+    let ids: Vec<PostId> = far.iter().map(|p| p.id).collect();
+    assert_eq!(writers(&store, &ids).await, 1, "one transaction made them");
     match deciding.await.unwrap().unwrap() {
         PostClaimed::OverQuota(denial) => assert_eq!(denial.used, DAILY as u64),
         other => panic!("the claim near its limit missed the claims in flight: {other:?}"),

@@ -512,6 +512,47 @@ async fn a_claim_near_its_daily_limit_waits_for_its_channel_only() {
     beta.rollback().await.unwrap();
 }
 
+/// Claims that wait to hold their channel's limits while the owner removes them decide
+/// with the whole window locked, one after the other, never each from the rows alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_whose_channel_limits_go_decide_under_the_whole_window() {
+    use airlock_store::{PostClaimed, Publishing};
+    use airlock_store_tests::fixture::{approved, post_claim, t0};
+
+    const DAILY: i64 = 30;
+    let db = TestDb::create();
+    let store = std::sync::Arc::new(store(&db).await);
+    let pool = store.pool().clone();
+    owner_limits(&pool, &[("alpha", DAILY)]).await;
+    let earlier = a_post(&pool).await;
+    counted(&pool, earlier, DAILY - 1).await;
+    let mut removing = pool.begin().await.unwrap();
+    sqlx::query("DELETE FROM channel_limits WHERE channel = 'alpha'")
+        .execute(&mut *removing)
+        .await
+        .unwrap();
+    let mut claims = Vec::new();
+    for text in ["first", "second"] {
+        let post = approved(store.as_ref(), "alpha", text, t0()).await;
+        let store = store.clone();
+        claims.push(tokio::spawn(async move {
+            store
+                .claim_post(&post_claim(&post, t0(), Some((1000, DAILY as u32))))
+                .await
+                .unwrap()
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    removing.commit().await.unwrap();
+    let mut claimed = 0;
+    for claim in claims {
+        if matches!(claim.await.unwrap(), PostClaimed::Claimed { .. }) {
+            claimed += 1;
+        }
+    }
+    assert_eq!(claimed, 1, "the day takes exactly its limit");
+}
+
 /// The claims of one transaction after its first are decided alone, from the rows: the
 /// first may hold a slot with a reservation no other claim can see, so a second one's
 /// quick proof (which counts one claim per slot) would undercount.
