@@ -44,10 +44,10 @@ async fn main() {
     };
     let app = app(store, settings());
     if mode == "waiting" {
-        let [empty, later, paused] = measure_waiting(&app, posts, 1000).await;
+        let [empty, one, later, paused] = measure_waiting(&app, posts, 1000).await;
         println!(
-            "{backend}: idle looks/s {empty:.0} empty, {later:.0} with {posts} scheduled later, \
-             {paused:.0} with them paused"
+            "{backend}: idle looks/s {empty:.0} empty, {one:.0} with 1 scheduled later, \
+             {later:.0} with {posts}, {paused:.0} with them paused"
         );
         return;
     }
