@@ -630,6 +630,26 @@ END $$;
 -- The guarded path.
 ------------------------------------------------------------------------------------------
 
+-- Refuses a claim whose limits the owner rewrote after it read them (`p_ledger`, and
+-- `p_limits` for `p_channel`, as read then; a missing row reads as all nulls): called
+-- once the claim holds what the owner's write waits for (a window slot, or the window),
+-- so what it reads now is what every later claim reads. SQLSTATE 40001: nothing is
+-- written, and the claim may be made again.
+CREATE OR REPLACE FUNCTION airlock_limits_held(p_channel text, p_ledger ledger_limits,
+    p_limits channel_limits)
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    IF (SELECT to_jsonb(l) FROM ledger_limits l)
+           IS DISTINCT FROM (CASE WHEN p_ledger.only_row THEN to_jsonb(p_ledger) END)
+       OR (SELECT to_jsonb(c) FROM channel_limits c WHERE c.channel = p_channel)
+           IS DISTINCT FROM (CASE WHEN p_limits.channel IS NOT NULL THEN to_jsonb(p_limits) END) THEN
+        RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = format(
+            'airlock: the ledger''s limits for channel %s changed while a claim read them: claim again',
+            p_channel);
+    END IF;
+END $$;
+
 -- Store::claim_post: the post unchanged and not paused, the claim, the reservation with
 -- the post quota and money budget, and (with p_intent_key) the intent of part
 -- p_intent_part, in one transaction. outcome: claimed | gone | paused | over_quota.
@@ -792,10 +812,7 @@ BEGIN
                     RAISE EXCEPTION USING ERRCODE = 'AL900';
                 END IF;
                 PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR SHARE;
-                -- A row the owner removed (or wrote) since it was read: the whole window.
-                IF FOUND IS DISTINCT FROM (channel.channel IS NOT NULL) THEN
-                    RAISE EXCEPTION USING ERRCODE = 'AL900';
-                END IF;
+                PERFORM airlock_limits_held(cur.channel, ledger, channel);
                 IF NOT airlock_quota_days_far(cur.channel, p_daily_limit - (slots - 1),
                                               p_day) THEN
                     near_day := channel.channel IS NOT NULL;
@@ -818,9 +835,7 @@ BEGIN
                         RAISE EXCEPTION USING ERRCODE = 'AL900';
                     END IF;
                     PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR UPDATE;
-                    IF NOT FOUND THEN
-                        RAISE EXCEPTION USING ERRCODE = 'AL900';
-                    END IF;
+                    PERFORM airlock_limits_held(cur.channel, ledger, channel);
                     PERFORM set_config('airlock.slot', slot::text, true);
                     v_now := airlock_now_after(p_now, started);
                     -- The window is proved: the rows decide the day alone.
@@ -839,6 +854,7 @@ BEGIN
             PERFORM set_config('airlock.slot', '0', true);
             PERFORM 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %'
                 ORDER BY name FOR UPDATE;
+            PERFORM airlock_limits_held(cur.channel, ledger, channel);
             v_now := airlock_now_after(p_now, started);
             SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
                 p_window_us, p_window_limit, p_daily_limit, p_day,
@@ -930,8 +946,8 @@ DECLARE
     scopes text[] := array_fill(NULL::text, ARRAY[n]);
     reasons text[] := array_fill(NULL::text, ARRAY[n]);
     chan text[] := array_fill(NULL::text, ARRAY[n]);
-    -- Whether the ledger holds limits for the claim's channel.
-    ruled boolean[] := array_fill(false, ARRAY[n]);
+    -- The claim's channel's limits as read (null: none).
+    seen jsonb[] := array_fill(NULL::jsonb, ARRAY[n]);
     daily bigint[] := p_daily_limit;
     stamp timestamptz[] := array_fill(NULL::timestamptz, ARRAY[n]);
     days timestamptz[];
@@ -1019,6 +1035,7 @@ BEGIN
     FOR k IN 1 .. n LOOP
         CONTINUE WHEN answer[k] IS NOT NULL;
         SELECT * INTO lim FROM channel_limits c WHERE c.channel = chan[k];
+        seen[k] := CASE WHEN lim.channel IS NOT NULL THEN to_jsonb(lim) END;
         IF ledger.window_us IS NULL OR lim.channel IS NULL THEN
             IF NOT airlock_session_is_owner() THEN
                 PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
@@ -1027,7 +1044,6 @@ BEGIN
         ELSIF lim.budget_monthly IS NOT NULL THEN
             answer[k] := 'single';
         ELSE
-            ruled[k] := true;
             PERFORM airlock_check_periods('day',
                 p_day[(k - 1) * p_day_len + 1 : k * p_day_len], lim.zone, false,
                 airlock_now_after(p_now[k], started));
@@ -1060,15 +1076,17 @@ BEGIN
             END IF;
         END LOOP;
         -- Each claim's channel's limits, shared, as a claim alone holds them: a claim near
-        -- its channel's daily limit waits for these. A row the owner removed (or wrote)
-        -- since it was read leaves every claim to be made alone.
-        IF (SELECT count(*) FROM (SELECT 1 FROM channel_limits c
-                WHERE c.channel = ANY (ARRAY(SELECT chan[k]
-                                             FROM unnest(array_positions(answer, NULL)) k))
-                ORDER BY c.channel COLLATE "C" FOR SHARE) l)
-           <> cardinality(ARRAY(SELECT DISTINCT chan[k]
-                                FROM unnest(array_positions(answer, NULL)) k
-                                WHERE ruled[k])) THEN
+        -- its channel's daily limit waits for these. Limits the owner rewrote since they
+        -- were read leave every claim to be made alone, reading them again.
+        PERFORM 1 FROM channel_limits c
+            WHERE c.channel = ANY (ARRAY(SELECT chan[k]
+                                         FROM unnest(array_positions(answer, NULL)) k))
+            ORDER BY c.channel COLLATE "C" FOR SHARE;
+        IF (SELECT to_jsonb(l) FROM ledger_limits l)
+               IS DISTINCT FROM (CASE WHEN ledger.only_row THEN to_jsonb(ledger) END)
+           OR EXISTS (SELECT 1 FROM unnest(array_positions(answer, NULL)) k
+                      WHERE (SELECT to_jsonb(c) FROM channel_limits c WHERE c.channel = chan[k])
+                            IS DISTINCT FROM seen[k]) THEN
             taken := 0;
         END IF;
         -- The proof at the earliest stamp holds for the later ones: their windows count

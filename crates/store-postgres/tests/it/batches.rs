@@ -580,3 +580,37 @@ async fn a_batch_proves_its_room_at_its_earliest_claims_time() {
         .expect_err("sent in the future of the early claim");
     assert!(refused.to_string().contains("in the future"), "{refused}");
 }
+
+/// A batch whose channels' limits were rewritten after it read them claims nothing by
+/// them: each of its claims is made alone, reading the limits again.
+#[tokio::test]
+async fn a_batch_under_limits_rewritten_since_makes_each_claim_alone() {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    owner_limits(store.pool(), &[("alpha", 100)]).await;
+    let posts = posts(&store, "alpha", 3).await;
+    let mut owner = db.conn().await;
+    sqlx::query("BEGIN").execute(&mut owner).await.unwrap();
+    sqlx::query("UPDATE channel_limits SET daily_limit = 90 WHERE channel = 'alpha'")
+        .execute(&mut owner)
+        .await
+        .unwrap();
+    let together = {
+        let (store, claims) = (
+            store.clone(),
+            posts.iter().map(|p| claim(p, 100)).collect::<Vec<_>>(),
+        );
+        tokio::spawn(async move { claim_together(&store, &claims).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("COMMIT").execute(&mut owner).await.unwrap();
+    let answers = together.await.unwrap();
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, PostClaimed::Claimed { .. })),
+        "{answers:?}"
+    );
+    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
+    assert_eq!(writers(&store, &ids).await, 3, "each claim made alone");
+}

@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, DurationRound, Utc};
 use sqlx::{AssertSqlSafe, PgPool};
 
 use airlock_core::quota::day_bounds;
+use airlock_store::PostClaimed;
 
 use airlock_store_tests::fixture::quota_drift;
 
@@ -512,11 +513,12 @@ async fn a_claim_near_its_daily_limit_waits_for_its_channel_only() {
     beta.rollback().await.unwrap();
 }
 
-/// Claims that wait to hold their channel's limits while the owner removes them decide
-/// with the whole window locked, one after the other, never each from the rows alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claims_whose_channel_limits_go_decide_under_the_whole_window() {
-    use airlock_store::{PostClaimed, Publishing};
+/// A claim whose channel's limits the owner rewrites (`rewrite`, as the owner writes
+/// them: with the window and every slot locked) after the claim read them decides
+/// nothing by what it read: it is refused, to be made again, and then decides by the
+/// limits written.
+async fn a_claim_rereads_limits_rewritten_under_it(rewrite: &str, then: fn(&PostClaimed) -> bool) {
+    use airlock_store::Publishing;
     use airlock_store_tests::fixture::{approved, post_claim, t0};
 
     const DAILY: i64 = 30;
@@ -525,32 +527,54 @@ async fn claims_whose_channel_limits_go_decide_under_the_whole_window() {
     let pool = store.pool().clone();
     owner_limits(&pool, &[("alpha", DAILY)]).await;
     let earlier = a_post(&pool).await;
-    counted(&pool, earlier, DAILY - 1).await;
-    let mut removing = pool.begin().await.unwrap();
-    sqlx::query("DELETE FROM channel_limits WHERE channel = 'alpha'")
-        .execute(&mut *removing)
+    counted(&pool, earlier, DAILY - 5).await;
+    let post = approved(store.as_ref(), "alpha", "next", t0()).await;
+    let claim = post_claim(&post, t0(), Some((1000, DAILY as u32)));
+
+    let mut owner = pool.begin().await.unwrap();
+    sqlx::query(
+        "SELECT 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %' \
+         ORDER BY name FOR UPDATE",
+    )
+    .execute(&mut *owner)
+    .await
+    .unwrap();
+    sqlx::query(AssertSqlSafe(rewrite.to_owned()))
+        .execute(&mut *owner)
         .await
         .unwrap();
-    let mut claims = Vec::new();
-    for text in ["first", "second"] {
-        let post = approved(store.as_ref(), "alpha", text, t0()).await;
-        let store = store.clone();
-        claims.push(tokio::spawn(async move {
-            store
-                .claim_post(&post_claim(&post, t0(), Some((1000, DAILY as u32))))
-                .await
-                .unwrap()
-        }));
-    }
+    let claiming = tokio::spawn({
+        let (store, claim) = (store.clone(), claim.clone());
+        async move { store.claim_post(&claim).await }
+    });
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    removing.commit().await.unwrap();
-    let mut claimed = 0;
-    for claim in claims {
-        if matches!(claim.await.unwrap(), PostClaimed::Claimed { .. }) {
-            claimed += 1;
-        }
-    }
-    assert_eq!(claimed, 1, "the day takes exactly its limit");
+    owner.commit().await.unwrap();
+    let refused = claiming
+        .await
+        .unwrap()
+        .expect_err("a claim by limits rewritten since is refused");
+    assert!(refused.to_string().contains("changed"), "{refused}");
+    let again = store.claim_post(&claim).await.unwrap();
+    assert!(then(&again), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_rereads_a_daily_limit_lowered_under_it() {
+    a_claim_rereads_limits_rewritten_under_it(
+        "UPDATE channel_limits SET daily_limit = 25, updated_at = now() WHERE channel = 'alpha'",
+        |again| matches!(again, PostClaimed::OverQuota(d) if d.max == 25),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_rereads_limits_removed_under_it() {
+    // The owner claims on a channel the ledger holds no limits for by its own.
+    a_claim_rereads_limits_rewritten_under_it(
+        "DELETE FROM channel_limits WHERE channel = 'alpha'",
+        |again| matches!(again, PostClaimed::Claimed { .. }),
+    )
+    .await;
 }
 
 /// The claims of one transaction after its first are decided alone, from the rows: the
