@@ -240,14 +240,36 @@ async fn a_batch_claims_as_many_as_slots_are_free_and_the_rest_alone() {
     .execute(&mut other)
     .await
     .unwrap();
-    let claims: Vec<PostClaim> = posts.iter().map(|p| claim(p, 100)).collect();
+    // The two made alone wait for the whole window, held by the other process.
+    assert_eq!(
+        claimed_while(&store, &posts, other, "ROLLBACK").await,
+        3,
+        "one batch of four, two alone"
+    );
+    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+}
+
+/// Claims `posts` together (far from their limits) while `other` holds what it holds,
+/// ends `other`'s transaction with `end` once they wait, and requires every claim made:
+/// how many transactions made them.
+async fn claimed_while(
+    store: &PgStore,
+    posts: &[airlock_core::Post],
+    mut other: sqlx::PgConnection,
+    end: &str,
+) -> i64 {
     let together = {
-        let store = store.clone();
+        let (store, claims) = (
+            store.clone(),
+            posts.iter().map(|p| claim(p, 100)).collect::<Vec<_>>(),
+        );
         tokio::spawn(async move { claim_together(&store, &claims).await })
     };
-    // The two made alone wait for the whole window, held by the other process.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(end.to_owned()))
+        .execute(&mut other)
+        .await
+        .unwrap();
     let answers = together.await.unwrap();
     assert!(
         answers
@@ -256,12 +278,7 @@ async fn a_batch_claims_as_many_as_slots_are_free_and_the_rest_alone() {
         "{answers:?}"
     );
     let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    assert_eq!(
-        writers(&store, &ids).await,
-        3,
-        "one batch of four, two alone"
-    );
-    assert!(store.check_invariants(mins(1)).await.unwrap().is_empty());
+    writers(store, &ids).await
 }
 
 /// Claims `posts` together and records each one's intent.
@@ -595,22 +612,9 @@ async fn a_batch_under_limits_rewritten_since_makes_each_claim_alone() {
         .execute(&mut owner)
         .await
         .unwrap();
-    let together = {
-        let (store, claims) = (
-            store.clone(),
-            posts.iter().map(|p| claim(p, 100)).collect::<Vec<_>>(),
-        );
-        tokio::spawn(async move { claim_together(&store, &claims).await })
-    };
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    sqlx::query("COMMIT").execute(&mut owner).await.unwrap();
-    let answers = together.await.unwrap();
-    assert!(
-        answers
-            .iter()
-            .all(|a| matches!(a, PostClaimed::Claimed { .. })),
-        "{answers:?}"
+    assert_eq!(
+        claimed_while(&store, &posts, owner, "COMMIT").await,
+        3,
+        "each claim made alone"
     );
-    let ids: Vec<PostId> = posts.iter().map(|p| p.id).collect();
-    assert_eq!(writers(&store, &ids).await, 3, "each claim made alone");
 }
