@@ -813,6 +813,9 @@ BEGIN
                 END IF;
                 PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR SHARE;
                 PERFORM airlock_limits_held(cur.channel, ledger, channel);
+                -- Stamped after any wait for the row: the window proved at the earlier
+                -- time counts every hour the later one does.
+                v_now := airlock_now_after(p_now, started);
                 IF NOT airlock_quota_days_far(cur.channel, p_daily_limit - (slots - 1),
                                               p_day) THEN
                     near_day := channel.channel IS NOT NULL;
@@ -1070,11 +1073,6 @@ BEGIN
                 taken := taken + 1;
             END IF;
         END LOOP;
-        FOR k IN 1 .. n LOOP
-            IF answer[k] IS NULL THEN
-                stamp[k] := airlock_now_after(p_now[k], started);
-            END IF;
-        END LOOP;
         -- Each claim's channel's limits, shared, as a claim alone holds them: a claim near
         -- its channel's daily limit waits for these. Limits the owner rewrote since they
         -- were read leave every claim to be made alone, reading them again.
@@ -1089,6 +1087,12 @@ BEGIN
                             IS DISTINCT FROM seen[k]) THEN
             taken := 0;
         END IF;
+        -- Stamped after any wait for the rows.
+        FOR k IN 1 .. n LOOP
+            IF answer[k] IS NULL THEN
+                stamp[k] := airlock_now_after(p_now[k], started);
+            END IF;
+        END LOOP;
         -- The proof at the earliest stamp holds for the later ones: their windows count
         -- no hour it does not.
         earliest := (SELECT min(t) FROM unnest(stamp) t);

@@ -618,3 +618,39 @@ async fn a_batch_under_limits_rewritten_since_makes_each_claim_alone() {
         "each claim made alone"
     );
 }
+
+/// A claim that waited for its channel's limits (held by a claim near its day) is
+/// stamped after the wait, alone (`n` = 1) or in a batch: its reservation counts in the
+/// window from when it was made, not from before.
+async fn a_claim_is_stamped_after_waiting_for_its_channel(n: usize) {
+    let db = TestDb::create();
+    let store = store(&db).await;
+    owner_limits(store.pool(), &[("alpha", 100)]).await;
+    let posts = posts(&store, "alpha", n).await;
+    let mut holder = db.conn().await;
+    sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT 1 FROM channel_limits WHERE channel = 'alpha' FOR UPDATE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    claimed_while(&store, &posts, holder, "ROLLBACK").await;
+    let first: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT min(created_at) FROM reservations")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert!(
+        first >= t0() + Duration::milliseconds(250),
+        "stamped {first}, before the wait ended"
+    );
+}
+
+#[tokio::test]
+async fn a_claim_is_stamped_after_its_wait() {
+    a_claim_is_stamped_after_waiting_for_its_channel(1).await;
+}
+
+#[tokio::test]
+async fn a_batch_is_stamped_after_its_wait() {
+    a_claim_is_stamped_after_waiting_for_its_channel(3).await;
+}
