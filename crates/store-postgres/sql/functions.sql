@@ -630,24 +630,63 @@ END $$;
 -- The guarded path.
 ------------------------------------------------------------------------------------------
 
--- Refuses a claim whose limits the owner rewrote after it read them (`p_ledger`, and
--- `p_limits` for `p_channel`, as read then; a missing row reads as all nulls): called
--- once the claim holds what the owner's write waits for (a window slot, or the window),
--- so what it reads now is what every later claim reads. SQLSTATE 40001: nothing is
--- written, and the claim may be made again.
+-- Whether the owner rewrote the limits a claim read (`p_ledger`, and `p_limits` for
+-- `p_channel`, as read then; a missing row reads as all nulls). Asked once the claim
+-- holds what the owner's write waits for (a window slot, or the window), so what it
+-- reads now is what every later claim reads.
+CREATE OR REPLACE FUNCTION airlock_limits_moved(p_channel text, p_ledger ledger_limits,
+    p_limits channel_limits)
+RETURNS boolean LANGUAGE plpgsql STABLE
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    RETURN (SELECT to_jsonb(l) FROM ledger_limits l)
+               IS DISTINCT FROM (CASE WHEN p_ledger.only_row THEN to_jsonb(p_ledger) END)
+        OR (SELECT to_jsonb(c) FROM channel_limits c WHERE c.channel = p_channel)
+               IS DISTINCT FROM (CASE WHEN p_limits.channel IS NOT NULL THEN to_jsonb(p_limits) END);
+END $$;
+
+-- Refuses a claim by limits the owner rewrote since it read them
+-- (airlock_limits_moved). SQLSTATE 40001: nothing is written, and the claim may be made
+-- again.
 CREATE OR REPLACE FUNCTION airlock_limits_held(p_channel text, p_ledger ledger_limits,
     p_limits channel_limits)
 RETURNS void LANGUAGE plpgsql
 SET search_path = {{schema}}, pg_temp AS $$
 BEGIN
-    IF (SELECT to_jsonb(l) FROM ledger_limits l)
-           IS DISTINCT FROM (CASE WHEN p_ledger.only_row THEN to_jsonb(p_ledger) END)
-       OR (SELECT to_jsonb(c) FROM channel_limits c WHERE c.channel = p_channel)
-           IS DISTINCT FROM (CASE WHEN p_limits.channel IS NOT NULL THEN to_jsonb(p_limits) END) THEN
+    IF airlock_limits_moved(p_channel, p_ledger, p_limits) THEN
         RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = format(
             'airlock: the ledger''s limits for channel %s changed while a claim read them: claim again',
             p_channel);
     END IF;
+END $$;
+
+-- Locks the rolling window and every one of its slots, in one order: waits for every
+-- claim in flight, and holds off every claim until the transaction ends.
+CREATE OR REPLACE FUNCTION airlock_lock_window()
+RETURNS void LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %'
+        ORDER BY name FOR UPDATE;
+END $$;
+
+-- One of the window's `p_slots` slots, held (skipping those held), when the counts prove
+-- room in the window at `p_now` for this claim with every other slot a claim in flight;
+-- else null, the slot (if any) still held until the caller's block rolls back.
+CREATE OR REPLACE FUNCTION airlock_window_slot(p_slots integer, p_now timestamptz,
+    p_win interval, p_window_limit bigint, p_day timestamptz[])
+RETURNS integer LANGUAGE plpgsql
+SET search_path = {{schema}}, pg_temp AS $$
+DECLARE
+    slot integer;
+BEGIN
+    SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
+        WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1 FOR UPDATE SKIP LOCKED;
+    IF slot IS NULL
+       OR NOT airlock_quota_window_far(p_now, p_win, p_window_limit - (p_slots - 1), p_day) THEN
+        RETURN NULL;
+    END IF;
+    RETURN slot;
 END $$;
 
 -- Store::claim_post: the post unchanged and not paused, the claim, the reservation with
@@ -799,15 +838,12 @@ BEGIN
         IF quick AND p_budget_monthly IS NULL THEN
             quick := false;
             near_day := false;
+            SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
             BEGIN
-                SELECT count(*) INTO slots FROM ledger_locks WHERE name LIKE 'window slot %';
-                SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
-                    WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1
-                    FOR UPDATE SKIP LOCKED;
                 v_now := airlock_now_after(p_now, started);
-                IF slot IS NULL OR NOT airlock_quota_window_far(v_now,
-                        p_window_us * interval '1 microsecond', p_window_limit - (slots - 1),
-                        p_day) THEN
+                slot := airlock_window_slot(slots, v_now,
+                    p_window_us * interval '1 microsecond', p_window_limit, p_day);
+                IF slot IS NULL THEN
                     -- Rolled back to the block's start: the slot is let go.
                     RAISE EXCEPTION USING ERRCODE = 'AL900';
                 END IF;
@@ -828,13 +864,10 @@ BEGIN
             END;
             IF near_day THEN
                 BEGIN
-                    SELECT substr(name, 13)::integer INTO slot FROM ledger_locks
-                        WHERE name LIKE 'window slot %' ORDER BY random() LIMIT 1
-                        FOR UPDATE SKIP LOCKED;
                     v_now := airlock_now_after(p_now, started);
-                    IF slot IS NULL OR NOT airlock_quota_window_far(v_now,
-                            p_window_us * interval '1 microsecond',
-                            p_window_limit - (slots - 1), p_day) THEN
+                    slot := airlock_window_slot(slots, v_now,
+                        p_window_us * interval '1 microsecond', p_window_limit, p_day);
+                    IF slot IS NULL THEN
                         RAISE EXCEPTION USING ERRCODE = 'AL900';
                     END IF;
                     PERFORM 1 FROM channel_limits c WHERE c.channel = cur.channel FOR UPDATE;
@@ -855,8 +888,7 @@ BEGIN
         END IF;
         IF NOT quick THEN
             PERFORM set_config('airlock.slot', '0', true);
-            PERFORM 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %'
-                ORDER BY name FOR UPDATE;
+            PERFORM airlock_lock_window();
             PERFORM airlock_limits_held(cur.channel, ledger, channel);
             v_now := airlock_now_after(p_now, started);
             SELECT * INTO decision FROM airlock_quota_decision(cur.channel, v_now,
@@ -950,7 +982,7 @@ DECLARE
     reasons text[] := array_fill(NULL::text, ARRAY[n]);
     chan text[] := array_fill(NULL::text, ARRAY[n]);
     -- The claim's channel's limits as read (null: none).
-    seen jsonb[] := array_fill(NULL::jsonb, ARRAY[n]);
+    seen channel_limits[] := array_fill(NULL::channel_limits, ARRAY[n]);
     daily bigint[] := p_daily_limit;
     stamp timestamptz[] := array_fill(NULL::timestamptz, ARRAY[n]);
     days timestamptz[];
@@ -1038,7 +1070,7 @@ BEGIN
     FOR k IN 1 .. n LOOP
         CONTINUE WHEN answer[k] IS NOT NULL;
         SELECT * INTO lim FROM channel_limits c WHERE c.channel = chan[k];
-        seen[k] := CASE WHEN lim.channel IS NOT NULL THEN to_jsonb(lim) END;
+        seen[k] := lim;
         IF ledger.window_us IS NULL OR lim.channel IS NULL THEN
             IF NOT airlock_session_is_owner() THEN
                 PERFORM airlock_raise('AL022', 'limits', jsonb_build_object('what', format(
@@ -1080,11 +1112,10 @@ BEGIN
             WHERE c.channel = ANY (ARRAY(SELECT chan[k]
                                          FROM unnest(array_positions(answer, NULL)) k))
             ORDER BY c.channel COLLATE "C" FOR SHARE;
-        IF (SELECT to_jsonb(l) FROM ledger_limits l)
-               IS DISTINCT FROM (CASE WHEN ledger.only_row THEN to_jsonb(ledger) END)
-           OR EXISTS (SELECT 1 FROM unnest(array_positions(answer, NULL)) k
-                      WHERE (SELECT to_jsonb(c) FROM channel_limits c WHERE c.channel = chan[k])
-                            IS DISTINCT FROM seen[k]) THEN
+        -- (Once for each channel and limits as read.)
+        IF EXISTS (SELECT 1 FROM (SELECT DISTINCT ON (chan[k], seen[k]::text) k
+                                  FROM unnest(array_positions(answer, NULL)) k) o
+                   WHERE airlock_limits_moved(chan[o.k], ledger, seen[o.k])) THEN
             taken := 0;
         END IF;
         -- Stamped after any wait for the rows.

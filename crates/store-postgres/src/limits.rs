@@ -109,13 +109,10 @@ impl PgStore {
         let mut tx = self.pool.begin().await.map_err(db)?;
         // The whole window, as a claim near its limit takes it: the claims in flight end
         // first, and every later claim reads the limits written here.
-        sqlx::query(
-            "SELECT 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %' \
-             ORDER BY name FOR UPDATE",
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        sqlx::query("SELECT airlock_lock_window()")
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
         sqlx::query(
             "INSERT INTO ledger_limits (window_us, window_limit, updated_at) VALUES ($1, $2, $3) \
              ON CONFLICT (only_row) DO UPDATE SET window_us = $1, window_limit = $2, updated_at = $3 \

@@ -6,8 +6,9 @@
 //! result back. Its quota is decided under the window's locks (`airlock_claim_post`):
 //! one slot of the window when per-hour counts prove it far from every limit with every
 //! other slot counted as a claim in flight (a batch, `airlock_claim_batch`, holds one
-//! for each of its claims), else the whole window, so the count it decides on includes
-//! every reservation committed before it, from any process.
+//! for each of its claims); near its channel's daily limit, a slot and that channel's
+//! limits alone; else the whole window. So the count it decides on includes every
+//! reservation committed before it, from any process.
 
 use async_trait::async_trait;
 use chrono::{DateTime, DurationRound, Utc};

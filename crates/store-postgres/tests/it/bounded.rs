@@ -532,13 +532,10 @@ async fn a_claim_rereads_limits_rewritten_under_it(rewrite: &str, then: fn(&Post
     let claim = post_claim(&post, t0(), Some((1000, DAILY as u32)));
 
     let mut owner = pool.begin().await.unwrap();
-    sqlx::query(
-        "SELECT 1 FROM ledger_locks WHERE name = 'window' OR name LIKE 'window slot %' \
-         ORDER BY name FOR UPDATE",
-    )
-    .execute(&mut *owner)
-    .await
-    .unwrap();
+    sqlx::query("SELECT airlock_lock_window()")
+        .execute(&mut *owner)
+        .await
+        .unwrap();
     sqlx::query(AssertSqlSafe(rewrite.to_owned()))
         .execute(&mut *owner)
         .await
